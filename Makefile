@@ -1,0 +1,61 @@
+# rtscope: `make demo` runs a short experiment here; `make test` runs every test suite.
+# Both set everything up on a fresh machine: Debian packages (as root), a virtualenv, the probes.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: all setup system-deps venv probes beam cbtask demo test test-python test-probes test-beam test-cbtask bench clean
+
+all: setup
+
+setup: system-deps venv probes beam cbtask
+
+system-deps:
+	@bash scripts/system-deps.sh
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	@touch $@
+
+venv: $(STAMP)
+
+probes:
+	$(MAKE) -C probes
+
+beam:
+	@if command -v mix >/dev/null 2>&1 && [ -f beam/mix.exs ]; then \
+	  cd beam && MIX_ENV=prod mix compile >/dev/null; \
+	else echo "rtscope: Elixir not installed: BEAM runtime unavailable (sudo apt-get install -y elixir erlang-dev)"; fi
+
+cbtask:
+	@if [ -f cbtask/Makefile ]; then $(MAKE) -C cbtask; fi
+
+demo: setup
+	$(BIN)/rtscope demo
+
+test: setup test-probes test-cbtask test-beam test-python
+
+test-python: setup
+	$(BIN)/python -m pytest -q
+
+test-probes:
+	$(MAKE) -C probes test
+
+test-cbtask:
+	@if [ -f cbtask/Makefile ]; then $(MAKE) -C cbtask test; fi
+
+test-beam:
+	@if [ -f beam/mix.exs ]; then cd beam && MIX_ENV=test mix test; fi
+
+bench: setup
+	@for b in bench/*.sh; do echo "== $$b"; bash $$b || exit 1; done
+	@for b in bench/*.py; do [ -f "$$b" ] || continue; echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	$(MAKE) -C probes clean
+	@if [ -f cbtask/Makefile ]; then $(MAKE) -C cbtask clean; fi
+	rm -rf $(VENV) beam/_build

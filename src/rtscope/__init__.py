@@ -1,0 +1,3 @@
+"""rtscope: measure, compare and improve the real-time behaviour of IoT and edge stacks."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,156 @@
+"""Commands over stored runs: runs, show, export."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from .. import stats, sysinfo
+from ..results import DISPLAY, display_unit, fmt, run_stats
+from ..store import Run, Store
+from .common import DbOption, JsonOption, app, console, escape, open_store, print_json, settings_text
+
+
+def run_summary(run: Run) -> dict:
+    r = run.row
+    return {"id": run.id, "workload": r["workload"], "variant": r["variant"], "runtime": r["runtime"],
+            "settings": r["settings"], "params": r["params"], "n_samples": r["n_samples"],
+            "started_at": r["started_at"], "finished_at": r["finished_at"], "tags": r["tags"],
+            "experiment_id": r["experiment_id"], "cell": r["cell"], "repetition": r["repetition"]}
+
+
+@app.command("runs")
+def list_runs(
+    db: DbOption = None,
+    workload: Annotated[Optional[str], typer.Option(help="Only runs of this workload.")] = None,
+    experiment: Annotated[Optional[int], typer.Option(help="Only runs of this experiment id.")] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """List stored runs."""
+    store = open_store(db)
+    found = store.runs(workload=workload, experiment_id=experiment)
+    if json_out:
+        print_json([run_summary(r) for r in found])
+        return
+    table = Table(title=f"runs in {store.url}")
+    for col in ("id", "workload", "variant", "runtime", "settings", "samples", "started (UTC)", "experiment"):
+        table.add_column(col, justify="right" if col in ("id", "samples") else "left")
+    for r in found:
+        table.add_row(str(r.id), r["workload"], r["variant"], r["runtime"], escape(settings_text(r["settings"])),
+                      f"{r['n_samples']:,}", r["started_at"][:19], str(r["experiment_id"] or ""))
+    console.print(table)
+    if not found:
+        console.print("no runs yet: try `rtscope demo`")
+
+
+def stats_table(title: str, rows: list[tuple[str, dict]], unit: str, keys=DISPLAY) -> Table:
+    shown, scale = display_unit(unit)
+    table = Table(title=title)
+    table.add_column("run")
+    for key, head in keys:
+        table.add_column(head + ("" if key == "n" else f" ({shown}²)" if key == "var" else f" ({shown})"),
+                         justify="right")
+    for label, st in rows:
+        table.add_row(escape(label), *(fmt(k, st.get(k), scale) for k, _ in keys))
+    return table
+
+
+@app.command()
+def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see `rtscope runs`).")],
+         db: DbOption = None, json_out: JsonOption = False) -> None:
+    """Show a run: the study's AVG MAX VAR STDEV, percentiles, settings and machine state."""
+    store = open_store(db)
+    run = store.get_run(run_id)
+    st = run_stats(store, run)
+    if json_out:
+        summary = run_summary(run)
+        summary.update(environment=run["environment"], trailer=run["trailer"], tool=run["tool"],
+                       tool_version=run["tool_version"], columns=run["columns"],
+                       percentile_definition=stats.PERCENTILE_DEFINITION, unit=run.primary["unit"])
+        print_json({"run": summary, "settings": run["settings"], "stats": st})
+        return
+    env = run["environment"]
+    console.print(f"[bold]run {run.id}[/]: {escape(run.label)}  tool {escape(run['tool'])} {escape(run['tool_version'])}")
+    console.print(f"settings: {escape(settings_text(run['settings']))}")
+    console.print(f"params:   {escape(settings_text(run['params']))}")
+    if "kernel_release" in env:
+        console.print(f"machine:  {escape(env.get('cpu_model', '?'))} × {env.get('cpu_count')}, kernel "
+                      f"{escape(env['kernel_release'])} ({env.get('preemption')}), board {escape(str(env.get('board') or '-'))}")
+    unit = run.primary["unit"]
+    console.print(stats_table(f"{run.primary['name']} (percentiles: {stats.PERCENTILE_DEFINITION})",
+                              [(run.label, st)], unit))
+    for name, count in (run["trailer"].get("counters") or {}).items():
+        console.print(f"{name}: {count:,}" if isinstance(count, int) else f"{name}: {count}")
+    for note in run["trailer"].get("notes", []) + sysinfo.warnings(env):
+        console.print(f"[yellow]warning:[/] {escape(note)}")
+
+
+class ExportFormat(str, Enum):
+    csv = "csv"
+    json = "json"
+
+
+class Units(str, Enum):
+    ns = "ns"
+    us = "us"
+
+
+def export_columns(run: Run, data: dict, units: Units) -> tuple[list[str], list]:
+    """Column names and arrays; `us` gives the nerves_rt_perf layout count,time,... in µs."""
+    cols = [c["name"] for c in run["columns"]]
+    arrays = [data[c] for c in cols]
+    n = len(arrays[0]) if arrays else 0
+    import numpy as np
+    if units is Units.us:
+        primary = run.primary
+        first = arrays[0] / 1000.0 if primary["unit"] == "ns" else arrays[0]
+        return ["count", "time", *cols[1:]], [np.arange(1, n + 1), first, *arrays[1:]]
+    return ["index", *cols], [np.arange(n), *arrays]
+
+
+def write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", newline="") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@app.command()
+def export(
+    run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id.")],
+    fmt_: Annotated[ExportFormat, typer.Option("--format", help="csv: one row per sample; json: columns.")] = ExportFormat.csv,
+    units: Annotated[Units, typer.Option(help="ns: as stored; us: nerves_rt_perf style count,time,... in µs.")] = Units.ns,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="File to write [default: stdout].")] = None,
+    db: DbOption = None,
+) -> None:
+    """Export every raw sample of a run."""
+    store = open_store(db)
+    run = store.get_run(run_id)
+    names, arrays = export_columns(run, store.samples(run.id), units)
+    if fmt_ is ExportFormat.csv:
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(names)
+        w.writerows(zip(*(a.tolist() for a in arrays)))
+        text = buf.getvalue()
+    else:
+        text = json.dumps({"run": run_summary(run), "columns": run["columns"], "units": units.value,
+                           "samples": {n: a.tolist() for n, a in zip(names, arrays)}}) + "\n"
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        write_atomic(output, text)
+        console.print(f"wrote {len(arrays[0]) if arrays else 0:,} samples to {escape(str(output))}")

@@ -1,0 +1,36 @@
+"""Where rtscope finds its probes and shipped files (a source checkout or an install)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from .errors import RtscopeError
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+REPO_DIR = PACKAGE_DIR.parent.parent  # src/rtscope -> repo root in a checkout
+
+
+def repo_file(*parts: str) -> Path:
+    return REPO_DIR.joinpath(*parts)
+
+
+def find_binary(env_var: str, repo_relative: str, name: str, build_hint: str) -> Path:
+    """A probe binary: $env_var, then the checkout's build output, then PATH."""
+    if os.environ.get(env_var):
+        path = Path(os.environ[env_var])
+        if not os.access(path, os.X_OK):
+            raise RtscopeError(f"{env_var}={path} is not an executable file")
+        return path
+    built = repo_file(repo_relative)
+    if os.access(built, os.X_OK):
+        return built
+    found = shutil.which(name)
+    if found:
+        return Path(found)
+    raise RtscopeError(f"{name} is not built: run `{build_hint}` (or set {env_var})")
+
+
+def rtprobe() -> Path:
+    return find_binary("RTSCOPE_RTPROBE", "probes/build/rtprobe", "rtprobe", "make -C probes")

@@ -1,0 +1,35 @@
+"""Statistics of stored runs, and how to show their values to people."""
+
+from __future__ import annotations
+
+from . import stats
+from .store import Run, Store
+
+# Study-style columns first (AVG MAX VAR STDEV), then the distribution.
+DISPLAY = (("n", "n"), ("min", "MIN"), ("mean", "AVG"), ("max", "MAX"), ("var", "VAR"), ("stdev", "STDEV"),
+           ("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p999", "p99.9"), ("p9999", "p99.99"))
+
+
+def run_stats(store: Store, run: Run) -> dict:
+    """Summary of a run's primary column; from its histogram when the probe kept only that."""
+    if run["n_samples"] == 0:
+        hists = run["trailer"].get("histograms") or {}
+        if hists:
+            return stats.summarize_histogram(next(iter(hists.values())))
+    return stats.summarize(store.primary_samples(run))
+
+
+def display_unit(unit: str) -> tuple[str, float]:
+    """Times are stored in ns and shown in µs; other units as they are."""
+    return ("µs", 1e-3) if unit == "ns" else (unit, 1.0)
+
+
+def fmt(key: str, value, scale: float) -> str:
+    if value is None:
+        return "-"
+    if key == "n":
+        return f"{int(value):,}"
+    v = value * scale * scale if key == "var" else value * scale
+    if abs(v) >= 1000 or v == int(v):
+        return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.2f}".rstrip("0").rstrip(".")
+    return f"{v:.3g}" if abs(v) < 1 else f"{v:.2f}"

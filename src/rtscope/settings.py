@@ -1,0 +1,50 @@
+"""The registry of settings: knobs that a run is measured under.
+
+Probe settings (`scope="probe"`) are passed to the probe by its runtime
+adapter (a SCHED_FIFO priority, a CPU, mlockall, BEAM spawn options).
+System settings (`scope="system"`) change the machine around the run (CPU
+governor, load, environment wrapper); they provide `apply`, a context manager
+factory that makes the change and always undoes it on exit.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .options import Option, boolean, integer
+
+
+@dataclass(frozen=True)
+class Setting(Option):
+    scope: str = "probe"  # "probe" | "system"
+    apply: Callable[[Any, "RunContext"], AbstractContextManager] | None = None
+
+
+@dataclass
+class RunContext:
+    """What a system setting may need to know about the run it surrounds."""
+
+    request: Any
+    workdir: Any
+    notes: list[str]
+
+
+SETTINGS: dict[str, Setting] = {}
+
+
+def register(setting: Setting) -> Setting:
+    SETTINGS[setting.name] = setting
+    return setting
+
+
+register(Setting("rt_priority", integer(1, 99), "an integer 1..99",
+                 "run the probe under SCHED_FIFO at this priority"))
+register(Setting("cpu", integer(0), "a CPU number that is online",
+                 "pin the probe to this CPU"))
+register(Setting("mlock", boolean, "true or false", "lock the probe's memory (mlockall)"))
+
+
+def system_settings() -> dict[str, Setting]:
+    return {k: s for k, s in SETTINGS.items() if s.scope == "system"}

@@ -1,0 +1,110 @@
+"""Summary statistics of raw samples and latency histograms.
+
+Percentiles use the linear-interpolation definition (Hyndman & Fan type 7,
+numpy's default, R's default, Excel's PERCENTILE.INC): for sorted x[0..n-1]
+the p-th percentile is x[h] interpolated at h = (n-1)·p/100. Variance uses
+n−1 (sample variance). All values stay in the unit of the samples (ns).
+
+Runs that kept only a histogram (long timer runs) are summarised from it:
+min, max and mean are exact; percentiles are the upper edge of the bucket
+that holds the rank (a conservative bound, never an underestimate).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9, "p9999": 99.99}
+STAT_KEYS = ("n", "min", "mean", "max", "var", "stdev", *PERCENTILES)
+PERCENTILE_DEFINITION = "linear interpolation (Hyndman & Fan type 7)"
+
+
+def summarize(values: np.ndarray) -> dict[str, float | int | None]:
+    """n, min, mean, max, var (n−1), stdev and the percentiles of PERCENTILES."""
+    a = np.asarray(values)
+    n = int(a.size)
+    if n == 0:
+        return {k: (0 if k == "n" else None) for k in STAT_KEYS}
+    mean = float(np.mean(a, dtype=np.float64))
+    var = float(np.var(a, dtype=np.float64, ddof=1)) if n > 1 else 0.0
+    # One partial sort gives min, max and every percentile.
+    qs = np.percentile(a, [0.0, *PERCENTILES.values(), 100.0])
+    out: dict[str, float | int | None] = {
+        "n": n, "min": _num(qs[0]), "mean": mean, "max": _num(qs[-1]), "var": var, "stdev": var ** 0.5,
+    }
+    out.update({k: float(q) for k, q in zip(PERCENTILES, qs[1:-1])})
+    return out
+
+
+def _num(x) -> float | int:
+    f = float(x)
+    return int(f) if f.is_integer() else f
+
+
+@dataclass
+class Histogram:
+    """Counts of values per bucket [min_value + i·width, min_value + (i+1)·width).
+
+    Values below min_value are counted in `underflow`, values at or beyond the
+    last bucket in `overflow`: nothing is dropped silently.
+    """
+
+    bucket_width: float
+    min_value: float
+    counts: np.ndarray
+    underflow: int = 0
+    overflow: int = 0
+
+    @property
+    def edges(self) -> np.ndarray:
+        return self.min_value + self.bucket_width * np.arange(len(self.counts) + 1)
+
+    @property
+    def total(self) -> int:
+        return int(self.counts.sum()) + self.underflow + self.overflow
+
+    def to_dict(self) -> dict:
+        return {"bucket_width": self.bucket_width, "min_value": self.min_value, "counts": self.counts.tolist(),
+                "underflow": self.underflow, "overflow": self.overflow}
+
+
+def histogram(values: np.ndarray, bucket_width: float, buckets: int, min_value: float = 0) -> Histogram:
+    """Bucket values into `buckets` buckets of `bucket_width`, counting under- and overflow."""
+    if bucket_width <= 0:
+        raise ValueError(f"bucket width must be positive, got {bucket_width}")
+    if buckets < 1:
+        raise ValueError(f"bucket count must be at least 1, got {buckets}")
+    a = np.asarray(values, dtype=np.float64)
+    idx = np.floor((a - min_value) / bucket_width)
+    under = int(np.count_nonzero(idx < 0))
+    over = int(np.count_nonzero(idx >= buckets))
+    inside = idx[(idx >= 0) & (idx < buckets)].astype(np.int64)
+    counts = np.bincount(inside, minlength=buckets)
+    return Histogram(bucket_width, min_value, counts, under, over)
+
+
+def summarize_histogram(h: dict) -> dict[str, float | int | None]:
+    """Summarise a probe-kept histogram (sample-file trailer form, see docs/sample-format.md)."""
+    counts = np.asarray(h["counts"], dtype=np.int64)
+    n = int(h.get("n", int(counts.sum()) + int(h.get("overflow", 0))))
+    if n == 0:
+        return {k: (0 if k == "n" else None) for k in STAT_KEYS}
+    width, lo = float(h["bucket_width"]), float(h.get("min_value", 0))
+    cum = np.cumsum(counts)
+    out: dict[str, float | int | None] = {"n": n, "min": h["min"], "max": h["max"], "mean": h["sum"] / n}
+    # Variance from bucket midpoints: an approximation, flagged by the caller's note.
+    mids = lo + width * (np.arange(len(counts)) + 0.5)
+    inside = int(cum[-1]) if len(cum) else 0
+    if inside > 1:
+        m = float((mids * counts).sum() / inside)
+        out["var"] = float((counts * (mids - m) ** 2).sum() / (inside - 1))
+    else:
+        out["var"] = 0.0
+    out["stdev"] = out["var"] ** 0.5
+    for key, p in PERCENTILES.items():
+        rank = int(np.ceil(p / 100.0 * n))
+        i = int(np.searchsorted(cum, rank))
+        out[key] = float(lo + width * (i + 1)) if i < len(counts) else float(h["max"])
+    return out

@@ -1,0 +1,228 @@
+"""The result store: runs, their metadata and every raw sample (SQLAlchemy Core).
+
+A SQLite file by default (./rtscope.db); any SQLAlchemy URL otherwise. Raw
+samples are kept column-wise as little-endian binary chunks, so that 10^7
+samples load in a fraction of a second and nothing is ever summarised away.
+Each run is inserted in one transaction: a run is stored whole or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import sqlalchemy as sa
+from sqlalchemy.exc import SQLAlchemyError
+
+from . import __version__
+from .errors import RtscopeError, UsageError
+from .samplefile import SampleFile
+
+DEFAULT_DB = "rtscope.db"
+CHUNK = 1 << 20  # values per stored blob
+
+metadata = sa.MetaData()
+
+experiments = sa.Table(
+    "experiments", metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("name", sa.String, nullable=False),
+    sa.Column("spec", sa.JSON, nullable=False),          # the parsed spec, as run
+    sa.Column("spec_path", sa.String),
+    sa.Column("seed", sa.BigInteger),
+    sa.Column("plan", sa.JSON),                          # the ordered list of planned runs
+    sa.Column("status", sa.String, nullable=False),      # running / finished / interrupted
+    sa.Column("created_at", sa.String, nullable=False),
+    sa.Column("finished_at", sa.String),
+)
+
+runs = sa.Table(
+    "runs", metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("experiment_id", sa.Integer, sa.ForeignKey("experiments.id"), index=True),
+    sa.Column("plan_index", sa.Integer),                 # position in the experiment's plan
+    sa.Column("cell", sa.String),                        # configuration key within the experiment
+    sa.Column("repetition", sa.Integer),
+    sa.Column("workload", sa.String, nullable=False),
+    sa.Column("variant", sa.String, nullable=False),
+    sa.Column("runtime", sa.String, nullable=False),
+    sa.Column("tool", sa.String, nullable=False),
+    sa.Column("tool_version", sa.String, nullable=False),
+    sa.Column("rtscope_version", sa.String, nullable=False),
+    sa.Column("started_at", sa.String, nullable=False),
+    sa.Column("finished_at", sa.String),
+    sa.Column("stored_at", sa.String, nullable=False),
+    sa.Column("settings", sa.JSON, nullable=False),
+    sa.Column("params", sa.JSON, nullable=False),
+    sa.Column("columns", sa.JSON, nullable=False),
+    sa.Column("header", sa.JSON, nullable=False),        # the whole sample-file header
+    sa.Column("trailer", sa.JSON, nullable=False),
+    sa.Column("environment", sa.JSON, nullable=False),   # sysinfo.snapshot()
+    sa.Column("tags", sa.JSON, nullable=False),
+    sa.Column("n_samples", sa.BigInteger, nullable=False),
+    sa.Column("source", sa.String),                      # where the samples came from (probe, import path)
+)
+
+sample_chunks = sa.Table(
+    "sample_chunks", metadata,
+    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("column", sa.String, primary_key=True),
+    sa.Column("chunk", sa.Integer, primary_key=True),
+    sa.Column("dtype", sa.String, nullable=False),       # numpy dtype string, little-endian
+    sa.Column("data", sa.LargeBinary, nullable=False),
+)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def resolve_url(db: str | None) -> str:
+    """--db / RTSCOPE_DB: a SQLAlchemy URL, or a plain path meaning a SQLite file."""
+    db = db or os.environ.get("RTSCOPE_DB") or DEFAULT_DB
+    return db if "://" in db else f"sqlite:///{Path(db).expanduser()}"
+
+
+def _check_sqlite_path(url: sa.engine.URL) -> None:
+    if not url.database or url.database == ":memory:":
+        return
+    path = Path(url.database)
+    parent = path.resolve().parent
+    if path.is_dir():
+        raise UsageError(f"store path {path} is a directory; give a file name such as {path / DEFAULT_DB}")
+    if not parent.is_dir():
+        raise UsageError(f"cannot create store {path}: directory {parent} does not exist")
+    target = path if path.exists() else parent
+    if not os.access(target, os.W_OK):
+        raise UsageError(f"cannot write store {path}: {target} is not writable")
+
+
+@dataclass
+class Run:
+    """A stored run's metadata (samples are loaded separately with Store.samples)."""
+
+    id: int
+    row: dict[str, Any]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.row[key]
+
+    @property
+    def primary(self) -> dict:
+        return self.row["columns"][0]
+
+    @property
+    def label(self) -> str:
+        return f"{self.row['workload']} {self.row['variant']} ({self.row['runtime']})"
+
+
+class Store:
+    def __init__(self, db: str | None = None):
+        self.url = resolve_url(db)
+        try:
+            url = sa.engine.make_url(self.url)
+        except SQLAlchemyError as e:
+            raise UsageError(f"invalid store URL {self.url!r}: {e}") from None
+        if url.get_backend_name() == "sqlite":
+            _check_sqlite_path(url)
+        try:
+            self.engine = sa.create_engine(url)
+            if url.get_backend_name() == "sqlite":
+                sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+            metadata.create_all(self.engine)
+        except SQLAlchemyError as e:
+            raise RtscopeError(f"cannot open store {self.url}: {e.orig if hasattr(e, 'orig') else e}") from None
+
+    @contextmanager
+    def transaction(self) -> Iterator[sa.Connection]:
+        with self.engine.begin() as conn:
+            yield conn
+
+    # --- writing -----------------------------------------------------------------
+    def add_run(self, sf: SampleFile, environment: dict, *, tags: list[str] | None = None,
+                experiment_id: int | None = None, plan_index: int | None = None, cell: str | None = None,
+                repetition: int | None = None, source: str | None = None, conn: sa.Connection | None = None) -> int:
+        """Insert one run and all its samples in one transaction; return its id."""
+        h = sf.header
+        row = {
+            "experiment_id": experiment_id, "plan_index": plan_index, "cell": cell, "repetition": repetition,
+            "workload": h["workload"], "variant": h["variant"], "runtime": h["runtime"],
+            "tool": h["tool"], "tool_version": h["tool_version"], "rtscope_version": __version__,
+            "started_at": h["started_at"], "finished_at": sf.trailer.get("finished_at"), "stored_at": _now(),
+            "settings": h["settings"], "params": h["params"], "columns": h["columns"], "header": h,
+            "trailer": sf.trailer, "environment": environment, "tags": sorted(set(tags or [])),
+            "n_samples": sf.n, "source": source,
+        }
+        if conn is None:
+            with self.transaction() as c:
+                return self._insert(c, row, sf)
+        return self._insert(conn, row, sf)
+
+    def _insert(self, conn: sa.Connection, row: dict, sf: SampleFile) -> int:
+        run_id = conn.execute(runs.insert().values(**row)).inserted_primary_key[0]
+        chunks = []
+        for col in sf.columns:
+            arr = np.ascontiguousarray(sf.data[col.name], dtype=col.dtype)
+            for i, start in enumerate(range(0, max(len(arr), 1), CHUNK)):
+                chunks.append({"run_id": run_id, "column": col.name, "chunk": i, "dtype": col.dtype.str,
+                               "data": arr[start:start + CHUNK].tobytes()})
+        conn.execute(sample_chunks.insert(), chunks)
+        return run_id
+
+    def delete_run(self, run_id: int) -> None:
+        with self.transaction() as c:
+            c.execute(sample_chunks.delete().where(sample_chunks.c.run_id == run_id))
+            c.execute(runs.delete().where(runs.c.id == run_id))
+
+    # --- reading -----------------------------------------------------------------
+    def runs(self, *, workload: str | None = None, experiment_id: int | None = None,
+             ids: list[int] | None = None) -> list[Run]:
+        q = sa.select(runs).order_by(runs.c.id)
+        if workload:
+            q = q.where(runs.c.workload == workload)
+        if experiment_id is not None:
+            q = q.where(runs.c.experiment_id == experiment_id)
+        if ids is not None:
+            q = q.where(runs.c.id.in_(ids))
+        with self.engine.connect() as c:
+            return [Run(r["id"], dict(r)) for r in c.execute(q).mappings()]
+
+    def get_run(self, run_id: int) -> Run:
+        found = self.runs(ids=[run_id])
+        if not found:
+            raise UsageError(f"no run {run_id} in store {self.url} (see `rtscope runs`)")
+        return found[0]
+
+    def samples(self, run_id: int, columns: list[str] | None = None) -> dict[str, np.ndarray]:
+        """The raw samples of a run, column name -> array, in measurement order."""
+        q = (sa.select(sample_chunks.c.column, sample_chunks.c.dtype, sample_chunks.c.data)
+             .where(sample_chunks.c.run_id == run_id).order_by(sample_chunks.c.column, sample_chunks.c.chunk))
+        if columns:
+            q = q.where(sample_chunks.c.column.in_(columns))
+        parts: dict[str, list[np.ndarray]] = {}
+        with self.engine.connect() as c:
+            for name, dtype, data in c.execute(q):
+                parts.setdefault(name, []).append(np.frombuffer(data, dtype=np.dtype(dtype)))
+        return {k: (v[0] if len(v) == 1 else np.concatenate(v)) for k, v in parts.items()}
+
+    def primary_samples(self, run: Run) -> np.ndarray:
+        name = run.primary["name"]
+        return self.samples(run.id, [name]).get(name, np.empty(0))
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.close()
+
+
+def to_jsonable(obj: Any) -> Any:
+    """JSON-safe copy (numpy scalars, NaN) for --json output."""
+    return json.loads(json.dumps(obj, default=lambda o: o.item() if hasattr(o, "item") else str(o)))
