@@ -138,7 +138,7 @@ def execute(req: RunRequest, store: Store, *, timeout: float | None = None, **st
                 undo.enter_context(setting.apply(value, ctx))
         environment = sysinfo.snapshot(probe_version=rt.version())
         out = workdir / "run.rts"
-        argv = rt.command(req, out)
+        argv = ctx.command_prefix + rt.command(req, out)
         proc = launch(argv, timeout)
         check_probe(argv, proc)
         path = rt.collect(req, out, workdir, proc)

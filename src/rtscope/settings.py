@@ -10,7 +10,7 @@ factory that makes the change and always undoes it on exit.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .options import Option, boolean, integer
@@ -29,6 +29,8 @@ class RunContext:
     request: Any
     workdir: Any
     notes: list[str]
+    # Prepended to the probe's argv: an environment wrapper (container, chroot, ssh) sets it.
+    command_prefix: list[str] = field(default_factory=list)
 
 
 SETTINGS: dict[str, Setting] = {}

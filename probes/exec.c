@@ -1,0 +1,339 @@
+#include "exec.h"
+
+#include <errno.h>
+#include <math.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rtprobe.h"
+#include "samplefile.h"
+#include "util.h"
+
+/* ---- workloads ------------------------------------------------------------
+ * Each is called through a volatile function pointer with n read from a
+ * volatile and its result stored into a volatile sink, so the compiler can
+ * neither inline the call nor drop or precompute the work. */
+
+__attribute__((noinline)) static uint64_t workload_sum(uint64_t n)
+{
+    uint64_t acc = 0;
+    for (uint64_t i = 1; i <= n; i++) {
+        acc += i;
+        /* Keep the loop: without this barrier GCC replaces it by n(n+1)/2. */
+        __asm__ volatile("" : "+r"(acc));
+    }
+    return acc;
+}
+
+__attribute__((noinline)) static uint64_t fib(uint64_t n)
+{
+    if (n < 2)
+        return n;
+    uint64_t a = fib(n - 1);
+    uint64_t b = fib(n - 2);
+    /* Keep both calls: otherwise GCC turns the second one into a loop with
+     * an accumulator, halving the calls of the naive recursion. */
+    __asm__ volatile("" : "+r"(b));
+    return a + b;
+}
+
+__attribute__((noinline)) static uint64_t workload_fib(uint64_t n)
+{
+    return fib(n);
+}
+
+__attribute__((noinline)) static uint64_t workload_sleep(uint64_t ms)
+{
+    struct timespec req = rtp_ns_to_ts((int64_t)ms * 1000000), rem;
+    while (clock_nanosleep(CLOCK_MONOTONIC, 0, &req, &rem) == EINTR && !rtp_stop_signal)
+        req = rem;
+    return ms;
+}
+
+__attribute__((noinline)) static uint64_t workload_nothing(uint64_t n)
+{
+    (void)n;
+    return 0;
+}
+
+static const struct exec_variant variants[] = {
+    {"sum", workload_sum, 4000, INT64_C(10000000000), "sum of 1..n in a loop (default n 4000)"},
+    {"fib", workload_fib, 20, 50, "naive recursive fib(n), fib(0)=0, fib(1)=1 (default n 20)"},
+    {"sleep", workload_sleep, 5, 3600000, "clock_nanosleep for n ms, CLOCK_MONOTONIC (default 5)"},
+    {"nothing", workload_nothing, 0, 0, "an empty, non-inlined call (takes no n)"},
+};
+#define NVARIANTS (sizeof variants / sizeof variants[0])
+
+const struct exec_variant *exec_find_variant(const char *name)
+{
+    for (size_t k = 0; k < NVARIANTS; k++)
+        if (strcmp(variants[k].name, name) == 0)
+            return &variants[k];
+    return NULL;
+}
+
+static void print_variant_names(FILE *f)
+{
+    for (size_t k = 0; k < NVARIANTS; k++)
+        fprintf(f, "%s%s", k ? ", " : "", variants[k].name);
+}
+
+static void print_help(void)
+{
+    printf("usage: " RTPROBE_NAME " exec WORKLOAD --output FILE [options]\n"
+           "\n"
+           "Time each of --iterations calls of WORKLOAD with CLOCK_MONOTONIC and write\n"
+           "one record per call (duration ns, cpu) to a rtscope sample file.\n"
+           "One warm-up call is made first and not recorded.\n"
+           "\n"
+           "workloads (first argument or --workload NAME):\n");
+    for (size_t k = 0; k < NVARIANTS; k++)
+        printf("  %-8s %s\n", variants[k].name, variants[k].help);
+    printf("\n"
+           "options:\n"
+           "  --output FILE      sample file to write (required)\n"
+           "  --n N              workload parameter (sleep: milliseconds)\n"
+           "  --ms N             same as --n, for sleep only\n"
+           "  --iterations N     recorded calls, 1..%lld (default 10000)\n"
+           "  --pause-ms X       pause between calls in ms, may be fractional, 0 for none\n"
+           "                     (default 5)\n"
+           "%s"
+           "  --help             this text\n"
+           "\n"
+           "exit codes: 0 written, 1 run failed (refused setting, I/O error), 2 usage error\n",
+           (long long)EXEC_MAX_ITERATIONS, rtp_rt_options_help);
+}
+
+static int set_variant(struct exec_config *cfg, const char *name)
+{
+    if (cfg->variant) {
+        fprintf(stderr, RTPROBE_NAME " exec: workload given twice ('%s' and '%s')\n",
+                cfg->variant->name, name);
+        return -1;
+    }
+    cfg->variant = exec_find_variant(name);
+    if (!cfg->variant) {
+        fprintf(stderr, RTPROBE_NAME " exec: unknown workload '%s'; valid workloads: ", name);
+        print_variant_names(stderr);
+        fputc('\n', stderr);
+        return -1;
+    }
+    return 0;
+}
+
+int exec_parse_args(int argc, char **argv, struct exec_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->iterations = 10000;
+    cfg->pause_ms = 5.0;
+    rtp_rt_options_init(&cfg->rt);
+    const char *n_text = NULL, *n_option = NULL;
+
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int m;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            cfg->help = 1;
+            return 0;
+        }
+        if ((m = rtp_rt_parse_option(argc, argv, &i, &cfg->rt)) != 0) {
+            if (m < 0)
+                return RTP_EXIT_USAGE;
+            continue;
+        }
+        if ((m = rtp_option_value(argc, argv, &i, "--workload", &v)) != 0) {
+            if (m < 0 || set_variant(cfg, v) != 0)
+                return RTP_EXIT_USAGE;
+        } else if ((m = rtp_option_value(argc, argv, &i, "--output", &v)) != 0) {
+            if (m < 0)
+                return RTP_EXIT_USAGE;
+            if (!*v) {
+                fprintf(stderr, RTPROBE_NAME " exec: --output must not be empty\n");
+                return RTP_EXIT_USAGE;
+            }
+            cfg->output = v;
+        } else if ((m = rtp_option_value(argc, argv, &i, "--n", &v)) != 0) {
+            if (m < 0)
+                return RTP_EXIT_USAGE;
+            n_option = "--n";
+            n_text = v;
+        } else if ((m = rtp_option_value(argc, argv, &i, "--ms", &v)) != 0) {
+            if (m < 0)
+                return RTP_EXIT_USAGE;
+            n_option = "--ms";
+            n_text = v;
+        } else if ((m = rtp_option_value(argc, argv, &i, "--iterations", &v)) != 0) {
+            if (m < 0 ||
+                rtp_option_i64("--iterations", v, 1, EXEC_MAX_ITERATIONS, &cfg->iterations) != 0)
+                return RTP_EXIT_USAGE;
+        } else if ((m = rtp_option_value(argc, argv, &i, "--pause-ms", &v)) != 0) {
+            if (m < 0 || rtp_option_f64("--pause-ms", v, 0.0, EXEC_MAX_PAUSE_MS, &cfg->pause_ms) != 0)
+                return RTP_EXIT_USAGE;
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            fprintf(stderr,
+                    RTPROBE_NAME " exec: unknown option '%s'; see '" RTPROBE_NAME " exec --help'\n",
+                    argv[i]);
+            return RTP_EXIT_USAGE;
+        } else if (set_variant(cfg, argv[i]) != 0) {
+            return RTP_EXIT_USAGE;
+        }
+    }
+
+    if (!cfg->variant) {
+        fprintf(stderr, RTPROBE_NAME " exec: no workload given; valid workloads: ");
+        print_variant_names(stderr);
+        fputc('\n', stderr);
+        return RTP_EXIT_USAGE;
+    }
+    if (!cfg->output) {
+        fprintf(stderr, RTPROBE_NAME " exec: --output FILE is required\n");
+        return RTP_EXIT_USAGE;
+    }
+    cfg->n = cfg->variant->default_n;
+    if (n_text) {
+        if (cfg->variant->max_n == 0) {
+            fprintf(stderr, RTPROBE_NAME " exec: workload '%s' takes no %s\n", cfg->variant->name,
+                    n_option);
+            return RTP_EXIT_USAGE;
+        }
+        if (strcmp(n_option, "--ms") == 0 && strcmp(cfg->variant->name, "sleep") != 0) {
+            fprintf(stderr, RTPROBE_NAME " exec: --ms applies to the sleep workload only; use --n\n");
+            return RTP_EXIT_USAGE;
+        }
+        if (rtp_option_i64(n_option, n_text, 0, cfg->variant->max_n, &cfg->n) != 0)
+            return RTP_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* ---- the run -------------------------------------------------------------- */
+
+static const struct rtp_sf_column exec_columns[] = {
+    {"duration", "ns", RTP_SF_I64},
+    {"cpu", "", RTP_SF_I64},
+};
+
+static volatile uint64_t n_source; /* the workload's n, read anew per call */
+static volatile uint64_t sink;     /* every result lands here */
+
+static int run(const struct exec_config *cfg)
+{
+    char err[512];
+    char started_at[32], finished_at[32];
+    struct rtp_json settings, params, trailer;
+    int rc = RTP_EXIT_FAILURE;
+
+    rtp_json_init(&settings);
+    rtp_json_init(&params);
+    rtp_json_init(&trailer);
+
+    if (rtp_install_stop_handlers() != 0) {
+        fprintf(stderr, RTPROBE_NAME ": cannot install signal handlers: %s\n", strerror(errno));
+        goto out;
+    }
+    rc = rtp_rt_apply(&cfg->rt);
+    if (rc != RTP_EXIT_OK)
+        goto out;
+    rc = RTP_EXIT_FAILURE;
+
+    rtp_json_begin_object(&settings, NULL);
+    rtp_rt_settings_json(&cfg->rt, &settings);
+    rtp_json_end_object(&settings);
+    rtp_json_begin_object(&params, NULL);
+    rtp_json_i64(&params, "n", cfg->n);
+    rtp_json_i64(&params, "iterations", cfg->iterations);
+    rtp_json_f64(&params, "pause_ms", cfg->pause_ms);
+    rtp_json_end_object(&params);
+    if (!rtp_json_result(&settings) || !rtp_json_result(&params) ||
+        rtp_now_rfc3339(started_at, sizeof started_at) != 0) {
+        fprintf(stderr, RTPROBE_NAME ": cannot build the header\n");
+        goto out;
+    }
+
+    struct rtp_sf_header header = {
+        .workload = "exec",
+        .variant = cfg->variant->name,
+        .runtime = "native",
+        .tool = RTPROBE_NAME,
+        .tool_version = RTPROBE_VERSION,
+        .started_at = started_at,
+        .settings_json = rtp_json_result(&settings),
+        .params_json = rtp_json_result(&params),
+        .columns = exec_columns,
+        .ncolumns = sizeof exec_columns / sizeof exec_columns[0],
+    };
+    struct rtp_sf_writer *w = rtp_sf_open(cfg->output, &header, RTP_SF_BUFFER, err, sizeof err);
+    if (!w) {
+        fprintf(stderr, RTPROBE_NAME ": %s\n", err);
+        goto out;
+    }
+    if (rtp_sf_reserve(w, (size_t)cfg->iterations) != 0) {
+        fprintf(stderr, RTPROBE_NAME ": cannot allocate memory for %lld records\n",
+                (long long)cfg->iterations);
+        rtp_sf_abort(w);
+        goto out;
+    }
+
+    uint64_t (*volatile call)(uint64_t) = cfg->variant->fn;
+    const int64_t pause_ns = llround(cfg->pause_ms * 1e6);
+    n_source = (uint64_t)cfg->n;
+
+    sink = call(n_source); /* warm-up, not recorded */
+    if (rtp_sleep_ns(pause_ns) != 0)
+        goto interrupted;
+
+    for (int64_t k = 0; k < cfg->iterations; k++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        uint64_t r = call(n_source);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        sink = r;
+        union rtp_sf_value rec[2];
+        rec[0].i = rtp_ts_diff_ns(t1, t0);
+        rec[1].i = sched_getcpu();
+        rtp_sf_append(w, rec); /* errors are reported by rtp_sf_finish */
+        if (rtp_stop_signal)
+            goto interrupted;
+        if (k + 1 < cfg->iterations && rtp_sleep_ns(pause_ns) != 0)
+            goto interrupted;
+    }
+
+    if (rtp_now_rfc3339(finished_at, sizeof finished_at) != 0)
+        snprintf(finished_at, sizeof finished_at, "%s", started_at);
+    rtp_json_begin_object(&trailer, NULL);
+    rtp_json_string(&trailer, "finished_at", finished_at);
+    rtp_json_end_object(&trailer);
+    if (rtp_sf_finish(w, rtp_json_result(&trailer), err, sizeof err) != 0) {
+        fprintf(stderr, RTPROBE_NAME ": %s\n", err);
+        goto out;
+    }
+    rc = RTP_EXIT_OK;
+    goto out;
+
+interrupted:
+    rtp_sf_abort(w);
+    fprintf(stderr, RTPROBE_NAME ": stopped by signal %d; no sample file written\n",
+            (int)rtp_stop_signal);
+    rc = 128 + (int)rtp_stop_signal;
+out:
+    rtp_json_free(&settings);
+    rtp_json_free(&params);
+    rtp_json_free(&trailer);
+    return rc;
+}
+
+int rtp_cmd_exec(int argc, char **argv)
+{
+    struct exec_config cfg;
+    int rc = exec_parse_args(argc, argv, &cfg);
+    if (rc != 0)
+        return rc;
+    if (cfg.help) {
+        print_help();
+        return RTP_EXIT_OK;
+    }
+    return run(&cfg);
+}

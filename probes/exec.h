@@ -1,0 +1,41 @@
+/* rtprobe exec: time repeated calls of a small workload (sum, fib, sleep,
+ * nothing), one record per call. */
+#ifndef RTP_EXEC_H
+#define RTP_EXEC_H
+
+#include <stdint.h>
+
+#include "util.h"
+
+struct exec_variant {
+    const char *name;
+    uint64_t (*fn)(uint64_t n);
+    int64_t default_n;
+    int64_t max_n; /* 0: the variant takes no n */
+    const char *help;
+};
+
+struct exec_config {
+    const struct exec_variant *variant;
+    int64_t n;
+    int64_t iterations;
+    double pause_ms;
+    const char *output;
+    struct rtp_rt_options rt;
+    int help; /* --help seen: print help, exit 0 */
+};
+
+#define EXEC_MAX_ITERATIONS INT64_C(100000000)
+#define EXEC_MAX_PAUSE_MS 3600000.0
+
+/* The subcommand: rtprobe exec ... */
+int rtp_cmd_exec(int argc, char **argv);
+
+/* The variant called name, or NULL. */
+const struct exec_variant *exec_find_variant(const char *name);
+
+/* Parse argv (argv[0] is "exec"). Returns 0, or RTP_EXIT_USAGE after printing
+ * the problem to stderr. */
+int exec_parse_args(int argc, char **argv, struct exec_config *cfg);
+
+#endif

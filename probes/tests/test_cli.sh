@@ -1,0 +1,129 @@
+#!/bin/sh
+# Command-line tests of rtprobe: help, version, usage errors and their exit
+# codes, every exec workload end to end (files validated by
+# read_samplefile.py), CPU pinning, and clean stop on SIGTERM.
+# usage: test_cli.sh PATH/TO/rtprobe
+set -u
+PROBE=${1:?usage: test_cli.sh PATH/TO/rtprobe}
+PYTHON=${PYTHON:-python3}
+HERE=$(cd "$(dirname "$0")" && pwd)
+READER="$HERE/read_samplefile.py"
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/rtprobe-cli-XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+passed=0
+failed=0
+
+ok() { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
+
+# expect CODE DESCRIPTION -- COMMAND...: run, compare the exit code; stdout
+# and stderr are kept in $TMP/out and $TMP/err for further checks.
+expect() {
+    code=$1; what=$2; shift 3
+    "$@" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    if [ "$rc" -eq "$code" ]; then ok; else fail "$what: exit $rc, expected $code"; cat "$TMP/err" >&2; fi
+}
+# grep_in FILE PATTERN DESCRIPTION
+grep_in() {
+    if grep -q -- "$2" "$1"; then ok; else fail "$3: '$2' not in $(basename "$1")"; cat "$1" >&2; fi
+}
+# pyexpr FILE EXPRESSION DESCRIPTION: EXPRESSION over header h, trailer t, rows r
+pycheck() {
+    if "$PYTHON" -c "
+import sys; sys.path.insert(0, '$HERE')
+import read_samplefile as rs
+h, t, r = rs.read(open('$1', 'rb').read())
+sys.exit(0 if ($2) else 1)
+"; then ok; else fail "$3: ($2) is false for $1"; fi
+}
+
+expect 0 "--version" -- "$PROBE" --version
+grep_in "$TMP/out" "^rtprobe 0.1.0$" "--version output"
+expect 0 "--help" -- "$PROBE" --help
+grep_in "$TMP/out" "exec" "--help lists exec"
+expect 2 "no subcommand" -- "$PROBE"
+grep_in "$TMP/err" "valid subcommands: exec" "no subcommand message"
+expect 2 "unknown subcommand" -- "$PROBE" frobnicate
+grep_in "$TMP/err" "unknown subcommand 'frobnicate'; valid subcommands: exec" "unknown subcommand message"
+expect 0 "exec --help" -- "$PROBE" exec --help
+grep_in "$TMP/out" "--pause-ms" "exec --help lists options"
+
+OUT="$TMP/run.rts"
+expect 2 "unknown workload" -- "$PROBE" exec fibonacci --output "$OUT"
+grep_in "$TMP/err" "valid workloads: sum, fib, sleep, nothing" "unknown workload message"
+expect 2 "missing --output" -- "$PROBE" exec sum
+grep_in "$TMP/err" "output" "missing --output message"
+expect 2 "--iterations 0" -- "$PROBE" exec sum --iterations 0 --output "$OUT"
+grep_in "$TMP/err" "iterations" "--iterations message"
+expect 2 "--pause-ms garbage" -- "$PROBE" exec sum --pause-ms 5ms --output "$OUT"
+expect 2 "--priority out of range" -- "$PROBE" exec sum --priority 100 --output "$OUT"
+grep_in "$TMP/err" "1..99" "--priority range message"
+expect 2 "unavailable CPU" -- "$PROBE" exec sum --cpu 1023 --output "$OUT"
+grep_in "$TMP/err" "allowed CPUs: " "unavailable CPU message"
+expect 1 "output in a missing directory" -- "$PROBE" exec sum --iterations 3 --pause-ms 0 --output "$TMP/no/such/dir.rts"
+grep_in "$TMP/err" "No such file or directory" "missing directory message"
+[ ! -e "$OUT" ] && ok || fail "a failed run left $OUT"
+
+# Every workload, end to end.
+for w in sum fib nothing; do
+    expect 0 "exec $w" -- "$PROBE" exec "$w" --iterations 20 --pause-ms 0 --output "$TMP/$w.rts"
+    expect 0 "validate $w" -- "$PYTHON" "$READER" "$TMP/$w.rts"
+    grep_in "$TMP/out" "^columns: duration, cpu$" "$w columns"
+    grep_in "$TMP/out" "^n: 20$" "$w record count"
+    pycheck "$TMP/$w.rts" "h['variant'] == '$w' and h['workload'] == 'exec' and h['runtime'] == 'native' and h['params']['iterations'] == 20 and h['params']['pause_ms'] == 0 and h['settings'] == {'mlock': False} and 'finished_at' in t and all(d > 0 for d, c in r)" "$w header and records"
+done
+pycheck "$TMP/sum.rts" "h['params']['n'] == 4000" "sum default n"
+pycheck "$TMP/fib.rts" "h['params']['n'] == 20" "fib default n"
+expect 0 "exec sleep --ms 2" -- "$PROBE" exec --workload sleep --ms 2 --iterations 3 --pause-ms 0.5 --output "$TMP/sleep.rts"
+pycheck "$TMP/sleep.rts" "h['params'] == {'n': 2, 'iterations': 3, 'pause_ms': 0.5} and len(r) == 3 and all(2000000 <= d < 1000000000 for d, c in r)" "sleep durations >= 2 ms"
+# The conformance checker itself must reject damaged files.
+"$PYTHON" - "$TMP/sum.rts" "$TMP" <<'PY'
+import sys
+data = open(sys.argv[1], "rb").read()
+hlen = int.from_bytes(data[8:12], "little")
+flip = bytearray(data); flip[12 + hlen] ^= 1                 # a record bit
+open(sys.argv[2] + "/bad_crc.rts", "wb").write(flip)
+open(sys.argv[2] + "/truncated.rts", "wb").write(data[:-1])
+extra = data[:-24] + b"\0" * 16 + data[-24:]                 # sizes do not add up
+open(sys.argv[2] + "/bad_size.rts", "wb").write(extra)
+bad_magic = b"RTSCSF02" + data[8:]
+open(sys.argv[2] + "/bad_magic.rts", "wb").write(bad_magic)
+PY
+for f in bad_crc truncated bad_size bad_magic; do
+    expect 1 "reader rejects $f" -- "$PYTHON" "$READER" "$TMP/$f.rts"
+done
+expect 1 "reader rejects bad_crc (message)" -- "$PYTHON" "$READER" "$TMP/bad_crc.rts"
+grep_in "$TMP/err" "CRC mismatch" "bad CRC message"
+expect 1 "reader rejects bad_size (message)" -- "$PYTHON" "$READER" "$TMP/bad_size.rts"
+grep_in "$TMP/err" "sizes do not add up" "bad size message"
+
+# More work takes longer: fib(25) against fib(10) (about 200x the calls).
+expect 0 "exec fib 10" -- "$PROBE" exec fib --n 10 --iterations 21 --pause-ms 0 --output "$TMP/fib10.rts"
+expect 0 "exec fib 25" -- "$PROBE" exec fib --n 25 --iterations 21 --pause-ms 0 --output "$TMP/fib25.rts"
+if "$PYTHON" -c "
+import sys; sys.path.insert(0, '$HERE')
+import read_samplefile as rs
+med = lambda p: sorted(d for d, c in rs.read(open(p, 'rb').read())[2])[10]
+sys.exit(0 if med('$TMP/fib25.rts') > 20 * med('$TMP/fib10.rts') else 1)
+"; then ok; else fail "fib 25 not much slower than fib 10"; fi
+
+# Pinning: every record on the chosen CPU, and the setting recorded.
+CPU=$("$PYTHON" -c "import os; print(max(os.sched_getaffinity(0)))")
+expect 0 "exec --cpu $CPU" -- "$PROBE" exec sum --cpu "$CPU" --iterations 30 --pause-ms 0.1 --output "$TMP/pin.rts"
+pycheck "$TMP/pin.rts" "h['settings'] == {'cpu': $CPU, 'mlock': False} and all(c == $CPU for d, c in r)" "pinned records"
+
+# SIGTERM mid-run: exit 128+15, no file at the output path, no partial file.
+"$PROBE" exec sleep --ms 20 --iterations 1000 --pause-ms 0 --output "$TMP/killed.rts" 2>"$TMP/err" &
+pid=$!
+sleep 0.5
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+[ "$rc" -eq 143 ] && ok || fail "SIGTERM: exit $rc, expected 143"
+grep_in "$TMP/err" "no sample file written" "SIGTERM message"
+[ ! -e "$TMP/killed.rts" ] && ok || fail "SIGTERM left killed.rts"
+ls "$TMP" | grep -q partial && fail "SIGTERM left a partial file" || ok
+
+echo "test_cli.sh: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

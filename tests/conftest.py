@@ -1,0 +1,68 @@
+"""Shared pytest fixtures: run the CLI in-process, make sample files, find the probe."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rtscope import samplefile
+from rtscope.paths import repo_file
+
+RTPROBE = repo_file("probes", "build", "rtprobe")
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """Call the rtscope CLI in this process: cli("runs", "--json") -> Result."""
+    from rtscope.cli import main
+
+    def call(*args: str) -> Result:
+        monkeypatch.setattr(sys, "argv", ["rtscope", *map(str, args)])
+        code = 0
+        try:
+            main()
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return call
+
+
+@pytest.fixture
+def db(tmp_path) -> str:
+    return str(tmp_path / "store.db")
+
+
+def exec_samplefile(path: Path, values, variant: str = "sum", settings: dict | None = None, **extra) -> Path:
+    cols = [samplefile.Column("duration", "ns", "i64"), samplefile.Column("cpu", "", "i64")]
+    header = samplefile.make_header("exec", variant, "native", "test", "0", "2026-01-01T00:00:00Z", cols,
+                                    settings or {}, {"n": 1, "iterations": len(values)}, **extra)
+    samplefile.write(path, header, {"duration": np.asarray(values), "cpu": np.zeros(len(values))},
+                     {"finished_at": "2026-01-01T00:00:01Z"})
+    return path
+
+
+@pytest.fixture
+def make_samplefile(tmp_path):
+    def make(values, name: str = "run.rts", **kw) -> Path:
+        return exec_samplefile(tmp_path / name, values, **kw)
+    return make
+
+
+@pytest.fixture(scope="session")
+def rtprobe() -> Path:
+    if not RTPROBE.exists():
+        pytest.fail(f"{RTPROBE} is not built: run `make -C probes` (make test does)")
+    return RTPROBE
