@@ -57,3 +57,14 @@ def test_summarize_histogram_is_exact_where_it_can_be():
     assert s["p50"] == 2000          # upper edge of the bucket holding rank 50
     assert s["p99"] == 6000          # rank 99 is the last value in [5,6) µs
     assert s["p999"] == 400_000      # rank 100 lies in the overflow: the exact max
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 100, 10_001])
+def test_summary_matches_numpy_reference(n):
+    a = np.random.default_rng(n).integers(-10**9, 10**9, n)
+    s = stats.summarize(a)
+    ref = np.percentile(a, list(stats.PERCENTILES.values()))
+    assert s["min"] == a.min() and s["max"] == a.max()
+    assert [s[k] for k in stats.PERCENTILES] == pytest.approx(ref, rel=1e-12)
+    assert s["mean"] == pytest.approx(a.mean(), rel=1e-12)
+    assert s["var"] == pytest.approx(np.var(a, ddof=1) if n > 1 else 0.0, rel=1e-9)

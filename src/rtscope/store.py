@@ -92,7 +92,13 @@ def resolve_url(db: str | None) -> str:
 def _check_sqlite_path(url: sa.engine.URL) -> None:
     if not url.database or url.database == ":memory:":
         return
-    path = Path(url.database)
+    try:
+        _check_sqlite_file(Path(url.database))
+    except OSError as e:
+        raise UsageError(f"cannot use store {url.database}: {e.strerror}") from None
+
+
+def _check_sqlite_file(path: Path) -> None:
     parent = path.resolve().parent
     if path.is_dir():
         raise UsageError(f"store path {path} is a directory; give a file name such as {path / DEFAULT_DB}")

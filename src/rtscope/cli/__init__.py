@@ -6,7 +6,7 @@ import importlib
 import sys
 
 from ..errors import RtscopeError
-from .common import app, err_console
+from .common import app, err_console, escape
 
 COMMAND_MODULES = ["runs", "run", "system"]
 
@@ -15,27 +15,9 @@ for _name in COMMAND_MODULES:
 
 
 def main() -> None:
+    # Typer handles usage errors (exit 2) itself; rtscope's own errors become one clean line.
     try:
-        app(standalone_mode=False)
+        app()
     except RtscopeError as e:
-        err_console.print(f"[bold red]rtscope: error:[/] {e}", highlight=False, markup=True, soft_wrap=True)
+        err_console.print(f"[bold red]rtscope: error:[/] {escape(str(e))}", soft_wrap=True)
         sys.exit(e.exit_code)
-    except KeyboardInterrupt:
-        err_console.print("rtscope: interrupted; nothing half-written was stored")
-        sys.exit(130)
-    except _click_exceptions() as e:
-        e.show()
-        sys.exit(e.exit_code)
-    except _click_abort():
-        err_console.print("rtscope: aborted")
-        sys.exit(130)
-
-
-def _click_exceptions():
-    import click
-    return click.ClickException
-
-
-def _click_abort():
-    import click
-    return click.exceptions.Abort

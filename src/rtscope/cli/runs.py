@@ -85,9 +85,13 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
     if "kernel_release" in env:
         console.print(f"machine:  {escape(env.get('cpu_model', '?'))} × {env.get('cpu_count')}, kernel "
                       f"{escape(env['kernel_release'])} ({env.get('preemption')}), board {escape(str(env.get('board') or '-'))}")
-    unit = run.primary["unit"]
-    console.print(stats_table(f"{run.primary['name']} (percentiles: {stats.PERCENTILE_DEFINITION})",
-                              [(run.label, st)], unit))
+    shown, scale = display_unit(run.primary["unit"])
+    table = Table(title=f"{run.primary['name']} in {shown}; percentiles: {stats.PERCENTILE_DEFINITION}")
+    table.add_column("statistic")
+    table.add_column("value", justify="right")
+    for key, head in DISPLAY:
+        table.add_row(head + (" (²)" if key == "var" else ""), fmt(key, st.get(key), scale))
+    console.print(table)
     for name, count in (run["trailer"].get("counters") or {}).items():
         console.print(f"{name}: {count:,}" if isinstance(count, int) else f"{name}: {count}")
     for note in run["trailer"].get("notes", []) + sysinfo.warnings(env):

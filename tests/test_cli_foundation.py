@@ -1,0 +1,164 @@
+"""End to end through the CLI: demo, run, runs, show, export, sysinfo, import, and the bad inputs."""
+
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from rtscope.store import Store
+
+SPEC = """
+name = "tiny"
+[[workload]]
+name = "exec"
+variants = ["sum", "nothing"]
+runtime = "native"
+[workload.params]
+iterations = 50
+pause_ms = 0
+"""
+
+
+def write_spec(tmp_path, text=SPEC, name="spec.toml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_run_show_export_json(cli, db, tmp_path, rtprobe):
+    r = cli("run", write_spec(tmp_path), "--db", db)
+    assert r.code == 0, r.err
+    runs = json.loads(cli("runs", "--db", db, "--json").out)
+    assert [(x["variant"], x["n_samples"]) for x in runs] == [("sum", 50), ("nothing", 50)]
+
+    shown = json.loads(cli("show", runs[0]["id"], "--db", db, "--json").out)
+    assert set(shown) == {"run", "settings", "stats"}
+    assert set(shown["stats"]) == {"n", "min", "mean", "max", "var", "stdev", "p50", "p90", "p99", "p999", "p9999"}
+    assert shown["stats"]["n"] == 50 and 0 < shown["stats"]["min"] <= shown["stats"]["p50"] <= shown["stats"]["max"]
+    assert shown["run"]["environment"]["kernel_release"] == os.uname().release
+    assert shown["run"]["params"] == {"n": 4000, "iterations": 50, "pause_ms": 0}
+
+    text = cli("show", runs[0]["id"], "--db", db).out
+    for col in ("AVG", "MAX", "VAR", "STDEV", "p99.99"):
+        assert col in text
+
+    rows = list(csv.reader(io.StringIO(cli("export", runs[0]["id"], "--db", db).out)))
+    assert rows[0] == ["index", "duration", "cpu"] and len(rows) == 51
+    us = list(csv.reader(io.StringIO(cli("export", runs[0]["id"], "--units", "us", "--db", db).out)))
+    assert us[0] == ["count", "time", "cpu"] and us[1][0] == "1"
+    assert float(us[1][1]) == pytest.approx(int(rows[1][1]) / 1000)
+
+    out = tmp_path / "x.json"
+    assert cli("export", runs[1]["id"], "--format", "json", "-o", out, "--db", db).code == 0
+    data = json.loads(out.read_text())
+    assert len(data["samples"]["duration"]) == 50 and data["run"]["variant"] == "nothing"
+
+
+def test_demo_prints_one_table(cli, db, rtprobe):
+    r = cli("demo", "--db", db)
+    assert r.code == 0, r.err
+    for word in ("sum", "fib", "sleep", "AVG", "MAX", "VAR", "STDEV", "p99"):
+        assert word in r.out
+    runs = Store(db).runs()
+    assert {r["variant"] for r in runs} >= {"sum", "fib", "sleep"}
+    sleep = next(r for r in runs if r["variant"] == "sleep" and r["runtime"] == "native")
+    assert json.loads(cli("show", sleep.id, "--db", db, "--json").out)["stats"]["min"] >= 5_000_000
+
+
+def test_json_outputs_are_pure_json(cli, db):
+    assert json.loads(cli("runs", "--db", db, "--json").out) == []
+    snap = json.loads(cli("sysinfo", "--json").out)
+    assert "governors" in snap and "preemption" in snap and isinstance(snap["warnings"], list)
+
+
+@pytest.mark.parametrize("block, message", [
+    ('name = "exce"\nvariants = ["sum"]', "unknown workload 'exce'.*valid workloads: exec"),
+    ('name = "exec"\nvariants = ["summ"]', "unknown exec variant 'summ'.*valid variants: sum, fib, sleep, nothing"),
+    ('name = "exec"\nvariants = ["sum"]\n[workload.params]\niterations = 0', "iterations.*must be >= 1"),
+    ('name = "exec"\nvariants = ["sum"]\n[workload.params]\niterations = -5', "iterations.*must be >= 1"),
+    ('name = "exec"\nvariants = ["sum"]\n[workload.settings]\ngovernr = "x"', "unknown setting.*'governr'.*valid"),
+    ('name = "exec"\nvariants = ["sum"]\n[workload.settings]\nrt_priority = 100', "rt_priority.*must be <= 99"),
+])
+def test_bad_spec_is_refused_and_nothing_written(cli, tmp_path, block, message):
+    db = tmp_path / "never.db"
+    r = cli("run", write_spec(tmp_path, f"[[workload]]\n{block}\n"), "--db", db)
+    assert r.code == 2
+    import re
+    assert re.search(message, " ".join(r.err.split())), r.err
+    assert not db.exists()
+
+
+def test_unwritable_store_path(cli, tmp_path, rtprobe):
+    r = cli("run", write_spec(tmp_path), "--db", tmp_path / "no" / "such" / "dir.db")
+    assert r.code == 2 and "does not exist" in r.err
+    r = cli("runs", "--db", tmp_path)
+    assert r.code == 2 and "is a directory" in r.err
+
+
+def test_corrupt_and_truncated_files_are_not_imported(cli, db, make_samplefile, tmp_path):
+    good = make_samplefile([1, 2, 3])
+    bad = tmp_path / "bad.rts"
+    bad.write_bytes(good.read_bytes()[:-5])
+    r = cli("import", "rts", good, bad, "--db", db)
+    assert r.code == 2 and "truncated" in r.err
+    assert Store(db).runs() == []  # all or nothing: the good file was not stored either
+    assert cli("import", "rts", good, "--db", db, "--set", "board=rpi3").code == 0
+    assert Store(db).runs()[0]["settings"] == {"board": "rpi3"}
+    r = cli("import", "cyclictestt", good, "--db", db)
+    assert r.code == 2 and "valid kinds" in r.err
+
+
+def test_nerves_csv_import(cli, db, tmp_path):
+    f = tmp_path / "sum.csv"
+    f.write_text("count,time,heap_size,minor_gcs\n1,4990,233,0\n2,5715,376,1\n")
+    assert cli("import", "nerves-csv", f, "--db", db).code == 2  # no --variant
+    r = cli("import", "nerves-csv", f, "--variant", "sum", "--db", db)
+    assert r.code == 0, r.err
+    run = Store(db).runs()[0]
+    assert run["runtime"] == "beam" and run["n_samples"] == 2
+    assert Store(db).samples(run.id)["duration"].tolist() == [4_990_000, 5_715_000]
+
+
+def test_unknown_run_and_command(cli, db):
+    r = cli("show", "99", "--db", db)
+    assert r.code == 2 and "no run 99" in r.err
+    assert cli("frobnicate").code == 2
+
+
+@pytest.fixture
+def open_dir():
+    """A directory that an unprivileged user can reach (pytest's tmp root is private to root)."""
+    import tempfile
+    d = tempfile.mkdtemp(prefix="rtscope-test-")
+    os.chmod(d, 0o777)
+    yield __import__("pathlib").Path(d)
+    shutil.rmtree(d)
+
+
+def as_nobody(argv, **kw):
+    return subprocess.run(["prlimit", "--rtprio=0:0", "setpriv", "--reuid=nobody", "--regid=nogroup",
+                           "--clear-groups", *argv], capture_output=True, text=True, **kw)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become nobody")
+def test_refused_sched_fifo_is_an_error_and_stores_nothing(open_dir, rtprobe):
+    tmp_path = open_dir
+    spec = write_spec(tmp_path, SPEC + "[workload.settings]\nrt_priority = 90\n")
+    db = tmp_path / "fifo.db"
+    r = as_nobody([sys.executable, "-m", "rtscope", "run", str(spec), "--db", str(db)])
+    assert r.returncode == 1, r.stderr
+    assert "SCHED_FIFO priority 90 refused by the kernel" in r.stderr
+    assert Store(str(db)).runs() == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become nobody")
+def test_unwritable_store_as_unprivileged_user(open_dir):
+    locked = open_dir / "locked"
+    locked.mkdir(mode=0o755)
+    r = as_nobody([sys.executable, "-m", "rtscope", "runs", "--db", str(locked / "s.db")])
+    assert r.returncode == 2 and "not writable" in r.stderr
