@@ -9,7 +9,9 @@
  * rtp_cmd_<name>(int argc, char **argv), defined in <name>.c (the Makefile
  * builds every .c file in this folder). */
 #define SUBCOMMANDS(X) \
-    X(exec, "time repeated calls of a workload (sum, fib, sleep, nothing)")
+    X(exec, "time repeated calls of a workload (sum, fib, sleep, nothing)") \
+    X(timer, "timer wake-up latency: clock_nanosleep on an absolute schedule (absolute, relative)") \
+    X(storage, "time passes of block reads/writes over one file (write_sync, write, read)")
 
 #define DECLARE_SUBCOMMAND(name, help) int rtp_cmd_##name(int argc, char **argv);
 SUBCOMMANDS(DECLARE_SUBCOMMAND)

@@ -7,7 +7,7 @@ set -euo pipefail
 # command -> Debian package
 declare -A NEEDED=(
   [cc]=gcc [g++]=g++ [make]=make
-  [elixir]=elixir [erlc]=erlang-dev
+  [elixir]=elixir
   [cyclictest]=rt-tests [hackbench]=rt-tests
   [fio]=fio [stress-ng]=stress-ng
 )
@@ -15,8 +15,9 @@ missing=()
 for cmd in "${!NEEDED[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${NEEDED[$cmd]}")
 done
-# erlang-dev brings the headers; check the file, since erlc comes with erlang-base too.
-ls /usr/lib/erlang/usr/include/erl_nif.h >/dev/null 2>&1 || missing+=(erlang-dev)
+# Packages that bring files rather than commands.
+[ -f /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)   # cbtask's tests
+[ -x /usr/bin/time ] || missing+=(time)                         # `command -v time` finds the shell builtin
 mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u | sed '/^$/d')
 [ ${#missing[@]} -eq 0 ] && exit 0
 

@@ -34,3 +34,8 @@ def find_binary(env_var: str, repo_relative: str, name: str, build_hint: str) ->
 
 def rtprobe() -> Path:
     return find_binary("RTSCOPE_RTPROBE", "probes/build/rtprobe", "rtprobe", "make -C probes")
+
+
+def taskmem() -> Path:
+    """The tasks workload's native probe (cbtask/tools), built with the cbtask runtime."""
+    return find_binary("RTSCOPE_TASKMEM", "cbtask/build/taskmem", "taskmem", "make -C cbtask")

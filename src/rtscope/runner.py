@@ -150,3 +150,16 @@ def execute(req: RunRequest, store: Store, *, timeout: float | None = None, **st
             if SETTINGS[name].scope == "system":
                 sf.header["settings"].setdefault(name, value)
         return store.add_run(sf, environment, tags=list(req.tags), source=" ".join(argv), **store_kwargs)
+
+
+@contextmanager
+def held_signals() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM off (they are delivered on exit), so that undoing a setting is never cut short."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)

@@ -50,3 +50,13 @@ register(Setting("mlock", boolean, "true or false", "lock the probe's memory (ml
 
 def system_settings() -> dict[str, Setting]:
     return {k: s for k, s in SETTINGS.items() if s.scope == "system"}
+
+
+# The task model measured by workload `tasks` (docs/tasks.md); each runtime checks which ones it has.
+from .options import one_of  # noqa: E402  (kept with the registration that uses it)
+
+TASK_MODELS = ("cbtask", "cbtask_receive", "pthread", "pthread_pipe", "pthread_futex", "std_thread",
+               "erlang_process", "callback_thread")
+register(Setting("model", one_of(*TASK_MODELS), f"one of {', '.join(TASK_MODELS)}",
+                 "tasks: the task model measured (native: cbtask, cbtask_receive, pthread, std_thread, pthread_pipe, "
+                 "pthread_futex; beam: erlang_process, callback_thread)"))

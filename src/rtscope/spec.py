@@ -1,86 +1,765 @@
-"""Experiment specs (TOML): which runs to make.
+"""Experiment specs (TOML): which runs to make, how often, and under which scale.
 
-A spec names an experiment and lists workload blocks. In a block, `variants`
-and `runtime` may be lists, and each setting may be a list of values: they
-expand as a Cartesian product into one run request per combination.
+A spec names an experiment and lists workload blocks. In a block, `variants`,
+`runtime`, every parameter and every setting may be a list: the lists expand
+as a Cartesian product (minus the `exclude` rules) into cells, one cell per
+configuration, and each cell is run `repetitions` times. `[scale.NAME]` tables
+override parameters and repetitions (quick here, full for the study).
 
     name = "demo"
+    repetitions = 2
+    [scale.quick]
+    iterations = 300
 
     [[workload]]
     name = "exec"
     variants = ["sum", "fib", "sleep"]
     runtime = "native"
     [workload.params]
-    iterations = 300
+    iterations = 10000
     [workload.settings]
     rt_priority = [50, 90]
+
+Checking collects every problem at once, each with the line it is on
+(`file:line: message`); tomllib gives no positions, so `Locator` scans the
+TOML text for them. The reference of every key is docs/spec.md.
 """
 
 from __future__ import annotations
 
+import importlib
 import itertools
+import json
+import re
+import shlex
 import tomllib
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
+from .errors import RtscopeError, UsageError, choices
 from .runner import build_request
+from .runtimes import RUNTIMES
 from .runtimes.base import RunRequest
+from .settings import SETTINGS
+from .workloads import WORKLOADS
 
-TOP_KEYS = {"name", "description", "workload"}
-BLOCK_KEYS = {"name", "variants", "runtime", "params", "settings", "tags"}
+# Modules that register system settings (a spec may use any of them); absent ones are skipped.
+SYSTEM_SETTING_MODULES = ("governor", "load", "environments")
+for _module in SYSTEM_SETTING_MODULES:
+    try:
+        importlib.import_module(f"{__package__}.{_module}")
+    except ModuleNotFoundError as _e:
+        if _e.name != f"{__package__}.{_module}":
+            raise
+
+TOP_KEYS = ("name", "description", "tags", "repetitions", "seed", "order", "on_unavailable", "timeout_s",
+            "scale", "environments", "workload")
+BLOCK_KEYS = ("name", "variants", "runtime", "params", "settings", "exclude", "repetitions", "tags",
+              "on_unavailable", "timeout_s", "scale")
+SCALE_KEYS = ("repetitions", "timeout_s", "params")
+ORDERS = ("random", "shuffle", "sequential")
+ON_UNAVAILABLE = ("fail", "skip")
+DEFAULT_SCALE = "quick"
+DEFAULT_RUNTIME = "native"
+MAX_SEED = 2**63 - 1
+
+
+# --- positions ------------------------------------------------------------------------------------------
+
+class Locator:
+    """Line numbers of the keys, tables and array elements of a (valid) TOML text.
+
+    Paths are tuples as in the parsed document: ("workload", 1, "settings", "governor", 0) is the first
+    value of the governor list in the second [[workload]] block.
+    """
+
+    _BARE = re.compile(r"[A-Za-z0-9_-]+")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.lines: dict[tuple, int] = {}
+        self._starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self._arrays: dict[tuple, int] = {}
+        try:
+            self._scan()
+        except (IndexError, ValueError, tomllib.TOMLDecodeError):
+            pass  # positions are a help for messages; a construct not understood here costs only precision
+
+    def line(self, path: tuple | list) -> int | None:
+        """The line of `path`, else of its nearest ancestor that has one."""
+        path = tuple(path)
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path[:-1]
+        return None
+
+    def _line_at(self, pos: int) -> int:
+        return bisect_right(self._starts, pos)
+
+    def _record(self, path: tuple, pos: int) -> None:
+        self.lines.setdefault(path, self._line_at(pos))
+
+    def _skip(self, pos: int, newlines: bool) -> int:
+        t = self.text
+        while pos < len(t):
+            c = t[pos]
+            if c in " \t\r" or (newlines and c == "\n"):
+                pos += 1
+            elif c == "#":
+                while pos < len(t) and t[pos] != "\n":
+                    pos += 1
+            else:
+                break
+        return pos
+
+    def _key(self, pos: int) -> tuple[tuple, int]:
+        """A dotted key starting at pos: (parts, position after it)."""
+        t, parts = self.text, []
+        while True:
+            pos = self._skip(pos, False)
+            if t[pos] in "\"'":
+                end = self._string_end(pos)
+                parts.append(tomllib.loads(f"k = {t[pos:end]}")["k"])
+                pos = end
+            else:
+                m = self._BARE.match(t, pos)
+                if not m:
+                    raise ValueError("no key")
+                parts.append(m.group())
+                pos = m.end()
+            pos = self._skip(pos, False)
+            if pos < len(t) and t[pos] == ".":
+                pos += 1
+                continue
+            return tuple(parts), pos
+
+    def _string_end(self, pos: int) -> int:
+        t = self.text
+        for quote in ('"""', "'''"):
+            if t.startswith(quote, pos):
+                i = pos + 3
+                while True:
+                    if quote == '"""' and t[i] == "\\":
+                        i += 2
+                        continue
+                    if t.startswith(quote, i):
+                        i += 3
+                        while i < len(t) and t[i] == quote[0]:  # up to two quotes may end the content
+                            i += 1
+                        return i
+                    i += 1
+        q, i = t[pos], pos + 1
+        while t[i] != q:
+            i += 2 if (q == '"' and t[i] == "\\") else 1
+        return i + 1
+
+    def _value(self, pos: int, path: tuple) -> int:
+        t = self.text
+        c = t[pos]
+        if c in "\"'":
+            return self._string_end(pos)
+        if c == "[":
+            pos, i = pos + 1, 0
+            while True:
+                pos = self._skip(pos, True)
+                if t[pos] == "]":
+                    return pos + 1
+                self._record(path + (i,), pos)
+                pos = self._skip(self._value(pos, path + (i,)), True)
+                i += 1
+                if t[pos] == ",":
+                    pos += 1
+        if c == "{":
+            pos += 1
+            while True:
+                pos = self._skip(pos, False)
+                if t[pos] == "}":
+                    return pos + 1
+                keys, pos = self._key(pos)
+                self._record(path + keys, pos)
+                pos = self._skip(pos, False) + 1  # '='
+                pos = self._skip(self._value(self._skip(pos, False), path + keys), False)
+                if t[pos] == ",":
+                    pos += 1
+        m = re.compile(r"[^,\]}\n#]*").match(t, pos)
+        return m.end()
+
+    def _resolve(self, keys: tuple) -> tuple:
+        out: tuple = ()
+        for k in keys:
+            out += (k,)
+            if out in self._arrays:
+                out += (self._arrays[out],)
+        return out
+
+    def _scan(self) -> None:
+        t, pos, current = self.text, 0, ()
+        while True:
+            pos = self._skip(pos, True)
+            if pos >= len(t):
+                return
+            start = pos
+            if t.startswith("[[", pos):
+                keys, pos = self._key(pos + 2)
+                table = self._resolve(keys[:-1]) + (keys[-1],)
+                self._arrays[table] = self._arrays.get(table, -1) + 1
+                current = table + (self._arrays[table],)
+                self._record(table, start)
+                self._record(current, start)
+                pos += 2
+            elif t[pos] == "[":
+                keys, pos = self._key(pos + 1)
+                current = self._resolve(keys)
+                self._record(current, start)
+                pos += 1
+            else:
+                keys, pos = self._key(pos)
+                path = current + keys
+                self._record(path, start)
+                pos = self._skip(pos, False) + 1  # '='
+                pos = self._value(self._skip(pos, False), path)
+
+
+# --- the parsed spec -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Problem:
+    line: int | None
+    message: str
+
+    def text(self, source: str) -> str:
+        return f"{source}:{self.line}: {self.message}" if self.line else f"{source}: {self.message}"
+
+
+class SpecError(UsageError):
+    """A spec with problems; the message lists every one, each with file:line."""
+
+    def __init__(self, source: str, problems: list[Problem]):
+        problems = sorted(problems, key=lambda p: p.line or 0)
+        self.source, self.problems = source, problems
+        lines = [p.text(source) for p in problems]
+        text = lines[0] if len(lines) == 1 else (f"{len(lines)} problems in spec {source}:\n  "
+                                                  + "\n  ".join(lines))
+        super().__init__(text)
+
+
+@dataclass
+class Cell:
+    """One configuration of the matrix: a run request made `repetitions` times."""
+
+    key: str
+    block: int                     # index of its [[workload]] block (0-based)
+    request: RunRequest
+    repetitions: int
+    timeout_s: float | None
+    on_unavailable: str
+    line: int | None               # the block's line, for messages
 
 
 @dataclass
 class Spec:
     name: str
     description: str
-    requests: list[RunRequest] = field(default_factory=list)
-    raw: dict[str, Any] = field(default_factory=dict)
-    path: str | None = None
+    source: str                    # the file name as given (used in messages)
+    text: str
+    raw: dict[str, Any]
+    scale: str | None              # the scale selected
+    scales: tuple[str, ...]        # every scale the spec defines
+    seed: int | None               # None: a fresh seed is drawn at run time (and recorded)
+    order: str
+    cells: list[Cell] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    locator: Locator | None = None
+
+    @property
+    def path(self) -> str:
+        return self.source
+
+    @property
+    def requests(self) -> list[RunRequest]:
+        return [c.request for c in self.cells]
+
+    @property
+    def total_runs(self) -> int:
+        return sum(c.repetitions for c in self.cells)
+
+    def line(self, *path) -> int | None:
+        return self.locator.line(path) if self.locator else None
 
 
-def _as_list(value: Any) -> list:
-    return value if isinstance(value, list) else [value]
+# --- checking ------------------------------------------------------------------------------------------
+
+def _kind(value: Any) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
+            dict: "a table"}.get(type(value), type(value).__name__)
 
 
-def _unknown(keys, allowed, where) -> None:
-    extra = sorted(set(keys) - allowed)
-    if extra:
-        raise UsageError(f"unknown key {extra[0]!r} in {where}; valid keys: {', '.join(sorted(allowed))}")
+def _toml(value: Any) -> str:
+    """A value as it looks in TOML (true, not True), for messages."""
+    return json.dumps(value, default=str, ensure_ascii=False)
 
 
-def parse(text: str, source: str = "<spec>") -> Spec:
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{source}: not valid TOML: {e}") from None
-    _unknown(raw, TOP_KEYS, source)
-    blocks = raw.get("workload")
-    if not isinstance(blocks, list) or not blocks:
-        raise UsageError(f"{source}: no [[workload]] block; a spec needs at least one")
-    spec = Spec(str(raw.get("name", Path(source).stem)), str(raw.get("description", "")), raw=raw, path=source)
-    for i, block in enumerate(blocks, 1):
-        where = f"{source}, workload block {i}"
-        _unknown(block, BLOCK_KEYS, where)
+def _fmt(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return ",".join(_fmt(v) for v in value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+@dataclass
+class _Axis:
+    """One matrix axis of a block: its name, kind and (raw, parsed, path) values."""
+
+    name: str
+    kind: str                      # variant | runtime | param | setting
+    values: list[tuple[Any, Any, tuple]]
+    path: tuple
+
+
+class _Checker:
+    def __init__(self, text: str, source: str, scale: str | None):
+        self.text, self.source, self.want_scale = text, source, scale
+        self.problems: list[Problem] = []
+        self.warnings: list[Problem] = []
+        self.scale_used: set[str] = set()  # spec-wide [scale.NAME.params] keys that reached a block
+        self.loc: Locator | None = None
+
+    # helpers
+    def error(self, path: tuple, message: str) -> None:
+        p = Problem(self.loc.line(path) if self.loc else None, message)
+        if p not in self.problems:
+            self.problems.append(p)
+
+    def warn(self, path: tuple, message: str) -> None:
+        p = Problem(self.loc.line(path) if self.loc else None, message)
+        if p not in self.warnings:
+            self.warnings.append(p)
+
+    def unknown_keys(self, table: dict, allowed, path: tuple, where: str) -> None:
+        for key in table:
+            if key not in allowed:
+                self.error(path + (key,), f"unknown key {key!r} in {where}; valid keys: {choices(sorted(allowed))}")
+
+    def typed(self, table: dict, key: str, path: tuple, kind: str, default: Any = None) -> Any:
+        """table[key] if present and of `kind` (str, int, number, table, strings), else default (+ a problem)."""
+        if key not in table:
+            return default
+        v, p = table[key], path + (key,)
+        ok = {"str": isinstance(v, str), "int": isinstance(v, int) and not isinstance(v, bool),
+              "number": isinstance(v, (int, float)) and not isinstance(v, bool), "table": isinstance(v, dict),
+              "strings": isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))}[kind]
+        if not ok:
+            want = {"str": "a string", "int": "an integer", "number": "a number", "table": "a table",
+                    "strings": "a string or a list of strings"}[kind]
+            self.error(p, f"{key} must be {want}, not {_kind(v)} ({_toml(v)})")
+            return default
+        return [v] if kind == "strings" and isinstance(v, str) else v
+
+    def positive(self, table: dict, key: str, path: tuple, kind: str, default: Any = None) -> Any:
+        v = self.typed(table, key, path, kind, None)
+        if v is None:
+            return default
+        if v < 1 if kind == "int" else v <= 0:
+            self.error(path + (key,), f"{key} must be {'>= 1' if kind == 'int' else '> 0'}, not {v}")
+            return default
+        return v
+
+    def one_of(self, table: dict, key: str, path: tuple, valid: tuple, default: str) -> str:
+        v = self.typed(table, key, path, "str", None)
+        if v is None:
+            return default
+        if v not in valid:
+            self.error(path + (key,), f"unknown {key} {v!r}; valid: {choices(valid)}")
+            return default
+        return v
+
+    # the document
+    def run(self) -> Spec:
+        try:
+            raw = tomllib.loads(self.text)
+        except tomllib.TOMLDecodeError as e:
+            m = re.search(r"\(at line (\d+), column \d+\)", str(e))
+            line = int(m.group(1)) if m else (self.text.count("\n") + 1 if "end of document" in str(e) else None)
+            msg = re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)", "", str(e))
+            self.problems.append(Problem(line, f"not valid TOML: {msg}"))
+            return self._spec({}, None, (), None, "random")
+        self.loc = Locator(self.text)
+        self.unknown_keys(raw, TOP_KEYS, (), "the spec (top level)")
+        name = self.typed(raw, "name", (), "str", Path(self.source).stem) or Path(self.source).stem
+        self.typed(raw, "description", (), "str")
+        seed = self.typed(raw, "seed", (), "int")
+        if seed is not None and not 0 <= seed <= MAX_SEED:
+            self.error(("seed",), f"seed must be 0..{MAX_SEED}, not {seed}")
+            seed = None
+        order = self.one_of(raw, "order", (), ORDERS, "random")
+        self.positive(raw, "repetitions", (), "int")
+        self.positive(raw, "timeout_s", (), "number")
+        self.one_of(raw, "on_unavailable", (), ON_UNAVAILABLE, "fail")
+        self.typed(raw, "tags", (), "strings")
+        if "environments" in raw:
+            self.environments(raw)
+        scales, scale = self.scales(raw)
+        blocks = raw.get("workload")
+        if "workload" not in raw:
+            self.error((), "no [[workload]] block; a spec needs at least one")
+            blocks = []
+        elif not isinstance(blocks, list) or not all(isinstance(b, dict) for b in blocks) or not blocks:
+            self.error(("workload",), "workload must be [[workload]] tables (an array of tables), at least one")
+            blocks = []
+        cells: list[Cell] = []
+        self.check_scale_keys(raw, blocks, scales)
+        for i, block in enumerate(blocks):
+            cells += self.block(raw, block, i, scale)
+        self.duplicates(cells)
+        top = raw.get("scale", {}).get(scale) if scale and isinstance(raw.get("scale"), dict) else None
+        overrides = top.get("params") if isinstance(top, dict) else None
+        for key in (overrides if isinstance(overrides, dict) and cells else ()):
+            if key not in self.scale_used:
+                self.warn(("scale", scale, "params", key), f"[scale.{scale}.params] {key} applies to no block: "
+                          "no block sets it and it is not a default of every variant of a block")
+        return self._spec(raw, scale, scales, seed, order, name=name, cells=cells)
+
+    def _spec(self, raw, scale, scales, seed, order, name=None, cells=()) -> Spec:
+        self.problems.sort(key=lambda p: p.line or 0)
+        return Spec(name=name or Path(self.source).stem, description=str(raw.get("description", "")),
+                    source=self.source, text=self.text, raw=raw, scale=scale, scales=tuple(scales), seed=seed,
+                    order=order, cells=list(cells), problems=self.problems, warnings=self.warnings,
+                    locator=self.loc)
+
+    def environments(self, raw: dict) -> None:
+        """`[environments.NAME]` tables, defined through the environments module (docs/environments.md)."""
+        try:
+            module = importlib.import_module(f"{__package__}.environments")
+        except ModuleNotFoundError:
+            module = None
+        define = getattr(module, "load_environments", None)
+        if define is None:
+            self.error(("environments",), "unknown key 'environments': this rtscope has no environment wrappers; "
+                       f"valid keys: {choices(k for k in TOP_KEYS if k != 'environments')}")
+            return
+        table = self.typed(raw, "environments", (), "table", {})
+        for env_name, definition in table.items():
+            try:
+                define({env_name: definition}, self.source)
+            except RtscopeError as e:
+                msg = str(e).removeprefix(f"{self.source}, ").removeprefix(f"{self.source}: ")
+                self.error(("environments", env_name), msg)
+
+    def scales(self, raw: dict) -> tuple[list[str], str | None]:
+        names: list[str] = []
+        top = self.typed(raw, "scale", (), "table", {})
+        tables = [(("scale",), top)]
+        blocks = raw.get("workload")
+        for i, b in enumerate(blocks if isinstance(blocks, list) else []):
+            if isinstance(b, dict) and "scale" in b:
+                tables.append((("workload", i, "scale"), self.typed(b, "scale", ("workload", i), "table", {})))
+        for path, table in tables:
+            for s, overrides in table.items():
+                if not isinstance(overrides, dict):
+                    self.error(path + (s,), f"scale {s!r} must be a table ([scale.{s}]) of overrides, "
+                               f"not {_kind(overrides)}")
+                elif s not in names:
+                    names.append(s)
+        if self.want_scale is not None:
+            if self.want_scale not in names:
+                self.error(("scale",), f"unknown scale {self.want_scale!r}; "
+                           + (f"valid scales: {choices(names)}" if names else "this spec defines no [scale.NAME] tables"))
+                return names, None
+            return names, self.want_scale
+        return names, (DEFAULT_SCALE if DEFAULT_SCALE in names else names[0] if names else None)
+
+    def check_scale_keys(self, raw: dict, blocks: list, scales: list[str]) -> None:
+        """Keys of every [scale.NAME] table (top level and per block); parameters are checked per block."""
+        known: dict[str, list[str]] = {}
+        for b in blocks:
+            w = WORKLOADS.get(b.get("name")) if isinstance(b.get("name"), str) else None
+            if w:
+                known[w.name] = [p.name for p in w.params]
+        params = {p for ps in known.values() for p in ps}
+        tables = [(("scale",), raw.get("scale"), "[scale.{}]")]
+        tables += [(("workload", i, "scale"), b.get("scale"), f"[workload.scale.{{}}] of workload block {i + 1}")
+                   for i, b in enumerate(blocks)]
+        for path, top, where in tables:
+            for s, table in (top.items() if isinstance(top, dict) else ()):
+                if not isinstance(table, dict):
+                    continue
+                for key in table:
+                    if key not in SCALE_KEYS:
+                        hint = f" (parameter overrides go in [scale.{s}.params])" if key in params else ""
+                        self.error(path + (s, key), f"unknown key {key!r} in {where.format(s)}; valid keys: "
+                                   f"{choices(SCALE_KEYS)}{hint}")
+                self.positive(table, "repetitions", path + (s,), "int")
+                self.positive(table, "timeout_s", path + (s,), "number")
+                overrides = self.typed(table, "params", path + (s,), "table", {})
+                if path != ("scale",) or not known:
+                    continue
+                for key in overrides:
+                    if key not in params:
+                        listed = "; ".join(f"{w}: {', '.join(ps)}" for w, ps in known.items())
+                        self.error(path + (s, "params", key), f"unknown parameter {key!r} in [scale.{s}.params]: "
+                                   f"not a parameter of this spec's workloads ({listed})")
+
+    # one [[workload]] block
+    def block(self, raw: dict, block: dict, i: int, scale: str | None) -> list[Cell]:
+        path = ("workload", i)
+        where = f"workload block {i + 1}"
+        self.unknown_keys(block, BLOCK_KEYS, path, where)
+        wname = self.typed(block, "name", path, "str")
         if "name" not in block:
-            raise UsageError(f"{where}: missing key 'name' (the workload)")
-        settings = block.get("settings", {})
-        names = list(settings)
-        for variant, runtime, *values in itertools.product(
-                _as_list(block.get("variants", [])) or [None], _as_list(block.get("runtime", "native")),
-                *(_as_list(settings[n]) for n in names)):
-            if variant is None:
-                raise UsageError(f"{where}: 'variants' is empty or missing")
-            spec.requests.append(build_request(block["name"], variant, runtime, block.get("params", {}),
-                                               dict(zip(names, values)), tuple(block.get("tags", [])), where))
+            self.error(path, f"{where}: missing key 'name' (the workload; valid workloads: {choices(sorted(WORKLOADS))})")
+        if wname is None:
+            return []
+        if wname not in WORKLOADS:
+            self.error(path + ("name",), f"unknown workload {wname!r}; valid workloads: {choices(sorted(WORKLOADS))}")
+            return []
+        w = WORKLOADS[wname]
+        def scale_table(owner: dict, path: tuple) -> tuple[dict, tuple]:
+            t = owner.get("scale") if scale else None
+            t = t.get(scale) if isinstance(t, dict) else None
+            return (t if isinstance(t, dict) else {}), path + ("scale", scale)
+
+        scale_top, sp_top = scale_table(raw, ())
+        scale_blk, sp_blk = scale_table(block, path)
+        for key in scale_blk.get("params", {}) if isinstance(scale_blk.get("params"), dict) else ():
+            if key not in {p.name for p in w.params}:
+                self.error(sp_blk + ("params", key), f"unknown {wname} parameter {key!r} in scale {scale!r} of "
+                           f"{where}; valid {wname} parameters: {choices(p.name for p in w.params)}")
+
+        def setting(key, kind, default, check):
+            for table, p in ((scale_blk, sp_blk), (scale_top, sp_top), (block, path), (raw, ())):
+                if key in table:
+                    return check(table, key, p, kind, default)
+            return default
+
+        reps = setting("repetitions", "int", 1, self.positive)
+        timeout = setting("timeout_s", "number", None, self.positive)
+        on_unavailable = (self.one_of(block, "on_unavailable", path, ON_UNAVAILABLE, "fail") if "on_unavailable" in block
+                          else self.one_of(raw, "on_unavailable", (), ON_UNAVAILABLE, "fail"))
+        tags = tuple(self.typed(raw, "tags", (), "strings", []) + self.typed(block, "tags", path, "strings", []))
+
+        bad = len(self.problems)
+        axes: list[_Axis] = []
+        if "variants" not in block:
+            self.error(path, f"{where}: missing key 'variants' (valid {wname} variants: {choices(w.variants)})")
+        else:
+            axes.append(self.axis(block["variants"], path + ("variants",), "variant", "variant",
+                                  lambda v: _member(v, w.variants, f"{wname} variant")))
+        runtimes_raw = block.get("runtime", DEFAULT_RUNTIME)
+        rt_axis = self.axis(runtimes_raw, path + ("runtime",), "runtime", "runtime",
+                            lambda v: _member(v, sorted(RUNTIMES), "runtime"))
+        axes.append(rt_axis)
+        runtimes = [parsed for _, parsed, _ in rt_axis.values]
+
+        params = dict(self.typed(block, "params", path, "table", {}))
+        param_paths = {k: path + ("params", k) for k in params}
+        variants = [parsed for _, parsed, _ in axes[0].values] if axes and axes[0].kind == "variant" else []
+        for table, p in ((scale_top, sp_top), (scale_blk, sp_blk)):  # the block's scale wins over the spec's
+            overrides = table.get("params")
+            for key, value in (overrides.items() if isinstance(overrides, dict) else ()):
+                if not any(o.name == key for o in w.params):
+                    continue
+                # A spec-wide override reaches every block whose workload has the parameter, except that a
+                # parameter only some variants take (msgq's `iterations` is pmap's, not fan_in's) reaches
+                # only blocks that set it or whose every variant takes it.
+                specific = key in {k for d in w.variant_defaults.values() for k in d} and all(
+                    o.default is None for o in w.params if o.name == key)
+                if table is scale_top and specific and key not in params and not (
+                        variants and all(key in w.defaults(v) for v in variants)):
+                    continue
+                params[key], param_paths[key] = value, p + ("params", key)
+                self.scale_used.add(key)
+        for key, value in params.items():
+            try:
+                option = w.param(key)
+            except UsageError as e:
+                self.error(param_paths[key], str(e))
+                continue
+            axes.append(self.axis(value, param_paths[key], key, "param", lambda v, o=option: o.value(v)))
+
+        settings = self.typed(block, "settings", path, "table", {})
+        for key, value in settings.items():
+            sp = path + ("settings", key)
+            if key not in SETTINGS:
+                self.error(sp, f"unknown setting {key!r}; valid settings"
+                           + (f" for runtime {'/'.join(runtimes)}: {choices(_accepted(runtimes))}" if runtimes
+                              else f": {choices(sorted(SETTINGS))}"))
+                continue
+            s = SETTINGS[key]
+            refusing = [rt for rt in runtimes if s.scope != "system" and key not in RUNTIMES[rt].settings]
+            if refusing:
+                able = sorted(n for n, r in RUNTIMES.items() if key in r.settings)
+                self.error(sp, f"setting {key!r} is not understood by runtime {', '.join(refusing)} "
+                           f"(runtimes that take it: {choices(able) or 'none'}; valid settings for "
+                           f"{refusing[0]}: {choices(_accepted(refusing[:1]))}); put such runs in a block of their own")
+                continue
+            axes.append(self.axis(value, sp, key, "setting", lambda v, s=s: s.value(v)))
+
+        excludes = self.excludes(block, path, axes, w)
+        if len(self.problems) > bad:
+            return []  # values are wrong: combinations would only repeat the same problems
+
+        cells: list[Cell] = []
+        used = [False] * len(excludes)
+        for combo in itertools.product(*(a.values for a in axes)):
+            values = {a.name: v for a, v in zip(axes, combo)}
+            hit = [j for j, rule in enumerate(excludes) if all(values[k][1] in vs for k, vs in rule.items())]
+            for j in hit:
+                used[j] = True
+            if hit:
+                continue
+            ps = {a.name: values[a.name][0] for a in axes if a.kind == "param"}
+            ss = {a.name: values[a.name][0] for a in axes if a.kind == "setting"}
+            try:
+                req = build_request(wname, values["variant"][1], values["runtime"][1], ps, ss, tags)
+                _prepare(req)
+            except UsageError as e:
+                msg = str(e)
+                if "cannot run" in msg:
+                    msg += " (exclude the combination: [[workload.exclude]] with variant and runtime)"
+                self.error(values["runtime"][2], msg)
+                continue
+            cells.append(Cell(cell_key(req), i, req, reps, timeout, on_unavailable, self.loc.line(path)))
+        for j, rule in enumerate(excludes):
+            if not used[j]:
+                self.warn(path + ("exclude", j), f"exclude rule {j + 1} of {where} matches no combination")
+        if not cells and len(self.problems) == bad:
+            self.error(path, f"{where}: every combination is excluded; the block has no runs")
+        return cells
+
+    def axis(self, value: Any, path: tuple, name: str, kind: str, parse) -> _Axis:
+        key = path[-1]  # as written in the spec ("variants" for the variant axis)
+        raw_values = value if isinstance(value, list) else [value]
+        paths = [path + (j,) for j in range(len(raw_values))] if isinstance(value, list) else [path]
+        if not raw_values:
+            self.error(path, f"{key} is an empty list: a matrix axis needs at least one value")
+        out, seen = [], []
+        for raw, p in zip(raw_values, paths):
+            if isinstance(raw, dict):
+                self.error(p, f"invalid value for {key}: a table ({raw!r}); give a value or a list of values")
+                continue
+            try:
+                parsed = parse(raw)
+            except UsageError as e:
+                self.error(p, str(e))
+                continue
+            if parsed in seen:
+                self.error(p, f"{key} value {raw!r} is listed twice")
+                continue
+            seen.append(parsed)
+            out.append((raw, parsed, p))
+        return _Axis(name, kind, out, path)
+
+    def excludes(self, block: dict, path: tuple, axes: list[_Axis], w) -> list[dict[str, list]]:
+        if "exclude" not in block:
+            return []
+        rules = block["exclude"]
+        rules = [rules] if isinstance(rules, dict) else rules
+        if not isinstance(rules, list):
+            self.error(path + ("exclude",), f"exclude must be a list of tables ([[workload.exclude]]), "
+                       f"not {_kind(rules)}")
+            return []
+        by_name = {a.name: a for a in axes}
+        out = []
+        for j, rule in enumerate(rules):
+            rp = path + ("exclude", j)
+            if not isinstance(rule, dict) or not rule:
+                self.error(rp, "an exclude rule must be a non-empty table of axis = value(s), "
+                           "e.g. { variant = \"sleep\", runtime = \"beam\" }")
+                continue
+            parsed_rule = {}
+            for key, value in rule.items():
+                key_name = "variant" if key == "variants" else key
+                if key_name not in by_name:
+                    self.error(rp + (key,), f"exclude key {key!r} is not a matrix axis of this block; "
+                               f"axes: {choices(by_name)}")
+                    continue
+                parse = _axis_parser(by_name[key_name], w)
+                vs = []
+                for raw in value if isinstance(value, list) else [value]:
+                    try:
+                        vs.append(parse(raw))
+                    except UsageError as e:
+                        self.error(rp + (key,), f"exclude: {e}")
+                parsed_rule[key_name] = vs
+            out.append(parsed_rule)
+        return out
+
+    def duplicates(self, cells: list[Cell]) -> None:
+        first: dict[str, Cell] = {}
+        for c in cells:
+            if c.key in first and first[c.key].block != c.block:
+                self.error(("workload", c.block), f"workload block {c.block + 1} repeats configuration {c.key} of "
+                           f"block {first[c.key].block + 1} (line {first[c.key].line}); give each configuration "
+                           "once and use repetitions")
+            first.setdefault(c.key, c)
+
+
+def _member(value: Any, valid, kind: str) -> str:
+    if not isinstance(value, str) or value not in valid:
+        raise UsageError(f"unknown {kind} {value!r}; valid {kind.split()[-1]}s: {choices(valid)}")
+    return value
+
+
+def _axis_parser(axis: _Axis, w):
+    if axis.kind == "variant":
+        return lambda v: _member(v, w.variants, f"{w.name} variant")
+    if axis.kind == "runtime":
+        return lambda v: _member(v, sorted(RUNTIMES), "runtime")
+    if axis.kind == "param":
+        return w.param(axis.name).value
+    return SETTINGS[axis.name].value
+
+
+def _prepare(req: RunRequest) -> None:
+    """The runtime's own checks beyond the registries (cross-parameter rules). Only usage errors count
+    here: a runtime that is not installed is a question for the machine that runs the spec, not the spec."""
+    try:
+        RUNTIMES[req.runtime].prepare(req)
+    except UsageError:
+        raise
+    except RtscopeError:
+        pass
+
+
+def _accepted(runtimes: list[str]) -> list[str]:
+    probe = sorted({n for rt in runtimes if rt in RUNTIMES for n in RUNTIMES[rt].settings})
+    return probe + sorted(n for n, s in SETTINGS.items() if s.scope == "system")
+
+
+def cell_key(req: RunRequest) -> str:
+    """A readable name of a configuration: workload/variant/runtime, the settings, the non-default params."""
+    defaults = WORKLOADS[req.workload].defaults(req.variant)
+    knobs = [shlex.quote(f"{k}={_fmt(v)}") for k, v in sorted(req.settings.items())]
+    knobs += [shlex.quote(f"{k}={_fmt(v)}") for k, v in sorted(req.params.items()) if defaults.get(k) != v]
+    return " ".join([f"{req.workload}/{req.variant}/{req.runtime}", *knobs])
+
+
+# --- entry points ----------------------------------------------------------------------------------------
+
+def analyse(text: str, source: str = "<spec>", scale: str | None = None) -> Spec:
+    """Parse and check a spec; every problem is in `.problems` (nothing raised for spec mistakes)."""
+    return _Checker(text, source, scale).run()
+
+
+def parse(text: str, source: str = "<spec>", scale: str | None = None) -> Spec:
+    """Parse a spec, or raise SpecError listing every problem with its line."""
+    spec = analyse(text, source, scale)
+    if spec.problems:
+        raise SpecError(source, spec.problems)
     return spec
 
 
-def load(path: str | Path) -> Spec:
+def read_text(path: str | Path) -> str:
     try:
-        text = Path(path).read_text()
+        return Path(path).read_text()
     except OSError as e:
         raise UsageError(f"cannot read spec {path}: {e.strerror}") from None
-    return parse(text, str(path))
+    except UnicodeDecodeError:
+        raise UsageError(f"cannot read spec {path}: not UTF-8 text") from None
+
+
+def load(path: str | Path, scale: str | None = None) -> Spec:
+    return parse(read_text(path), str(path), scale)

@@ -1,72 +1,272 @@
-"""Commands that measure or bring in results: run, demo, import."""
+"""Commands that measure or bring in results: run, check, demo, import."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Annotated, Optional
 
+import numpy as np
 import typer
+from rich.table import Column
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
 
-from .. import paths, spec as spec_mod, sysinfo
-from ..errors import UsageError, choices
+from .. import experiment as exp_mod, paths, spec as spec_mod, stats, sysinfo
+from ..errors import RtscopeError, UsageError, choices
 from ..importers import IMPORTERS
 from ..options import parse_assignment
 from ..results import run_stats
-from ..runner import execute
-from ..runtimes import RUNTIMES
+from ..runner import Terminated
 from ..store import Store
 from .common import DbOption, app, console, err_console, escape, open_store
 from .runs import stats_table
 
-DEMO_COLUMNS = (("mean", "AVG"), ("max", "MAX"), ("var", "VAR"), ("stdev", "STDEV"), ("p99", "p99"))
+DEMO_COLUMNS = (("n", "n"), ("mean", "AVG"), ("max", "MAX"), ("var", "VAR"), ("stdev", "STDEV"), ("p99", "p99"))
+EXIT_SIGINT, EXIT_SIGTERM = 130, 143
+
+ScaleOption = Annotated[Optional[str], typer.Option(
+    "--scale", help="Which scale.NAME table of the spec to use (default: quick, when the spec has it).")]
 
 
-def run_requests(store: Store, requests, title: str) -> list[tuple[str, int]]:
-    """Run requests one after another, each stored as soon as it finishes."""
-    done = []
-    for i, req in enumerate(requests, 1):
-        console.print(f"[{i}/{len(requests)}] {escape(req.label)} ...", end=" ")
-        run_id = execute(req, store)
-        console.print(f"run {run_id}")
-        done.append((req.label, run_id))
-    return done
+class ProgressReporter:
+    """A rich progress bar (runs done, elapsed, ETA) with one line per stored or skipped run."""
+
+    def __init__(self, progress: Progress):
+        self.progress = progress
+        self.task = None
+        self.reasons: set[str] = set()
+
+    def started(self, experiment, total: int, done: int) -> None:
+        self.task = self.progress.add_task(escape(experiment.name), total=total, completed=done)
+
+    def run_started(self, p) -> None:
+        self.progress.update(self.task, description=escape(f"[{p.index + 1}] {p.cell} #{p.repetition}"))
+
+    def run_stored(self, p, run_id: int) -> None:
+        self.progress.console.print(f"run {run_id}: {escape(p.cell)} #{p.repetition}", highlight=False)
+        self._advance()
+
+    def _advance(self) -> None:
+        self.progress.advance(self.task)
+        t = self.progress.tasks[self.task]
+        if t.finished:
+            self.progress.update(self.task, description="done")
+
+    def run_skipped(self, p, reason: str) -> None:
+        if reason not in self.reasons:  # each reason once; the summary at the end counts them
+            self.reasons.add(reason)
+            self.progress.console.print(f"[yellow]skipping[/] runs that need what this machine lacks: "
+                                        f"{escape(reason)}", highlight=False)
+        # Out of the total rather than counted as done, so that the ETA counts only runs really made.
+        t = self.progress.tasks[self.task]
+        self.progress.update(self.task, total=(t.total or 1) - 1)
+        if t.finished:
+            self.progress.update(self.task, description="done")
 
 
-def print_results(store: Store, done: list[tuple[str, int]], title: str, keys=DEMO_COLUMNS) -> None:
-    by_unit: dict[str, list] = {}
-    for label, run_id in done:
-        run = store.get_run(run_id)
-        by_unit.setdefault(run.primary["unit"], []).append((f"{run_id}: {label}", run_stats(store, run)))
-    for unit, rows in by_unit.items():
-        console.print(stats_table(title, rows, unit, keys))
+def _progress() -> Progress:
+    return Progress(TextColumn("{task.description}", table_column=Column(max_width=48, no_wrap=True)), BarColumn(), MofNCompleteColumn(), TextColumn("runs"),
+                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=err_console)
+
+
+def print_warnings(spec: spec_mod.Spec) -> None:
+    for w in spec.warnings:
+        err_console.print(f"[yellow]warning:[/] {escape(w.text(spec.source))}")
+
+
+def run_experiment(store: Store, experiment: exp_mod.Experiment, spec_arg: str) -> exp_mod.Outcome:
+    """Execute with a progress bar; turn interruptions into a clean message that says how to resume."""
+    hint = f"resume with `rtscope run {spec_arg} --resume {experiment.id}`"
+    try:
+        with _progress() as progress:
+            return exp_mod.execute(store, experiment, ProgressReporter(progress))
+    except KeyboardInterrupt:
+        raise RtscopeError(f"interrupted: experiment {experiment.id} marked interrupted, every finished run is "
+                           f"stored; {hint}", exit_code=EXIT_SIGINT) from None
+    except Terminated:
+        raise RtscopeError(f"terminated (SIGTERM): experiment {experiment.id} marked interrupted, every finished "
+                           f"run is stored; {hint}", exit_code=EXIT_SIGTERM) from None
+    except RtscopeError as e:
+        raise RtscopeError(f"{e}\nexperiment {experiment.id} stopped (marked failed); {hint}",
+                           exit_code=e.exit_code) from None
+
+
+def short_labels(cells: list[str]) -> tuple[dict[str, str], str]:
+    """Cell names without what every cell shares (returned apart, for the title): rows show what differs."""
+    if len(cells) < 2:
+        return {c: c for c in cells}, ""
+    words = {c: shlex.split(c) for c in cells}
+    heads = [words[c][0].split("/") for c in cells]
+    if any(len(h) != 3 for h in heads):
+        return {c: c for c in cells}, ""
+    keep = [i for i in range(3) if len({h[i] for h in heads}) > 1] or [1]
+    common = set.intersection(*(set(words[c][1:]) for c in cells))
+    shared = " ".join(["/".join(heads[0][i] for i in range(3) if i not in keep), *map(shlex.quote, sorted(common))])
+    return {c: " ".join(["/".join(h[i] for i in keep), *(shlex.quote(t) for t in words[c][1:] if t not in common)])
+            for c, h in zip(cells, heads)}, shared.strip()
+
+
+def print_results(store: Store, outcome: exp_mod.Outcome, spec: spec_mod.Spec, title: str,
+                  keys=DEMO_COLUMNS) -> None:
+    """One table per workload block, one row per cell: its repetitions' samples pooled (histogram-only runs:
+    one row each). What every cell of a block shares goes into the table's title."""
+    by_cell: dict[str, list] = {}
+    for run in store.runs(experiment_id=outcome.experiment.id):
+        by_cell.setdefault(run["cell"] or run.label, []).append(run)
+    block_of = {p.cell: p.block for p in outcome.experiment.plan}
+    position = {c.key: i for i, c in enumerate(spec.cells)}
+    blocks: dict[int, list[str]] = {}
+    for cell in sorted(by_cell, key=lambda c: (position.get(c, len(position)), c)):
+        blocks.setdefault(block_of.get(cell, -1), []).append(cell)
+    for block, cells in blocks.items():
+        labels, shared = short_labels(cells)
+        head = title + (f", block {block + 1}" if len(blocks) > 1 and block >= 0 else "")
+        by_unit: dict[str, list] = {}
+        for cell in cells:
+            group = sorted(by_cell[cell], key=lambda r: r["repetition"] or 0)
+            unit = group[0].primary["unit"]
+            if all(r["n_samples"] > 0 for r in group):
+                values = np.concatenate([store.primary_samples(r) for r in group])
+                reps = f" ×{len(group)}" if len(group) > 1 else ""
+                by_unit.setdefault(unit, []).append((labels[cell] + reps, stats.summarize(values)))
+            else:
+                for r in group:
+                    by_unit.setdefault(unit, []).append((f"{labels[cell]} #{r['repetition']} (run {r.id})",
+                                                         run_stats(store, r)))
+        for unit, rows in by_unit.items():
+            table = stats_table(head + (f": {shared}" if shared else ""), rows, unit, keys)
+            table.columns[0].overflow = "fold"  # a narrow terminal wraps a cell's name, never cuts it
+            console.print(table)
+    for why in sorted({why for _, why in outcome.skipped}):
+        n = sum(1 for _, w in outcome.skipped if w == why)
+        console.print(f"{n} run(s) skipped (not possible on this machine): {escape(why)}")
 
 
 @app.command()
 def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML), see docs/spec.md.")],
+        scale: ScaleOption = None,
+        seed: Annotated[Optional[int], typer.Option(help="Seed of the random run order (default: the spec's "
+                                                    "seed, else a fresh one); recorded with the experiment.")] = None,
+        resume: Annotated[bool, typer.Option(
+            "--resume", help="Continue an interrupted experiment of this spec without repeating finished runs: "
+                             "the latest unfinished one, or experiment ID (`rtscope run SPEC --resume ID`).")] = False,
+        experiment_id: Annotated[Optional[int], typer.Argument(
+            metavar="ID", help="With --resume: the experiment to continue (see `rtscope runs`).",
+            show_default=False)] = None,
         db: DbOption = None) -> None:
-    """Run the experiment a spec describes and store every run."""
-    parsed = spec_mod.load(spec)
-    store = open_store(db)
-    done = run_requests(store, parsed.requests, parsed.name)
-    print_results(store, done, f"{parsed.name}: {len(done)} runs", DEMO_COLUMNS)
+    """Run the experiment a spec describes: every run in random order, each stored as it finishes."""
+    if experiment_id is not None and not resume:
+        raise UsageError(f"an experiment id ({experiment_id}) is only taken with --resume: "
+                         f"`rtscope run {spec} --resume {experiment_id}`")
+    text = spec_mod.read_text(spec)
+    identity = exp_mod.spec_identity(spec)
+    if resume:
+        store = open_store(db)
+        experiment = _resume_target(store, experiment_id, identity, spec)
+        if scale is not None and scale != experiment.scale:
+            raise UsageError(f"experiment {experiment.id} was started with scale {experiment.scale}; "
+                             f"--scale {scale} cannot change it")
+        if seed is not None and seed != experiment.seed:
+            raise UsageError(f"experiment {experiment.id} was started with seed {experiment.seed}; "
+                             f"--seed cannot change a resumed experiment's order")
+        # The recorded text, not the file: the plan belongs to it (environments it defines are registered again).
+        parsed = spec_mod.parse(experiment.text, str(spec), experiment.scale)
+        if experiment.text != text:
+            err_console.print(f"[yellow]warning:[/] {escape(str(spec))} changed since experiment {experiment.id} "
+                              "started; continuing the plan recorded then")
+        done = len(exp_mod.done_indexes(store, experiment.id))
+        err_console.print(f"resuming experiment {experiment.id} ({escape(experiment.name)}, scale "
+                          f"{experiment.scale or '-'}, seed {experiment.seed}): {done} of {len(experiment.plan)} "
+                          "runs already stored")
+    else:
+        parsed = spec_mod.parse(text, str(spec), scale)  # every problem reported before anything runs
+        print_warnings(parsed)
+        chosen = seed if seed is not None else parsed.seed if parsed.seed is not None else exp_mod.new_seed()
+        planned = exp_mod.plan(parsed, chosen)
+        _refuse_unrunnable(planned, str(spec))
+        store = open_store(db)
+        experiment = exp_mod.start(store, parsed, planned, chosen, identity)
+        err_console.print(f"experiment {experiment.id}: {escape(parsed.name)}, scale {parsed.scale or '-'}, "
+                          f"{len(parsed.cells)} cells, {len(planned)} runs, order {parsed.order}, seed {chosen}")
+    for w in sysinfo.warnings(sysinfo.snapshot()):
+        err_console.print(f"[yellow]warning:[/] {escape(w)}")
+    outcome = run_experiment(store, experiment, str(spec))
+    print_results(store, outcome, parsed, f"experiment {experiment.id}: {parsed.name}")
+
+
+def _resume_target(store: Store, exp_id: int | None, identity: str, spec: Path) -> exp_mod.Experiment:
+    if exp_id is None:
+        found = exp_mod.latest_unfinished(store, identity)
+        if found is None:
+            raise UsageError(f"no unfinished experiment of {spec} in store {store.url}; "
+                             f"start one with `rtscope run {spec}`")
+        return found
+    found = exp_mod.get(store, exp_id)
+    if found.status == exp_mod.FINISHED:
+        raise UsageError(f"experiment {exp_id} is already finished ({found.finished_at}); nothing to resume")
+    if found.spec_path and found.spec_path != identity:
+        err_console.print(f"[yellow]warning:[/] experiment {exp_id} was started from {escape(found.spec_path)}, "
+                          f"not {escape(identity)}")
+    return found
+
+
+def _refuse_unrunnable(planned: list, source: str) -> None:
+    """With on_unavailable = "fail", refuse before anything runs when this machine cannot make a run."""
+    failing = [(p, why) for p, why in exp_mod.unavailable_runs(planned) if p.on_unavailable == "fail"]
+    if failing:
+        reasons = sorted({why for _, why in failing})
+        raise RtscopeError(f"{len(failing)} of {len(planned)} runs of {source} cannot run on this machine "
+                           f"(on_unavailable = \"fail\"; set it to \"skip\" to run the rest):\n  " + "\n  ".join(reasons))
 
 
 @app.command()
-def demo(db: DbOption = None) -> None:
+def check(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML) to validate, see docs/spec.md.")],
+          scale: ScaleOption = None) -> None:
+    """Validate a spec without running it: every problem at once, each as file:line; the plan per scale."""
+    text = spec_mod.read_text(spec)
+    first = spec_mod.analyse(text, str(spec), scale)
+    scales = [scale] if scale is not None or not first.scales else list(first.scales)
+    analysed = [first if s == first.scale else spec_mod.analyse(text, str(spec), s) for s in scales]
+    problems = sorted({p for a in analysed for p in a.problems}, key=lambda p: (p.line or 0, p.message))
+    for p in problems:
+        err_console.print(f"[bold red]error:[/] {escape(p.text(str(spec)))}", soft_wrap=True)
+    print_warnings(first)
+    if problems:
+        raise UsageError(f"{spec}: {len(problems)} problem(s); nothing was run")
+    availability = exp_mod.Availability()
+    refused = False
+    for a in analysed:
+        planned = exp_mod.plan(a, 0)
+        cant = exp_mod.unavailable_runs(planned, availability)
+        console.print(f"{escape(str(spec))}: {escape(a.name)}, scale {a.scale or '-'}: {len(a.cells)} cells, "
+                      f"{len(planned)} runs, order {a.order}")
+        for why in sorted({w for _, w in cant}):
+            n = sum(1 for _, w in cant if w == why)
+            fail = any(p.on_unavailable == "fail" for p, w in cant if w == why)
+            refused |= fail
+            console.print(f"  {'[bold red]cannot run here[/]' if fail else '[yellow]would skip[/]'} {n} run(s): "
+                          f"{escape(why)}")
+    if refused:
+        raise RtscopeError(f"{spec} is valid, but this machine cannot make every run and the spec says "
+                           "on_unavailable = \"fail\"")
+    console.print(f"{escape(str(spec))}: OK")
+
+
+@app.command()
+def demo(db: DbOption = None, scale: ScaleOption = None) -> None:
     """Run a short default experiment on this machine (specs/demo.toml) and print one table."""
-    parsed = spec_mod.load(paths.repo_file("specs", "demo.toml"))
+    path = paths.repo_file("specs", "demo.toml")
+    parsed = spec_mod.load(path, scale)
+    seed = parsed.seed if parsed.seed is not None else exp_mod.new_seed()
+    planned = exp_mod.plan(parsed, seed)
+    _refuse_unrunnable(planned, str(path))
     store = open_store(db)
-    runnable = []
-    for req in parsed.requests:
-        missing = RUNTIMES[req.runtime].unavailable()
-        if missing:
-            err_console.print(f"[yellow]skipping[/] {escape(req.label)}: {escape(missing)}")
-        else:
-            runnable.append(req)
+    experiment = exp_mod.start(store, parsed, planned, seed, exp_mod.spec_identity(path))
     for w in sysinfo.warnings(sysinfo.snapshot()):
         err_console.print(f"[yellow]warning:[/] {escape(w)}")
-    done = run_requests(store, runnable, "demo")
-    print_results(store, done, f"rtscope demo ({store.url})")
+    outcome = run_experiment(store, experiment, str(path))
+    print_results(store, outcome, parsed, f"rtscope demo ({store.url})")
 
 
 @app.command("import")

@@ -10,7 +10,7 @@ import importlib
 
 from .base import RUNTIMES, Runtime, register
 
-ADAPTER_MODULES = ["native"]
+ADAPTER_MODULES = ["native", "fio", "cyclictest", "beam"]
 
 for _name in ADAPTER_MODULES:
     importlib.import_module(f"{__name__}.{_name}")

@@ -7,7 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import paths
-from ..errors import RtscopeError
+from ..errors import RtscopeError, UsageError
+from ..settings import SETTINGS
+from ..workloads import check_storage_params, check_storage_variant, check_task_request
+from ..workloads import check_timer_request
 from .base import RunRequest, Runtime, register
 
 # Probe settings -> rtprobe flags.
@@ -29,6 +32,26 @@ def param_flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+# Workload `tasks` is measured by cbtask's taskmem, not rtprobe (docs/tasks.md).
+TASK_MODELS = {"memory": ("cbtask", "cbtask_receive", "pthread", "std_thread"),
+               "switch": ("cbtask", "pthread_pipe", "pthread_futex", "std_thread")}
+
+
+def check_tasks(req: RunRequest) -> None:
+    check_task_request(req, TASK_MODELS, "native")
+    other = sorted(set(req.settings) - {"model"} - {n for n, s in SETTINGS.items() if s.scope == "system"})
+    if other:
+        raise UsageError(f"setting {other[0]} is not supported by taskmem (native tasks); it takes: model")
+    paths.taskmem()  # not built -> the build command
+
+
+def taskmem_command(req: RunRequest, out: Path) -> list[str]:
+    argv = [str(paths.taskmem()), req.variant, "--model", req.settings["model"]]
+    for name, value in req.params.items():
+        argv += [param_flag(name), str(value)]
+    return argv + ["--output", str(out)]
+
+
 @dataclass
 class Native(Runtime):
     def unavailable(self) -> str | None:
@@ -38,7 +61,20 @@ class Native(Runtime):
             return str(e)
         return None
 
+    def prepare(self, req: RunRequest) -> None:
+        if req.workload == "tasks":
+            check_tasks(req)
+        elif "model" in req.settings:
+            raise UsageError("setting model applies to workload tasks only")
+        if req.workload == "storage":
+            check_storage_params(req.params)
+            check_storage_variant(req.variant, req.params)
+        if req.workload == "timer":
+            check_timer_request(req)
+
     def command(self, req: RunRequest, out: Path) -> list[str]:
+        if req.workload == "tasks":
+            return taskmem_command(req, out)
         argv = [str(paths.rtprobe()), req.workload, req.variant]
         for name, value in req.params.items():
             argv += [param_flag(name), str(value).lower() if isinstance(value, bool) else str(value)]
@@ -55,6 +91,7 @@ class Native(Runtime):
 register(Native(
     name="native",
     help="C probe rtprobe (build: make -C probes)",
-    workloads={"exec": ("sum", "fib", "sleep", "nothing")},
-    settings=("rt_priority", "cpu", "mlock"),
+    workloads={"exec": ("sum", "fib", "sleep", "nothing"), "tasks": ("memory", "switch"),
+               "storage": ("write_sync", "write", "read"), "timer": ("absolute", "relative")},
+    settings=("rt_priority", "cpu", "mlock", "model"),
 ))

@@ -1,0 +1,129 @@
+defmodule RtScope.CallbackThreads.Store do
+  @moduledoc """
+  The durable state of one callback-thread runtime: three ETS tables owned
+  by the runtime's supervisor, so that they outlive a crashed Worker.
+
+    * `queue` (`ordered_set`): the run queue, `{seq, tid, item}` in FIFO
+      order; `seq` is a node-wide strictly increasing integer, so the
+      Receptor and the Worker can both append without coordination. An item
+      is `{:start, fun}`, `{:message, msg}`, `{:continue, fun}` or
+      `{:deliver, fun, msg}`.
+    * `threads` (`set`): one row per live thread, `{tid, state, mailbox}`;
+      `state` is a receive callback (the thread waits for a message),
+      `:ready` (an item of the thread is queued) or `:running`. `mailbox`
+      is `:empty` or an Erlang `:queue` of messages that arrived while the
+      thread was not waiting. Only the Worker writes this table.
+    * `meta` (`set`): the tid counter, the Worker's pid and the counters
+      `finished`, `crashed` and `dead_letters`.
+
+  A finished thread's row is deleted at once: ETS frees it immediately, so
+  memory does not depend on a garbage collection of the Worker.
+  """
+
+  @enforce_keys [:queue, :threads, :meta]
+  defstruct [:queue, :threads, :meta]
+
+  @type t :: %__MODULE__{queue: :ets.tid(), threads: :ets.tid(), meta: :ets.tid()}
+  @type tid :: non_neg_integer()
+  @type item ::
+          {:start, (tid() -> term())}
+          | {:message, term()}
+          | {:continue, function()}
+          | {:deliver, function(), term()}
+
+  @counters [:finished, :crashed, :dead_letters]
+
+  @doc "Create the tables, owned by the calling process (the runtime's supervisor)."
+  @spec new() :: t()
+  def new do
+    store = %__MODULE__{
+      queue: :ets.new(:rtscope_cbt_queue, [:ordered_set, :public]),
+      threads: :ets.new(:rtscope_cbt_threads, [:set, :public]),
+      meta: :ets.new(:rtscope_cbt_meta, [:set, :public])
+    }
+
+    # update_counter returns the new value: the first tid is 0, as in the study.
+    :ets.insert(store.meta, [{:next_tid, -1} | Enum.map(@counters, &{&1, 0})])
+    store
+  end
+
+  @doc "A new thread id."
+  @spec new_tid(t()) :: tid()
+  def new_tid(%__MODULE__{meta: meta}), do: :ets.update_counter(meta, :next_tid, 1)
+
+  @doc "Append an item for thread `tid` to the run queue."
+  @spec push(t(), tid(), item()) :: true
+  def push(%__MODULE__{queue: queue}, tid, item) do
+    :ets.insert(queue, {:erlang.unique_integer([:monotonic]), tid, item})
+  end
+
+  @doc "Remove and return the oldest queued item, or `:empty`."
+  @spec pop(t()) :: {tid(), item()} | :empty
+  def pop(%__MODULE__{queue: queue}) do
+    case :ets.first(queue) do
+      :"$end_of_table" ->
+        :empty
+
+      key ->
+        [{_, tid, item}] = :ets.take(queue, key)
+        {tid, item}
+    end
+  end
+
+  @spec empty?(t()) :: boolean()
+  def empty?(%__MODULE__{queue: queue}), do: :ets.first(queue) == :"$end_of_table"
+
+  @doc "The row of thread `tid`, or `nil` when no such thread lives."
+  @spec thread(t(), tid()) :: {tid(), term(), term()} | nil
+  def thread(%__MODULE__{threads: threads}, tid) do
+    case :ets.lookup(threads, tid) do
+      [row] -> row
+      [] -> nil
+    end
+  end
+
+  @spec put_thread(t(), tid(), term(), term()) :: true
+  def put_thread(%__MODULE__{threads: threads}, tid, state, mailbox),
+    do: :ets.insert(threads, {tid, state, mailbox})
+
+  @doc "Mark a thread's row `:running` (in place: its callback is not copied again)."
+  @spec mark_running(t(), tid()) :: true
+  def mark_running(%__MODULE__{threads: threads}, tid),
+    do: :ets.update_element(threads, tid, {2, :running})
+
+  @spec delete_thread(t(), tid()) :: true
+  def delete_thread(%__MODULE__{threads: threads}, tid), do: :ets.delete(threads, tid)
+
+  @doc "Threads that were running when the Worker died (see `RtScope.CallbackThreads.Worker`)."
+  @spec running(t()) :: [{tid(), term()}]
+  def running(%__MODULE__{threads: threads}) do
+    :ets.match(threads, {:"$1", :running, :"$2"}) |> Enum.map(fn [tid, mb] -> {tid, mb} end)
+  end
+
+  @spec count(t(), :finished | :crashed | :dead_letters, integer()) :: integer()
+  def count(%__MODULE__{meta: meta}, counter, by \\ 1), do: :ets.update_counter(meta, counter, by)
+
+  @spec set_worker(t(), pid()) :: true
+  def set_worker(%__MODULE__{meta: meta}, pid), do: :ets.insert(meta, {:worker, pid})
+
+  @spec worker(t()) :: pid() | nil
+  def worker(%__MODULE__{meta: meta}) do
+    case :ets.lookup(meta, :worker) do
+      [{:worker, pid}] -> pid
+      [] -> nil
+    end
+  end
+
+  @doc "Counters, sizes and the tables' memory in bytes."
+  @spec stats(t()) :: %{atom() => non_neg_integer()}
+  def stats(%__MODULE__{} = store) do
+    counters = for c <- @counters, into: %{}, do: {c, :ets.lookup_element(store.meta, c, 2)}
+    words = Enum.sum(for t <- [store.queue, store.threads, store.meta], do: :ets.info(t, :memory))
+
+    Map.merge(counters, %{
+      threads: :ets.info(store.threads, :size),
+      queued: :ets.info(store.queue, :size),
+      ets_bytes: words * :erlang.system_info(:wordsize)
+    })
+  end
+end

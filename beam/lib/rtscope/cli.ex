@@ -1,0 +1,213 @@
+defmodule RtScope.CLI do
+  @moduledoc """
+  The command line of the BEAM harness, as the rtscope Python side starts it:
+
+      elixir --erl "+sbwt none" -pa beam/_build/prod/lib/rtscope/ebin \\
+        -e 'RtScope.CLI.main(System.argv())' -- \\
+        exec sum --iterations 100 --pause-ms 0 --priority high --output F.rts
+
+  `main/1` runs and halts the VM with the exit status: 0 done, 1 the
+  measurement failed (nothing written), 2 bad usage (nothing measured,
+  nothing written). `run/1` does the same but returns the status, for tests.
+  See `usage/0` for the commands and options.
+  """
+
+  alias RtScope.{Exec, Harness, MsgQ, Timer, VmFlags, VmInfo}
+
+  @common [
+    output: :string,
+    fullsweep_after: :integer,
+    min_heap_size: :integer,
+    priority: :string,
+    message_queue_data: :string,
+    vm_flags: :string
+  ]
+
+  @switches %{
+    "exec" => [iterations: :integer, pause_ms: :integer, n: :integer, csv: :string],
+    "timer" => [cycles: :integer, interval_ms: :integer],
+    {"msgq", "pmap"} => [elements: :integer, iterations: :integer],
+    {"msgq", "fan_in"} => [
+      senders: :integer,
+      messages: :integer,
+      iterations: :integer,
+      message_words: :integer,
+      work: :integer,
+      send_interval_ms: :integer,
+      queue_sample_every: :integer
+    ]
+  }
+
+  @workloads ["exec", "timer", "msgq", "tasks"]
+
+  @doc "Runs the command line in `argv` and halts the VM with its exit status."
+  @spec main([String.t()]) :: no_return()
+  def main(argv), do: argv |> run() |> System.halt()
+
+  @doc "Runs the command line in `argv`; returns the exit status."
+  @spec run([String.t()]) :: 0 | 1 | 2
+  def run(["--" | argv]), do: run(argv)
+  def run([h | _]) when h in ["help", "--help", "-h"], do: say(usage())
+
+  def run([v | _]) when v in ["version", "--version"],
+    do: say("#{Harness.tool()} #{VmInfo.tool_version()}")
+
+  def run(["vm-flags" | _]), do: say(RtScope.JSON.encode!(VmFlags.allowlist()))
+
+  def run(["tasks" | rest]) do
+    case RtScope.Tasks.cli(rest) do
+      :ok -> 0
+      {:error, msg} -> usage_error(msg)
+    end
+  end
+
+  def run([workload, variant | rest]) when workload in ["exec", "timer", "msgq"] do
+    with {:ok, switches} <- switches(workload, variant),
+         {:ok, opts} <- parse(rest, switches, "#{workload} #{variant}"),
+         :ok <- require_output(opts) do
+      opts = opts |> rename(:vm_flags, :expect_vm_flags)
+      report(workload, variant, call(workload, variant, opts))
+    else
+      {:error, msg} -> usage_error(msg)
+    end
+  end
+
+  def run([workload]) when workload in ["exec", "timer", "msgq"],
+    do:
+      usage_error(
+        "missing #{workload} variant: valid choices are #{Enum.join(variants(workload), ", ")}"
+      )
+
+  def run([other | _]),
+    do:
+      usage_error(
+        "unknown workload #{inspect(other)}: valid choices are #{Enum.join(@workloads, ", ")}"
+      )
+
+  def run([]),
+    do: usage_error("missing workload: valid choices are #{Enum.join(@workloads, ", ")}")
+
+  defp variants("exec"), do: Exec.variants()
+  defp variants("timer"), do: Timer.variants()
+  defp variants("msgq"), do: MsgQ.variants()
+
+  defp switches(workload, variant) do
+    valid = Enum.map(variants(workload), &Atom.to_string/1)
+    label = if workload == "exec", do: "exec workload", else: "#{workload} variant"
+
+    cond do
+      variant not in valid ->
+        {:error,
+         "unknown #{label} #{inspect(variant)}: valid choices are #{Enum.join(valid, ", ")}"}
+
+      workload == "msgq" ->
+        {:ok, @switches[{workload, variant}] ++ @common}
+
+      true ->
+        {:ok, @switches[workload] ++ @common}
+    end
+  end
+
+  defp parse(args, switches, what) do
+    case OptionParser.parse(args, strict: switches) do
+      {opts, [], []} ->
+        {:ok, opts}
+
+      {_, [extra | _], []} ->
+        {:error, "unexpected argument #{inspect(extra)} for #{what}"}
+
+      {_, _, [{name, value} | _]} ->
+        key = name |> String.trim_leading("-") |> String.replace("-", "_")
+        known = Enum.find(switches, fn {k, _} -> Atom.to_string(k) == key end)
+
+        cond do
+          known == nil ->
+            {:error,
+             "unknown option #{name} for #{what}; valid options are #{options_list(switches)}"}
+
+          value == nil ->
+            {:error, "option #{name} needs a value"}
+
+          true ->
+            {:error, "invalid value #{inspect(value)} for #{name}: expected an #{elem(known, 1)}"}
+        end
+    end
+  end
+
+  defp options_list(switches),
+    do: Enum.map_join(switches, ", ", fn {k, _} -> "--" <> String.replace("#{k}", "_", "-") end)
+
+  defp require_output(opts) do
+    if Keyword.has_key?(opts, :output),
+      do: :ok,
+      else: {:error, "missing --output FILE (the sample file to write)"}
+  end
+
+  defp rename(opts, from, to) do
+    case Keyword.pop(opts, from) do
+      {nil, opts} -> opts
+      {v, opts} -> Keyword.put(opts, to, v)
+    end
+  end
+
+  defp call("exec", variant, opts), do: Exec.run(variant, opts)
+  defp call("timer", variant, opts), do: Timer.run([{:variant, variant} | opts])
+  defp call("msgq", variant, opts), do: MsgQ.run([{:variant, variant} | opts])
+
+  defp report(workload, variant, {:ok, result}) do
+    for note <- result.trailer[:notes], do: IO.puts(:stderr, "#{Harness.tool()}: note: #{note}")
+
+    say(
+      "#{Harness.tool()}: #{workload} #{variant}: #{result.count} samples written to #{result.output}"
+    )
+  end
+
+  defp report(_workload, _variant, {:error, {:invalid, msg}}), do: usage_error(msg)
+
+  defp report(workload, variant, {:error, {:failed, msg}}) do
+    IO.puts(:stderr, "#{Harness.tool()}: #{workload} #{variant} failed: #{msg}")
+    1
+  end
+
+  defp say(text) do
+    IO.puts(text)
+    0
+  end
+
+  defp usage_error(msg) do
+    IO.puts(:stderr, "#{Harness.tool()}: error: #{msg}")
+    IO.puts(:stderr, "#{Harness.tool()}: run with 'help' for usage")
+    2
+  end
+
+  @doc "The usage text."
+  @spec usage() :: String.t()
+  def usage do
+    """
+    usage: #{Harness.tool()} WORKLOAD VARIANT [OPTIONS] --output FILE.rts
+
+    workloads and variants:
+      exec  sum | fib | sleep | nothing     execution time of a call
+            --iterations N (10000)  --pause-ms MS (5)  --n N (sum 4000, fib 20, sleep 5 ms)
+            --csv FILE.csv (also write count,time,heap_size,minor_gcs)
+      timer send_after | receive_after | timer_sleep    wake-up latency
+            --cycles N (10000)  --interval-ms MS (1)
+      msgq  pmap                            Task.async/await parallel map
+            --elements N (10000)  --iterations N (10 pmap calls)
+      msgq  fan_in                          many senders, one busy receiver
+            --senders N (100)  --messages N (100, per sender and round)  --iterations N (1 round)
+            --message-words N (16)
+            --work N (1000)  --send-interval-ms MS (0)  --queue-sample-every N (100)
+      tasks memory | switch                 memory per task, switch cost (see RtScope.Tasks)
+
+    options of the measuring process (exec, timer, msgq):
+      --fullsweep-after N   --min-heap-size WORDS
+      --priority #{Enum.join(RtScope.SpawnOpts.priorities(), "|")}
+      --message-queue-data #{Enum.join(RtScope.SpawnOpts.message_queue_data_values(), "|")}
+      --vm-flags "FLAGS"    flags this VM must have been started with (checked, recorded)
+
+    other commands: help, version, vm-flags (the allowed VM flags, JSON)
+    exit status: 0 done, 1 measurement failed, 2 bad usage
+    """
+  end
+end

@@ -1,0 +1,171 @@
+defmodule RtScope.Exec do
+  @moduledoc """
+  The `exec` workload: execution-time jitter of Elixir code (study 1).
+
+  The calling process (eval) starts an output process and the measuring
+  process (eval_loop) with the spawn options under test. The measuring
+  process makes one unrecorded warm-up call, then `iterations` timed calls,
+  pausing `pause_ms` between them. Each sample:
+
+    * `duration` (ns, i64): `:erlang.monotonic_time(:nanosecond)` after the
+      call minus before it
+    * `heap_size` (words, i64) and `minor_gcs` (count, i64) of the measuring
+      process right after the call, read with `Process.info/2` outside the
+      timed region. `minor_gcs` is what the VM reports: minor collections
+      since the last full sweep (it drops to 0 at each full sweep, and stays
+      0 with `fullsweep_after: 0`)
+
+  ## Example (on a device, no Python needed)
+
+      {:ok, result} =
+        RtScope.Exec.run(:sum,
+          iterations: 10_000,
+          pause_ms: 5,
+          fullsweep_after: 0,
+          priority: :high,
+          output: "/data/sum.rts",
+          csv: "/data/sum.csv"
+        )
+
+      result.count   #=> 10000
+
+  ## Options
+
+    * `:iterations` – timed calls (default 10 000, >= 1)
+    * `:pause_ms` – pause between calls in ms (default 5, 0 = none)
+    * `:n` – the problem size: `sum` 1..n (default 4000), `fib(n)`
+      (default 20), `sleep` n ms (default 5)
+    * `:csv` – also write the study's CSV (`RtScope.Exec.CSV`)
+    * the common options of `RtScope.Options` (`:output`, spawn options,
+      `:expect_vm_flags`)
+
+  Trailer counters: `warmup_calls` (1) and `loop_ns`, the wall time of the
+  whole measuring loop; `loop_ns / iterations − mean duration` is what
+  recording one sample costs (clock reads, `Process.info/2`, the send to
+  the output process, and the pause when there is one).
+
+  Returns `{:ok, result}` (see `RtScope.Harness.result/0`; also `:output`
+  and `:csv` paths) or `{:error, {:invalid | :failed, message}}`.
+  """
+
+  alias RtScope.{Exec.CSV, Exec.Workloads, Harness, Options, SpawnOpts}
+
+  @variants [:sum, :fib, :sleep, :nothing]
+  @keys [:iterations, :pause_ms, :n, :csv]
+
+  @columns [
+    %{name: "duration", unit: "ns", type: "i64"},
+    %{name: "heap_size", unit: "words", type: "i64"},
+    %{name: "minor_gcs", unit: "count", type: "i64"}
+  ]
+
+  @doc "The workloads (variants) `run/2` accepts."
+  def variants, do: @variants
+
+  @doc "The workload-specific option names."
+  def option_keys, do: @keys
+
+  @doc "Validates and runs one exec measurement. See the module doc."
+  @spec run(atom() | String.t(), keyword()) ::
+          {:ok, map()} | {:error, {:invalid | :failed, String.t()}}
+  def run(workload, opts \\ []) do
+    with {:ok, cfg} <- validate(workload, opts),
+         {:ok, result} <- Harness.run(spec(cfg)),
+         :ok <- write_csv(result, cfg.csv),
+         :ok <- write_rts(result, cfg.output) do
+      {:ok, Map.merge(result, %{output: cfg.output, csv: cfg.csv})}
+    end
+  end
+
+  @doc "Validates the workload name and options without measuring anything."
+  @spec validate(atom() | String.t(), keyword()) ::
+          {:ok, map()} | {:error, {:invalid, String.t()}}
+  def validate(workload, opts) do
+    with {:ok, variant} <- Options.variant(workload, "exec workload", @variants),
+         :ok <- Options.check_keys(opts, "exec", @keys),
+         :ok <- Options.only_for(opts, :n, variant, [:sum, :fib, :sleep], "exec"),
+         {:ok, iterations} <- Options.integer(opts, :iterations, 10_000, 1),
+         {:ok, pause_ms} <- Options.integer(opts, :pause_ms, 5, 0),
+         {:ok, arg} <- argument(variant, opts),
+         {:ok, csv} <- Options.path(opts, :csv),
+         {:ok, common} <- Options.common(opts) do
+      {:ok,
+       Map.merge(common, %{
+         variant: variant,
+         iterations: iterations,
+         pause_ms: pause_ms,
+         arg: arg,
+         csv: csv
+       })}
+    end
+  end
+
+  defp argument(:sum, opts), do: Options.integer(opts, :n, 4000, 1)
+  defp argument(:fib, opts), do: Options.integer(opts, :n, 20, 0)
+  defp argument(:sleep, opts), do: Options.integer(opts, :n, 5, 0)
+  defp argument(:nothing, _opts), do: {:ok, nil}
+
+  defp params(%{variant: v, arg: arg} = cfg) do
+    base = %{iterations: cfg.iterations, pause_ms: cfg.pause_ms, warmup_calls: 1}
+
+    if v == :nothing, do: base, else: Map.put(base, :n, arg)
+  end
+
+  defp spec(cfg) do
+    fun = workload_fun(cfg.variant, cfg.arg)
+    iterations = cfg.iterations
+    pause_ms = cfg.pause_ms
+
+    %{
+      workload: "exec",
+      variant: Atom.to_string(cfg.variant),
+      columns: @columns,
+      params: params(cfg),
+      requested: cfg.requested,
+      spawn_options: SpawnOpts.spawn_options(cfg.requested),
+      body: fn collector ->
+        observed = SpawnOpts.observe()
+        _warmup = fun.()
+        t0 = :erlang.monotonic_time(:nanosecond)
+        loop(fun, collector, iterations, pause_ms)
+        loop_ns = :erlang.monotonic_time(:nanosecond) - t0
+        %{process: observed, counters: %{warmup_calls: 1, loop_ns: loop_ns}, notes: []}
+      end
+    }
+  end
+
+  defp workload_fun(:sum, n), do: fn -> Workloads.sum(n) end
+  defp workload_fun(:fib, n), do: fn -> Workloads.fib(n) end
+  defp workload_fun(:sleep, ms), do: fn -> Workloads.sleep(ms) end
+  defp workload_fun(:nothing, nil), do: fn -> Workloads.nothing() end
+
+  # The measuring loop. Only the call sits between the two clock reads;
+  # Process.info, the send to the output process and the pause come after.
+  defp loop(_fun, _collector, 0, _pause_ms), do: :ok
+
+  defp loop(fun, collector, left, pause_ms) do
+    t0 = :erlang.monotonic_time(:nanosecond)
+    fun.()
+    t1 = :erlang.monotonic_time(:nanosecond)
+
+    [heap_size: heap, garbage_collection: gc] =
+      :erlang.process_info(self(), [:heap_size, :garbage_collection])
+
+    {:minor_gcs, minor} = :lists.keyfind(:minor_gcs, 1, gc)
+    send(collector, {:s, t1 - t0, heap, minor})
+    if pause_ms > 0, do: :timer.sleep(pause_ms)
+    loop(fun, collector, left - 1, pause_ms)
+  end
+
+  defp write_csv(_result, nil), do: :ok
+
+  defp write_csv(result, path) do
+    case CSV.write(path, result.records) do
+      :ok -> :ok
+      {:error, msg} -> {:error, {:failed, msg}}
+    end
+  end
+
+  defp write_rts(_result, nil), do: :ok
+  defp write_rts(result, path), do: Harness.write(result, path)
+end

@@ -1,0 +1,106 @@
+"""Time `rtscope compare` and `rtscope report` over 100 runs × 10,000 samples (the target: within 10 s).
+
+Builds a store in a temporary directory: 10 configurations (governor × fullsweep_after)
+× 10 repetitions of exec sum, each run 10,000 samples with heap_size and minor_gcs
+columns, written as sample files and added with Store.add_run (no probes). Then times,
+as a user runs them (fresh processes, wall clock):
+
+    rtscope compare --baseline ...          the significance-tested table
+    rtscope report  --baseline ...          the HTML report
+    rtscope report  ... --figures --tables  the same plus PNG/SVG figures and tables
+
+usage: bench/compare_report.py [--check] [--runs N] [--samples N]
+  --check   exit 1 if compare + report (HTML) take more than 10 s
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from rtscope import samplefile
+from rtscope.samplefile import Column
+from rtscope.store import Store
+
+TARGET_S = 10.0
+GOVERNORS = ("conservative", "performance")
+FULLSWEEP = (0, 32767, 65535, 131071, 262143)
+BASELINE = ["--baseline", "governor=conservative", "--baseline", "fullsweep_after=65535"]
+
+
+def build_store(tmp: Path, runs: int, samples: int) -> str:
+    db = str(tmp / "bench.db")
+    store = Store(db)
+    rng = np.random.default_rng(1)
+    configs = [(g, f) for g in GOVERNORS for f in FULLSWEEP]
+    cols = [Column("duration", "ns", "i64"), Column("heap_size", "words", "i64"), Column("minor_gcs", "count", "i64")]
+    env = {"hostname": "bench", "kernel_release": os.uname().release, "preemption": "none", "cpu_count": 2}
+    for i in range(runs):
+        governor, fullsweep = configs[i % len(configs)]
+        scale = (0.45 if governor == "performance" else 1.0) * (1.0 + fullsweep / 2_621_430)
+        values = (5_000_000 * scale + rng.gamma(3, 30_000, samples)).astype(np.int64)
+        gcs = np.arange(samples) // 40
+        heap = 233 + (np.arange(samples) % 40) * 17
+        header = samplefile.make_header("exec", "sum", "beam", "bench", "0", "2026-01-01T00:00:00Z", cols,
+                                        {"governor": governor, "fullsweep_after": fullsweep},
+                                        {"n": 4000, "iterations": samples})
+        path = tmp / f"run{i}.rts"
+        samplefile.write(path, header, {"duration": values, "heap_size": heap, "minor_gcs": gcs})
+        store.add_run(samplefile.read(path), env, tags=["bench"])
+        path.unlink()
+    return db
+
+
+def timed(argv: list[str]) -> tuple[float, float]:
+    """Wall-clock and CPU (user + system) seconds of one command; CPU time is what a busy machine
+    cannot inflate."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(argv)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help=f"exit 1 if compare + report exceed {TARGET_S:g} s")
+    ap.add_argument("--runs", type=int, default=100)
+    ap.add_argument("--samples", type=int, default=10_000)
+    args = ap.parse_args()
+    rtscope = [sys.executable, "-m", "rtscope"]
+    with tempfile.TemporaryDirectory(prefix="rtscope-bench-") as d:
+        tmp = Path(d)
+        t = time.perf_counter()
+        db = build_store(tmp, args.runs, args.samples)
+        print(f"store: {args.runs} runs × {args.samples:,} samples built in {time.perf_counter() - t:.1f} s")
+        compare_s = timed([*rtscope, "compare", "--db", db, *BASELINE, "--json"])
+        report_s = timed([*rtscope, "report", "--db", db, *BASELINE, "-o", str(tmp / "r.html")])
+        full_s = timed([*rtscope, "report", "--db", db, *BASELINE, "-o", str(tmp / "r2.html"),
+                        "--figures", str(tmp / "fig"), "--tables", str(tmp / "tab")])
+        size = (tmp / "r.html").stat().st_size / 1e6
+        figures = len(list((tmp / "fig").iterdir()))
+    total = compare_s[0] + report_s[0]
+    print(f"{'':34} {'wall':>7} {'CPU':>7}")
+    print(f"{'rtscope compare':34} {compare_s[0]:6.2f}s {compare_s[1]:6.2f}s")
+    print(f"{f'rtscope report (HTML, {size:.1f} MB)':34} {report_s[0]:6.2f}s {report_s[1]:6.2f}s")
+    print(f"{'compare + report':34} {total:6.2f}s {compare_s[1] + report_s[1]:6.2f}s   target {TARGET_S:g} s wall: "
+          f"{'met' if total <= TARGET_S else 'MISSED'}")
+    print(f"{f'report --figures --tables ({figures} files)':34} {full_s[0]:6.2f}s {full_s[1]:6.2f}s")
+    print(f"machine: {os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if args.check and total > TARGET_S:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,708 @@
+// The non-template part of the cbtask Scheduler: the task slab, the run
+// queue, the sleep heap, mailboxes and the dispatch trampoline.
+#include "cbtask/cbtask.hpp"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define CBTASK_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CBTASK_ASAN 1
+#endif
+#endif
+
+#ifdef CBTASK_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/lsan_interface.h>
+#endif
+
+namespace cbtask {
+
+namespace detail {
+
+// Slab chunk: this header, then kSlotsPerChunk task slots. Chunks are aligned
+// to their size, so a slot finds its chunk by masking its address.
+struct ChunkHeader {
+  Node* free;         // recycled slots (LIFO)
+  ChunkHeader* prev;  // list of chunks with a free slot
+  ChunkHeader* next;
+  std::uint32_t used;  // live slots
+  std::uint32_t bump;  // slots handed out since the chunk was (re)started
+  bool listed;
+};
+
+NodeArray::~NodeArray() { release(); }
+
+void NodeArray::release() noexcept {
+  if (!data_) return;
+#ifdef __linux__
+  munmap(data_, cap_ * sizeof(Node*));
+#else
+  std::free(data_);
+#endif
+  data_ = nullptr;
+  cap_ = 0;
+}
+
+void NodeArray::resize(std::size_t cap) {
+  void* p;
+#ifdef __linux__
+  p = data_ ? mremap(data_, cap_ * sizeof(Node*), cap * sizeof(Node*), MREMAP_MAYMOVE)
+            : mmap(nullptr, cap * sizeof(Node*), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+#else
+  p = std::realloc(data_, cap * sizeof(Node*));
+  if (!p) throw std::bad_alloc();
+#endif
+  data_ = static_cast<Node**>(p);
+  cap_ = cap;
+}
+
+void NodeArray::shrink() noexcept {
+  if (size_ == 0) {
+    release();
+    return;
+  }
+  std::size_t cap = kMinCapacity;
+  while (cap < 2 * size_) cap *= 2;
+  if (cap >= cap_) return;
+  try {
+    resize(cap);
+  } catch (const std::bad_alloc&) {
+    // Keeping the larger array is harmless.
+  }
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::ChunkHeader;
+using detail::Ext;
+using detail::MsgHeader;
+using detail::Node;
+using detail::State;
+
+using detail::kChunkBytes;
+constexpr std::size_t kFirstSlot = 64;
+static_assert(sizeof(ChunkHeader) <= kFirstSlot, "chunk header overlaps the first slot");
+constexpr std::uint32_t kSlotsPerChunk = (kChunkBytes - kFirstSlot) / sizeof(Node);
+// The sleep-heap index shares a word with the state (4 bits).
+constexpr std::size_t kMaxSleepers = (std::size_t{1} << 28) - 1;
+
+thread_local Scheduler* tl_running = nullptr;
+
+Node* slot_at(ChunkHeader* c, std::uint32_t i) noexcept {
+  return reinterpret_cast<Node*>(reinterpret_cast<char*>(c) + kFirstSlot + std::size_t{i} * sizeof(Node));
+}
+
+ChunkHeader* chunk_of(const Node* n) noexcept {
+  return reinterpret_cast<ChunkHeader*>(reinterpret_cast<std::uintptr_t>(n) & ~(kChunkBytes - 1));
+}
+
+// Under ASan a free slot is cleared (so LeakSanitizer sees no stale pointers
+// in it) and poisoned except its first word (serial and state, which handles
+// and the teardown sweep read).
+constexpr std::size_t kSlotHead = 8;
+void poison_slot(Node* n) noexcept {
+#ifdef CBTASK_ASAN
+  Node* link = n->next;
+  std::memset(reinterpret_cast<char*>(n) + kSlotHead, 0, sizeof(Node) - kSlotHead);
+  n->next = link;
+  ASAN_POISON_MEMORY_REGION(reinterpret_cast<char*>(n) + kSlotHead, sizeof(Node) - kSlotHead);
+#else
+  (void)n;
+#endif
+}
+void unpoison_slot(Node* n) noexcept {
+#ifdef CBTASK_ASAN
+  ASAN_UNPOISON_MEMORY_REGION(reinterpret_cast<char*>(n) + kSlotHead, sizeof(Node) - kSlotHead);
+#else
+  (void)n;
+#endif
+}
+
+bool earlier(const Node* a, const Node* b) noexcept {
+  return a->deadline < b->deadline || (a->deadline == b->deadline && a->seq < b->seq);
+}
+
+// Sets the thread's running scheduler and the re-entrance flag for one run.
+class RunScope {
+ public:
+  RunScope(Scheduler* s, bool& running) : prev_(tl_running), running_(running) {
+    running_ = true;
+    tl_running = s;
+  }
+  ~RunScope() {
+    running_ = false;
+    tl_running = prev_;
+  }
+  RunScope(const RunScope&) = delete;
+  RunScope& operator=(const RunScope&) = delete;
+
+ private:
+  Scheduler* prev_;
+  bool& running_;
+};
+
+}  // namespace
+
+// ---- construction and teardown ----------------------------------------------
+
+Scheduler::Scheduler(Clock& clock) : clock_(&clock) {}
+
+Scheduler::~Scheduler() {
+  tearing_down_ = true;
+  // Destructors of callbacks may start new tasks; sweep until none is left.
+  while (tasks_ > 0) {
+    for (std::size_t ci = 0; ci < chunks_.size(); ++ci) {
+      ChunkHeader* c = chunks_[ci];
+      for (std::uint32_t i = 0; i < c->bump; ++i) {
+        Node* n = slot_at(c, i);
+        if (n->state() != State::Free && n->state() != State::Dying) destroy_task(n);
+      }
+    }
+  }
+  for (ChunkHeader* c : std::vector<ChunkHeader*>(chunks_)) unmap_chunk(c);
+  trim();
+}
+
+void Scheduler::trim() noexcept {
+  for (std::size_t c = 0; c < kClasses; ++c) {
+    while (FreeBlock* b = cache_[c]) {
+      cache_[c] = b->next;
+      ::operator delete(b);
+    }
+    cache_count_[c] = 0;
+  }
+  cache_bytes_ = 0;
+  if (spare_) unmap_chunk(spare_);
+  heap_.shrink();
+}
+
+// ---- the task slab ---------------------------------------------------------------
+
+ChunkHeader* Scheduler::map_chunk() {
+  // Map twice the size and trim, to get a chunk aligned to its size.
+  void* raw = mmap(nullptr, 2 * kChunkBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) throw std::bad_alloc();
+  const auto base = reinterpret_cast<std::uintptr_t>(raw);
+  const std::uintptr_t aligned = (base + kChunkBytes - 1) & ~(kChunkBytes - 1);
+  if (aligned > base) munmap(raw, aligned - base);
+  const std::uintptr_t end = base + 2 * kChunkBytes;
+  if (end > aligned + kChunkBytes) munmap(reinterpret_cast<void*>(aligned + kChunkBytes), end - aligned - kChunkBytes);
+  auto* c = ::new (reinterpret_cast<void*>(aligned)) ChunkHeader{nullptr, nullptr, nullptr, 0, 0, false};
+  try {
+    chunks_.insert(std::upper_bound(chunks_.begin(), chunks_.end(), c, std::less<ChunkHeader*>()), c);
+  } catch (...) {
+    munmap(c, kChunkBytes);
+    throw;
+  }
+#ifdef CBTASK_ASAN
+  __lsan_register_root_region(c, kChunkBytes);  // slots hold the only pointers to some heap blocks
+#endif
+  return c;
+}
+
+void Scheduler::unmap_chunk(ChunkHeader* c) noexcept {
+  if (c->listed) unlist_chunk(c);
+  if (spare_ == c) spare_ = nullptr;
+  auto it = std::lower_bound(chunks_.begin(), chunks_.end(), c, std::less<ChunkHeader*>());
+  if (it != chunks_.end() && *it == c) chunks_.erase(it);
+#ifdef CBTASK_ASAN
+  __lsan_unregister_root_region(c, kChunkBytes);
+  // The next mapping at this address must not inherit poisoned shadow memory.
+  ASAN_UNPOISON_MEMORY_REGION(c, kChunkBytes);
+#endif
+  munmap(c, kChunkBytes);
+}
+
+void Scheduler::list_chunk(ChunkHeader* c) noexcept {
+  c->prev = nullptr;
+  c->next = partial_;
+  if (partial_) partial_->prev = c;
+  partial_ = c;
+  c->listed = true;
+}
+
+void Scheduler::unlist_chunk(ChunkHeader* c) noexcept {
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    partial_ = c->next;
+  if (c->next) c->next->prev = c->prev;
+  c->prev = c->next = nullptr;
+  c->listed = false;
+}
+
+Node* Scheduler::alloc_node() {
+  ChunkHeader* c = partial_;
+  if (!c) {
+    if (spare_) {
+      c = spare_;
+      spare_ = nullptr;
+    } else {
+      c = map_chunk();
+    }
+    list_chunk(c);
+  }
+  Node* n;
+  if (c->free) {
+    n = c->free;
+    unpoison_slot(n);
+    c->free = n->next;
+  } else {
+    n = slot_at(c, c->bump++);
+    unpoison_slot(n);
+  }
+  ++c->used;
+  if (!c->free && c->bump == kSlotsPerChunk) unlist_chunk(c);
+  if (++last_serial_ == 0) last_serial_ = 1;
+  n->serial = last_serial_;
+  n->bits = 0;
+  n->set_state(State::Running);  // owned by its creator until queued somewhere
+  n->ops = nullptr;
+  n->next = nullptr;
+  n->prev = nullptr;
+  n->ext = nullptr;
+  ++tasks_;
+  return n;
+}
+
+void Scheduler::free_node(Node* n) noexcept {
+  ChunkHeader* c = chunk_of(n);
+  n->serial = 0;
+  n->set_state(State::Free);
+  n->next = c->free;
+  c->free = n;
+  poison_slot(n);
+  --tasks_;
+  if (--c->used == 0) {
+    // Empty: restart it, keep it as the spare, or give it back to the system.
+    c->free = nullptr;
+    c->bump = 0;
+    if (c->listed) unlist_chunk(c);
+    if (tearing_down_) return;
+    if (!spare_)
+      spare_ = c;
+    else
+      unmap_chunk(c);
+    return;
+  }
+  if (!c->listed) list_chunk(c);
+}
+
+Node* Scheduler::target(const Task& t) const {
+  if (!t.sched_) throw std::invalid_argument("cbtask: empty Task handle");
+  if (t.sched_ != this) throw std::invalid_argument("cbtask: the Task belongs to another Scheduler");
+  return owns_live(t.node_, t.serial_) ? t.node_ : nullptr;
+}
+
+// Ends a task wherever it is. Its serial is cleared first, so destructors that
+// run here see it as dead.
+void Scheduler::destroy_task(Node* n) noexcept {
+  switch (n->state()) {
+    case State::Ready:
+      unlink_ready(n);
+      break;
+    case State::Sleeping:
+      heap_erase(n);
+      break;
+    case State::Receiving:
+      --receiving_;
+      break;
+    case State::Running:
+      break;
+    case State::Free:
+    case State::Dying:
+      assert(false && "destroying a dead task");
+      return;
+  }
+  n->serial = 0;
+  n->set_state(State::Dying);
+  if (const detail::StepOps* ops = n->ops) {
+    n->ops = nullptr;
+    ops->destroy(*this, n->buf);
+  }
+  if (Ext* e = n->ext) {
+    n->ext = nullptr;
+    destroy_ext(e);
+  }
+  free_node(n);
+}
+
+void Scheduler::destroy_ext(Ext* e) noexcept {
+  while (detail::Frame* f = e->frames) {
+    e->frames = f->parent;
+    f->destroy(*this);
+  }
+  while (MsgHeader* tail = e->mail_tail) {
+    MsgHeader* head = tail->next;
+    if (head == tail)
+      e->mail_tail = nullptr;
+    else
+      tail->next = head->next;
+    --messages_;
+    head->destroy(*this, head);
+  }
+  aux_free(e, sizeof(Ext), alignof(Ext));
+}
+
+Ext* Scheduler::ensure_ext(Node* n) {
+  if (!n->ext) n->ext = ::new (aux_alloc(sizeof(Ext), alignof(Ext))) Ext{};
+  return n->ext;
+}
+
+void Scheduler::push_frame(Node* n, detail::Frame* f) noexcept {
+  f->parent = n->ext->frames;
+  n->ext->frames = f;
+}
+
+// ---- mailboxes ----------------------------------------------------------------------
+
+void Scheduler::deliver(Node* n, MsgHeader* m) noexcept {
+  Ext* e = n->ext;
+  if (e->mail_tail) {
+    m->next = e->mail_tail->next;
+    e->mail_tail->next = m;
+  } else {
+    m->next = m;
+  }
+  e->mail_tail = m;
+  ++messages_;
+  if (n->state() == State::Receiving && n->ops->want == m->type) {
+    --receiving_;
+    push_ready(n);
+  }
+}
+
+MsgHeader* Scheduler::take_message(Node* n, const void* type) noexcept {
+  Ext* e = n->ext;
+  if (!e || !e->mail_tail) return nullptr;
+  MsgHeader* prev = e->mail_tail;
+  MsgHeader* cur = prev->next;
+  for (;;) {
+    if (cur->type == type) {
+      if (cur == prev) {
+        e->mail_tail = nullptr;  // it was the only message
+      } else {
+        prev->next = cur->next;
+        if (cur == e->mail_tail) e->mail_tail = prev;
+      }
+      cur->next = nullptr;
+      --messages_;
+      return cur;
+    }
+    if (cur == e->mail_tail) return nullptr;
+    prev = cur;
+    cur = cur->next;
+  }
+}
+
+bool Scheduler::has_message(const Node* n, const void* type) noexcept {
+  const Ext* e = n->ext;
+  if (!e || !e->mail_tail) return false;
+  const MsgHeader* m = e->mail_tail;
+  do {
+    m = m->next;
+    if (m->type == type) return true;
+  } while (m != e->mail_tail);
+  return false;
+}
+
+void Scheduler::park_receiver(Node* n) noexcept {
+  n->set_state(State::Receiving);
+  ++receiving_;
+}
+
+// ---- run queue -------------------------------------------------------------------------
+
+void Scheduler::push_ready(Node* n) noexcept {
+  n->next = nullptr;
+  n->prev = tail_;
+  if (tail_)
+    tail_->next = n;
+  else
+    head_ = n;
+  tail_ = n;
+  n->set_state(State::Ready);
+  ++ready_;
+}
+
+Node* Scheduler::pop_ready() noexcept {
+  Node* n = head_;
+  if (!n) return nullptr;
+  head_ = n->next;
+  if (head_)
+    head_->prev = nullptr;
+  else
+    tail_ = nullptr;
+  --ready_;
+  return n;
+}
+
+void Scheduler::unlink_ready(Node* n) noexcept {
+  if (n->prev)
+    n->prev->next = n->next;
+  else
+    head_ = n->next;
+  if (n->next)
+    n->next->prev = n->prev;
+  else
+    tail_ = n->prev;
+  --ready_;
+}
+
+// ---- sleep heap ----------------------------------------------------------------------------
+
+void Scheduler::heap_push(Node* n) {
+  if (heap_.size() >= kMaxSleepers)
+    throw std::length_error("cbtask: more than 268435455 sleeping tasks in one Scheduler");
+  heap_.push_back(n);
+  n->seq = ++sleep_seq_;
+  n->set_state(State::Sleeping);
+  sift_up(heap_.size() - 1);
+}
+
+Node* Scheduler::heap_pop() noexcept {
+  Node* top = heap_.front();
+  Node* last = heap_.back();
+  heap_.pop_back();
+  if (!heap_.empty()) {
+    heap_[0] = last;
+    sift_down(0);
+  }
+  return top;
+}
+
+void Scheduler::heap_erase(Node* n) noexcept {
+  const std::size_t i = n->heap_index();
+  Node* last = heap_.back();
+  heap_.pop_back();
+  if (i < heap_.size()) {
+    heap_[i] = last;
+    last->set_heap_index(static_cast<std::uint32_t>(i));
+    if (i > 0 && earlier(last, heap_[(i - 1) / 2]))
+      sift_up(i);
+    else
+      sift_down(i);
+  }
+}
+
+void Scheduler::sift_up(std::size_t i) noexcept {
+  Node* n = heap_[i];
+  while (i > 0) {
+    const std::size_t parent = (i - 1) / 2;
+    if (!earlier(n, heap_[parent])) break;
+    heap_[i] = heap_[parent];
+    heap_[i]->set_heap_index(static_cast<std::uint32_t>(i));
+    i = parent;
+  }
+  heap_[i] = n;
+  n->set_heap_index(static_cast<std::uint32_t>(i));
+}
+
+void Scheduler::sift_down(std::size_t i) noexcept {
+  Node* n = heap_[i];
+  const std::size_t size = heap_.size();
+  for (;;) {
+    std::size_t child = 2 * i + 1;
+    if (child >= size) break;
+    if (child + 1 < size && earlier(heap_[child + 1], heap_[child])) ++child;
+    if (!earlier(heap_[child], n)) break;
+    heap_[i] = heap_[child];
+    heap_[i]->set_heap_index(static_cast<std::uint32_t>(i));
+    i = child;
+  }
+  heap_[i] = n;
+  n->set_heap_index(static_cast<std::uint32_t>(i));
+}
+
+void Scheduler::wake_due(std::int64_t now) noexcept {
+  while (!heap_.empty() && heap_.front()->deadline <= now) push_ready(heap_pop());
+}
+
+// ---- continuations ---------------------------------------------------------------------------
+
+void Scheduler::throw_second_continuation() {
+  throw std::logic_error(
+      "cbtask: this callback already chose its task's continuation (one of sleep, sleep_until, receive, "
+      "yield, loop, for_, while_, do_while per callback; use fork for another task)");
+}
+
+std::int64_t Scheduler::deadline_after(std::int64_t ns) const {
+  const std::int64_t now = clock_->now_ns();
+  if (ns <= 0) return now;
+  std::int64_t t;
+  return __builtin_add_overflow(now, ns, &t) ? kForever : t;
+}
+
+Task Scheduler::self() const {
+  if (!current_) throw std::logic_error("cbtask: self() called outside a task's callback");
+  return Task(const_cast<Scheduler*>(this), current_, current_->serial);
+}
+
+bool Scheduler::cancel(const Task& t) {
+  if (!t.sched_) return false;
+  Node* n = target(t);
+  if (!n) return false;
+  if (n == current_) {
+    n->serial = 0;  // dead from now on; settle() frees it when its callback returns
+    return true;
+  }
+  destroy_task(n);
+  return true;
+}
+
+bool Task::alive() const noexcept { return sched_ && sched_->owns_live(node_, serial_); }
+
+bool Task::cancel() { return sched_ ? sched_->cancel(*this) : false; }
+
+// ---- dispatch ----------------------------------------------------------------------------------
+
+// Runs one callback of n: its pending step, or the next iteration of its
+// innermost loop. Then queues n according to the continuation it chose.
+// Inlined into the run loop: this is the hot path of every dispatch.
+__attribute__((always_inline)) inline void Scheduler::execute(Node* n) {
+  n->set_state(State::Running);
+  current_ = n;
+  cont_ = Cont::None;
+  try {
+    if (const detail::StepOps* ops = n->ops) {
+      n->ops = nullptr;
+      ops->run(*this, n, n->buf);
+    } else {
+      detail::Frame* f = n->ext->frames;
+      if (!f->advance()) {
+        // Loop over. take_done may throw (allocation); the frame stays linked until then.
+        const bool has_done = f->take_done(*this, n);
+        n->ext->frames = f->parent;
+        f->destroy(*this);
+        if (has_done) cont_ = Cont::Yield;
+      }
+    }
+    current_ = nullptr;
+    settle(n);
+  } catch (...) {
+    current_ = nullptr;
+    cont_ = Cont::None;
+    destroy_task(n);
+    throw;
+  }
+  ++dispatched_;
+}
+
+__attribute__((always_inline)) inline void Scheduler::settle(Node* n) {
+  if (n->serial == 0) {  // cancelled by its own callback
+    destroy_task(n);
+    return;
+  }
+  switch (cont_) {
+    case Cont::None:
+      if (n->ext && n->ext->frames)
+        push_ready(n);  // next iteration of the innermost loop, after a yield
+      else
+        destroy_task(n);  // finished
+      return;
+    case Cont::Yield:
+    case Cont::Frame:
+      push_ready(n);
+      return;
+    case Cont::Sleep:
+      heap_push(n);
+      return;
+    case Cont::Receive:
+      if (has_message(n, n->ops->want))
+        push_ready(n);
+      else
+        park_receiver(n);
+      return;
+  }
+}
+
+std::size_t Scheduler::run_loop(std::int64_t limit, bool wait) {
+  if (running_) throw std::logic_error("cbtask: run()/dispatch() called from inside one of this scheduler's callbacks");
+  RunScope scope(this, running_);
+  stop_ = false;
+  const bool bounded = limit != kForever;
+  std::size_t count = 0;
+  while (!stop_) {
+    if (head_) {
+      if ((bounded || !heap_.empty()) && ++since_poll_ >= poll_interval_) {
+        since_poll_ = 0;
+        const std::int64_t now = clock_->now_ns();
+        if (now >= limit) break;
+        wake_due(now);
+      }
+      execute(pop_ready());
+      ++count;
+      continue;
+    }
+    if (heap_.empty()) break;
+    const std::int64_t now = clock_->now_ns();
+    if (now >= limit) break;
+    const std::int64_t next = heap_.front()->deadline;
+    if (next > now) {
+      if (!wait) break;
+      clock_->sleep_until_ns(std::min(next, limit));
+      continue;
+    }
+    wake_due(now);
+    since_poll_ = 0;
+  }
+  return count;
+}
+
+std::size_t Scheduler::run() { return run_loop(kForever, true); }
+std::size_t Scheduler::run_until_idle() { return run_loop(kForever, false); }
+std::size_t Scheduler::run_until(std::int64_t deadline_ns) { return run_loop(deadline_ns, true); }
+
+bool Scheduler::dispatch() {
+  if (running_) throw std::logic_error("cbtask: run()/dispatch() called from inside one of this scheduler's callbacks");
+  RunScope scope(this, running_);
+  if (!heap_.empty() && (!head_ || ++since_poll_ >= poll_interval_)) {
+    since_poll_ = 0;
+    wake_due(clock_->now_ns());
+  }
+  Node* n = pop_ready();
+  if (!n) return false;
+  execute(n);
+  return true;
+}
+
+void Scheduler::set_poll_interval(unsigned dispatches) {
+  if (dispatches == 0) throw std::invalid_argument("cbtask: poll interval must be at least 1 dispatch");
+  poll_interval_ = dispatches;
+}
+
+Stats Scheduler::stats() const noexcept {
+  Stats s;
+  s.tasks = tasks_;
+  s.ready = ready_;
+  s.sleeping = heap_.size();
+  s.receiving = receiving_;
+  s.messages = messages_;
+  s.chunks = chunks_.size();
+  s.chunk_bytes = chunks_.size() * kChunkBytes;
+  s.heap_bytes = heap_.capacity() * sizeof(Node*);
+  s.aux_bytes = aux_bytes_;
+  s.cache_bytes = cache_bytes_;
+  s.dispatched = dispatched_;
+  return s;
+}
+
+Scheduler* Scheduler::running() noexcept { return tl_running; }
+
+Scheduler& default_scheduler() {
+  thread_local Scheduler s;
+  return s;
+}
+
+}  // namespace cbtask

@@ -1,0 +1,305 @@
+"""Commands for memory per task and switch cost: fit (a CSV of points) and tasks-table (stored tasks runs)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import numpy as np
+import typer
+from rich import box
+from rich.table import Table
+
+from .. import stats
+from ..errors import UsageError, choices
+from ..fit import Series, least_squares, memory_series, model_label, varying_settings
+from ..select import Selection, select_runs
+from ..settings import TASK_MODELS
+from .common import DbOption, JsonOption, app, console, escape, open_store, print_json
+
+MISSING = {"", "na", "n/a", "nan", "-"}   # a value the study's table left out ("N/A")
+FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+# --- rtscope fit -------------------------------------------------------------------------------------------
+
+def _number(text: str, where: str, name: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise UsageError(f"{where}: {text!r} is not a number (column {name})") from None
+    if not math.isfinite(v):
+        raise UsageError(f"{where}: {text!r} is not a finite number (column {name})")
+    return v
+
+
+def read_points(text: str, source: str, x_name: str = "tasks", y_name: str = "bytes") -> tuple[np.ndarray, np.ndarray, int]:
+    """(x, y, rows without a y value) from CSV text: `tasks,bytes` rows, with or without a header line.
+
+    With a header, the columns are found by name (so `rtscope export` output works); without one, every
+    row must hold exactly two values. Blank lines and lines starting with # are ignored.
+    """
+    xs: list[float] = []
+    ys: list[float] = []
+    skipped = 0
+    cols: tuple[int, int] | None = None
+    width = 2
+    reader = csv.reader(io.StringIO(text))
+    for row in reader:
+        line = reader.line_num
+        where = f"{source}:{line}"
+        cells = [c.strip() for c in row]
+        if not any(cells) or cells[0].startswith("#"):
+            continue
+        if cols is None:
+            cols = (0, 1)
+            if any(_is_name(c) for c in cells):  # a header line
+                names = [c.lower() for c in cells]
+                missing = [n for n in (x_name, y_name) if n not in names]
+                if missing:
+                    raise UsageError(f"{where}: header has no column {missing[0]!r}; its columns: "
+                                     f"{choices(cells)} (choose others with --x/--y)")
+                cols, width = (names.index(x_name), names.index(y_name)), len(cells)
+                continue
+        if len(cells) != width:
+            raise UsageError(f"{where}: expected {width} values ({x_name},{y_name}"
+                             f"{',...' if width > 2 else ''}), got {len(cells)}")
+        xt, yt = cells[cols[0]], cells[cols[1]]
+        x = _number(xt, where, x_name)
+        if yt.lower() in MISSING:
+            skipped += 1
+            continue
+        xs.append(x)
+        ys.append(_number(yt, where, y_name))
+    if cols is None:
+        raise UsageError(f"{source}: no data (expected lines of {x_name},{y_name})")
+    return np.array(xs), np.array(ys), skipped
+
+
+def _is_name(cell: str) -> bool:
+    if cell.lower() in MISSING:
+        return False
+    try:
+        float(cell)
+        return False
+    except ValueError:
+        return True
+
+
+def _r_text(v: float | None) -> str:
+    return "undefined (the values are all equal)" if v is None else f"{v:.4f}"
+
+
+@app.command()
+def fit(
+    file: Annotated[str, typer.Argument(metavar="FILE", help="CSV of tasks,bytes points (header optional; - reads stdin).")],
+    x: Annotated[str, typer.Option("--x", help="Column of x, when the CSV has a header.")] = "tasks",
+    y: Annotated[str, typer.Option("--y", help="Column of y, when the CSV has a header.")] = "bytes",
+    json_out: JsonOption = False,
+) -> None:
+    """Least-squares line of bytes against tasks: slope (bytes per task), intercept, r and r²."""
+    if file == "-":
+        text, source = sys.stdin.read(), "<stdin>"
+    else:
+        try:
+            text = Path(file).read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            raise UsageError(f"cannot read {file}: {getattr(e, 'strerror', None) or e}") from None
+        source = file
+    xs, ys, skipped = read_points(text, source, x.lower(), y.lower())
+    result = least_squares(xs, ys)
+    if json_out:
+        print_json({**result.as_dict(), "skipped": skipped})
+        return
+    console.print(f"least-squares fit of {escape(y)} against {escape(x)}: {result.n} points from {escape(source)}"
+                  + (f" ({skipped} rows without a value skipped)" if skipped else ""), soft_wrap=True)
+    table = Table(box=box.SIMPLE, show_header=False)
+    table.add_column()
+    table.add_column(justify="right")
+    table.add_column()
+    table.add_row("slope", f"{result.slope:,.2f}", f"{escape(y)} per {escape(x.rstrip('s'))}")
+    table.add_row("intercept", f"{result.intercept:,.0f}", escape(y))
+    table.add_row("r", _r_text(result.r), "Pearson correlation coefficient")
+    table.add_row("r²", _r_text(result.r2), "coefficient of determination")
+    console.print(table)
+
+
+# --- rtscope tasks-table -----------------------------------------------------------------------------------
+
+def _fit_cells(s: Series) -> list[str]:
+    f = s.fit
+    if f is None:
+        return ["-", "-", "-", "-"]
+    return [f"{f.slope:,.1f}", f"{f.intercept:,.0f}", _r_text(f.r), _r_text(f.r2)]
+
+
+def _quantity(column: str, unit: str) -> str:
+    return column if column == unit or not unit else f"{column}, {unit}"
+
+
+def memory_tables(series: list[Series], column: str, unit: str) -> list[Table]:
+    counts = sorted({int(c) for s in series for c in np.unique(s.tasks)})
+    cells = [s.by_count() for s in series]
+    table = Table(title=f"memory ({_quantity(column, unit)}) by number of tasks", box=box.SIMPLE_HEAD)
+    table.add_column("tasks", justify="right", no_wrap=True)
+    for s in series:
+        table.add_column(escape(s.label), justify="right", no_wrap=True)
+    for c in counts:
+        table.add_row(f"{c:,}", *(f"{cell[c]:,.0f}" if c in cell else "-" for cell in cells))
+    notes = []
+    if len({s.column for s in series}) > 1:
+        notes.append("columns: " + "; ".join(f"{s.label} {s.column}" for s in series))
+    if any(len(s.run_ids) > 1 for s in series):
+        notes.append("cells: median over the runs of each model; the fit uses every point")
+    table.caption = "\n".join(notes) or None
+    fits = Table(title=f"least-squares fit: slope = {unit} per task, intercept in {unit}", box=box.SIMPLE_HEAD)
+    for head in ("model", "slope", "intercept", "r", "r²", "points"):
+        fits.add_column(head, justify="left" if head == "model" else "right", no_wrap=True)
+    for s in series:
+        fits.add_row(escape(s.label), *_fit_cells(s), f"{len(s.tasks):,}")
+    fits.caption = "runs: " + "; ".join(f"{s.label} {','.join(map(str, s.run_ids))}" for s in series)
+    return [table, fits]
+
+
+def switch_rows(store, runs) -> list[dict]:
+    """Per task model: ns per switch over every batch of its runs (median, p99 and the rest of stats)."""
+    groups: dict[tuple, list] = {}
+    for run in runs:
+        groups.setdefault((run["runtime"], tuple(sorted(run["settings"].items()))), []).append(run)
+    rows = []
+    varying = varying_settings([dict(k[1]) for k in groups])
+    for (runtime, settings), members in groups.items():
+        values = np.concatenate([store.primary_samples(r) for r in members])
+        st = stats.summarize(values)
+        rows.append({"label": model_label(runtime, dict(settings), varying), "runtime": runtime,
+                     "settings": dict(settings), "runs": [r.id for r in members],
+                     "unit": members[0].primary.get("unit", ""), **st})
+    return rows
+
+
+def switch_table(rows: list[dict]) -> Table:
+    table = Table(title="switch cost: ns per switch (ping-pong between two tasks)", box=box.SIMPLE_HEAD,
+                  caption=f"percentiles over batches: {stats.PERCENTILE_DEFINITION}")
+    for head in ("model", "batches", "median", "p99", "mean", "max", "runs"):
+        table.add_column(head, justify="left" if head in ("model", "runs") else "right", no_wrap=True)
+    for r in rows:
+        table.add_row(escape(r["label"]), f"{r['n']:,}",
+                      *(f"{r[k]:,.1f}" if r[k] is not None else "-" for k in ("p50", "p99", "mean", "max")),
+                      ",".join(map(str, r["runs"])))
+    return table
+
+
+def write_figure(path: Path, series: list[Series], column: str, unit: str, log: bool) -> None:
+    """Scatter of every point with each model's fitted line."""
+    if path.suffix.lower() not in FIGURE_SUFFIXES:
+        raise UsageError(f"figure {path}: unknown file type {path.suffix or '(none)'!r}; "
+                         f"valid: {choices(FIGURE_SUFFIXES)}")
+    if not path.parent.is_dir():
+        raise UsageError(f"figure {path}: directory {path.parent} does not exist")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for s in series:
+        keep = (s.tasks > 0) & (s.values > 0) if log else np.ones(len(s.tasks), bool)
+        dots = ax.scatter(s.tasks[keep], s.values[keep], s=18, label=None if s.fit else s.label)
+        if s.fit is not None:
+            xs = np.geomspace(max(s.tasks.min(), 1), s.tasks.max(), 200) if log else \
+                np.linspace(s.tasks.min(), s.tasks.max(), 2)
+            ys = s.fit.at(xs)
+            ok = ys > 0 if log else np.ones(len(xs), bool)
+            ax.plot(xs[ok], ys[ok], color=dots.get_facecolor()[0], linewidth=1,
+                    label=f"{s.label}: {s.fit.slope:,.0f} {unit}/task, r² {_r_text(s.fit.r2)}")
+    if log:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    ax.set_xlabel("tasks")
+    ax.set_ylabel(_quantity(column, unit))
+    ax.set_title("memory by number of tasks, least-squares lines")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    try:
+        fig.savefig(path)
+    except OSError as e:
+        raise UsageError(f"cannot write figure {path}: {e.strerror or e}") from None
+    finally:
+        plt.close(fig)
+
+
+def _order(s) -> tuple:
+    """Runtime, then the models in their registry order (native first: the study's table)."""
+    runtime, settings, label = (s.runtime, s.settings, s.label) if isinstance(s, Series) else \
+        (s["runtime"], s["settings"], s["label"])
+    model = settings.get("model")
+    return (runtime != "native", runtime, TASK_MODELS.index(model) if model in TASK_MODELS else len(TASK_MODELS),
+            label)
+
+
+def print_whole(table: Table) -> None:
+    """Print a table at its natural width even on a narrower console: numbers are never cut."""
+    needed = console.measure(table, options=console.options.update_width(10_000)).maximum
+    width = console.width
+    console.width = max(width, needed)
+    try:
+        console.print(table)
+    finally:
+        console.width = width
+
+
+@app.command("tasks-table")
+def tasks_table(
+    run_ids: Annotated[Optional[list[int]], typer.Argument(metavar="RUN", help="Run ids (default: every tasks run).")] = None,
+    experiment: Annotated[Optional[str], typer.Option(help="Only runs of this experiment (id or name).")] = None,
+    column: Annotated[Optional[str], typer.Option(help="Memory column to tabulate and fit (default: each run's "
+                                                       "primary column: bytes on the BEAM, rss_bytes from taskmem).")] = None,
+    figure: Annotated[Optional[Path], typer.Option(help="Write a scatter plot with the fitted lines (.png, .svg, .pdf).")] = None,
+    log: Annotated[bool, typer.Option("--log", help="Log-log axes in the figure (points at 0 are left out).")] = False,
+    db: DbOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Memory per task (table by task count, least-squares slopes, r, r²) and switch cost of stored tasks runs."""
+    store = open_store(db)
+    runs = select_runs(store, Selection(experiment=experiment, workload="tasks", run_ids=list(run_ids or [])))
+    memory_runs = [r for r in runs if r["variant"] == "memory"]
+    switch_runs = [r for r in runs if r["variant"] == "switch"]
+    series = sorted(memory_series(store, memory_runs, column) if memory_runs else [], key=_order)
+    # Without --column each run shows its primary column (taskmem: rss_bytes; the BEAM: bytes).
+    columns = sorted({s.column for s in series})
+    shown = column or (columns[0] if len(columns) == 1 else None)
+    label = shown or "each run's primary column"
+    units = {c.get("unit", "") for r in memory_runs for c in r["columns"] if c["name"] in (column or columns)}
+    unit = units.pop() if len(units) == 1 else "bytes"
+    switches = sorted(switch_rows(store, switch_runs) if switch_runs else [], key=_order)
+    if figure is not None:
+        if not series:
+            raise UsageError("--figure needs tasks memory runs in the selection")
+        write_figure(figure, series, label, unit, log)
+    if json_out:
+        print_json({
+            "column": shown, "unit": unit,
+            "memory": [{"label": s.label, "runtime": s.runtime, "settings": s.settings, "runs": s.run_ids,
+                        "column": s.column,
+                        "points": [[t, v] for t, v in zip(s.tasks.tolist(), s.values.tolist())],
+                        "by_count": {str(c): v for c, v in s.by_count().items()},
+                        "fit": s.fit.as_dict() if s.fit else None, "fit_problem": s.fit_problem}
+                       for s in series],
+            "switch": switches, "percentile_definition": stats.PERCENTILE_DEFINITION,
+            "figure": str(figure) if figure else None,
+        })
+        return
+    if series:
+        for t in memory_tables(series, label, unit):
+            print_whole(t)
+        for s in series:
+            if s.fit_problem:
+                console.print(f"[yellow]no fit for {escape(s.label)}:[/] {escape(s.fit_problem)}")
+    if switches:
+        print_whole(switch_table(switches))
+    if figure is not None:
+        console.print(f"wrote {escape(str(figure))}")

@@ -1,0 +1,7 @@
+"""Reports of stored runs: one self-contained HTML file, static figures, and tables.
+
+    model.build(store, runs, ...)   what the report shows, computed once
+    html.write(report, path)        the offline HTML page (plotly embedded; template.py holds its template)
+    figures.write(report, dir)      PNG + SVG figures (matplotlib)
+    tables.write(report, dir)       Markdown, LaTeX and CSV tables
+"""

@@ -1,0 +1,284 @@
+"""The report as one self-contained HTML file that works offline.
+
+plotly.js is embedded once (plotly.offline.get_plotlyjs()); each plot's
+figure is a JSON block read by one small script. Every user-supplied string
+(configuration labels, settings, tags, host names) is escaped: jinja2
+autoescapes the page; JSON inside <script> has `<`, `>` and `&` written as
+\\u escapes, so neither `</script>` nor `<!--` can end or change the block;
+strings inside plots are HTML-escaped because plotly reads a few tags in
+trace names and titles. A script error or a plot that fails to draw shows a
+banner on the page (and is recorded in the body's data-js-errors attribute).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import __version__, stats
+from ..compare import METRICS, TESTS
+from ..recommend import change, p_text
+from ..results import DISPLAY, display_unit, fmt
+from .model import MAX_OUTLIERS, TAIL_LEVELS, Report, id_ranges
+from .template import TEMPLATE
+
+STATS_COLUMNS = tuple((k, h) for k, h in DISPLAY if k in ("n", "mean", "max", "var", "stdev", "p50", "p99", "p999"))
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf")
+
+
+def script_json(obj: Any) -> str:
+    """JSON safe to place inside a <script> element."""
+    text = json.dumps(_finite(obj), separators=(",", ":"), allow_nan=False)
+    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.kind == "f" and not np.isfinite(obj).all():
+            return [v if math.isfinite(v) else None for v in obj.tolist()]
+        return obj.tolist()
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(obj) else None
+    if isinstance(obj, np.integer):
+        return int(obj)
+    return obj
+
+
+def t(text: str) -> str:
+    """A user string for plotly (which interprets a few HTML tags and entities)."""
+    return html.escape(str(text), quote=False)
+
+
+def _layout(title: str, xtitle: str, ytitle: str, **extra) -> dict:
+    layout = {"title": {"text": t(title)}, "template": "plotly_white", "height": 440,
+              "margin": {"l": 70, "r": 20, "t": 50, "b": 60}, "legend": {"orientation": "h", "y": -0.2},
+              "xaxis": {"title": {"text": t(xtitle)}}, "yaxis": {"title": {"text": t(ytitle)}}}
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(layout.get(key), dict):
+            layout[key] = {**layout[key], **value}
+        else:
+            layout[key] = value
+    return layout
+
+
+def _color(i: int) -> str:
+    return PALETTE[i % len(PALETTE)]
+
+
+def box_figure(g, shown: str, scale: float) -> dict:
+    data = []
+    for i, b in enumerate(g.boxes):
+        name = t(b.label)
+        data.append({"type": "box", "name": name, "x": [name], "q1": [b.q1 * scale], "median": [b.median * scale],
+                     "q3": [b.q3 * scale], "lowerfence": [b.whislo * scale], "upperfence": [b.whishi * scale],
+                     "mean": [b.mean * scale], "boxpoints": False, "marker": {"color": _color(i)},
+                     "showlegend": False})
+        if len(b.outliers):
+            data.append({"type": "scatter", "mode": "markers", "name": f"{name} outliers",
+                         "x": [name] * len(b.outliers), "y": b.outliers * scale, "showlegend": False,
+                         "marker": {"color": _color(i), "size": 4, "symbol": "circle-open"}})
+    return {"data": data, "layout": _layout(f"{g.title}: box plot per configuration", "configuration",
+                                            f"{g.cells[0].config.measure} ({shown})")}
+
+
+def histogram_figure(g, shown: str) -> dict:
+    data = []
+    for i, c in enumerate(g.histograms):
+        y = np.append(c.y, c.y[-1]) if len(c.y) else c.y
+        data.append({"type": "scatter", "mode": "lines", "line": {"shape": "hv", "color": _color(i), "width": 1.5},
+                     "name": t(c.label), "x": c.x * display_unit(g.unit)[1],
+                     "y": [v if v > 0 else None for v in y.tolist()]})
+    return {"data": data, "layout": _layout(f"{g.title}: histogram", f"{g.cells[0].config.measure} ({shown})",
+                                            f"samples per {shown}", yaxis={"type": "log"})}
+
+
+def cdf_figure(g, shown: str, scale: float) -> dict:
+    data = [{"type": "scatter", "mode": "lines", "name": t(c.label), "x": c.x * scale, "y": c.y,
+             "line": {"color": _color(i)}} for i, c in enumerate(g.cdfs)]
+    return {"data": data, "layout": _layout(f"{g.title}: cumulative distribution",
+                                            f"{g.cells[0].config.measure} ({shown})", "fraction of samples ≤ x")}
+
+
+def percentile_figure(g, shown: str, scale: float) -> dict:
+    """Value against −log10(1 − q): the tail spread out, 90% / 99% / 99.9% evenly spaced."""
+    data = []
+    for i, c in enumerate(g.cdfs):
+        keep = c.y < 1
+        data.append({"type": "scatter", "mode": "lines", "name": t(c.label), "x": -np.log10(1 - c.y[keep]),
+                     "y": c.x[keep] * scale, "line": {"color": _color(i)}})
+    ticks = list(range(len(TAIL_LEVELS) + 1))
+    text = ["0%", *(f"{100 * q:g}%" for q in TAIL_LEVELS)]
+    return {"data": data, "layout": _layout(f"{g.title}: percentiles", "percentile",
+                                            f"{g.cells[0].config.measure} ({shown})",
+                                            xaxis={"tickvals": ticks, "ticktext": text})}
+
+
+def series_figure(ts) -> dict:
+    shown, scale = display_unit(ts.unit)
+    data = [{"type": "scatter", "mode": "lines", "name": "samples", "x": ts.index, "y": ts.values * scale,
+             "line": {"width": 1, "color": _color(0)}}]
+    if ts.gc_events:
+        data.append({"type": "scatter", "mode": "markers", "name": f"GC event ({t(ts.gc_source)})",
+                     "x": ts.gc_index, "y": ts.gc_values * scale,
+                     "marker": {"color": "#d62728", "symbol": "x", "size": 6}})
+    return {"data": data, "layout": _layout(f"{ts.label}: run {ts.run_id}", "sample", shown, height=360)}
+
+
+def task_memory_figure(report: Report) -> dict:
+    shown, scale = display_unit(report.task_memory_unit)
+    data = []
+    for i, s in enumerate(report.task_memory):
+        data.append({"type": "scatter", "mode": "markers", "name": t(s.label), "x": s.tasks, "y": s.values * scale,
+                     "marker": {"color": _color(i), "size": 5}})
+        if s.fit is not None:
+            xs = np.array([s.tasks.min(), s.tasks.max()])
+            data.append({"type": "scatter", "mode": "lines", "name": t(f"{s.label}: {s.fit.slope * scale:,.0f} "
+                                                                      f"{shown}/task"),
+                         "x": xs, "y": s.fit.at(xs) * scale, "line": {"color": _color(i), "dash": "dash"}})
+    return {"data": data, "layout": _layout("memory against task count, least-squares lines", "tasks",
+                                            f"memory ({shown})")}
+
+
+# --- tables -----------------------------------------------------------------------------------------------
+
+def stats_tables(report: Report) -> list[dict]:
+    """Study-style tables (AVG MAX VAR STDEV and percentiles), one per unit."""
+    out: dict[str, dict] = {}
+    for c in report.cells:
+        unit = c.config.unit
+        shown, scale = display_unit(unit)
+        table = out.setdefault(unit, {"unit": shown, "heads": [
+            h + ("" if k == "n" else f" ({shown}²)" if k == "var" else f" ({shown})") for k, h in STATS_COLUMNS],
+            "rows": []})
+        table["rows"].append({"label": report.labels[c.config], "runs": id_list(c),
+                              "cells": [fmt(k, c.stats.get(k), scale) for k, _ in STATS_COLUMNS]})
+    return list(out.values())
+
+
+def id_list(cell) -> str:
+    return id_ranges([r.id for r in cell.runs])
+
+
+def comparison_rows(report: Report) -> list[dict]:
+    cs = report.comparisons
+    if cs is None:
+        return []
+    labels = cs.labels
+    out = []
+    for k in cs.comparisons:
+        shown, scale = display_unit(k.cell.config.unit)
+        rows = []
+        for r in k.rows:
+            rows.append({"metric": r.metric, "baseline": fmt(r.metric, r.baseline, scale),
+                         "value": fmt(r.metric, r.value, scale), "change": change(r.ratio),
+                         "ci": f"{fmt(r.metric, r.ci[0], scale)} .. {fmt(r.metric, r.ci[1], scale)}" if r.ci else "–",
+                         "p": p_text(r.p), "p_holm": p_text(r.p_holm), "verdict": r.verdict,
+                         "css": r.verdict.replace(" ", "-"), "why": r.reason or r.note})
+        out.append({"label": labels[k.cell.config], "baseline": labels[k.base.config], "unit": shown,
+                    "runs": f"{len(k.cell.runs)} vs {len(k.base.runs)}",
+                    "delta": f"{k.cliffs_delta:+.2f} ({k.magnitude})" if k.cliffs_delta is not None else "–",
+                    "mw_p": p_text(k.mann_whitney_p), "rows": rows, "notes": k.notes})
+    return out
+
+
+# --- the page ---------------------------------------------------------------------------------------------
+
+def render(report: Report, plotlyjs: str | None = None) -> str:
+    import jinja2
+    if plotlyjs is None:
+        from plotly.offline import get_plotlyjs
+        plotlyjs = get_plotlyjs()
+    plots: list[dict] = []
+
+    def plot(spec: dict, caption: str = "") -> dict:
+        entry = {"id": f"plot-{len(plots) + 1}", "json": script_json(spec), "caption": caption}
+        plots.append(entry)
+        return entry
+
+    groups = []
+    for g in report.groups:
+        shown, scale = display_unit(g.unit)
+        entries = []
+        if g.boxes:
+            outl = sum(b.n_outliers for b in g.boxes)
+            thinned = any(b.n_outliers > MAX_OUTLIERS for b in g.boxes)
+            entries.append(plot(box_figure(g, shown, scale),
+                                f"Boxes: quartiles (type 7); whiskers: furthest samples within 1.5 IQR; "
+                                f"{outl:,} outliers beyond" + (f" (at most {MAX_OUTLIERS} drawn per box, evenly "
+                                                               "by rank)" if thinned else "")))
+        if g.histograms:
+            entries.append(plot(histogram_figure(g, shown), f"Samples per {shown} on a log scale; empty buckets "
+                                                            "are left blank."))
+        if g.cdfs:
+            entries.append(plot(cdf_figure(g, shown, scale)))
+            entries.append(plot(percentile_figure(g, shown, scale), "The tail spread out: each step right is "
+                                                                    "ten times rarer."))
+        groups.append({"title": g.title, "plots": entries, "notes": g.notes})
+    series = []
+    for ts in report.series:
+        shown, scale = display_unit(ts.unit)
+        cap = f"{ts.n:,} samples"
+        if len(ts.index) < ts.n:
+            cap += f", drawn as each block's minimum and maximum ({len(ts.index):,} points)"
+        if ts.gc_events:
+            cap += f"; {ts.gc_events:,} GC events ({ts.gc_source})"
+            if ts.gc_mean is not None and ts.other_mean is not None:
+                cap += (f": mean {fmt('mean', ts.gc_mean, scale)} {shown} with a GC event, "
+                        f"{fmt('mean', ts.other_mean, scale)} {shown} without")
+        series.append(plot(series_figure(ts), cap))
+    task = None
+    if report.task_memory:
+        shown, scale = display_unit(report.task_memory_unit)
+        task = {"plot": plot(task_memory_figure(report), "Dashed: least-squares lines. r is Pearson's correlation "
+                                                         "coefficient, r² the coefficient of determination."),
+                "unit": shown,
+                "rows": [{"label": s.label, "runs": ", ".join(map(str, s.run_ids)), "n": len(s.tasks),
+                          "slope": f"{s.fit.slope * scale:,.1f}" if s.fit else "–",
+                          "intercept": f"{s.fit.intercept * scale:,.0f}" if s.fit else "–",
+                          "r": f"{s.fit.r:.4f}" if s.fit and s.fit.r is not None else "–",
+                          "r2": f"{s.fit.r2:.4f}" if s.fit and s.fit.r2 is not None else "–",
+                          "problem": s.fit_problem or ""} for s in report.task_memory]}
+    cs = report.comparisons
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True)
+    template = env.from_string(TEMPLATE)
+    return template.render(
+        r=report, version=__version__, plotlyjs=plotlyjs, environments=report.environments,
+        stats_tables=stats_tables(report), comparisons=comparison_rows(report), groups=groups, series=series,
+        series_omitted=report.series_omitted, task=task, plots=plots,
+        any_gc=any(ts.gc_events for ts in report.series),
+        configurations=len(report.cells), tests=TESTS, metrics=METRICS,
+        baseline=cs.baseline.text if cs else "", alpha=cs.alpha if cs else None,
+        resamples=cs.resamples if cs else None, seed=cs.seed if cs else None,
+        warnings=(cs.warnings if cs else []),
+        unmatched=[(cs.labels[c.config], why) for c, why in cs.unmatched] if cs else [],
+        percentile_definition=stats.PERCENTILE_DEFINITION,
+    )
+
+
+def write(report: Report, path: str | os.PathLike) -> Path:
+    """Render and write atomically."""
+    path = Path(path)
+    text = render(report)
+    fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

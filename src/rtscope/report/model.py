@@ -1,0 +1,350 @@
+"""What a report shows, computed once for the HTML page, the figures and the tables.
+
+Every number here is in the stored unit (ns, bytes); the renderers convert
+for display. Plots never carry every raw sample: box plots carry their
+quartiles, whiskers and (thinned) outliers, histograms their bucket counts,
+CDFs a fixed set of quantiles, time series a min/max decimation that keeps
+every spike. Sections hold data only when the runs have it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import numpy as np
+
+from .. import stats, sysinfo
+from ..compare import (RESAMPLES, SEED, Baseline, Cell, ComparisonSet, check_options, compare, first_histogram,
+                       load_cells, merge_histograms)
+from ..errors import UsageError
+from ..fit import Series, memory_series
+from ..select import Configuration, short_labels
+from ..store import Run, Store
+
+MAX_OUTLIERS = 500          # outliers drawn per box (thinned evenly by rank beyond that)
+MAX_HIST_BINS = 400
+CDF_POINTS = 400
+TAIL_LEVELS = (0.9, 0.99, 0.999, 0.9999, 0.99999)
+SERIES_POINTS = 4000        # drawn points per time series (min/max per block)
+MAX_SERIES = 40             # time-series plots per report
+MAX_GC_MARKERS = 2000
+GC_COLUMNS = ("minor_gcs", "heap_size")
+
+
+def is_task_memory(run: Run) -> bool:
+    """Runs of study 5's memory-per-task measurement: analysed by a fit, not as a distribution."""
+    return run["workload"] == "tasks" and run["variant"] == "memory" and \
+        any(c["name"] == "tasks" for c in run["columns"])
+
+
+@dataclass
+class Box:
+    label: str
+    n: int
+    q1: float
+    median: float
+    q3: float
+    whislo: float
+    whishi: float
+    mean: float
+    outliers: np.ndarray
+    n_outliers: int
+
+
+@dataclass
+class Curve:
+    """A histogram (edges, density per unit) or a CDF (values, fractions) of one configuration."""
+
+    label: str
+    x: np.ndarray
+    y: np.ndarray
+    note: str = ""
+
+
+@dataclass
+class Group:
+    """Configurations measuring the same thing (workload, variant, measure, unit): one set of plots."""
+
+    title: str
+    unit: str
+    cells: list[Cell]
+    labels: dict[Configuration, str]
+    boxes: list[Box] = field(default_factory=list)
+    histograms: list[Curve] = field(default_factory=list)
+    cdfs: list[Curve] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TimeSeries:
+    label: str
+    run_id: int
+    unit: str
+    index: np.ndarray
+    values: np.ndarray
+    n: int
+    gc_index: np.ndarray        # sample indexes of GC events (thinned to MAX_GC_MARKERS)
+    gc_values: np.ndarray
+    gc_events: int              # all of them
+    gc_source: str              # which column marked them ("" when none)
+    gc_mean: float | None = None      # mean of samples with a GC event
+    other_mean: float | None = None   # mean of the others
+
+
+@dataclass
+class Environment:
+    fields: list[tuple[str, str]]
+    run_ids: list[int]
+    warnings: list[str]
+
+    @property
+    def runs_text(self) -> str:
+        return id_ranges(self.run_ids)
+
+
+@dataclass
+class Report:
+    title: str
+    generated_at: str
+    selection: str
+    runs: list[Run]
+    environments: list[Environment]
+    cells: list[Cell]
+    labels: dict[Configuration, str]
+    groups: list[Group]
+    series: list[TimeSeries]
+    series_omitted: int
+    task_memory: list[Series]
+    task_memory_unit: str
+    comparisons: ComparisonSet | None
+    notes: list[str]
+
+
+# --- pieces ---------------------------------------------------------------------------------------------
+
+def box_of(label: str, values: np.ndarray) -> Box:
+    """Tukey box: quartiles (type 7), whiskers at the furthest data within 1.5 IQR, outliers beyond."""
+    q1, med, q3 = np.percentile(values, [25, 50, 75])
+    iqr = q3 - q1
+    inside = values[(values >= q1 - 1.5 * iqr) & (values <= q3 + 1.5 * iqr)]
+    out = np.sort(values[(values < q1 - 1.5 * iqr) | (values > q3 + 1.5 * iqr)])
+    shown = out if len(out) <= MAX_OUTLIERS else out[np.unique(np.linspace(0, len(out) - 1, MAX_OUTLIERS).round()
+                                                                   .astype(np.int64))]
+    return Box(label, len(values), float(q1), float(med), float(q3), float(inside.min()), float(inside.max()),
+               float(values.mean()), shown, len(out))
+
+
+def nice_width(span: float, bins: int) -> float:
+    """The smallest 1, 2 or 5 × 10^k that covers `span` in at most `bins` buckets."""
+    if span <= 0:
+        return 1.0
+    raw = span / bins
+    exp = math.floor(math.log10(raw))
+    for m in (1, 2, 5, 10):
+        w = m * 10.0 ** exp
+        if w >= raw:
+            return w
+    return 10.0 ** (exp + 1)
+
+
+def histogram_curves(cells: list[Cell], labels: dict, unit_scale: float) -> tuple[list[Curve], list[str]]:
+    """Histograms on common buckets (a nice width in display units), as samples per display unit.
+
+    Histogram-only configurations keep their own buckets; dividing by the bucket width
+    makes all of them comparable on one axis (samples per µs, as study 2 plotted)."""
+    notes = []
+    with_samples = [c for c in cells if len(c.samples)]
+    curves = []
+    if with_samples:
+        lo = min(float(c.sorted[0]) for c in with_samples)
+        hi = max(float(c.sorted[-1]) for c in with_samples)
+        width = nice_width((hi - lo) * unit_scale, MAX_HIST_BINS) / unit_scale
+        start = math.floor(lo / width) * width
+        nb = max(1, int(math.floor((hi - start) / width)) + 1)
+        for c in with_samples:
+            h = stats.histogram(c.samples, width, nb, start)
+            curves.append(Curve(labels[c.config], h.edges, h.counts / (width * unit_scale)))
+    for c in cells:
+        if len(c.samples) or not c.hist_runs:
+            continue
+        merged = merge_histograms([first_histogram(r) for r in c.hist_runs])
+        if merged is None:
+            notes.append(f"{labels[c.config]}: histograms with different buckets cannot be overlaid")
+            continue
+        w = float(merged["bucket_width"])
+        edges = float(merged.get("min_value", 0)) + w * np.arange(len(merged["counts"]) + 1)
+        curve = Curve(labels[c.config], edges, np.asarray(merged["counts"], float) / (w * unit_scale))
+        if merged["overflow"]:
+            curve.note = f"{merged['overflow']:,} values beyond the last bucket (max {merged['max']})"
+            notes.append(f"{labels[c.config]}: {curve.note}")
+        curves.append(curve)
+    return curves, notes
+
+
+def cdf_curve(cell: Cell, label: str) -> Curve | None:
+    """Quantiles at evenly spaced levels plus the tail levels; from the histogram for histogram-only cells."""
+    if len(cell.samples):
+        n = len(cell.samples)
+        levels = np.unique(np.concatenate([np.linspace(0, 1, CDF_POINTS), [t for t in TAIL_LEVELS if t < 1 - 1 / n]]))
+        return Curve(label, np.quantile(cell.sorted, levels), levels)
+    if cell.hist_runs:
+        merged = merge_histograms([first_histogram(r) for r in cell.hist_runs])
+        if merged is None:
+            return None
+        counts = np.asarray(merged["counts"], float)
+        w = float(merged["bucket_width"])
+        edges = float(merged.get("min_value", 0)) + w * np.arange(1, len(counts) + 1)
+        frac = np.cumsum(counts) / merged["n"]
+        keep = counts > 0
+        x = np.concatenate([[merged["min"]], edges[keep], [merged["max"]]])
+        y = np.concatenate([[0.0], frac[keep], [1.0]])
+        return Curve(label, x, y, "from the histogram (bucket upper edges)")
+    return None
+
+
+def decimate(values: np.ndarray, points: int = SERIES_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """(index, value) with at most ~points entries: each block's min and max, in order, so no spike is lost."""
+    n = len(values)
+    if n <= points:
+        return np.arange(n), values
+    blocks = points // 2
+    size = math.ceil(n / blocks)
+    pad = blocks * size - n
+    v = np.concatenate([values, np.full(pad, np.nan)]).reshape(blocks, size)
+    imin = np.nanargmin(v, axis=1)
+    imax = np.nanargmax(v, axis=1)
+    base = np.arange(blocks) * size
+    idx = np.sort(np.unique(np.concatenate([base + imin, base + imax])))
+    idx = idx[idx < n]
+    return idx, values[idx]
+
+
+def gc_events(side: dict[str, np.ndarray]) -> tuple[np.ndarray, str]:
+    """Indexes of samples with a GC event: minor_gcs increments, else heap_size drops."""
+    if "minor_gcs" in side:
+        return np.flatnonzero(np.diff(side["minor_gcs"].astype(np.int64)) > 0) + 1, "minor_gcs increments"
+    if "heap_size" in side:
+        return np.flatnonzero(np.diff(side["heap_size"].astype(np.int64)) < 0) + 1, "heap_size drops"
+    return np.empty(0, dtype=np.int64), ""
+
+
+def time_series(store: Store, cell: Cell, label: str) -> TimeSeries:
+    """The first repetition's samples in measurement order, with its GC events."""
+    run = cell.sample_runs[0]
+    values = cell.run_samples(run)
+    names = [c["name"] for c in run["columns"]]
+    side = store.samples(run.id, [c for c in GC_COLUMNS if c in names]) if any(c in names for c in GC_COLUMNS) \
+        else {}
+    events, source = gc_events(side)
+    idx, shown = decimate(values)
+    ts = TimeSeries(label, run.id, cell.config.unit, idx, shown, len(values), events, values[events], len(events),
+                    source)
+    if len(events):
+        mask = np.zeros(len(values), bool)
+        mask[events] = True
+        ts.gc_mean = float(values[mask].mean())
+        ts.other_mean = float(values[~mask].mean()) if (~mask).any() else None
+        if len(events) > MAX_GC_MARKERS:
+            keep = np.unique(np.linspace(0, len(events) - 1, MAX_GC_MARKERS).round().astype(np.int64))
+            ts.gc_index, ts.gc_values = events[keep], values[events[keep]]
+    return ts
+
+
+ENV_FIELDS = (("hostname", "host"), ("board", "board"), ("cpu_model", "CPU"), ("cpu_count", "CPUs online"),
+              ("machine", "architecture"), ("kernel_release", "kernel"), ("preemption", "preemption"),
+              ("isolated_cpus", "isolated CPUs"), ("memory_bytes", "memory"), ("loadavg", "load average"),
+              ("rtscope_version", "rtscope"), ("probe_version", "probe"), ("python_version", "Python"),
+              ("note", "note"))
+
+
+def env_text(key: str, value) -> str:
+    if key == "memory_bytes" and isinstance(value, (int, float)):
+        return f"{value / 2 ** 30:.1f} GiB"
+    if value in (None, ""):
+        return "-"
+    return str(value)
+
+
+def environments(runs: list[Run]) -> list[Environment]:
+    """One entry per distinct machine state (host, kernel, CPU, board, governors)."""
+    groups: dict[tuple, list[Run]] = {}
+    for r in runs:
+        e = r["environment"] or {}
+        key = (e.get("hostname"), e.get("kernel_release"), e.get("cpu_model"), e.get("board"),
+               tuple(sorted(set((e.get("governors") or {}).values()))), e.get("preemption"), e.get("note"))
+        groups.setdefault(key, []).append(r)
+    out = []
+    for members in groups.values():
+        e = members[0]["environment"] or {}
+        fields = [(head, env_text(k, e[k])) for k, head in ENV_FIELDS if k in e]
+        govs = sorted(set((e.get("governors") or {}).values()))
+        if govs:
+            fields.insert(4, ("CPU governors", ", ".join(govs)))
+        out.append(Environment(fields, [r.id for r in members], sysinfo.warnings(e) if "kernel_release" in e else []))
+    return out
+
+
+def id_ranges(ids: list[int]) -> str:
+    """[1,2,3,7] -> '1-3, 7'."""
+    ids = sorted(ids)
+    parts, start = [], None
+    for i, x in enumerate(ids):
+        if start is None:
+            start = x
+        if i + 1 == len(ids) or ids[i + 1] != x + 1:
+            parts.append(str(start) if start == x else f"{start}-{x}")
+            start = None
+    return ", ".join(parts)
+
+
+# --- the whole report --------------------------------------------------------------------------------------
+
+def build(store: Store, runs: list[Run], *, title: str, selection: str, baseline: list[str] | None = None,
+          alpha: float = 0.05, resamples: int = RESAMPLES, seed: int = SEED) -> Report:
+    """Everything the report shows; comparisons only when a baseline is given (or `defaults` exists)."""
+    from ..results import display_unit
+    check_options(alpha, resamples)
+    notes: list[str] = []
+    memory_runs = [r for r in runs if is_task_memory(r)]
+    other = [r for r in runs if not is_task_memory(r)]
+    cells = load_cells(store, other) if other else []
+    labels = short_labels(c.config for c in cells)
+    groups: dict[tuple, list[Cell]] = {}
+    for c in cells:
+        groups.setdefault((c.config.workload, c.config.variant, c.config.measure, c.config.unit), []).append(c)
+    plot_groups = []
+    for (workload, variant, measure, unit), members in groups.items():
+        g = Group(f"{workload} {variant}: {measure}", unit, members, short_labels(c.config for c in members))
+        _, scale = display_unit(unit)
+        g.boxes = [box_of(g.labels[c.config], c.samples) for c in members if len(c.samples)]
+        hist_only = [g.labels[c.config] for c in members if not len(c.samples) and c.hist_runs]
+        if hist_only:
+            g.notes.append("histogram-only (no box): " + ", ".join(hist_only))
+        g.histograms, hist_notes = histogram_curves(members, g.labels, scale)
+        g.notes += hist_notes
+        g.cdfs = [cv for c in members if (cv := cdf_curve(c, g.labels[c.config])) is not None]
+        plot_groups.append(g)
+    with_samples = [c for c in cells if c.sample_runs]
+    series = [time_series(store, c, labels[c.config]) for c in with_samples[:MAX_SERIES]]
+    omitted = max(0, len(with_samples) - MAX_SERIES)
+    task_series = memory_series(store, memory_runs) if memory_runs else []
+    units = {r.primary.get("unit", "") for r in memory_runs}
+    comparisons = None
+    if cells and baseline:
+        comparisons = compare(cells, Baseline.parse(baseline), alpha=alpha, resamples=resamples, seed=seed)
+    elif cells and not baseline:
+        try:
+            comparisons = compare(cells, Baseline.parse(["defaults"]), alpha=alpha, resamples=resamples, seed=seed)
+        except UsageError:    # no configuration without settings: no comparison section, said below
+            comparisons = None
+        if comparisons is not None and not comparisons.comparisons:
+            comparisons = None
+        if comparisons is None and len(cells) > 1:
+            notes.append("no comparisons: give --baseline NAME=VALUE to compare configurations")
+    for c in cells:
+        notes += [f"{labels[c.config]}: {n}" for n in c.notes]
+    return Report(title, datetime.now(timezone.utc).isoformat(timespec="seconds"), selection, runs,
+                  environments(runs), cells, labels, plot_groups, series, omitted, task_series,
+                  units.pop() if len(units) == 1 else "bytes", comparisons, notes)

@@ -1,0 +1,165 @@
+"""The jinja2 template of the HTML report (rendered with autoescape on, see html.py).
+
+Kept in a Python module so that it ships inside every build of the package.
+"""
+
+TEMPLATE = r'''<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="rtscope {{ version }}">
+<title>{{ r.title }}</title>
+<style>
+  body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1200px;
+         padding: 0 1.5rem 3rem; color: #1a1a1a; line-height: 1.45; }
+  h1 { margin-top: 1.5rem; } h2 { border-bottom: 1px solid #ddd; padding-bottom: .2rem; margin-top: 2.5rem; }
+  table { border-collapse: collapse; margin: .8rem 0 1.2rem; font-size: .9rem; }
+  th, td { padding: .25rem .6rem; border-bottom: 1px solid #e4e4e4; text-align: right; vertical-align: top; }
+  th { background: #f6f6f6; } td.l, th.l { text-align: left; }
+  .better { color: #11772d; font-weight: 600; } .worse { color: #b3161b; font-weight: 600; }
+  .no-significant-difference { color: #666; } .not-tested { color: #8a6d00; }
+  .plot { width: 100%; min-height: 360px; } figure { margin: 1rem 0 2rem; }
+  figcaption, .note { color: #555; font-size: .85rem; } .warn { color: #8a6d00; }
+  #rts-errors { display: none; background: #fde8e8; border: 1px solid #b3161b; padding: .6rem 1rem; }
+  code { background: #f3f3f3; padding: 0 .2rem; }
+</style>
+<script>
+  /* Any script error or failed plot is shown on the page and kept in body[data-js-errors]. */
+  window.rtsErrors = [];
+  window.rtsReportError = function (msg) {
+    window.rtsErrors.push(String(msg));
+    var box = document.getElementById("rts-errors");
+    if (box) { box.style.display = "block"; box.textContent = "Report error: " + window.rtsErrors.join("; "); }
+    if (document.body) { document.body.setAttribute("data-js-errors", String(window.rtsErrors.length)); }
+  };
+  window.addEventListener("error", function (e) { window.rtsReportError(e.message || "script error"); });
+</script>
+<script>{{ plotlyjs|safe }}</script>
+</head>
+<body data-plots="{{ plots|length }}" data-plots-drawn="0" data-js-errors="0">
+<div id="rts-errors" role="alert"></div>
+<h1>{{ r.title }}</h1>
+<p>rtscope {{ version }} report, generated {{ r.generated_at }}: {{ r.runs|length }} runs in
+{{ configurations }} configuration{{ "" if configurations == 1 else "s" }} ({{ r.selection }}).
+Times are shown in µs; percentiles use {{ percentile_definition }}; variance uses n−1.</p>
+
+<h2 id="environment">Environment</h2>
+{% for e in environments %}
+<table>
+  <tr><th class="l" colspan="2">machine {{ loop.index }}: runs {{ e.runs_text }}</th></tr>
+  {% for k, v in e.fields %}
+  <tr><td class="l">{{ k }}</td><td class="l">{{ v }}</td></tr>
+  {% endfor %}
+</table>
+{% for w in e.warnings %}<p class="note warn">warning: {{ w }}</p>{% endfor %}
+{% endfor %}
+
+{% if stats_tables %}
+<h2 id="statistics">Statistics per configuration</h2>
+<p class="note">Repetitions (runs of one configuration) are pooled; AVG = mean, MAX = maximum, VAR = variance,
+STDEV = standard deviation.</p>
+{% for tb in stats_tables %}
+<table>
+  <tr><th class="l">configuration</th><th class="l">runs</th>{% for h in tb.heads %}<th>{{ h }}</th>{% endfor %}</tr>
+  {% for row in tb.rows %}
+  <tr><td class="l">{{ row.label }}</td><td class="l">{{ row.runs }}</td>{% for c in row.cells %}<td>{{ c }}</td>{% endfor %}</tr>
+  {% endfor %}
+</table>
+{% endfor %}
+{% endif %}
+
+{% if comparisons %}
+<h2 id="comparisons">Comparisons against {{ baseline }}</h2>
+<p class="note">Lower is better. p-values are Holm-corrected over every test in this section (α = {{ alpha }});
+the interval is the 95% interval of the difference (value − baseline); bootstrap: {{ "{:,}".format(resamples) }}
+resamples, seed {{ seed }}. Tests:
+{% for m in metrics %}{{ m }}: {{ tests[m] }}{{ "; " if not loop.last else "." }}{% endfor %}
+Cliff's δ of the whole distribution (negligible &lt; 0.147 &lt; small &lt; 0.33 &lt; medium &lt; 0.474 &lt; large).</p>
+<table>
+  <tr><th class="l">configuration</th><th class="l">metric</th><th>baseline</th><th>value</th><th>change</th>
+      <th>95% CI of difference</th><th>p</th><th>p (Holm)</th><th class="l">verdict</th></tr>
+  {% for k in comparisons %}
+  {% for row in k.rows %}
+  <tr>
+    {% if loop.first %}
+    <td class="l" rowspan="{{ k.rows|length }}"><strong>{{ k.label }}</strong><br>vs {{ k.baseline }}<br>
+      <span class="note">{{ k.runs }} runs; values in {{ k.unit }}<br>Mann-Whitney p {{ k.mw_p }}<br>Cliff's δ {{ k.delta }}</span></td>
+    {% endif %}
+    <td class="l">{{ row.metric }}</td><td>{{ row.baseline }}</td><td>{{ row.value }}</td><td>{{ row.change }}</td>
+    <td>{{ row.ci }}</td><td>{{ row.p }}</td><td>{{ row.p_holm }}</td>
+    <td class="l {{ row.css }}"{% if row.why %} title="{{ row.why }}"{% endif %}>{{ row.verdict }}{% if row.why %}<br><span class="note">{{ row.why }}</span>{% endif %}</td>
+  </tr>
+  {% endfor %}
+  {% endfor %}
+</table>
+{% for k in comparisons %}{% for n in k.notes %}<p class="note">{{ k.label }}: {{ n }}</p>{% endfor %}{% endfor %}
+{% for label, why in unmatched %}<p class="note warn">not compared: {{ label }}: {{ why }}</p>{% endfor %}
+{% for w in warnings %}<p class="note warn">warning: {{ w }}</p>{% endfor %}
+{% endif %}
+
+{% if groups %}
+<h2 id="distributions">Distributions</h2>
+{% for g in groups %}
+<h3>{{ g.title }}</h3>
+{% for p in g.plots %}
+<figure><div class="plot" id="{{ p.id }}"></div>{% if p.caption %}<figcaption>{{ p.caption }}</figcaption>{% endif %}</figure>
+{% endfor %}
+{% for n in g.notes %}<p class="note">{{ n }}</p>{% endfor %}
+{% endfor %}
+{% endif %}
+
+{% if series %}
+<h2 id="time-series">Samples in measurement order</h2>
+<p class="note">The first run of each configuration{% if any_gc %}; GC events (a minor GC count that increments,
+or else a heap size that drops) are marked{% endif %}.</p>
+{% for p in series %}
+<figure><div class="plot" id="{{ p.id }}"></div><figcaption>{{ p.caption }}</figcaption></figure>
+{% endfor %}
+{% if series_omitted %}<p class="note">{{ series_omitted }} more configurations not drawn.</p>{% endif %}
+{% endif %}
+
+{% if task %}
+<h2 id="task-memory">Memory per task</h2>
+<figure><div class="plot" id="{{ task.plot.id }}"></div><figcaption>{{ task.plot.caption }}</figcaption></figure>
+<table>
+  <tr><th class="l">task model</th><th class="l">runs</th><th>points</th><th>slope ({{ task.unit }}/task)</th>
+      <th>intercept ({{ task.unit }})</th><th>r</th><th>r²</th></tr>
+  {% for row in task.rows %}
+  <tr><td class="l">{{ row.label }}</td><td class="l">{{ row.runs }}</td><td>{{ row.n }}</td><td>{{ row.slope }}</td>
+      <td>{{ row.intercept }}</td><td>{{ row.r }}</td><td>{{ row.r2 }}</td></tr>
+  {% endfor %}
+</table>
+{% for row in task.rows %}{% if row.problem %}<p class="note warn">{{ row.label }}: {{ row.problem }}</p>{% endif %}{% endfor %}
+{% endif %}
+
+{% if r.notes %}
+<h2 id="notes">Notes</h2>
+<ul>{% for n in r.notes %}<li class="note">{{ n }}</li>{% endfor %}</ul>
+{% endif %}
+
+{% for p in plots %}
+<script type="application/json" id="{{ p.id }}-spec">{{ p.json|safe }}</script>
+{% endfor %}
+<script>
+(function () {
+  var divs = document.querySelectorAll("div.plot"), drawn = 0;
+  document.body.setAttribute("data-js-errors", String(window.rtsErrors.length));
+  if (typeof Plotly === "undefined") { window.rtsReportError("plotly.js did not load"); return; }
+  divs.forEach(function (div) {
+    try {
+      var spec = JSON.parse(document.getElementById(div.id + "-spec").textContent);
+      Plotly.newPlot(div, spec.data, spec.layout, {responsive: true, displaylogo: false, typesetMath: false}).then(function () {
+        drawn += 1;
+        document.body.setAttribute("data-plots-drawn", String(drawn));
+      }, function (err) { window.rtsReportError(div.id + ": " + err); });
+    } catch (err) {
+      div.textContent = "This plot could not be drawn: " + err;
+      window.rtsReportError(div.id + ": " + err);
+    }
+  });
+})();
+</script>
+</body>
+</html>
+'''

@@ -1,0 +1,235 @@
+"""Which stored runs to analyse, and which of them are repetitions of one configuration.
+
+A configuration is what a run measured and under which knobs: workload,
+variant, runtime, the settings, the workload's parameters (except those that
+only say how long to measure, COUNT_PARAMS) and the primary column (name and
+unit). Runs of one configuration are repetitions of each other.
+
+Selection criteria combine with AND; `where` criteria naming the same setting
+twice combine with OR (`--where governor=performance --where governor=powersave`).
+A value matches when its text is the same, or both parse as equal numbers
+(`65535` matches 65535.0); an empty value matches runs that do not have the
+setting at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import sqlalchemy as sa
+
+from .errors import UsageError, choices
+from .options import boolean, parse_assignment
+from .store import Run, Store, experiments
+
+# Parameters that set how many samples a run takes, not what it measures: runs
+# that differ only in these are still repetitions of one configuration.
+COUNT_PARAMS = frozenset({"iterations", "loops", "duration_s", "repetitions"})
+CORE_DIMENSIONS = ("workload", "variant", "runtime")
+
+
+def value_text(value: Any) -> str:
+    """The canonical text of a setting or parameter value (as typed on a command line)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def value_matches(stored: Any, text: str) -> bool:
+    """Does a stored value equal the value a user typed?"""
+    text = text.strip()
+    if text == "":
+        return stored is None
+    if stored is None:
+        return False
+    if isinstance(stored, bool):
+        try:
+            return boolean(text) == stored
+        except ValueError:
+            return False
+    if value_text(stored) == text:
+        return True
+    try:
+        return float(text) == float(stored)
+    except (TypeError, ValueError):
+        return False
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """The identity of a cell: runs with equal Configuration are repetitions."""
+
+    workload: str
+    variant: str
+    runtime: str
+    settings: tuple[tuple[str, Any], ...]
+    params: tuple[tuple[str, Any], ...]
+    measure: str   # primary column name
+    unit: str      # primary column unit
+
+    @classmethod
+    def of(cls, run: Run) -> "Configuration":
+        primary = run.primary
+        return cls(run["workload"], run["variant"], run["runtime"],
+                   tuple(sorted((k, _hashable(v)) for k, v in run["settings"].items())),
+                   tuple(sorted((k, _hashable(v)) for k, v in run["params"].items() if k not in COUNT_PARAMS)),
+                   primary["name"], primary.get("unit", ""))
+
+    @property
+    def settings_dict(self) -> dict[str, Any]:
+        return dict(self.settings)
+
+    @property
+    def params_dict(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    def get(self, name: str) -> Any:
+        """The value of a dimension: workload/variant/runtime, a setting, or a parameter (None when unset)."""
+        if name in CORE_DIMENSIONS:
+            return getattr(self, name)
+        s = self.settings_dict
+        return s[name] if name in s else self.params_dict.get(name)
+
+    @property
+    def label(self) -> str:
+        knobs = " ".join(f"{k}={value_text(v)}" for k, v in self.settings) or "defaults"
+        return f"{self.workload} {self.variant} ({self.runtime}) {knobs}"
+
+    def key(self) -> dict:
+        """JSON form."""
+        return {"workload": self.workload, "variant": self.variant, "runtime": self.runtime,
+                "settings": dict(self.settings), "params": dict(self.params), "measure": self.measure,
+                "unit": self.unit}
+
+
+def _hashable(v: Any) -> Any:
+    if isinstance(v, list):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _hashable(x)) for k, x in v.items()))
+    return v
+
+
+def short_labels(configs: Iterable[Configuration]) -> dict[Configuration, str]:
+    """Labels that show only what varies among `configs` (all of it when there is one)."""
+    configs = list(dict.fromkeys(configs))
+    if len(configs) <= 1:
+        return {c: c.label for c in configs}
+    varying_core = [d for d in CORE_DIMENSIONS if len({getattr(c, d) for c in configs}) > 1]
+    if len({(c.measure, c.unit) for c in configs}) > 1:
+        varying_core.append("measure")
+    setting_names = sorted({k for c in configs for k, _ in c.settings})
+    param_names = sorted({k for c in configs for k, _ in c.params})
+    varying_settings = [n for n in setting_names if len({value_text(c.settings_dict.get(n)) for c in configs}) > 1]
+    varying_params = [n for n in param_names if len({value_text(c.params_dict.get(n)) for c in configs}) > 1]
+    out = {}
+    for c in configs:
+        parts = [getattr(c, d) if d != "runtime" else f"({c.runtime})" for d in varying_core]
+        s, p = c.settings_dict, c.params_dict
+        parts += [f"{n}={value_text(s[n])}" for n in varying_settings if n in s]
+        parts += [f"{n}={value_text(p[n])}" for n in varying_params if n in p]
+        if varying_settings and not any(n in s for n in varying_settings):
+            parts.append("defaults")
+        out[c] = " ".join(parts) or c.label
+    # Distinct configurations must never share a label.
+    if len(set(out.values())) < len(out):
+        out = {c: c.label for c in configs}
+    return out
+
+
+@dataclass
+class Selection:
+    """What to analyse. Empty criteria select every run in the store."""
+
+    experiment: str | None = None          # id or name (a name used twice: the latest)
+    workload: str | None = None
+    variant: str | None = None
+    runtime: str | None = None
+    tags: list[str] = field(default_factory=list)           # a run must carry all of them
+    where: list[tuple[str, str]] = field(default_factory=list)  # setting/parameter NAME=VALUE
+    run_ids: list[int] = field(default_factory=list)
+
+    @classmethod
+    def from_cli(cls, experiment=None, workload=None, variant=None, runtime=None, tags=None, where=None,
+                 run_ids=None) -> "Selection":
+        return cls(experiment, workload, variant, runtime, list(tags or []),
+                   [parse_assignment(w) for w in where or []], list(run_ids or []))
+
+    def describe(self) -> str:
+        parts = [f"experiment {self.experiment}"] if self.experiment else []
+        parts += [f"{k} {getattr(self, k)}" for k in CORE_DIMENSIONS if getattr(self, k)]
+        parts += [f"tag {t}" for t in self.tags] + [f"{n}={v}" for n, v in self.where]
+        if self.run_ids:
+            parts.append("runs " + ",".join(map(str, self.run_ids)))
+        return ", ".join(parts) or "all runs"
+
+
+def experiment_id(store: Store, ref: str) -> int:
+    """An experiment id from an id or a name."""
+    with store.engine.connect() as c:
+        rows = c.execute(sa.select(experiments.c.id, experiments.c.name).order_by(experiments.c.id)).all()
+    ref = str(ref).strip()
+    if ref.isdigit() and any(r.id == int(ref) for r in rows):
+        return int(ref)
+    named = [r.id for r in rows if r.name == ref]
+    if named:
+        return named[-1]
+    known = [f"{r.id} ({r.name})" for r in rows]
+    raise UsageError(f"no experiment {ref!r} in store {store.url}; "
+                     + (f"valid experiments: {choices(known)}" if known else "it holds no experiments yet"))
+
+
+def select_runs(store: Store, sel: Selection) -> list[Run]:
+    """The runs that meet every criterion; a UsageError naming the valid values when none do."""
+    exp = experiment_id(store, sel.experiment) if sel.experiment else None
+    runs = store.runs(experiment_id=exp, ids=sel.run_ids or None)
+    pool = runs
+    if sel.run_ids:
+        missing = sorted(set(sel.run_ids) - {r.id for r in runs})
+        if missing:
+            raise UsageError(f"no run {missing[0]} in store {store.url} (see `rtscope runs`)")
+    for dim in CORE_DIMENSIONS:
+        want = getattr(sel, dim)
+        if want:
+            _check_known(dim, want, {r[dim] for r in pool})
+            runs = [r for r in runs if r[dim] == want]
+    for tag in sel.tags:
+        _check_known("tag", tag, {t for r in pool for t in r["tags"]})
+        runs = [r for r in runs if tag in r["tags"]]
+    wanted: dict[str, list[str]] = {}
+    for name, value in sel.where:
+        wanted.setdefault(name, []).append(value)
+    for name, values in wanted.items():
+        known_names = {k for r in pool for k in (*r["settings"], *r["params"])}
+        _check_known("setting or parameter", name, known_names)
+        runs = [r for r in runs if any(value_matches(_lookup(r, name), v) for v in values)]
+        if not runs:
+            present = sorted({value_text(_lookup(r, name)) for r in pool} - {""})
+            raise UsageError(f"no run with {name}={' or '.join(values)} in the selection; "
+                             f"values of {name}: {choices(present)}")
+    if not runs:
+        raise UsageError(f"no runs match ({sel.describe()}) in store {store.url}; see `rtscope runs`")
+    return runs
+
+
+def _lookup(run: Run, name: str) -> Any:
+    return run["settings"][name] if name in run["settings"] else run["params"].get(name)
+
+
+def _check_known(kind: str, value: str, known: set) -> None:
+    if value not in known:
+        raise UsageError(f"no run with {kind} {value!r} in the selection; "
+                         f"valid: {choices(sorted(map(str, known))) or '(none)'}")
+
+
+def group_runs(runs: Iterable[Run]) -> dict[Configuration, list[Run]]:
+    """Runs grouped by configuration, in order of first appearance (run id order)."""
+    out: dict[Configuration, list[Run]] = {}
+    for r in runs:
+        out.setdefault(Configuration.of(r), []).append(r)
+    return out

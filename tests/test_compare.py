@@ -1,0 +1,317 @@
+"""rtscope compare: the statistics against scipy and hand-worked cases, pooling, baselines, the CLI."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from rtscope.compare import (Baseline, bootstrap_difference, bootstrap_quantile, brown_forsythe, compare,
+                             compare_runs, holm, load_cells, magnitude, mann_whitney, min_exact_p, welch)
+from rtscope.errors import UsageError
+from rtscope.select import Selection, select_runs
+from rtscope.store import Store
+
+from report_fixtures import add_histogram_run, add_run, study_store
+
+BASE = ["fullsweep_after=65535", "governor=conservative"]
+
+
+# --- statistics --------------------------------------------------------------------------------------------
+
+def test_holm_hand_worked():
+    # sorted: 0.005·4 = 0.02, 0.01·3 = 0.03, 0.03·2 = 0.06, 0.04·1 = 0.04 -> max(0.06, 0.04) = 0.06
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    # step-down stops at the first non-rejection; adjusted values never exceed 1
+    assert holm([0.5, 0.6]) == pytest.approx([1.0, 1.0])
+    assert holm([0.02]) == [0.02]
+    assert holm([]) == []
+
+
+def test_holm_is_monotone_in_sorted_order():
+    rng = np.random.default_rng(5)
+    p = rng.uniform(0, 0.2, 50).tolist()
+    adj = holm(p)
+    order = np.argsort(p)
+    assert all(np.diff(np.asarray(adj)[order]) >= 0)
+    assert all(a >= x for a, x in zip(adj, p))
+
+
+@pytest.mark.parametrize("delta,label", [(0.0, "negligible"), (0.146, "negligible"), (0.147, "small"),
+                                         (-0.329, "small"), (0.33, "medium"), (0.473, "medium"),
+                                         (0.474, "large"), (-1.0, "large")])
+def test_cliffs_delta_magnitude_thresholds(delta, label):
+    assert magnitude(delta) == label
+
+
+def test_mann_whitney_large_matches_scipy_and_brute_force_delta():
+    rng = np.random.default_rng(1)
+    x = rng.integers(0, 20, 300).astype(float)     # ties on purpose
+    y = rng.integers(3, 25, 250).astype(float)
+    p, delta = mann_whitney(x, y)
+    assert p == pytest.approx(sps.mannwhitneyu(x, y, alternative="two-sided", method="asymptotic").pvalue,
+                              rel=1e-9)
+    brute = (np.sign(x[:, None] - y[None, :])).mean()
+    assert delta == pytest.approx(brute, abs=1e-12)
+    assert delta < 0
+    x, y = rng.normal(0, 1, 5000), rng.normal(0.05, 1, 4000)
+    assert mann_whitney(x, y)[0] == pytest.approx(sps.mannwhitneyu(x, y, method="asymptotic").pvalue, rel=1e-9)
+
+
+@pytest.mark.parametrize("n1,n2", [(3, 3), (4, 6), (8, 7), (20, 25)])
+def test_mann_whitney_exact_matches_scipy(n1, n2):
+    rng = np.random.default_rng(n1 * 100 + n2)
+    x, y = rng.normal(0, 1, n1), rng.normal(0.8, 1, n2)
+    assert mann_whitney(x, y)[0] == pytest.approx(sps.mannwhitneyu(x, y, method="exact").pvalue, rel=1e-9)
+
+
+def test_mann_whitney_exact_with_ties_matches_permutation():
+    # C(12, 6) = 924 arrangements: scipy's permutation method enumerates them all (exact)
+    x = np.array([5, 5, 6, 7, 7, 7.0])
+    y = np.array([4, 5, 5, 6, 6, 3.0])
+    ref = sps.mannwhitneyu(x, y, method=sps.PermutationMethod(n_resamples=9999)).pvalue
+    assert mann_whitney(x, y)[0] == pytest.approx(ref, rel=1e-9)
+    # per-run maxima of 5 vs 5 runs, completely separated with ties: the exact floor 2/252
+    assert mann_whitney(np.array([9, 9, 9, 8, 9.0]), np.array([3, 3, 2, 3, 3.0]))[0] == pytest.approx(2 / 252)
+
+
+def test_welch_and_brown_forsythe_match_scipy():
+    rng = np.random.default_rng(4)
+    for a, b in ((rng.normal(10, 1, 40), rng.normal(10.6, 3, 25)), (rng.gamma(2, 3, 3000), rng.gamma(2, 3.1, 2000)),
+                 (np.array([1.0, 2.0]), np.array([1.5, 9.0, 3.0]))):
+        p, lo, hi = welch(a, b)
+        ref = sps.ttest_ind(a, b, equal_var=False)
+        ci = ref.confidence_interval(0.95)
+        assert p == pytest.approx(ref.pvalue, rel=1e-9)
+        assert (lo, hi) == pytest.approx((ci.low, ci.high), rel=1e-9)
+        assert brown_forsythe(a, b) == pytest.approx(sps.levene(a, b, center="median").pvalue, rel=1e-9)
+    same = np.full(20, 3.0)
+    assert welch(same, same)[0] == 1.0 and brown_forsythe(same, same) == 1.0
+    assert welch(same, same + 1)[0] == 0.0
+
+
+def test_mann_whitney_identical_and_separated():
+    x = np.arange(100.0)
+    p, d = mann_whitney(x, x.copy())
+    assert p == pytest.approx(1.0) and d == 0.0
+    p, d = mann_whitney(x + 1000, x)
+    assert p < 1e-30 and d == 1.0
+
+
+def test_min_exact_p():
+    assert min_exact_p(3, 3) == pytest.approx(0.1)
+    assert min_exact_p(4, 4) == pytest.approx(2 / 70)
+    # the exact test really reaches it (no ties, complete separation)
+    assert sps.mannwhitneyu([1, 2, 3, 4], [5, 6, 7, 8], method="exact").pvalue == pytest.approx(2 / 70)
+
+
+@pytest.mark.parametrize("q", [0.5, 0.99, 0.37, 0.0, 1.0])
+def test_order_statistic_bootstrap_matches_resampling(q):
+    """The Beta draw of order statistics has the distribution of resampling every sample."""
+    rng = np.random.default_rng(7)
+    x = np.sort(rng.exponential(100, 150))
+    fast = bootstrap_quantile(x, q, 100_000, np.random.default_rng(1))
+    idx = np.random.default_rng(2).integers(0, len(x), size=(20_000, len(x)))
+    naive = np.quantile(x[idx], q, axis=1)
+    assert fast.mean() == pytest.approx(naive.mean(), rel=0.01, abs=0.05)
+    assert fast.std() == pytest.approx(naive.std(), rel=0.05, abs=0.05)
+    # the whole distribution: the largest gap between the two CDFs is within sampling error (~0.011 at 95%)
+    assert sps.ks_2samp(fast, naive).statistic < 0.02
+    # every replicate is a type-7 quantile of some resample: within the sample's range
+    assert fast.min() >= x[0] and fast.max() <= x[-1]
+
+
+def test_bootstrap_difference_cases():
+    rng = np.random.default_rng(3)
+    a = np.sort(rng.normal(1000, 10, 5000))
+    lo, hi, p = bootstrap_difference(a, a, 0.99, 5000, np.random.default_rng(1))
+    assert lo < 0 < hi and p == pytest.approx(1.0)
+    b = np.sort(a + 50)
+    lo, hi, p = bootstrap_difference(b, a, 0.5, 5000, np.random.default_rng(1))
+    assert lo < 50 < hi and hi - lo < 5 and p < 1e-10
+    const = np.full(10, 5.0)
+    assert bootstrap_difference(const, const, 0.5, 100, np.random.default_rng(1))[2] == 1.0
+    assert bootstrap_difference(const + 1, const, 0.5, 100, np.random.default_rng(1))[2] == 0.0
+
+
+# --- compare on a store ------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("study")
+    db, ids = study_store(tmp)
+    return db, ids
+
+
+def by_label(cs):
+    return {k["configuration"]: k for k in cs.to_json()["comparisons"]}
+
+
+def test_verdicts_pooling_and_holm(study):
+    db, ids = study
+    store = Store(db)
+    cs = compare_runs(store, select_runs(store, Selection(experiment="study1")), BASE)
+    got = by_label(cs)
+    assert set(got) == {"fullsweep_after=0 governor=conservative", "fullsweep_after=65535 governor=performance",
+                        "fullsweep_after=65535 governor=powersave"}
+    perf = got["fullsweep_after=65535 governor=performance"]
+    assert perf["baseline"] == "fullsweep_after=65535 governor=conservative"
+    assert perf["runs"] == 3 and perf["n_samples"] == 3 * 2000     # repetitions pooled
+    rows = {r["metric"]: r for r in perf["rows"]}
+    assert {m: rows[m]["verdict"] for m in ("mean", "median", "p99", "stdev")} == dict.fromkeys(
+        ("mean", "median", "p99", "stdev"), "better")
+    assert rows["mean"]["ratio"] == pytest.approx(0.5, rel=0.01)
+    assert perf["cliffs_delta"] == -1.0 and perf["magnitude"] == "large"
+    lo, hi = rows["median"]["ci95_difference"]
+    assert lo <= rows["median"]["difference"] <= hi
+    # 3 vs 3 runs can never reach 0.05 on the per-run maxima: not tested, and said why
+    assert rows["max"]["verdict"] == "not tested" and "smallest possible p-value is 0.1" in \
+        rows["max"]["not_tested_because"]
+    save = {r["metric"]: r for r in got["fullsweep_after=65535 governor=powersave"]["rows"]}
+    assert all(save[m]["verdict"] == "no significant difference" for m in ("mean", "median", "p99", "stdev"))
+    fs0 = {r["metric"]: r for r in got["fullsweep_after=0 governor=conservative"]["rows"]}
+    assert all(fs0[m]["verdict"] == "worse" for m in ("mean", "median", "p99"))
+    # Holm: one family over every tested row of every comparison
+    tested = [r for k in got.values() for r in k["rows"] if r["p"] is not None]
+    assert [r["p_holm"] for r in tested] == pytest.approx(holm([r["p"] for r in tested]))
+    assert cs.to_json()["warnings"] == []
+
+
+def test_same_seed_same_intervals_and_seed_changes_them(study):
+    db, _ = study
+    store = Store(db)
+    runs = select_runs(store, Selection())
+    a = compare_runs(store, runs, BASE, seed=1).to_json()
+    b = compare_runs(store, runs, BASE, seed=1).to_json()
+    c = compare_runs(store, runs, BASE, seed=2).to_json()
+    ci = lambda j: [r["ci95_difference"] for k in j["comparisons"] for r in k["rows"] if r["metric"] == "p99"]
+    assert ci(a) == ci(b) and ci(a) != ci(c)
+
+
+def test_baseline_by_most_shared_settings(study):
+    """--baseline governor=conservative: two configurations match; each other one takes the one sharing
+    its fullsweep_after (a factorial design), and the matching ones are baselines themselves."""
+    db, _ = study
+    store = Store(db)
+    cs = compare_runs(store, select_runs(store, Selection()), ["governor=conservative"])
+    got = by_label(cs)
+    assert set(got) == {"fullsweep_after=65535 governor=performance", "fullsweep_after=65535 governor=powersave"}
+    assert {k["baseline"] for k in got.values()} == {"fullsweep_after=65535 governor=conservative"}
+
+
+def test_ambiguous_baseline_is_reported_not_guessed(tmp_path):
+    store = Store(str(tmp_path / "a.db"))
+    rng = np.random.default_rng(0)
+    for s in ({"a": 1, "b": 1}, {"a": 1, "b": 2}, {"a": 2, "c": 5}):
+        add_run(store, tmp_path, rng.integers(100, 200, 50), settings=s)
+    cs = compare_runs(store, select_runs(store, Selection()), ["a=1"])
+    assert cs.comparisons == [] and len(cs.unmatched) == 1
+    assert "ambiguous baseline" in cs.unmatched[0][1]
+
+
+def test_baseline_errors_name_valid_choices(study):
+    db, _ = study
+    store = Store(db)
+    runs = select_runs(store, Selection())
+    with pytest.raises(UsageError, match="valid names: .*fullsweep_after.*governor"):
+        compare_runs(store, runs, ["fullsweep=1"])
+    with pytest.raises(UsageError, match="values of governor: conservative, performance, powersave"):
+        compare_runs(store, runs, ["governor=ondemand"])
+    with pytest.raises(UsageError, match="settings of the selected runs: fullsweep_after: 0, 65535"):
+        compare_runs(store, runs, ["defaults"])
+    with pytest.raises(UsageError, match="name a baseline"):
+        compare_runs(store, runs, [])
+    with pytest.raises(UsageError, match="expected NAME=VALUE"):
+        Baseline.parse(["governor"])
+
+
+def test_defaults_and_unset_values(tmp_path):
+    store = Store(str(tmp_path / "d.db"))
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        add_run(store, tmp_path, rng.integers(1000, 1100, 300))
+        add_run(store, tmp_path, rng.integers(500, 550, 300), settings={"priority": "high"})
+    for items in (["defaults"], ["priority="]):
+        cs = compare_runs(store, select_runs(store, Selection()), items)
+        (k,) = cs.comparisons
+        assert k.cell.config.settings_dict == {"priority": "high"} and k.row("median").verdict == "better"
+
+
+def test_few_repetitions_warn_and_max_tested_with_enough_runs(tmp_path):
+    store = Store(str(tmp_path / "r.db"))
+    rng = np.random.default_rng(0)
+    add_run(store, tmp_path, rng.integers(1000, 1100, 400), settings={"k": 0})
+    add_run(store, tmp_path, rng.integers(900, 1000, 400), settings={"k": 1})
+    cs = compare_runs(store, select_runs(store, Selection()), ["k=0"])
+    assert "fewer than 3 runs of k=0 (1); k=1 (1): between-run variation is unknown" in cs.warnings[0]
+
+    store = Store(str(tmp_path / "r5.db"))
+    for _ in range(5):
+        add_run(store, tmp_path, rng.integers(1000, 1100, 400), settings={"k": 0})
+        add_run(store, tmp_path, rng.integers(500, 600, 400), settings={"k": 1})
+    cs = compare_runs(store, select_runs(store, Selection()), ["k=0"])
+    row = cs.comparisons[0].row("max")
+    assert row.p == pytest.approx(2 / math.comb(10, 5)) and row.verdict == "better"
+    assert cs.warnings == []
+
+
+def test_pooled_significance_within_between_run_spread_is_flagged(tmp_path):
+    store = Store(str(tmp_path / "o.db"))
+    rng = np.random.default_rng(0)
+    for offset in (0, 1000, 2000):      # runs differ far more than the configurations do
+        add_run(store, tmp_path, 10_000 + offset + rng.integers(0, 100, 3000), settings={"k": 0})
+        add_run(store, tmp_path, 10_030 + offset + rng.integers(0, 100, 3000), settings={"k": 1})
+    cs = compare_runs(store, select_runs(store, Selection()), ["k=0"])
+    row = cs.comparisons[0].row("median")
+    assert row.verdict == "worse"
+    assert "per-run values overlap" in row.note
+
+
+def test_histogram_only_runs(tmp_path):
+    store = Store(str(tmp_path / "h.db"))
+    rng = np.random.default_rng(0)
+    for _ in range(4):
+        add_histogram_run(store, tmp_path, rng.integers(10_000, 50_000, 5000), workload="timer", variant="sleep",
+                          settings={"kernel": "normal"})
+        add_histogram_run(store, tmp_path, rng.integers(5_000, 20_000, 5000), workload="timer", variant="sleep",
+                          settings={"kernel": "rt"})
+    cells = load_cells(store, select_runs(store, Selection()))
+    assert all(len(c.samples) == 0 and c.stats["n"] == 20_000 for c in cells)
+    cs = compare(cells, Baseline.parse(["kernel=normal"]))
+    (k,) = cs.comparisons
+    assert k.mann_whitney_p is None
+    assert {r.metric: r.verdict for r in k.rows} == {"mean": "not tested", "median": "not tested",
+                                                     "p99": "not tested", "max": "better", "stdev": "not tested"}
+    assert "histogram-only" in k.notes[0]
+    assert k.row("mean").value == pytest.approx(12_500, rel=0.01)    # exact mean from the histogram sums
+
+
+# --- CLI --------------------------------------------------------------------------------------------------
+
+def test_cli_compare_json_and_table(cli, study):
+    db, _ = study
+    r = cli("compare", "--db", db, "--experiment", "study1", "--baseline", "fullsweep_after=65535",
+            "--baseline", "governor=conservative", "--json")
+    assert r.code == 0, r.err
+    out = json.loads(r.out)
+    assert out["correction"] == "holm" and out["resamples"] == 10_000 and len(out["comparisons"]) == 3
+    assert {c["is_baseline"] for c in out["configurations"]} == {True, False}
+    r = cli("compare", "--db", db, "--baseline", "governor=conservative", "--where", "fullsweep_after=65535")
+    assert r.code == 0, r.err
+    assert "better" in r.out and "n.s." in r.out and "Holm" in r.out and "Cliff's δ" in r.out
+
+
+@pytest.mark.parametrize("args,message", [
+    ([], "name a baseline"),
+    (["--baseline", "governor=turbo"], "values of governor"),
+    (["--baseline", "governor=conservative", "--where", "nosuch=1"], "valid: fullsweep_after, governor"),
+    (["--baseline", "governor=conservative", "--experiment", "nope"], "valid experiments: 1 (study1)"),
+    (["--baseline", "governor=conservative", "--alpha", "2"], "alpha must be between 0 and 1"),
+    (["--baseline", "governor=conservative", "--tag", "missing"], "no run with tag 'missing'"),
+])
+def test_cli_compare_usage_errors(cli, study, args, message):
+    db, _ = study
+    r = cli("compare", "--db", db, *args)
+    assert r.code == 2
+    assert message in " ".join(r.err.split())

@@ -1,0 +1,167 @@
+"""System settings governor and min_freq against a fake sysfs tree: applied, always restored, unavailable."""
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rtscope import governor
+from rtscope.errors import RtscopeError
+from rtscope.governor import Unavailable, cpufreq_applied, parse_freq, parse_governor
+from rtscope.settings import SETTINGS, RunContext
+
+CPU = "sys/devices/system/cpu"
+
+
+def fake_sysfs(root: Path, cpus=(0, 1), governor_="schedutil", offered="performance powersave schedutil",
+               min_freq=600000) -> Path:
+    (root / CPU).mkdir(parents=True, exist_ok=True)
+    (root / CPU / "online").write_text(f"{cpus[0]}-{cpus[-1]}\n")
+    for c in cpus:
+        d = root / CPU / f"cpu{c}" / "cpufreq"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "scaling_governor").write_text(governor_ + "\n")
+        (d / "scaling_available_governors").write_text(offered + "\n")
+        (d / "scaling_min_freq").write_text(f"{min_freq}\n")
+        (d / "cpuinfo_min_freq").write_text("600000\n")
+        (d / "cpuinfo_max_freq").write_text("1500000\n")
+    return root
+
+
+def read(root: Path, cpu: int, file: str) -> str:
+    return (root / CPU / f"cpu{cpu}" / "cpufreq" / file).read_text().strip()
+
+
+def test_governor_applied_on_every_cpu_and_restored(tmp_path):
+    root = fake_sysfs(tmp_path)
+    (root / CPU / "cpu1" / "cpufreq" / "scaling_governor").write_text("powersave\n")  # CPUs may differ
+    ctx = RunContext(request=None, workdir=tmp_path, notes=[])
+    with cpufreq_applied("scaling_governor", "performance", ctx, root=root):
+        assert [read(root, c, "scaling_governor") for c in (0, 1)] == ["performance", "performance"]
+    assert [read(root, c, "scaling_governor") for c in (0, 1)] == ["schedutil", "powersave"]
+    assert ctx.notes == ["scaling_governor set to performance on 2 CPU(s) (was powersave, schedutil)"]
+
+
+def test_restored_when_the_run_fails_or_is_interrupted(tmp_path):
+    root = fake_sysfs(tmp_path)
+    for exc in (RuntimeError("probe failed"), KeyboardInterrupt()):
+        with pytest.raises(type(exc)):
+            with cpufreq_applied("scaling_governor", "powersave", root=root):
+                assert read(root, 0, "scaling_governor") == "powersave"
+                raise exc
+        assert read(root, 0, "scaling_governor") == read(root, 1, "scaling_governor") == "schedutil"
+
+
+def test_a_cpu_without_cpufreq_makes_the_setting_unavailable_and_nothing_changes(tmp_path):
+    root = fake_sysfs(tmp_path)
+    (root / CPU / "cpu1" / "cpufreq" / "scaling_governor").unlink()
+    (root / CPU / "cpu1" / "cpufreq" / "scaling_governor").mkdir()  # readable as missing: unavailable
+    with pytest.raises(Unavailable, match="CPU.s. 1 have no cpufreq"):
+        with cpufreq_applied("scaling_governor", "performance", root=root):
+            pass
+    assert read(root, 0, "scaling_governor") == "schedutil"
+
+
+def test_kernel_refusing_a_value_is_an_error_and_nothing_stays_changed(tmp_path, monkeypatch):
+    root = fake_sysfs(tmp_path)
+    real_write = governor._write
+
+    def refuse_on_cpu1(path, text):
+        if "cpu1" in str(path) and text == "performance":
+            raise OSError(22, "Invalid argument")
+        real_write(path, text)
+
+    monkeypatch.setattr(governor, "_write", refuse_on_cpu1)
+    with pytest.raises(RtscopeError, match="cannot set .*cpu1.* to performance: Invalid argument"):
+        with cpufreq_applied("scaling_governor", "performance", root=root):
+            pass
+    assert read(root, 0, "scaling_governor") == read(root, 1, "scaling_governor") == "schedutil"
+
+
+def test_not_available_without_cpufreq_and_governors_not_offered(tmp_path):
+    bare = tmp_path / "bare"
+    (bare / CPU).mkdir(parents=True)
+    (bare / CPU / "online").write_text("0-1\n")
+    reason = SETTINGS["governor"].unavailable("performance", bare)
+    assert reason.startswith("not available on this machine") and "cpufreq" in reason
+    assert SETTINGS["min_freq"].unavailable("max", bare).startswith("not available on this machine")
+    root = fake_sysfs(tmp_path / "r", offered="powersave schedutil")
+    assert SETTINGS["governor"].unavailable("performance", root) == \
+        "governor 'performance' is not offered by this kernel on CPU 0; available: powersave, schedutil"
+    assert SETTINGS["governor"].unavailable("powersave", root) is None
+
+
+def test_this_machine_says_what_it_has(monkeypatch):
+    monkeypatch.delenv(governor.ROOT_ENV, raising=False)
+    has_cpufreq = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").exists()
+    reason = SETTINGS["governor"].unavailable("performance")
+    if has_cpufreq:
+        assert reason is None or "not offered" in reason or "permission" in reason
+    else:
+        assert reason.startswith("not available on this machine")
+
+
+def test_min_freq_values(tmp_path):
+    root = fake_sysfs(tmp_path)
+    for value, want in (("max", "1500000"), ("min", "600000"), (parse_freq("1.2GHz"), "1200000")):
+        with cpufreq_applied("scaling_min_freq", value, root=root):
+            assert read(root, 0, "scaling_min_freq") == read(root, 1, "scaling_min_freq") == want
+        assert read(root, 0, "scaling_min_freq") == "600000"
+    assert "outside CPU 0's range 600000..1500000 kHz" in SETTINGS["min_freq"].unavailable(2_000_000, root)
+
+
+@pytest.mark.parametrize("raw, want", [(800000, 800000), ("800000", 800000), ("1200MHz", 1200000),
+                                       ("1.4 GHz", 1400000), ("900khz", 900), ("max", "max"), ("MIN", "min")])
+def test_parse_freq(raw, want):
+    assert parse_freq(raw) == want
+
+
+@pytest.mark.parametrize("raw", [0, -5, True, "fast", "1.5kHz", 1.5, "GHz"])
+def test_parse_freq_rejects(raw):
+    with pytest.raises(ValueError):
+        parse_freq(raw)
+
+
+def test_parse_governor():
+    assert parse_governor(" performance ") == "performance"
+    with pytest.raises(ValueError, match="unknown governor 'turbo'"):
+        parse_governor("turbo")
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_settings_restored_after_sigterm_or_ctrl_c(tmp_path, sig, code):
+    """A real `rtscope run` changes the (fake) governor, gets a signal mid-run: old values back, run not stored."""
+    root = fake_sysfs(tmp_path / "sysfs")
+    spec = tmp_path / "g.toml"
+    spec.write_text('name = "g"\n[[workload]]\nname = "exec"\nvariants = "sleep"\n'
+                    '[workload.params]\niterations = 2000\npause_ms = 0\n'
+                    '[workload.settings]\ngovernor = "performance"\nmin_freq = "max"\n')
+    db = tmp_path / "g.db"
+    env = dict(os.environ, RTSCOPE_SYSFS_ROOT=str(root))
+    proc = subprocess.Popen([sys.executable, "-m", "rtscope", "run", str(spec), "--db", str(db)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while read(root, 1, "scaling_min_freq") != "1500000":
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the settings were never applied"
+            time.sleep(0.05)
+        assert read(root, 0, "scaling_governor") == "performance"
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == code, err
+    assert "marked interrupted" in err and "--resume 1" in err
+    for c in (0, 1):
+        assert read(root, c, "scaling_governor") == "schedutil" and read(root, c, "scaling_min_freq") == "600000"
+    with sqlite3.connect(db) as c:
+        assert c.execute("select status from experiments").fetchall() == [("interrupted",)]
+        assert c.execute("select count(*) from runs").fetchone() == (0,)
+        assert c.execute("select count(*) from sample_chunks").fetchone() == (0,)

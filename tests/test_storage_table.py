@@ -1,0 +1,155 @@
+"""`rtscope storage-table`: study 4's table from stored runs, and a real comparison of environments."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from rtscope import environments as envs
+from rtscope.cli.storage import column_label, human_time, merge_histograms
+from rtscope.environments import define_environment
+from rtscope.paths import repo_file
+from rtscope.runner import build_request, execute
+from rtscope.store import Run, Store
+
+FIXTURES = repo_file("tests", "fixtures", "fio")
+IS_ROOT = os.geteuid() == 0
+
+
+@pytest.fixture(autouse=True)
+def clean_registry():
+    before = dict(envs.ENVIRONMENTS)
+    yield
+    envs.ENVIRONMENTS.clear()
+    envs.ENVIRONMENTS.update(before)
+
+
+def fake_run(settings: dict, runtime: str = "native") -> Run:
+    return Run(1, {"settings": settings, "runtime": runtime})
+
+
+def test_column_labels():
+    assert column_label(fake_run({"mlock": False})) == "local"
+    assert column_label(fake_run({"env": "jail", "mlock": False})) == "jail"
+    assert column_label(fake_run({"env": "local"}, "fio")) == "local (fio)"
+    assert column_label(fake_run({"env": "ns", "cpu": 1, "mlock": False})) == "ns [cpu=1]"
+
+
+def test_human_time_is_the_studys_style():
+    assert [human_time(v) for v in (2_350_000, 13_580, 36_050_000_000, 512, None)] == \
+        ["2.35 ms", "13.58 µs", "36.05 s", "512 ns", "-"]
+
+
+def test_merge_histograms():
+    a = {"bucket_width": 100, "min_value": 0, "counts": [1, 2], "overflow": 1, "n": 4, "min": 5, "max": 900, "sum": 1200}
+    b = {"bucket_width": 100, "min_value": 0, "counts": [0, 1, 3], "overflow": 0, "n": 4, "min": 150, "max": 290,
+         "sum": 900}
+    m = merge_histograms([a, b])
+    assert m["counts"] == [1, 3, 3] and m["n"] == 8 and m["overflow"] == 1 and (m["min"], m["max"]) == (5, 900)
+    assert m["sum"] == 2100
+    assert merge_histograms([a, {**b, "bucket_width": 50}]) is None
+
+
+def run_storage(store, variant, env, target, runtime="native", **params):
+    p = {"size": "16K", "repetitions": 20, "dir": target, **params}
+    return execute(build_request("storage", variant, runtime, p, {"env": env}), store)
+
+
+def test_table_from_native_and_imported_fio_runs(cli, db, tmp_path, rtprobe):
+    store = Store(db)
+    ids = [run_storage(store, v, "local", str(tmp_path)) for v in ("write_sync", "write", "read")]
+    assert cli("import", "fio", FIXTURES / "write_sync.json", "--db", db).code == 0
+    r = cli("storage-table", "--db", db)
+    assert r.code == 0, r.err
+    assert "16 KiB file, 4 KiB blocks" in r.out and "mean time per pass" in r.out
+    for row in ("write(sync)", "write", "read"):
+        assert row in r.out
+    assert "local (fio)" in r.out
+    r = cli("storage-table", *map(str, ids), "--db", db, "--json")
+    assert r.code == 0, r.err
+    [table] = json.loads(r.out)
+    assert table["columns"] == ["local"] and table["params"]["size"] == 16384
+    cells = {c["variant"]: c for c in table["cells"]}
+    for variant, run_id in zip(("write_sync", "write", "read"), ids):
+        samples = store.primary_samples(store.get_run(run_id))
+        assert cells[variant]["runs"] == [run_id] and cells[variant]["passes"] == 20
+        assert cells[variant]["pass_mean_ns"] == pytest.approx(float(np.mean(samples)))
+        assert cells[variant]["block_p50_ns"] <= cells[variant]["block_p99_ns"]
+        assert cells[variant]["bytes_per_s"] == pytest.approx(16384 / (cells[variant]["pass_mean_ns"] * 1e-9))
+
+
+def test_fio_pass_mean_needs_enough_runtime(cli, db):
+    # The fixture's jobs ran for a few ms: fio's whole-ms runtime would give a mean that is mostly rounding.
+    assert cli("import", "fio", FIXTURES / "write_sync.json", "--db", db).code == 0
+    [table] = json.loads(cli("storage-table", "--db", db, "--json").out)
+    [cell] = table["cells"]
+    assert cell["pass_mean_ns"] is None and cell["passes"] == 3 and cell["block_p99_ns"] > 0
+
+
+def test_bad_selections(cli, db, make_samplefile):
+    r = cli("storage-table", "--db", db)
+    assert r.code == 2 and "no storage runs" in r.err
+    assert cli("import", "rts", make_samplefile([1, 2, 3]), "--db", db).code == 0
+    r = cli("storage-table", "1", "--db", db)
+    assert r.code == 2 and "run 1 is a exec run, not storage" in r.err
+    r = cli("storage-table", "7", "--db", db)
+    assert r.code == 2 and "no run 7" in r.err
+    r = cli("storage-table", "1", "--experiment", "1", "--db", db)
+    assert r.code == 2 and "either --experiment or run ids" in r.err
+    r = cli("storage-table", "--experiment", "nope", "--db", db)
+    assert r.code == 2 and "no experiment 'nope'" in r.err
+
+
+@pytest.fixture
+def slow_jail(tmp_path):
+    """A chroot on a loop-mounted ext2 image mounted `sync`: every write goes to the (loop) disk at once."""
+    if not IS_ROOT:
+        pytest.skip("needs root to mount a loop device and chroot")
+    for tool in ("mkfs.ext2", "losetup"):
+        if not shutil.which(tool):
+            pytest.skip(f"{tool} not found (e2fsprogs / util-linux)")
+    img, mnt = tmp_path / "slow.img", tmp_path / "slow"
+    mnt.mkdir()
+    with open(img, "wb") as f:
+        f.truncate(32 << 20)
+    subprocess.run(["mkfs.ext2", "-q", "-F", str(img)], check=True)
+    res = subprocess.run(["mount", "-o", "loop,sync", str(img), str(mnt)], capture_output=True, text=True)
+    if res.returncode:
+        pytest.skip(f"cannot loop-mount an ext2 image here: {res.stderr.strip()}")
+    try:
+        from test_environments import make_jail
+        make_jail(mnt)
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_environments_side_by_side(cli, db, tmp_path, rtprobe, slow_jail):
+    """local, a namespace wrapper and a slow chroot: the table shows real differences."""
+    if subprocess.run(["unshare", "--mount", "--pid", "--fork", "true"], capture_output=True).returncode:
+        pytest.skip("unshare --mount --pid --fork is not permitted here")
+    define_environment("ns", ["unshare", "--mount", "--pid", "--fork"], root="/")
+    define_environment("slow", ["chroot", str(slow_jail)], root=str(slow_jail))
+    target = tmp_path / "disk"
+    target.mkdir()
+    store = Store(db)
+    for variant in ("write_sync", "write", "read"):
+        for env, d in (("local", str(target)), ("ns", str(target)), ("slow", "/")):
+            run_storage(store, variant, env, d)
+    r = cli("storage-table", "--db", db)
+    assert r.code == 0, r.err
+    assert all(c in r.out for c in ("local", "ns", "slow"))
+    [table] = json.loads(cli("storage-table", "--db", db, "--json").out)
+    assert table["columns"] == ["local", "ns", "slow"]
+    mean = {(c["variant"], c["column"]): c["pass_mean_ns"] for c in table["cells"]}
+    # On a sync mount every write waits for the device: far slower than the page cache.
+    assert mean["write", "slow"] > 5 * mean["write", "local"]
+    assert mean["write", "slow"] > 5 * mean["write", "ns"]
+    # Everywhere, a pass that ends in fsync costs more than one that does not.
+    assert mean["write_sync", "local"] > mean["write", "local"]
+    assert not [p for p in target.iterdir()] and list((slow_jail / "tmp").iterdir()) == []
