@@ -10,6 +10,8 @@ declare -A NEEDED=(
   [elixir]=elixir
   [cyclictest]=rt-tests [hackbench]=rt-tests
   [fio]=fio [stress-ng]=stress-ng
+  [chromium]=chromium   # the report's real-browser test
+  [mkfs.ext2]=e2fsprogs [unshare]=util-linux [setpriv]=util-linux
 )
 missing=()
 for cmd in "${!NEEDED[@]}"; do

@@ -9,8 +9,6 @@ import sys
 import time
 from collections import Counter
 
-import pytest
-
 from rtscope import experiment as exp_mod
 from rtscope.experiment import PlannedRun, plan
 from rtscope.spec import parse

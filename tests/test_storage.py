@@ -12,7 +12,7 @@ from rtscope.results import run_stats
 from rtscope.runner import build_request, execute
 from rtscope.runtimes import RUNTIMES
 from rtscope.store import Store
-from rtscope.workloads import WORKLOADS, byte_count
+from rtscope.workloads import byte_count
 
 IS_ROOT = os.geteuid() == 0
 

@@ -60,6 +60,7 @@ from .errors import UsageError, choices
 from .results import run_stats
 from .select import CORE_DIMENSIONS, Configuration, group_runs, short_labels, value_matches, value_text
 from .store import Run, Store
+from .stats import merge_histograms
 
 METRICS = ("mean", "median", "p99", "max", "stdev")
 STAT_KEY = {"mean": "mean", "median": "p50", "p99": "p99", "max": "max", "stdev": "stdev"}
@@ -274,20 +275,6 @@ class Cell:
 def first_histogram(run: Run) -> dict | None:
     hists = run["trailer"].get("histograms") or {}
     return next(iter(hists.values())) if hists else None
-
-
-def merge_histograms(hists: list[dict]) -> dict | None:
-    """One histogram from several with identical buckets; None when the buckets differ."""
-    first = hists[0]
-    shape = (first["bucket_width"], first.get("min_value", 0), len(first["counts"]))
-    if any((h["bucket_width"], h.get("min_value", 0), len(h["counts"])) != shape for h in hists):
-        return None
-    counts = np.sum([np.asarray(h["counts"], dtype=np.int64) for h in hists], axis=0)
-    n = [h.get("n", int(np.sum(h["counts"])) + int(h.get("overflow", 0))) for h in hists]
-    return {"unit": first.get("unit", ""), "bucket_width": first["bucket_width"], "min_value": shape[1],
-            "counts": counts.tolist(), "overflow": sum(int(h.get("overflow", 0)) for h in hists), "n": sum(n),
-            "min": min(h["min"] for h in hists), "max": max(h["max"] for h in hists),
-            "sum": sum(h["sum"] for h in hists)}
 
 
 def load_cells(store: Store, runs: list[Run]) -> list[Cell]:

@@ -11,11 +11,11 @@ DISPLAY = (("n", "n"), ("min", "MIN"), ("mean", "AVG"), ("max", "MAX"), ("var", 
 
 
 def run_stats(store: Store, run: Run) -> dict:
-    """Summary of a run's primary column; from its histogram when the probe kept only that."""
+    """Summary of a run's primary column; from its histograms when the probe kept only those."""
     if run["n_samples"] == 0:
-        hists = run["trailer"].get("histograms") or {}
-        if hists:
-            return stats.summarize_histogram(next(iter(hists.values())))
+        merged = stats.merge_histograms((run["trailer"].get("histograms") or {}).values())
+        if merged is not None:  # one per thread: the run's distribution is their sum
+            return stats.summarize_histogram(merged)
     return stats.summarize(store.primary_samples(run))
 
 
@@ -29,7 +29,7 @@ def fmt(key: str, value, scale: float) -> str:
         return "-"
     if key == "n":
         return f"{int(value):,}"
-    v = value * scale * scale if key == "var" else value * scale
+    v = round(value * scale * scale if key == "var" else value * scale, 9)  # 78000 ns -> 78, not 78.00000000000001
     if abs(v) >= 1000 or v == int(v):
         return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.2f}".rstrip("0").rstrip(".")
     return f"{v:.3g}" if abs(v) < 1 else f"{v:.2f}"

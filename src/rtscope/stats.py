@@ -130,3 +130,26 @@ def summarize_histogram(h: dict) -> dict[str, float | int | None]:
         i = int(np.searchsorted(cum, rank))
         out[key] = float(lo + width * (i + 1)) if i < len(counts) else float(h["max"])
     return out
+
+
+def merge_histograms(hists) -> dict | None:
+    """Sum probe-kept histograms of one bucket layout (e.g. one per thread, or per repetition).
+
+    Count arrays of different lengths are padded; None when bucket widths or
+    origins differ (such histograms cannot be summed bucket by bucket).
+    """
+    hists = [h for h in hists if h]
+    if not hists:
+        return None
+    width, lo, unit = hists[0]["bucket_width"], hists[0].get("min_value", 0), hists[0].get("unit", "ns")
+    if any((h["bucket_width"], h.get("min_value", 0), h.get("unit", "ns")) != (width, lo, unit) for h in hists):
+        return None
+    counts = np.zeros(max(len(h["counts"]) for h in hists), dtype=np.int64)
+    for h in hists:
+        counts[:len(h["counts"])] += np.asarray(h["counts"], dtype=np.int64)
+    n = [int(h.get("n", int(np.sum(h["counts"])) + int(h.get("overflow", 0)))) for h in hists]
+    filled = [h for h, k in zip(hists, n) if k]
+    return {"unit": unit, "bucket_width": width, "min_value": lo, "counts": counts.tolist(),
+            "overflow": sum(int(h.get("overflow", 0)) for h in hists), "n": sum(n),
+            "min": min((h["min"] for h in filled), default=0), "max": max((h["max"] for h in filled), default=0),
+            "sum": sum(h.get("sum", 0) for h in hists)}

@@ -28,6 +28,7 @@ from .. import stats
 from ..errors import UsageError
 from ..select import experiment_id
 from ..store import Run, Store
+from ..stats import merge_histograms
 from .common import DbOption, JsonOption, app, console, escape, open_store, print_json
 
 MODES = (("write_sync", "write(sync)"), ("write", "write"), ("read", "read"))
@@ -48,22 +49,6 @@ def column_label(run: Run) -> str:
 def group_key(run: Run) -> tuple:
     p = run["params"]
     return tuple(p.get(k) for k in GROUP_PARAMS)
-
-
-def merge_histograms(hists: list[dict]) -> dict | None:
-    """One histogram from several of the same bucket layout; None when layouts differ."""
-    if not hists:
-        return None
-    width, lo = hists[0]["bucket_width"], hists[0].get("min_value", 0)
-    if any(h["bucket_width"] != width or h.get("min_value", 0) != lo for h in hists):
-        return None
-    counts = np.zeros(max(len(h["counts"]) for h in hists), dtype=np.int64)
-    for h in hists:
-        counts[:len(h["counts"])] += np.asarray(h["counts"], dtype=np.int64)
-    return {"bucket_width": width, "min_value": lo, "counts": counts.tolist(),
-            "overflow": sum(h.get("overflow", 0) for h in hists), "n": sum(h["n"] for h in hists),
-            "min": min(h["min"] for h in hists), "max": max(h["max"] for h in hists),
-            "sum": sum(h["sum"] for h in hists)}
 
 
 @dataclass

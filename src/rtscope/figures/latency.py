@@ -52,22 +52,11 @@ class LatencySeries:
 
 
 def merge_histograms(hists: Iterable[dict]) -> dict:
-    """Sum histograms of the same bucket layout (e.g. one per thread) into one."""
-    hists = list(hists)
-    if not hists:
-        raise ValueError("no histograms to merge")
-    width, lo, unit = hists[0]["bucket_width"], hists[0].get("min_value", 0), hists[0].get("unit", "ns")
-    for h in hists[1:]:
-        if (h["bucket_width"], h.get("min_value", 0), h.get("unit", "ns")) != (width, lo, unit):
-            raise ValueError("histograms with different bucket layouts cannot be merged")
-    counts = np.zeros(max(len(h["counts"]) for h in hists), dtype=np.int64)
-    for h in hists:
-        counts[:len(h["counts"])] += np.asarray(h["counts"], dtype=np.int64)
-    filled = [h for h in hists if h.get("n", 0)]
-    return {"unit": unit, "bucket_width": width, "min_value": lo, "counts": counts.tolist(),
-            "overflow": sum(int(h.get("overflow", 0)) for h in hists), "n": sum(int(h.get("n", 0)) for h in hists),
-            "min": min((h["min"] for h in filled), default=0), "max": max((h["max"] for h in filled), default=0),
-            "sum": sum(int(h.get("sum", 0)) for h in hists)}
+    """stats.merge_histograms, refusing layouts that cannot be summed (a figure needs one)."""
+    merged = stats.merge_histograms(list(hists))
+    if merged is None:
+        raise ValueError("no histograms to merge, or histograms with different bucket layouts cannot be merged")
+    return merged
 
 
 def from_samples(label: str, values_ns, *, missed: int | None = None, bucket_ns: int = BUCKET_NS) -> LatencySeries:
@@ -135,7 +124,7 @@ def stat_line(s: LatencySeries) -> str:
 
 def _literal(text: str) -> str:
     """Matplotlib reads $...$ as math: show labels literally."""
-    return str(text).replace("\\", "\\\\").replace("$", r"\$")
+    return str(text).replace("$", r"\$")
 
 
 def default_x_max_us(series: list[LatencySeries]) -> float:

@@ -17,10 +17,11 @@ import numpy as np
 
 from .. import stats, sysinfo
 from ..compare import (RESAMPLES, SEED, Baseline, Cell, ComparisonSet, check_options, compare, first_histogram,
-                       load_cells, merge_histograms)
+                       load_cells)
 from ..errors import UsageError
 from ..fit import Series, memory_series
 from ..select import Configuration, short_labels
+from ..stats import merge_histograms
 from ..store import Run, Store
 
 MAX_OUTLIERS = 500          # outliers drawn per box (thinned evenly by rank beyond that)
