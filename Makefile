@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: all setup system-deps venv probes beam cbtask demo test test-python test-probes test-beam test-cbtask bench clean
+.PHONY: all setup system-deps venv probes beam cbtask demo test test-python test-probes test-beam test-cbtask check-specs bench clean
 
 all: setup
 
@@ -37,10 +37,15 @@ cbtask:
 demo: setup
 	$(BIN)/rtscope demo
 
-test: setup test-probes test-cbtask test-beam test-python
+test: setup test-probes test-cbtask test-beam check-specs test-python
 
 test-python: setup
 	$(BIN)/python -m pytest -q
+
+# Every shipped spec must validate (runs this machine cannot make are skipped by the specs themselves).
+check-specs: setup
+	@for s in specs/*.toml; do $(BIN)/rtscope check $$s >/dev/null || { $(BIN)/rtscope check $$s; exit 1; }; done
+	@echo "specs: all valid"
 
 test-probes:
 	$(MAKE) -C probes test

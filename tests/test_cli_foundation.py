@@ -162,3 +162,11 @@ def test_unwritable_store_as_unprivileged_user(open_dir):
     locked.mkdir(mode=0o755)
     r = as_nobody([sys.executable, "-m", "rtscope", "runs", "--db", str(locked / "s.db")])
     assert r.returncode == 2 and "not writable" in r.stderr
+
+
+def test_workload_rules_are_checked_before_running(cli, tmp_path):
+    db = tmp_path / "never.db"
+    spec = write_spec(tmp_path, '[[workload]]\nname = "exec"\nvariants = ["nothing"]\n[workload.params]\nn = 3\n')
+    r = cli("run", spec, "--db", db)
+    assert r.code == 2 and "parameter n does not apply to exec nothing" in " ".join(r.err.split())
+    assert not db.exists()

@@ -155,3 +155,13 @@ def test_commands_cover_every_cpu(kind, tool, tmp_path):
     assert argv[0] == tool and "4" in argv
     if kind == "io":
         assert str(tmp_path) in argv  # its files go to the run's temporary directory
+
+
+def test_missing_load_tool_is_reported_as_unavailable(monkeypatch):
+    from rtscope import loadgen
+    from rtscope.settings import SETTINGS
+    monkeypatch.setattr(loadgen.shutil, "which", lambda tool: None)
+    assert SETTINGS["load"].unavailable("none") is None
+    assert SETTINGS["load"].unavailable("cpu") == \
+        "load cpu needs stress-ng, which is not installed: sudo apt-get install -y stress-ng"
+    assert "hackbench" in SETTINGS["load"].unavailable("hackbench")

@@ -23,7 +23,8 @@ from typing import Any, Protocol
 import sqlalchemy as sa
 
 from .errors import RtscopeError, UsageError
-from .runner import Terminated, execute as execute_run, held_signals, sigterm_raises
+from .runner import execute as execute_run
+from .signals import Terminated, held_signals, sigterm_raises
 from .runtimes import RUNTIMES
 from .runtimes.base import RunRequest
 from .settings import SETTINGS
@@ -201,8 +202,8 @@ class Availability:
             setting = SETTINGS.get(name)
             if setting is None:
                 return f"setting {name} is not known to this rtscope"
-            check = getattr(setting, "unavailable", None)  # optional: system settings that depend on the machine
-            if callable(check):
+            check = setting.unavailable  # optional: system settings that depend on the machine
+            if check is not None:
                 why = self._ask(("setting", name, repr(value)), lambda: check(value))
                 if why:
                     return f"setting {name}: {why}"  # the reasons name the value when it matters

@@ -22,7 +22,7 @@ from typing import Any, Iterator
 
 from . import sysinfo
 from .errors import RtscopeError
-from .runner import held_signals
+from .signals import held_signals
 from .settings import RunContext, Setting, register
 
 ROOT_ENV = "RTSCOPE_SYSFS_ROOT"
@@ -82,7 +82,10 @@ class CpufreqSetting(Setting):
 
     file: str = ""
 
-    def unavailable(self, value: Any, root: Path | None = None) -> str | None:
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "unavailable", self.check_machine)  # Setting's hook, bound to this file
+
+    def check_machine(self, value: Any, root: Path | None = None) -> str | None:
         """None when `value` can be applied on this machine, else why not (said to the user)."""
         try:
             plan(self.file, value, root or sysfs_root())

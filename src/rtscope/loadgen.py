@@ -25,7 +25,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -35,6 +34,7 @@ from . import sysinfo
 from .errors import RtscopeError
 from .options import one_of
 from .settings import RunContext, Setting, register
+from .signals import held_signals
 
 LOADS = ("none", "cpu", "io", "vm", "hackbench")
 PACKAGES = {"stress-ng": "stress-ng", "hackbench": "rt-tests"}
@@ -87,19 +87,6 @@ def _die_with_parent() -> None:
         pass
 
 
-@contextmanager
-def _signals_held() -> Iterator[None]:
-    """Hold SIGINT/SIGTERM while stopping (delivered after), so a second Ctrl-C cannot cut it short."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
 class Load:
     """One running load generator: start() it, stop() it (idempotent), in its own session."""
 
@@ -112,10 +99,9 @@ class Load:
         self.log = self.workdir / f"load-{kind}.log"
 
     def start(self) -> None:
-        tool = self.argv[0]
-        if shutil.which(tool) is None:
-            raise RtscopeError(f"load {self.kind} needs {tool}, which is not installed: "
-                               f"sudo apt-get install -y {PACKAGES[tool]}")
+        missing = load_unavailable(self.kind)
+        if missing:
+            raise RtscopeError(missing)
         self.workdir.mkdir(parents=True, exist_ok=True)
         with open(self.log, "wb") as log:  # a file, not a pipe: a full pipe would stall the load
             try:
@@ -123,7 +109,7 @@ class Load:
                                              cwd=self.workdir, start_new_session=True,
                                              preexec_fn=_die_with_parent)
             except OSError as e:
-                raise RtscopeError(f"cannot start load {self.kind} ({tool}): {e.strerror}") from None
+                raise RtscopeError(f"cannot start load {self.kind} ({self.argv[0]}): {e.strerror}") from None
         try:
             self._wait_for_workers()
             time.sleep(SETTLE_S)
@@ -154,7 +140,7 @@ class Load:
         if self.proc is None:
             return
         sid = self.proc.pid
-        with _signals_held():
+        with held_signals():
             for sig, wait in ((signal.SIGTERM, TERM_WAIT_S), (signal.SIGKILL, KILL_WAIT_S)):
                 for pid in session_members(sid):
                     try:
@@ -196,10 +182,20 @@ def running_load(kind: str, ctx: RunContext) -> Iterator[Load]:
                   f"the run was partly measured without it ({load._log_tail(200)})", file=sys.stderr)
 
 
+def load_unavailable(kind: str) -> str | None:
+    """Why load `kind` cannot run here (its tool is not installed), or None."""
+    if kind == "none":
+        return None
+    tool = command(kind, 1, Path("."))[0]
+    if shutil.which(tool) is None:
+        return f"load {kind} needs {tool}, which is not installed: sudo apt-get install -y {PACKAGES[tool]}"
+    return None
+
+
 def apply(value: str, ctx: RunContext):
     return nullcontext() if value == "none" else running_load(value, ctx)
 
 
 register(Setting("load", one_of(*LOADS), f"one of {', '.join(LOADS)}",
                  "background load on every CPU during the run: stress-ng cpu/io/vm, rt-tests hackbench",
-                 "none", scope="system", apply=apply))
+                 "none", scope="system", apply=apply, unavailable=load_unavailable))

@@ -11,14 +11,14 @@ import os
 import signal
 import subprocess
 import tempfile
-import threading
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from . import samplefile, sysinfo
 from .errors import ProbeError, RtscopeError, UsageError, choices
 from .options import lookup
+from .signals import sigterm_raises
 from .runtimes import RUNTIMES
 from .runtimes.base import RunRequest
 from .settings import SETTINGS, RunContext
@@ -26,26 +26,6 @@ from .store import Store
 from .workloads import WORKLOADS
 
 PROBE_STDERR_TAIL = 2000  # characters of a failed probe's output kept in the error
-
-
-class Terminated(BaseException):
-    """Raised in the main thread when SIGTERM arrives, so every `finally` and undo runs."""
-
-
-@contextmanager
-def sigterm_raises() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, _frame):
-        raise Terminated(f"terminated by signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def build_request(workload: str, variant: str, runtime: str, params: dict[str, Any] | None = None,
@@ -62,6 +42,11 @@ def build_request(workload: str, variant: str, runtime: str, params: dict[str, A
     full = w.defaults(variant)
     for name, raw in (params or {}).items():
         full[name] = w.param(name).value(raw, where)
+    if w.check:
+        try:
+            w.check(variant, full)
+        except UsageError as e:
+            raise UsageError(f"{e}{' in ' + where if where else ''}") from None
     accepted = {n: SETTINGS[n] for n in (*rt.settings, *(n for n, s in SETTINGS.items() if s.scope == "system"))}
     parsed = {}
     for name, raw in (settings or {}).items():
@@ -150,16 +135,3 @@ def execute(req: RunRequest, store: Store, *, timeout: float | None = None, **st
             if SETTINGS[name].scope == "system":
                 sf.header["settings"].setdefault(name, value)
         return store.add_run(sf, environment, tags=list(req.tags), source=" ".join(argv), **store_kwargs)
-
-
-@contextmanager
-def held_signals() -> Iterator[None]:
-    """Hold SIGINT/SIGTERM off (they are delivered on exit), so that undoing a setting is never cut short."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)

@@ -20,6 +20,8 @@ from .options import Option, boolean, integer
 class Setting(Option):
     scope: str = "probe"  # "probe" | "system"
     apply: Callable[[Any, "RunContext"], AbstractContextManager] | None = None
+    # None when the value can be applied on this machine, else why not (experiments skip or fail by spec).
+    unavailable: Callable[[Any], str | None] | None = None
 
 
 @dataclass

@@ -27,7 +27,6 @@ TOML text for them. The reference of every key is docs/spec.md.
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import json
 import re
@@ -38,21 +37,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import environments
 from .errors import RtscopeError, UsageError, choices
 from .runner import build_request
 from .runtimes import RUNTIMES
 from .runtimes.base import RunRequest
 from .settings import SETTINGS
 from .workloads import WORKLOADS
-
-# Modules that register system settings (a spec may use any of them); absent ones are skipped.
-SYSTEM_SETTING_MODULES = ("governor", "load", "environments")
-for _module in SYSTEM_SETTING_MODULES:
-    try:
-        importlib.import_module(f"{__package__}.{_module}")
-    except ModuleNotFoundError as _e:
-        if _e.name != f"{__package__}.{_module}":
-            raise
 
 TOP_KEYS = ("name", "description", "tags", "repetitions", "seed", "order", "on_unavailable", "timeout_s",
             "scale", "environments", "workload")
@@ -431,19 +422,10 @@ class _Checker:
 
     def environments(self, raw: dict) -> None:
         """`[environments.NAME]` tables, defined through the environments module (docs/environments.md)."""
-        try:
-            module = importlib.import_module(f"{__package__}.environments")
-        except ModuleNotFoundError:
-            module = None
-        define = getattr(module, "load_environments", None)
-        if define is None:
-            self.error(("environments",), "unknown key 'environments': this rtscope has no environment wrappers; "
-                       f"valid keys: {choices(k for k in TOP_KEYS if k != 'environments')}")
-            return
         table = self.typed(raw, "environments", (), "table", {})
         for env_name, definition in table.items():
             try:
-                define({env_name: definition}, self.source)
+                environments.load_environments({env_name: definition}, self.source)
             except RtscopeError as e:
                 msg = str(e).removeprefix(f"{self.source}, ").removeprefix(f"{self.source}: ")
                 self.error(("environments", env_name), msg)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
+from .errors import UsageError
 from .options import Option, integer, number
 
 
@@ -15,6 +16,8 @@ class Workload:
     variants: tuple[str, ...]
     params: tuple[Option, ...]
     variant_defaults: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Rules across parameters, whatever the runtime: check(variant, params) raises UsageError.
+    check: Callable[[str, dict[str, Any]], None] | None = None
 
     def param(self, name: str) -> Option:
         from .options import lookup
@@ -45,11 +48,17 @@ register(Workload(
         Option("pause_ms", number(0), "a number of ms >= 0", "pause between calls", 5),
     ),
     variant_defaults={"sum": {"n": 4000}, "fib": {"n": 20}, "sleep": {"n": 5}},
+    check=lambda variant, params: _check_exec(variant, params),
 ))
 
 
+def _check_exec(variant: str, params: dict[str, Any]) -> None:
+    if variant == "nothing" and "n" in params:
+        raise UsageError("parameter n does not apply to exec nothing (an empty call)")
+
+
 # --- tasks (study 5): memory per task and switch cost --------------------------------------------------------
-from .errors import UsageError, choices  # noqa: E402  (kept with the block that uses it)
+from .errors import choices  # noqa: E402  (kept with the block that uses it)
 
 TASK_COUNTS = "1,10,100,1000,2000,5000,10000,20000,50000"  # the study's task counts
 TASK_PARAMS = {"memory": ("counts",), "switch": ("iterations",)}
@@ -127,8 +136,8 @@ def byte_count(minimum: int, maximum: int):
     return parse
 
 
-def check_storage_params(params: dict[str, Any]) -> None:
-    """Cross-parameter rules of workload storage, for a runtime's prepare()."""
+def check_storage(variant: str, params: dict[str, Any]) -> None:
+    """Cross-parameter rules of workload storage."""
     size, block = params["size"], params["block_size"]
     if size % block:
         below = size // block * block
@@ -138,9 +147,6 @@ def check_storage_params(params: dict[str, Any]) -> None:
         raise UsageError(f"storage direct=true needs a block_size that is a multiple of 512, got {block}")
     if not str(params.get("dir", "")).strip():
         raise UsageError("storage dir must not be empty (default: the probe's working directory '.')")
-
-
-def check_storage_variant(variant: str, params: dict[str, Any]) -> None:
     if params.get("fdatasync") and variant != "write_sync":
         raise UsageError(f"storage fdatasync=true applies to variant write_sync only, not {variant}")
     if params.get("drop_caches") and variant != "read":
@@ -165,6 +171,7 @@ register(Workload(
         Option("drop_caches", boolean, "true or false", "read: drop the page cache before each pass (root)",
                False),
     ),
+    check=check_storage,
 ))
 
 

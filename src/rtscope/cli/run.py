@@ -17,7 +17,7 @@ from ..errors import RtscopeError, UsageError, choices
 from ..importers import IMPORTERS
 from ..options import parse_assignment
 from ..results import run_stats
-from ..runner import Terminated
+from ..signals import Terminated
 from ..store import Store
 from .common import DbOption, app, console, err_console, escape, open_store
 from .runs import stats_table

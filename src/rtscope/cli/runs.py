@@ -16,7 +16,7 @@ from rich.table import Table
 
 from .. import stats, sysinfo
 from ..results import DISPLAY, display_unit, fmt, run_stats
-from ..store import Run, Store
+from ..store import Run
 from .common import DbOption, JsonOption, app, console, escape, open_store, print_json, settings_text
 
 

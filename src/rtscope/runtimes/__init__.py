@@ -1,7 +1,9 @@
 """Runtime adapters: how to launch a workload's code in each runtime and collect its sample file.
 
 Adapters register themselves in RUNTIMES when their module is imported; the
-list of modules below is the one place that knows them all.
+lists of modules below are the one place that knows them all. The system
+settings (valid for every runtime) are registered here too, since every run
+goes through an adapter.
 """
 
 from __future__ import annotations
@@ -11,7 +13,10 @@ import importlib
 from .base import RUNTIMES, Runtime, register
 
 ADAPTER_MODULES = ["native", "fio", "cyclictest", "beam"]
+SYSTEM_SETTING_MODULES = ["governor", "loadgen", "environments"]
 
+for _name in SYSTEM_SETTING_MODULES:
+    importlib.import_module(f"rtscope.{_name}")
 for _name in ADAPTER_MODULES:
     importlib.import_module(f"{__name__}.{_name}")
 

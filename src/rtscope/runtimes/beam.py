@@ -226,8 +226,6 @@ class Beam(Runtime):
             raise UsageError("setting model applies to workload tasks only")
         if req.workload == "exec":
             _whole(p["pause_ms"], "pause_ms")
-            if req.variant == "nothing" and "n" in p:
-                raise UsageError("parameter n does not apply to exec nothing")
         if req.workload == "timer":
             unsupported = sorted({"duration_s", "threads", "histogram_us"} & set(p))
             if unsupported:

@@ -20,7 +20,6 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import loadgen  # noqa: F401  (registers the system setting `load`, valid for every runtime)
 from .. import samplefile
 from ..errors import ProbeError, UsageError
 from ..importers import cyclictest as parser

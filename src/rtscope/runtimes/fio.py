@@ -21,7 +21,6 @@ from pathlib import Path
 from .. import environments, samplefile
 from ..errors import ProbeError, RtscopeError
 from ..importers.fio import convert_job, load_report
-from ..workloads import check_storage_params, check_storage_variant
 from .base import RunRequest, Runtime, register
 
 REPORT = "fio.json"
@@ -77,8 +76,6 @@ class Fio(Runtime):
         return None if shutil.which("fio") else f"fio is not installed ({INSTALL})"
 
     def prepare(self, req: RunRequest) -> None:
-        check_storage_params(req.params)
-        check_storage_variant(req.variant, req.params)
         if _environment(req).mode == "shared":
             check_target(req.params["dir"], req.params["size"])
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from .. import paths
 from ..errors import RtscopeError, UsageError
 from ..settings import SETTINGS
-from ..workloads import check_storage_params, check_storage_variant, check_task_request
+from ..workloads import check_task_request
 from ..workloads import check_timer_request
 from .base import RunRequest, Runtime, register
 
@@ -66,9 +66,6 @@ class Native(Runtime):
             check_tasks(req)
         elif "model" in req.settings:
             raise UsageError("setting model applies to workload tasks only")
-        if req.workload == "storage":
-            check_storage_params(req.params)
-            check_storage_variant(req.variant, req.params)
         if req.workload == "timer":
             check_timer_request(req)
 

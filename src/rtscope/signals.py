@@ -1,0 +1,41 @@
+"""Signal handling around system changes: SIGTERM as an exception, and signals held while undoing."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+
+class Terminated(BaseException):
+    """Raised in the main thread when SIGTERM arrives, so every `finally` and undo runs."""
+
+
+@contextmanager
+def sigterm_raises() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, _frame):
+        raise Terminated(f"terminated by signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def held_signals() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM off (they are delivered on exit), so that undoing a setting is never cut short."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
