@@ -33,7 +33,7 @@ from rtscope import paths, samplefile
 from rtscope.importers.fio import load_report
 from rtscope.runtimes.base import RunRequest
 from rtscope.runtimes.fio import fio_args
-from rtscope.workloads import WORKLOADS, check_storage_params
+from rtscope.workloads import WORKLOADS, check_storage
 
 TARGET = 0.05
 
@@ -54,12 +54,12 @@ def run_rtprobe(req: RunRequest, out: Path) -> float:
     return p["size"] / (mean_ns * 1e-9)
 
 
-def run_fio(req: RunRequest, work: Path) -> float:
+def run_fio(req: RunRequest, work: Path, extra: list[str]) -> float:
     report = work / "fio.json"
     filename = f"{req.params['dir']}/rtscope-bench-fio.dat"
     # fio has no scheduling-policy option: chrt gives it (and the job process it forks) the same SCHED_FIFO.
     chrt = ["chrt", "-f", str(req.settings["rt_priority"])] if "rt_priority" in req.settings else []
-    subprocess.run([*chrt, "fio", *fio_args(req, filename, str(report))], check=True)
+    subprocess.run([*chrt, "fio", *fio_args(req, filename, str(report)), *extra], check=True)
     job = load_report(report)["jobs"][0]
     ddir = job["read" if req.variant == "read" else "write"]
     return float(ddir["bw_bytes"])
@@ -78,20 +78,25 @@ def main() -> int:
     ap.add_argument("--rt-priority", type=int, help="run both tools under SCHED_FIFO at this priority (root): "
                                                     "the rest of a busy machine then disturbs them less")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON too")
+    ap.add_argument("--fio-gtod-reduce", action="store_true",
+                    help="run fio with --gtod_reduce=1 (its throughput mode: no per-I/O timestamps), to separate "
+                         "fio's own per-call bookkeeping from the I/O path at small block sizes")
     a = ap.parse_args()
 
     w = WORKLOADS["storage"]
     params = {"size": w.param("size").value(a.size), "block_size": w.param("block_size").value(a.block_size),
               "repetitions": a.repetitions, "dir": str(Path(a.dir).resolve()), "direct": a.direct,
               "fdatasync": False, "drop_caches": False}
-    check_storage_params(params)
+    fio_extra = ["--gtod_reduce=1"] if a.fio_gtod_reduce else []
     modes = [m.strip() for m in a.modes.split(",") if m.strip()]
     bad = [m for m in modes if m not in w.variants]
     if bad:
         ap.error(f"unknown mode {bad[0]!r}; valid modes: {', '.join(w.variants)}")
+    for mode in modes:
+        check_storage(mode, params)
     print(f"rtprobe storage vs fio: dir {params['dir']}, size {params['size']:,} bytes, block {params['block_size']:,}, "
           f"{a.repetitions} passes per run, {a.rounds} rounds, direct={a.direct}, cpu={a.cpu}, "
-          f"rt_priority={a.rt_priority}; "
+          f"rt_priority={a.rt_priority}, fio extra options {fio_extra or 'none'}; "
           f"load average {os.getloadavg()[0]:.1f} (others on the machine disturb both tools)")
     results = {}
     with tempfile.TemporaryDirectory(prefix="rtscope-bench-") as tmp:
@@ -105,7 +110,7 @@ def main() -> int:
                 got = {}
                 for tool in order:
                     t0 = time.monotonic()
-                    got[tool] = run_rtprobe(req, work / "run.rts") if tool == "rtprobe" else run_fio(req, work)
+                    got[tool] = run_rtprobe(req, work / "run.rts") if tool == "rtprobe" else run_fio(req, work, fio_extra)
                     got[tool + "_s"] = time.monotonic() - t0
                 ratio = got["rtprobe"] / got["fio"]
                 ratios.append(ratio)

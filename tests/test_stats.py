@@ -68,3 +68,9 @@ def test_summary_matches_numpy_reference(n):
     assert [s[k] for k in stats.PERCENTILES] == pytest.approx(ref, rel=1e-12)
     assert s["mean"] == pytest.approx(a.mean(), rel=1e-12)
     assert s["var"] == pytest.approx(np.var(a, ddof=1) if n > 1 else 0.0, rel=1e-9)
+
+
+def test_summary_of_chunks_equals_summary_of_joined_array():
+    a = np.random.default_rng(3).integers(0, 10**6, 1001)
+    assert stats.summarize([a[:10], a[10:500], a[500:]]) == stats.summarize(a)
+    assert stats.summarize([])["n"] == 0

@@ -16,7 +16,7 @@ def run_stats(store: Store, run: Run) -> dict:
         merged = stats.merge_histograms((run["trailer"].get("histograms") or {}).values())
         if merged is not None:  # one per thread: the run's distribution is their sum
             return stats.summarize_histogram(merged)
-    return stats.summarize(store.primary_samples(run))
+    return stats.summarize(store.chunks(run.id, [run.primary["name"]]).get(run.primary["name"], []))
 
 
 def display_unit(unit: str) -> tuple[str, float]:

@@ -21,13 +21,19 @@ STAT_KEYS = ("n", "min", "mean", "max", "var", "stdev", *PERCENTILES)
 PERCENTILE_DEFINITION = "linear interpolation (Hyndman & Fan type 7)"
 
 
-def summarize(values: np.ndarray) -> dict[str, float | int | None]:
-    """n, min, mean, max, var (n−1), stdev and the percentiles of PERCENTILES."""
-    a = np.asarray(values)
-    n = int(a.size)
+def summarize(values: np.ndarray | list[np.ndarray]) -> dict[str, float | int | None]:
+    """n, min, mean, max, var (n−1), stdev and the percentiles of PERCENTILES.
+
+    `values` may be one array or a list of arrays (a run's stored chunks), taken as one sample.
+    """
+    # One float64 working copy (joined from chunks in the same pass), reordered in place below.
+    if isinstance(values, list):
+        work = np.concatenate(values, dtype=np.float64) if values else np.empty(0)
+    else:
+        work = np.asarray(values).astype(np.float64)
+    n = int(work.size)
     if n == 0:
         return {k: (0 if k == "n" else None) for k in STAT_KEYS}
-    work = a.astype(np.float64)  # one working copy, reordered in place by the selection below
     quantiles, lowest, highest = _select_percentiles(work, list(PERCENTILES.values()))
     mean = float(work.sum() / n)
     work -= mean
