@@ -170,3 +170,18 @@ def test_workload_rules_are_checked_before_running(cli, tmp_path):
     r = cli("run", spec, "--db", db)
     assert r.code == 2 and "parameter n does not apply to exec nothing" in " ".join(r.err.split())
     assert not db.exists()
+
+
+def test_written_files_get_normal_permissions(cli, db, make_samplefile, tmp_path):
+    """Temp-and-rename writes must not leave mkstemp's 0600 on files meant to be shared."""
+    old = os.umask(0o022)
+    try:
+        sample = make_samplefile([1, 2, 3])
+        assert cli("import", "rts", sample, "--db", db).code == 0
+        out = tmp_path / "x.csv"
+        assert cli("export", "1", "-o", out, "--db", db).code == 0
+    finally:
+        os.umask(old)
+    assert oct(sample.stat().st_mode & 0o777) == oct(0o644)
+    assert oct(out.stat().st_mode & 0o777) == oct(0o644)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import struct
-import tempfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .errors import SampleFileError
+from .fileio import write_atomic
 
 MAGIC = b"RTSCSF01"
 END_MAGIC = b"RTSCEND1"
@@ -185,14 +185,5 @@ def serialize(header: dict, data: dict[str, np.ndarray], trailer: dict | None = 
 
 
 def write(path: str | os.PathLike, header: dict, data: dict[str, np.ndarray], trailer: dict | None = None) -> None:
-    """Write a sample file atomically (temp file + rename): a crash never leaves a valid-looking file."""
-    blob = serialize(header, data, trailer)
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(blob)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write a sample file atomically: a crash never leaves a valid-looking file."""
+    write_atomic(path, serialize(header, data, trailer), "sample file")

@@ -5,8 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import tempfile
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
@@ -15,6 +13,7 @@ import typer
 from rich.table import Table
 
 from .. import stats, sysinfo
+from ..fileio import write_atomic
 from ..results import DISPLAY, display_unit, fmt, run_stats
 from ..store import Run
 from .common import DbOption, JsonOption, app, console, escape, open_store, print_json, settings_text
@@ -121,17 +120,6 @@ def export_columns(run: Run, data: dict, units: Units) -> tuple[list[str], list]
     return ["index", *cols], [np.arange(n), *arrays]
 
 
-def write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", newline="") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 @app.command()
 def export(
     run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id.")],
@@ -156,5 +144,5 @@ def export(
     if output is None:
         typer.echo(text, nl=False)
     else:
-        write_atomic(output, text)
+        write_atomic(output, text, "export")
         console.print(f"wrote {len(arrays[0]) if arrays else 0:,} samples to {escape(str(output))}")

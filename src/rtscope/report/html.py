@@ -16,13 +16,13 @@ import html
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .. import __version__, stats
+from ..fileio import write_atomic
 from ..compare import METRICS, TESTS
 from ..recommend import change, p_text
 from ..results import DISPLAY, display_unit, fmt
@@ -273,12 +273,5 @@ def write(report: Report, path: str | os.PathLike) -> Path:
     """Render and write atomically."""
     path = Path(path)
     text = render(report)
-    fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, text, "report")
     return path

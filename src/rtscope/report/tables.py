@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UsageError
+from ..fileio import write_atomic
 from ..compare import TESTS
 from ..recommend import change, p_text
 from ..results import display_unit, fmt
@@ -166,16 +165,7 @@ def write(report: Report, directory: str | Path) -> list[Path]:
     for t in all_tables(report):
         for ext, render in (("md", to_markdown), ("tex", to_latex), ("csv", to_csv)):
             path = d / f"{t.name}.{ext}"
-            _write_atomic(path, render(t))
+            write_atomic(path, render(t), "table")
             files.append(path)
     return files
 
-
-def _write_atomic(path: Path, text: str) -> None:
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError as e:
-        raise UsageError(f"cannot write table {path}: {e.strerror or e}") from None
