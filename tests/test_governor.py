@@ -14,6 +14,7 @@ from rtscope import governor
 from rtscope.errors import RtscopeError
 from rtscope.governor import Unavailable, cpufreq_applied, parse_freq, parse_governor
 from rtscope.settings import SETTINGS, RunContext
+from proc_helpers import default_signals
 
 CPU = "sys/devices/system/cpu"
 
@@ -144,7 +145,7 @@ def test_settings_restored_after_sigterm_or_ctrl_c(tmp_path, sig, code):
     db = tmp_path / "g.db"
     env = dict(os.environ, RTSCOPE_SYSFS_ROOT=str(root))
     proc = subprocess.Popen([sys.executable, "-m", "rtscope", "run", str(spec), "--db", str(db)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
     try:
         deadline = time.monotonic() + 60
         while read(root, 1, "scaling_min_freq") != "1500000":

@@ -17,6 +17,7 @@ from rtscope import loadgen as load
 from rtscope.errors import RtscopeError
 from rtscope.settings import SETTINGS
 from rtscope.store import Store
+from proc_helpers import default_signals
 
 needs_stress = pytest.mark.skipif(shutil.which("stress-ng") is None, reason="stress-ng not installed")
 NCPU = len(os.sched_getaffinity(0))
@@ -110,7 +111,8 @@ def test_signal_mid_run_leaves_no_survivors(db, tmp_path, rtprobe, sig):
     # A 20 s timer run under load; interrupted after the load is up.
     argv = [sys.executable, "-m", "rtscope", "run",
             str(spec(tmp_path, "cpu", "timer", "interval_us = 1000\nloops = 20000", "absolute")), "--db", db]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals)
     sessions: set[int] = set()
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and proc.poll() is None:
