@@ -20,31 +20,11 @@ cleanup() {
 trap cleanup EXIT
 DIR="$TMP/target"
 mkdir "$DIR"
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); }
-fail() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
-expect() {
-    code=$1; what=$2; shift 3
-    "$@" >"$TMP/out" 2>"$TMP/err"
-    rc=$?
-    if [ "$rc" -eq "$code" ]; then ok; else fail "$what: exit $rc, expected $code"; cat "$TMP/err" >&2; fi
-}
-grep_in() {
-    if grep -q -- "$2" "$1"; then ok; else fail "$3: '$2' not in $(basename "$1")"; cat "$1" >&2; fi
-}
+. "$HERE/lib.sh"
+PYCHECK_PRELUDE="b = t['histograms']['block']"
 # nothing_left DIR WHAT: the probe left no test file behind.
 nothing_left() {
     if ls -A "$1" | grep -q rtprobe-storage; then fail "$2 left a test file: $(ls -A "$1")"; else ok; fi
-}
-pycheck() {
-    if "$PYTHON" -c "
-import sys; sys.path.insert(0, '$HERE')
-import read_samplefile as rs
-h, t, r = rs.read(open('$1', 'rb').read())
-b = t['histograms']['block']
-sys.exit(0 if ($2) else 1)
-"; then ok; else fail "$3: ($2) is false for $1"; fi
 }
 OUT="$TMP/run.rts"
 

@@ -11,29 +11,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 READER="$HERE/read_samplefile.py"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/rtprobe-timer-XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
-passed=0
-failed=0
-
-ok() { passed=$((passed + 1)); }
-fail() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
-expect() {
-    code=$1; what=$2; shift 3
-    "$@" >"$TMP/out" 2>"$TMP/err"
-    rc=$?
-    if [ "$rc" -eq "$code" ]; then ok; else fail "$what: exit $rc, expected $code"; cat "$TMP/err" >&2; fi
-}
-grep_in() {
-    if grep -q -- "$2" "$1"; then ok; else fail "$3: '$2' not in $(basename "$1")"; cat "$1" >&2; fi
-}
-# pycheck FILE EXPRESSION DESCRIPTION: EXPRESSION over header h, trailer t, rows r
-pycheck() {
-    if "$PYTHON" -c "
-import sys; sys.path.insert(0, '$HERE')
-import read_samplefile as rs
-h, t, r = rs.read(open('$1', 'rb').read())
-sys.exit(0 if ($2) else 1)
-"; then ok; else fail "$3: ($2) is false for $1"; fi
-}
+. "$HERE/lib.sh"
 
 OUT="$TMP/t.rts"
 expect 0 "timer --help" -- "$PROBE" timer --help
