@@ -75,7 +75,6 @@ ALPHA = 0.05
 RESAMPLES = 10_000
 SEED = 20240601
 MIN_REPETITIONS = 3
-VERDICTS = ("better", "worse", "no significant difference", "not tested")
 # Romano et al. (2006) thresholds for |Cliff's delta|.
 MAGNITUDES = ((0.147, "negligible"), (0.33, "small"), (0.474, "medium"), (math.inf, "large"))
 

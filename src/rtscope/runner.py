@@ -21,7 +21,7 @@ from .options import lookup
 from .signals import sigterm_raises
 from .runtimes import RUNTIMES
 from .runtimes.base import RunRequest
-from .settings import SETTINGS, RunContext
+from .settings import SETTINGS, RunContext, system_settings
 from .store import Store
 from .workloads import WORKLOADS
 
@@ -47,7 +47,7 @@ def build_request(workload: str, variant: str, runtime: str, params: dict[str, A
             w.check(variant, full)
         except UsageError as e:
             raise UsageError(f"{e}{' in ' + where if where else ''}") from None
-    accepted = {n: SETTINGS[n] for n in (*rt.settings, *(n for n, s in SETTINGS.items() if s.scope == "system"))}
+    accepted = {**{n: SETTINGS[n] for n in rt.settings}, **system_settings()}
     parsed = {}
     for name, raw in (settings or {}).items():
         parsed[name] = lookup(accepted, f"setting for runtime {runtime}", name, where).value(raw, where)

@@ -42,7 +42,7 @@ from .errors import RtscopeError, UsageError, choices
 from .runner import build_request
 from .runtimes import RUNTIMES
 from .runtimes.base import RunRequest
-from .settings import SETTINGS
+from .settings import SETTINGS, system_settings
 from .workloads import WORKLOADS
 
 TOP_KEYS = ("name", "description", "tags", "repetitions", "seed", "order", "on_unavailable", "timeout_s",
@@ -269,10 +269,6 @@ class Spec:
     @property
     def path(self) -> str:
         return self.source
-
-    @property
-    def requests(self) -> list[RunRequest]:
-        return [c.request for c in self.cells]
 
     @property
     def total_runs(self) -> int:
@@ -708,7 +704,7 @@ def _prepare(req: RunRequest) -> None:
 
 def _accepted(runtimes: list[str]) -> list[str]:
     probe = sorted({n for rt in runtimes if rt in RUNTIMES for n in RUNTIMES[rt].settings})
-    return probe + sorted(n for n, s in SETTINGS.items() if s.scope == "system")
+    return probe + sorted(system_settings())
 
 
 def cell_key(req: RunRequest) -> str:

@@ -181,11 +181,6 @@ class Store:
         conn.execute(sample_chunks.insert(), chunks)
         return run_id
 
-    def delete_run(self, run_id: int) -> None:
-        with self.transaction() as c:
-            c.execute(sample_chunks.delete().where(sample_chunks.c.run_id == run_id))
-            c.execute(runs.delete().where(runs.c.id == run_id))
-
     # --- reading -----------------------------------------------------------------
     def runs(self, *, workload: str | None = None, experiment_id: int | None = None,
              ids: list[int] | None = None) -> list[Run]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .. import paths
 from ..errors import RtscopeError, UsageError
-from ..settings import SETTINGS
+from ..settings import system_settings
 from ..workloads import check_task_request
 from ..workloads import check_timer_request
 from .base import RunRequest, Runtime, register
@@ -39,7 +39,7 @@ TASK_MODELS = {"memory": ("cbtask", "cbtask_receive", "pthread", "std_thread"),
 
 def check_tasks(req: RunRequest) -> None:
     check_task_request(req, TASK_MODELS, "native")
-    other = sorted(set(req.settings) - {"model"} - {n for n, s in SETTINGS.items() if s.scope == "system"})
+    other = sorted(set(req.settings) - {"model"} - set(system_settings()))
     if other:
         raise UsageError(f"setting {other[0]} is not supported by taskmem (native tasks); it takes: model")
     paths.taskmem()  # not built -> the build command
