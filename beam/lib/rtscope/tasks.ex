@@ -44,6 +44,9 @@ defmodule RtScope.Tasks do
   @params %{"memory" => ["counts"], "switch" => ["iterations"]}
   @round_trips 1000
   @settle_reads 200
+  # Starting or stopping tens of thousands of callback threads on a loaded
+  # machine can take seconds: the runtime's interactive 5 s default is too short.
+  @await_idle_ms 120_000
 
   @typedoc "A memory record: column name => integer value."
   @type record :: %{String.t() => integer()}
@@ -334,19 +337,19 @@ defmodule RtScope.Tasks do
   end
 
   defp callback_memory(rt, count) do
-    :ok = CT.await_idle(rt)
+    :ok = CT.await_idle(rt, @await_idle_ms)
     runtime = runtime_pids(rt)
     before = settled_snapshot(runtime)
     own_before = runtime_memory(rt)
     first = CT.spawn(rt, &park_thread/1)
     for _ <- 2..count//1, do: CT.spawn(rt, &park_thread/1)
-    :ok = CT.await_idle(rt)
+    :ok = CT.await_idle(rt, @await_idle_ms)
     later = settled_snapshot(runtime)
     own = runtime_memory(rt) - own_before
     %{threads: ^count} = CT.info(rt)
     # Tids are consecutive: no other thread is spawned meanwhile.
     for tid <- first..(first + count - 1), do: CT.send(rt, tid, :stop)
-    :ok = CT.await_idle(rt)
+    :ok = CT.await_idle(rt, @await_idle_ms)
     %{threads: 0} = CT.info(rt)
     record(count, before, later, own, settled_snapshot(runtime))
   end

@@ -143,7 +143,9 @@ defmodule RtScope.CallbackThreads do
   @spec await_idle(runtime(), timeout()) :: :ok
   def await_idle(rt, timeout \\ 5000) do
     deadline = System.monotonic_time(:millisecond) + timeout
-    await_worker(GenServer.call(rt, :store), deadline)
+    # Through the Receptor first: requests it received before this call are
+    # queued by the time it answers, so they count as work still to do.
+    await_worker(GenServer.call(rt, :store, timeout), deadline)
   end
 
   # A Worker being restarted has no pid yet or a dead one: retry until the deadline.
