@@ -10,6 +10,7 @@
 
 #include "rtprobe.h"
 #include "samplefile.h"
+#include "subcommand.h"
 #include "util.h"
 
 /* ---- workloads ------------------------------------------------------------
@@ -131,15 +132,12 @@ int exec_parse_args(int argc, char **argv, struct exec_config *cfg)
     cfg->pause_ms = 5.0;
     rtp_rt_options_init(&cfg->rt);
     const char *n_text = NULL, *n_option = NULL;
+    const struct rtp_common_args common = {"exec", &cfg->help, &cfg->rt, &cfg->output};
 
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc && !cfg->help; i++) {
         const char *v;
         int m;
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            cfg->help = 1;
-            return 0;
-        }
-        if ((m = rtp_rt_parse_option(argc, argv, &i, &cfg->rt)) != 0) {
+        if ((m = rtp_common_option(argc, argv, &i, &common)) != 0) {
             if (m < 0)
                 return RTP_EXIT_USAGE;
             continue;
@@ -147,14 +145,6 @@ int exec_parse_args(int argc, char **argv, struct exec_config *cfg)
         if ((m = rtp_option_value(argc, argv, &i, "--workload", &v)) != 0) {
             if (m < 0 || set_variant(cfg, v) != 0)
                 return RTP_EXIT_USAGE;
-        } else if ((m = rtp_option_value(argc, argv, &i, "--output", &v)) != 0) {
-            if (m < 0)
-                return RTP_EXIT_USAGE;
-            if (!*v) {
-                fprintf(stderr, RTPROBE_NAME " exec: --output must not be empty\n");
-                return RTP_EXIT_USAGE;
-            }
-            cfg->output = v;
         } else if ((m = rtp_option_value(argc, argv, &i, "--n", &v)) != 0) {
             if (m < 0)
                 return RTP_EXIT_USAGE;
@@ -172,15 +162,12 @@ int exec_parse_args(int argc, char **argv, struct exec_config *cfg)
         } else if ((m = rtp_option_value(argc, argv, &i, "--pause-ms", &v)) != 0) {
             if (m < 0 || rtp_option_f64("--pause-ms", v, 0.0, EXEC_MAX_PAUSE_MS, &cfg->pause_ms) != 0)
                 return RTP_EXIT_USAGE;
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr,
-                    RTPROBE_NAME " exec: unknown option '%s'; see '" RTPROBE_NAME " exec --help'\n",
-                    argv[i]);
-            return RTP_EXIT_USAGE;
-        } else if (set_variant(cfg, argv[i]) != 0) {
+        } else if (rtp_unknown_option("exec", argv[i]) || set_variant(cfg, argv[i]) != 0) {
             return RTP_EXIT_USAGE;
         }
     }
+    if (cfg->help)
+        return 0;
 
     if (!cfg->variant) {
         fprintf(stderr, RTPROBE_NAME " exec: no workload given; valid workloads: ");
@@ -219,61 +206,34 @@ static const struct rtp_sf_column exec_columns[] = {
 static volatile uint64_t n_source; /* the workload's n, read anew per call */
 static volatile uint64_t sink;     /* every result lands here */
 
-static int run(const struct exec_config *cfg)
+static int run(const void *arg)
 {
-    char err[512];
-    char started_at[32], finished_at[32];
-    struct rtp_json settings, params, trailer;
-    int rc = RTP_EXIT_FAILURE;
-
-    rtp_json_init(&settings);
-    rtp_json_init(&params);
-    rtp_json_init(&trailer);
-
-    if (rtp_install_stop_handlers() != 0) {
-        fprintf(stderr, RTPROBE_NAME ": cannot install signal handlers: %s\n", strerror(errno));
+    const struct exec_config *cfg = arg;
+    struct rtp_run sf;
+    int rc = rtp_run_start(&sf);
+    if (rc != RTP_EXIT_OK || (rc = rtp_rt_apply(&cfg->rt)) != RTP_EXIT_OK)
         goto out;
-    }
-    rc = rtp_rt_apply(&cfg->rt);
-    if (rc != RTP_EXIT_OK)
-        goto out;
-    rc = RTP_EXIT_FAILURE;
 
-    rtp_json_begin_object(&settings, NULL);
-    rtp_rt_settings_json(&cfg->rt, &settings);
-    rtp_json_end_object(&settings);
-    rtp_json_begin_object(&params, NULL);
-    rtp_json_i64(&params, "n", cfg->n);
-    rtp_json_i64(&params, "iterations", cfg->iterations);
-    rtp_json_f64(&params, "pause_ms", cfg->pause_ms);
-    rtp_json_end_object(&params);
-    if (!rtp_json_result(&settings) || !rtp_json_result(&params) ||
-        rtp_now_rfc3339(started_at, sizeof started_at) != 0) {
-        fprintf(stderr, RTPROBE_NAME ": cannot build the header\n");
-        goto out;
-    }
-
-    struct rtp_sf_header header = {
+    rtp_json_begin_object(&sf.settings, NULL);
+    rtp_rt_settings_json(&cfg->rt, &sf.settings);
+    rtp_json_end_object(&sf.settings);
+    rtp_json_begin_object(&sf.params, NULL);
+    rtp_json_i64(&sf.params, "n", cfg->n);
+    rtp_json_i64(&sf.params, "iterations", cfg->iterations);
+    rtp_json_f64(&sf.params, "pause_ms", cfg->pause_ms);
+    rtp_json_end_object(&sf.params);
+    const struct rtp_sf_header header = {
         .workload = "exec",
         .variant = cfg->variant->name,
-        .runtime = "native",
-        .tool = RTPROBE_NAME,
-        .tool_version = RTPROBE_VERSION,
-        .started_at = started_at,
-        .settings_json = rtp_json_result(&settings),
-        .params_json = rtp_json_result(&params),
         .columns = exec_columns,
         .ncolumns = sizeof exec_columns / sizeof exec_columns[0],
     };
-    struct rtp_sf_writer *w = rtp_sf_open(cfg->output, &header, RTP_SF_BUFFER, err, sizeof err);
-    if (!w) {
-        fprintf(stderr, RTPROBE_NAME ": %s\n", err);
+    if ((rc = rtp_run_open(&sf, cfg->output, &header, RTP_SF_BUFFER)) != RTP_EXIT_OK)
         goto out;
-    }
-    if (rtp_sf_reserve(w, (size_t)cfg->iterations) != 0) {
+    rc = RTP_EXIT_FAILURE;
+    if (rtp_sf_reserve(sf.w, (size_t)cfg->iterations) != 0) {
         fprintf(stderr, RTPROBE_NAME ": cannot allocate memory for %lld records\n",
                 (long long)cfg->iterations);
-        rtp_sf_abort(w);
         goto out;
     }
 
@@ -288,40 +248,29 @@ static int run(const struct exec_config *cfg)
     for (int64_t k = 0; k < cfg->iterations; k++) {
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        uint64_t r = call(n_source);
+        uint64_t result = call(n_source);
         clock_gettime(CLOCK_MONOTONIC, &t1);
-        sink = r;
+        sink = result;
         union rtp_sf_value rec[2];
         rec[0].i = rtp_ts_diff_ns(t1, t0);
         rec[1].i = sched_getcpu();
-        rtp_sf_append(w, rec); /* errors are reported by rtp_sf_finish */
+        rtp_sf_append(sf.w, rec); /* errors are reported by rtp_sf_finish */
         if (rtp_stop_signal)
             goto interrupted;
         if (k + 1 < cfg->iterations && rtp_sleep_ns(pause_ns) != 0)
             goto interrupted;
     }
 
-    if (rtp_now_rfc3339(finished_at, sizeof finished_at) != 0)
-        snprintf(finished_at, sizeof finished_at, "%s", started_at);
-    rtp_json_begin_object(&trailer, NULL);
-    rtp_json_string(&trailer, "finished_at", finished_at);
-    rtp_json_end_object(&trailer);
-    if (rtp_sf_finish(w, rtp_json_result(&trailer), err, sizeof err) != 0) {
-        fprintf(stderr, RTPROBE_NAME ": %s\n", err);
-        goto out;
-    }
-    rc = RTP_EXIT_OK;
+    rtp_json_begin_object(&sf.trailer, NULL);
+    rtp_json_string(&sf.trailer, "finished_at", rtp_run_finished_at(&sf));
+    rtp_json_end_object(&sf.trailer);
+    rc = rtp_run_finish(&sf);
     goto out;
 
 interrupted:
-    rtp_sf_abort(w);
-    fprintf(stderr, RTPROBE_NAME ": stopped by signal %d; no sample file written\n",
-            (int)rtp_stop_signal);
-    rc = 128 + (int)rtp_stop_signal;
+    rc = rtp_run_stopped("no sample file written");
 out:
-    rtp_json_free(&settings);
-    rtp_json_free(&params);
-    rtp_json_free(&trailer);
+    rtp_run_free(&sf);
     return rc;
 }
 
@@ -329,11 +278,5 @@ int rtp_cmd_exec(int argc, char **argv)
 {
     struct exec_config cfg;
     int rc = exec_parse_args(argc, argv, &cfg);
-    if (rc != 0)
-        return rc;
-    if (cfg.help) {
-        print_help();
-        return RTP_EXIT_OK;
-    }
-    return run(&cfg);
+    return rtp_subcommand_main(rc, cfg.help, print_help, run, &cfg);
 }

@@ -27,6 +27,7 @@
 
 #include "rtprobe.h"
 #include "samplefile.h"
+#include "subcommand.h"
 #include "util.h"
 
 #define STORAGE_MAX_SIZE (INT64_C(1) << 40)        /* 1 TiB */
@@ -206,43 +207,25 @@ static int parse_args(int argc, char **argv, struct storage_config *cfg)
     cfg->bucket_ns = 100;
     cfg->buckets = 20000;
     rtp_rt_options_init(&cfg->rt);
+    const struct rtp_common_args common = {"storage", &cfg->help, &cfg->rt, &cfg->output};
 
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc && !cfg->help; i++) {
         const char *v;
         int m;
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            cfg->help = 1;
-            return 0;
-        }
-        if ((m = rtp_rt_parse_option(argc, argv, &i, &cfg->rt)) != 0) {
+        if ((m = rtp_common_option(argc, argv, &i, &common)) != 0) {
             if (m < 0)
                 return RTP_EXIT_USAGE;
             continue;
         }
         if ((m = bool_option(argc, argv, &i, "--direct", &cfg->direct)) != 0 ||
             (m = bool_option(argc, argv, &i, "--fdatasync", &cfg->fdatasync)) != 0 ||
-            (m = bool_option(argc, argv, &i, "--drop-caches", &cfg->drop_caches)) != 0) {
+            (m = bool_option(argc, argv, &i, "--drop-caches", &cfg->drop_caches)) != 0 ||
+            (m = rtp_option_nonempty("storage", argc, argv, &i, "--dir", &cfg->dir)) != 0) {
             if (m < 0)
                 return RTP_EXIT_USAGE;
         } else if ((m = rtp_option_value(argc, argv, &i, "--mode", &v)) != 0) {
             if (m < 0 || set_mode(cfg, v) != 0)
                 return RTP_EXIT_USAGE;
-        } else if ((m = rtp_option_value(argc, argv, &i, "--output", &v)) != 0) {
-            if (m < 0)
-                return RTP_EXIT_USAGE;
-            if (!*v) {
-                fprintf(stderr, RTPROBE_NAME " storage: --output must not be empty\n");
-                return RTP_EXIT_USAGE;
-            }
-            cfg->output = v;
-        } else if ((m = rtp_option_value(argc, argv, &i, "--dir", &v)) != 0) {
-            if (m < 0)
-                return RTP_EXIT_USAGE;
-            if (!*v) {
-                fprintf(stderr, RTPROBE_NAME " storage: --dir must not be empty\n");
-                return RTP_EXIT_USAGE;
-            }
-            cfg->dir = v;
         } else if ((m = rtp_option_value(argc, argv, &i, "--size", &v)) != 0) {
             if (m < 0 || parse_size("--size", v, 1, STORAGE_MAX_SIZE, &cfg->size) != 0)
                 return RTP_EXIT_USAGE;
@@ -259,15 +242,12 @@ static int parse_args(int argc, char **argv, struct storage_config *cfg)
         } else if ((m = rtp_option_value(argc, argv, &i, "--hist-buckets", &v)) != 0) {
             if (m < 0 || rtp_option_i64("--hist-buckets", v, 1, STORAGE_MAX_BUCKETS, &cfg->buckets) != 0)
                 return RTP_EXIT_USAGE;
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr,
-                    RTPROBE_NAME " storage: unknown option '%s'; see '" RTPROBE_NAME " storage --help'\n",
-                    argv[i]);
-            return RTP_EXIT_USAGE;
-        } else if (set_mode(cfg, argv[i]) != 0) {
+        } else if (rtp_unknown_option("storage", argv[i]) || set_mode(cfg, argv[i]) != 0) {
             return RTP_EXIT_USAGE;
         }
     }
+    if (cfg->help)
+        return 0;
 
     if (cfg->mode < 0) {
         fprintf(stderr, RTPROBE_NAME " storage: no mode given; valid modes: ");
@@ -619,7 +599,7 @@ static void fill_buffer(char *buf, size_t len)
     }
 }
 
-static int build_json(const struct storage_config *cfg, struct rtp_json *settings, struct rtp_json *params)
+static void build_json(const struct storage_config *cfg, struct rtp_json *settings, struct rtp_json *params)
 {
     rtp_json_begin_object(settings, NULL);
     rtp_rt_settings_json(&cfg->rt, settings);
@@ -633,11 +613,10 @@ static int build_json(const struct storage_config *cfg, struct rtp_json *setting
     rtp_json_bool(params, "fdatasync", cfg->fdatasync);
     rtp_json_bool(params, "drop_caches", cfg->drop_caches);
     rtp_json_end_object(params);
-    return rtp_json_result(settings) && rtp_json_result(params) ? 0 : -1;
 }
 
-static int build_trailer(const struct storage_config *cfg, const struct histogram *h, const struct statfs *fs,
-                         const char *finished_at, struct rtp_json *j)
+static void build_trailer(const struct storage_config *cfg, const struct histogram *h, const struct statfs *fs,
+                          const char *finished_at, struct rtp_json *j)
 {
     char note[256];
     rtp_json_begin_object(j, NULL);
@@ -664,29 +643,21 @@ static int build_trailer(const struct storage_config *cfg, const struct histogra
                                  "overflow (exact max kept); widen it with --hist-bucket-ns/--hist-buckets");
     rtp_json_end_array(j);
     rtp_json_end_object(j);
-    return rtp_json_result(j) ? 0 : -1;
 }
 
-static int run(const struct storage_config *cfg)
+static int run(const void *arg)
 {
-    char err[512], started_at[32], finished_at[32];
-    struct rtp_json settings, params, trailer;
+    const struct storage_config *cfg = arg;
+    struct rtp_run sf;
     struct histogram hist = {0};
     struct test_file tf = {NULL, -1};
-    struct rtp_sf_writer *w = NULL;
     struct statfs fs;
     char *buf = NULL;
     int dc_fd = -1;
-    int rc = RTP_EXIT_FAILURE;
+    int rc = rtp_run_start(&sf);
 
-    rtp_json_init(&settings);
-    rtp_json_init(&params);
-    rtp_json_init(&trailer);
-
-    if (rtp_install_stop_handlers() != 0) {
-        fprintf(stderr, RTPROBE_NAME ": cannot install signal handlers: %s\n", strerror(errno));
+    if (rc != RTP_EXIT_OK)
         goto out;
-    }
     if (cfg->drop_caches) {
         dc_fd = open(DROP_CACHES_PATH, O_WRONLY | O_CLOEXEC);
         if (dc_fd < 0) {
@@ -694,20 +665,15 @@ static int run(const struct storage_config *cfg)
             fprintf(stderr, RTPROBE_NAME " storage: --drop-caches needs root%s: cannot open " DROP_CACHES_PATH
                                          " for writing: %s\n",
                     geteuid() != 0 ? " (this process is not root)" : "", strerror(e));
+            rc = RTP_EXIT_FAILURE;
             goto out;
         }
     }
-    if ((rc = check_dir(cfg, &fs)) != RTP_EXIT_OK)
-        goto out;
-    rc = rtp_rt_apply(&cfg->rt);
-    if (rc != RTP_EXIT_OK)
+    if ((rc = check_dir(cfg, &fs)) != RTP_EXIT_OK || (rc = rtp_rt_apply(&cfg->rt)) != RTP_EXIT_OK)
         goto out;
     rc = RTP_EXIT_FAILURE;
 
-    if (build_json(cfg, &settings, &params) != 0 || rtp_now_rfc3339(started_at, sizeof started_at) != 0) {
-        fprintf(stderr, RTPROBE_NAME ": cannot build the header\n");
-        goto out;
-    }
+    build_json(cfg, &sf.settings, &sf.params);
     if (posix_memalign((void **)&buf, STORAGE_DIRECT_ALIGN, (size_t)cfg->block_size) != 0 ||
         hist_init(&hist, cfg->bucket_ns, cfg->buckets) != 0) {
         fprintf(stderr, RTPROBE_NAME " storage: cannot allocate the buffers\n");
@@ -715,25 +681,17 @@ static int run(const struct storage_config *cfg)
     }
     fill_buffer(buf, (size_t)cfg->block_size);
 
-    struct rtp_sf_header header = {
+    const struct rtp_sf_header header = {
         .workload = "storage",
         .variant = modes[cfg->mode].name,
-        .runtime = "native",
-        .tool = RTPROBE_NAME,
-        .tool_version = RTPROBE_VERSION,
-        .started_at = started_at,
-        .settings_json = rtp_json_result(&settings),
-        .params_json = rtp_json_result(&params),
         .columns = storage_columns,
         .ncolumns = sizeof storage_columns / sizeof storage_columns[0],
     };
     /* Records stay in memory: no sample-file I/O disturbs the timed passes. */
-    w = rtp_sf_open(cfg->output, &header, RTP_SF_BUFFER, err, sizeof err);
-    if (!w) {
-        fprintf(stderr, RTPROBE_NAME ": %s\n", err);
+    if ((rc = rtp_run_open(&sf, cfg->output, &header, RTP_SF_BUFFER)) != RTP_EXIT_OK)
         goto out;
-    }
-    if (rtp_sf_reserve(w, (size_t)cfg->repetitions) != 0) {
+    rc = RTP_EXIT_FAILURE;
+    if (rtp_sf_reserve(sf.w, (size_t)cfg->repetitions) != 0) {
         fprintf(stderr, RTPROBE_NAME " storage: cannot allocate memory for %" PRId64 " records\n",
                 cfg->repetitions);
         goto out;
@@ -749,42 +707,24 @@ static int run(const struct storage_config *cfg)
             goto out;
         if (one_pass(cfg, tf.fd, buf, &hist, pass, rec) != 0)
             goto stopped_or_out;
-        rtp_sf_append(w, rec); /* errors are reported by rtp_sf_finish */
+        rtp_sf_append(sf.w, rec); /* errors are reported by rtp_sf_finish */
     }
     test_file_remove(&tf);
 
-    if (rtp_now_rfc3339(finished_at, sizeof finished_at) != 0)
-        snprintf(finished_at, sizeof finished_at, "%s", started_at);
-    if (build_trailer(cfg, &hist, &fs, finished_at, &trailer) != 0) {
-        fprintf(stderr, RTPROBE_NAME ": cannot build the trailer\n");
-        goto out;
-    }
-    if (rtp_sf_finish(w, rtp_json_result(&trailer), err, sizeof err) != 0) {
-        w = NULL;
-        fprintf(stderr, RTPROBE_NAME ": %s\n", err);
-        goto out;
-    }
-    w = NULL;
-    rc = RTP_EXIT_OK;
+    build_trailer(cfg, &hist, &fs, rtp_run_finished_at(&sf), &sf.trailer);
+    rc = rtp_run_finish(&sf);
     goto out;
 
 stopped_or_out:
-    if (rtp_stop_signal) {
-        fprintf(stderr, RTPROBE_NAME ": stopped by signal %d; test file removed, no sample file written\n",
-                (int)rtp_stop_signal);
-        rc = 128 + (int)rtp_stop_signal;
-    }
+    if (rtp_stop_signal)
+        rc = rtp_run_stopped("test file removed, no sample file written");
 out:
     test_file_remove(&tf);
-    if (w)
-        rtp_sf_abort(w);
+    rtp_run_free(&sf);
     if (dc_fd >= 0)
         close(dc_fd);
     free(buf);
     free(hist.counts);
-    rtp_json_free(&settings);
-    rtp_json_free(&params);
-    rtp_json_free(&trailer);
     return rc;
 }
 
@@ -792,11 +732,5 @@ int rtp_cmd_storage(int argc, char **argv)
 {
     struct storage_config cfg;
     int rc = parse_args(argc, argv, &cfg);
-    if (rc != 0)
-        return rc;
-    if (cfg.help) {
-        print_help();
-        return RTP_EXIT_OK;
-    }
-    return run(&cfg);
+    return rtp_subcommand_main(rc, cfg.help, print_help, run, &cfg);
 }

@@ -13,6 +13,7 @@
 
 #include "rtprobe.h"
 #include "samplefile.h"
+#include "subcommand.h"
 
 #define TIMER_THREAD_STACK (256 * 1024)
 #define TIMER_LEAD_NS INT64_C(1000000) /* threads are asleep before the first deadline */
@@ -156,28 +157,17 @@ int timer_parse_args(int argc, char **argv, struct timer_config *cfg)
     rtp_rt_options_init(&cfg->rt);
     bool variant_given = false;
     char err[256];
+    const struct rtp_common_args common = {"timer", &cfg->help, &cfg->rt, &cfg->output};
 
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc && !cfg->help; i++) {
         const char *v;
         int m;
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            cfg->help = 1;
-            return 0;
-        }
-        if ((m = rtp_rt_parse_option(argc, argv, &i, &cfg->rt)) != 0) {
+        if ((m = rtp_common_option(argc, argv, &i, &common)) != 0) {
             if (m < 0)
                 return RTP_EXIT_USAGE;
             continue;
         }
-        if ((m = rtp_option_value(argc, argv, &i, "--output", &v)) != 0) {
-            if (m < 0)
-                return RTP_EXIT_USAGE;
-            if (!*v) {
-                fprintf(stderr, RTPROBE_NAME " timer: --output must not be empty\n");
-                return RTP_EXIT_USAGE;
-            }
-            cfg->output = v;
-        } else if ((m = rtp_option_value(argc, argv, &i, "--variant", &v)) != 0) {
+        if ((m = rtp_option_value(argc, argv, &i, "--variant", &v)) != 0) {
             if (m < 0 || set_variant(cfg, v) != 0)
                 return RTP_EXIT_USAGE;
             variant_given = true;
@@ -210,9 +200,7 @@ int timer_parse_args(int argc, char **argv, struct timer_config *cfg)
             if (m < 0 || rtp_option_i64("--overflow-cycles", v, 0, TIMER_MAX_OVERFLOW_CYCLES,
                                         &cfg->overflow_cycles) != 0)
                 return RTP_EXIT_USAGE;
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr, RTPROBE_NAME " timer: unknown option '%s'; see '" RTPROBE_NAME " timer --help'\n",
-                    argv[i]);
+        } else if (rtp_unknown_option("timer", argv[i])) {
             return RTP_EXIT_USAGE;
         } else {
             if (variant_given) {
@@ -225,6 +213,8 @@ int timer_parse_args(int argc, char **argv, struct timer_config *cfg)
             variant_given = true;
         }
     }
+    if (cfg->help)
+        return 0;
 
     if (!cfg->output) {
         fprintf(stderr, RTPROBE_NAME " timer: --output FILE is required\n");
@@ -791,11 +781,10 @@ static int write_records(struct rtp_sf_writer *w, const struct timer_run *r)
     return 0;
 }
 
-static int run(const struct timer_config *cfg)
+static int run(const void *arg)
 {
-    char err[512], started_at[32], finished_at[32];
-    struct rtp_json settings, params, trailer;
-    struct rtp_sf_writer *w = NULL;
+    const struct timer_config *cfg = arg;
+    struct rtp_run sf;
     struct timer_run r;
     int cpus[CPU_SETSIZE];
     int rc;
@@ -805,18 +794,12 @@ static int run(const struct timer_config *cfg)
     r.pm_qos_fd = -1;
     pthread_mutex_init(&r.shared.lock, NULL);
     pthread_cond_init(&r.shared.cond, NULL);
-    rtp_json_init(&settings);
-    rtp_json_init(&params);
-    rtp_json_init(&trailer);
     struct timespec res;
     clock_getres(CLOCK_MONOTONIC, &res);
     r.res_ns = rtp_ts_to_ns(res);
 
-    if (rtp_install_stop_handlers() != 0) {
-        fprintf(stderr, RTPROBE_NAME ": cannot install signal handlers: %s\n", strerror(errno));
-        rc = RTP_EXIT_FAILURE;
+    if ((rc = rtp_run_start(&sf)) != RTP_EXIT_OK)
         goto out;
-    }
     if ((rc = plan_threads(&r, cpus)) != RTP_EXIT_OK)
         goto out;
     if ((rc = rtp_rt_apply(&cfg->rt)) != RTP_EXIT_OK)
@@ -825,66 +808,32 @@ static int run(const struct timer_config *cfg)
         goto out;
     hold_pm_qos(&r);
 
-    rc = RTP_EXIT_FAILURE;
-    build_settings(&r, &settings);
-    build_params(cfg, &params);
-    if (!rtp_json_result(&settings) || !rtp_json_result(&params) ||
-        rtp_now_rfc3339(started_at, sizeof started_at) != 0) {
-        fprintf(stderr, RTPROBE_NAME ": cannot build the header\n");
-        goto out;
-    }
-    struct rtp_sf_header header = {
+    build_settings(&r, &sf.settings);
+    build_params(cfg, &sf.params);
+    const struct rtp_sf_header header = {
         .workload = "timer",
         .variant = cfg->variant,
-        .runtime = "native",
-        .tool = RTPROBE_NAME,
-        .tool_version = RTPROBE_VERSION,
-        .started_at = started_at,
-        .settings_json = rtp_json_result(&settings),
-        .params_json = rtp_json_result(&params),
         .columns = sample_columns,
         .ncolumns = sizeof sample_columns / sizeof sample_columns[0],
     };
     /* Stream mode: nothing is written until the threads are done. */
-    w = rtp_sf_open(cfg->output, &header, RTP_SF_STREAM, err, sizeof err);
-    if (!w) {
-        fprintf(stderr, RTPROBE_NAME ": %s\n", err);
+    if ((rc = rtp_run_open(&sf, cfg->output, &header, RTP_SF_STREAM)) != RTP_EXIT_OK)
         goto out;
-    }
 
     rc = run_threads(&r);
-    if (rtp_stop_signal) {
-        fprintf(stderr, RTPROBE_NAME ": stopped by signal %d; no sample file written\n", (int)rtp_stop_signal);
-        rc = 128 + (int)rtp_stop_signal;
-    }
+    if (rtp_stop_signal)
+        rc = rtp_run_stopped("no sample file written");
     if (rc != RTP_EXIT_OK)
         goto out;
 
-    rc = RTP_EXIT_FAILURE;
-    if (rtp_now_rfc3339(finished_at, sizeof finished_at) != 0)
-        snprintf(finished_at, sizeof finished_at, "%s", started_at);
-    build_trailer(&r, finished_at, &trailer);
-    if (!rtp_json_result(&trailer)) {
-        fprintf(stderr, RTPROBE_NAME ": cannot build the trailer\n");
-        goto out;
-    }
-    write_records(w, &r); /* errors are reported by rtp_sf_finish */
-    int finished = rtp_sf_finish(w, rtp_json_result(&trailer), err, sizeof err);
-    w = NULL;
-    if (finished != 0) {
-        fprintf(stderr, RTPROBE_NAME ": %s\n", err);
-        goto out;
-    }
-    rc = RTP_EXIT_OK;
+    build_trailer(&r, rtp_run_finished_at(&sf), &sf.trailer);
+    write_records(sf.w, &r); /* errors are reported by rtp_sf_finish */
+    rc = rtp_run_finish(&sf);
 out:
-    if (w)
-        rtp_sf_abort(w);
+    rtp_run_free(&sf);
     if (r.pm_qos_fd >= 0)
         close(r.pm_qos_fd);
     release(&r);
-    rtp_json_free(&settings);
-    rtp_json_free(&params);
-    rtp_json_free(&trailer);
     pthread_mutex_destroy(&r.shared.lock);
     pthread_cond_destroy(&r.shared.cond);
     return rc;
@@ -894,11 +843,5 @@ int rtp_cmd_timer(int argc, char **argv)
 {
     struct timer_config cfg;
     int rc = timer_parse_args(argc, argv, &cfg);
-    if (rc != 0)
-        return rc;
-    if (cfg.help) {
-        print_help();
-        return RTP_EXIT_OK;
-    }
-    return run(&cfg);
+    return rtp_subcommand_main(rc, cfg.help, print_help, run, &cfg);
 }
