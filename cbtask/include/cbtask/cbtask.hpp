@@ -467,6 +467,8 @@ class Scheduler {
   void install_step(detail::Node* n, F&& f);
   template <class M, class F>
   void install_receive(detail::Node* n, F&& f);
+  template <class T, class... A>
+  T* make_aux(A&&... a);
   template <class FrameT, class... A>
   Task start_loop(A&&... a);
 
@@ -767,6 +769,19 @@ void require_cond() {
 
 // ---- template definitions ------------------------------------------------------
 
+// A T constructed in aux memory (boxed callbacks, loop frames, messages);
+// the block is given back if the constructor throws.
+template <class T, class... A>
+T* Scheduler::make_aux(A&&... a) {
+  void* mem = aux_alloc(sizeof(T), alignof(T));
+  try {
+    return ::new (mem) T(std::forward<A>(a)...);
+  } catch (...) {
+    aux_free(mem, sizeof(T), alignof(T));
+    throw;
+  }
+}
+
 template <class F>
 void Scheduler::install_step(detail::Node* n, F&& f) {
   using D = std::decay_t<F>;
@@ -774,15 +789,7 @@ void Scheduler::install_step(detail::Node* n, F&& f) {
     ::new (static_cast<void*>(n->buf)) D(std::forward<F>(f));
     n->ops = &detail::InlineStep<D>::ops;
   } else {
-    void* mem = aux_alloc(sizeof(D), alignof(D));
-    D* p;
-    try {
-      p = ::new (mem) D(std::forward<F>(f));
-    } catch (...) {
-      aux_free(mem, sizeof(D), alignof(D));
-      throw;
-    }
-    ::new (static_cast<void*>(n->buf)) D*(p);
+    ::new (static_cast<void*>(n->buf)) D*(make_aux<D>(std::forward<F>(f)));
     n->ops = &detail::BoxedStep<D>::ops;
   }
 }
@@ -796,15 +803,7 @@ void Scheduler::install_receive(detail::Node* n, F&& f) {
     ::new (static_cast<void*>(n->buf)) D(std::forward<F>(f));
     n->ops = &detail::ReceiveStep<M, D, true>::ops;
   } else {
-    void* mem = aux_alloc(sizeof(D), alignof(D));
-    D* p;
-    try {
-      p = ::new (mem) D(std::forward<F>(f));
-    } catch (...) {
-      aux_free(mem, sizeof(D), alignof(D));
-      throw;
-    }
-    ::new (static_cast<void*>(n->buf)) D*(p);
+    ::new (static_cast<void*>(n->buf)) D*(make_aux<D>(std::forward<F>(f)));
     n->ops = &detail::ReceiveStep<M, D, false>::ops;
   }
 }
@@ -834,25 +833,13 @@ Task Scheduler::start_loop(A&&... a) {
   detail::Node* n = claim();
   if (n) {
     ensure_ext(n);
-    void* mem = aux_alloc(sizeof(FrameT), alignof(FrameT));
-    try {
-      push_frame(n, ::new (mem) FrameT(std::forward<A>(a)...));
-    } catch (...) {
-      aux_free(mem, sizeof(FrameT), alignof(FrameT));
-      throw;
-    }
+    push_frame(n, make_aux<FrameT>(std::forward<A>(a)...));
     cont_ = Cont::Frame;
     return handle(n);
   }
   NewTask t(*this);
   ensure_ext(t.n);
-  void* mem = aux_alloc(sizeof(FrameT), alignof(FrameT));
-  try {
-    push_frame(t.n, ::new (mem) FrameT(std::forward<A>(a)...));
-  } catch (...) {
-    aux_free(mem, sizeof(FrameT), alignof(FrameT));
-    throw;
-  }
+  push_frame(t.n, make_aux<FrameT>(std::forward<A>(a)...));
   push_ready(t.n);
   return t.commit();
 }
@@ -966,15 +953,7 @@ bool Scheduler::send(const Task& to, T&& msg) {
   detail::Node* n = target(to);
   if (!n) return false;
   ensure_ext(n);
-  void* mem = aux_alloc(sizeof(M), alignof(M));
-  M* m;
-  try {
-    m = ::new (mem) M(std::forward<T>(msg));
-  } catch (...) {
-    aux_free(mem, sizeof(M), alignof(M));
-    throw;
-  }
-  deliver(n, m);
+  deliver(n, make_aux<M>(std::forward<T>(msg)));
   return true;
 }
 

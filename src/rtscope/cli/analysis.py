@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich import box
+from rich.console import Console
 from rich.table import Table
 
 from ..compare import ALPHA, RESAMPLES, SEED, TESTS, ComparisonSet, compare_runs
@@ -88,10 +89,15 @@ def print_comparisons(cs: ComparisonSet) -> None:
                 console.print(f"* {escape(labels[k.cell.config])} {r.metric}: {escape(r.note)}")
         for note in k.notes + k.cell.notes:
             console.print(f"note: {escape(labels[k.cell.config])}: {escape(note)}")
+    print_unmatched_and_warnings(cs, console)
+
+
+def print_unmatched_and_warnings(cs: ComparisonSet, to: Console) -> None:
+    """The configurations left without a baseline, and the set's warnings."""
     for cell, why in cs.unmatched:
-        console.print(f"[yellow]not compared:[/] {escape(labels[cell.config])}: {escape(why)}")
+        to.print(f"[yellow]not compared:[/] {escape(cs.labels[cell.config])}: {escape(why)}")
     for w in cs.warnings:
-        console.print(f"[yellow]warning:[/] {escape(w)}")
+        to.print(f"[yellow]warning:[/] {escape(w)}")
 
 
 @app.command()
@@ -141,10 +147,7 @@ def recommend(
             console.print("  cost: " + escape(", ".join(rec.cost())))
         for other in rec.others(labels):
             console.print(f"  {escape(other)}")
-    for cell, why in cs.unmatched:
-        err_console.print(f"[yellow]not compared:[/] {escape(labels[cell.config])}: {escape(why)}")
-    for w in cs.warnings:
-        err_console.print(f"[yellow]warning:[/] {escape(w)}")
+    print_unmatched_and_warnings(cs, err_console)
 
 
 @app.command()
