@@ -11,6 +11,19 @@ of each tool's best run (the run least disturbed by anything else on the
 machine) are printed; the target is within ±5 %. On a busy machine use more
 rounds: single runs of page-cache reads vary by tens of percent.
 
+Beside wall-clock throughput, the I/O-call throughput: file size / the time a
+pass spends inside its read/write calls and its sync, from each tool's own
+per-call timings (rtprobe: its per-block histogram's exact sum and the sync
+column; fio: the mean of its per-I/O `lat_ns` times blocks per pass, plus its
+sync time per pass: its sync statistics' total over passes − 1, as the last
+pass's sync is fio's uncounted end_fsync; needs --repetitions >= 2). rtprobe
+times its blocks back to back, one clock read per block, so its call time is
+its whole pass. Both tools time the same system calls, so this ratio
+shows whether rtprobe measures the I/O path as fio does; the gap between the
+two ratios is each tool's own work between calls (fio's per-I/O
+bookkeeping, large at 4 KiB blocks). Not available with --fio-gtod-reduce
+(fio then records no latencies).
+
     .venv/bin/python bench/storage_vs_fio.py --dir /var/tmp --size 1G --repetitions 3 --rounds 3
 
 Needs `make -C probes` and fio. A 1 GiB run writes 1 GiB per pass: keep
@@ -27,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rtscope import paths, samplefile
@@ -38,7 +52,21 @@ from rtscope.workloads import WORKLOADS, check_storage
 TARGET = 0.05
 
 
-def run_rtprobe(req: RunRequest, out: Path) -> float:
+@dataclass
+class Throughput:
+    """Bytes per second: over the whole run (wall clock) and inside the I/O calls (None: not measured)."""
+    wall: float
+    calls: float | None
+
+
+WHAT = {"wall": "throughput (wall clock)", "calls": "I/O-call throughput"}
+
+
+def mib(bytes_per_s: float) -> str:
+    return f"{bytes_per_s / 2**20:9.1f} MiB/s"
+
+
+def run_rtprobe(req: RunRequest, out: Path) -> Throughput:
     p = req.params
     argv = [str(paths.rtprobe()), "storage", req.variant, "--dir", p["dir"], "--size", str(p["size"]),
             "--block-size", str(p["block_size"]), "--repetitions", str(p["repetitions"]), "--output", str(out)]
@@ -50,11 +78,12 @@ def run_rtprobe(req: RunRequest, out: Path) -> float:
         argv += ["--priority", str(req.settings["rt_priority"])]
     subprocess.run(argv, check=True)
     sf = samplefile.read(out)
-    mean_ns = float(sf.data["duration"].mean())
-    return p["size"] / (mean_ns * 1e-9)
+    block = sf.trailer["histograms"]["block"]
+    call_ns = block["sum"] / block["n"] * sf.trailer["counters"]["blocks_per_pass"] + float(sf.data["sync"].mean())
+    return Throughput(p["size"] / (float(sf.data["duration"].mean()) * 1e-9), p["size"] / (call_ns * 1e-9))
 
 
-def run_fio(req: RunRequest, work: Path, extra: list[str]) -> float:
+def run_fio(req: RunRequest, work: Path, extra: list[str]) -> Throughput:
     report = work / "fio.json"
     filename = f"{req.params['dir']}/rtscope-bench-fio.dat"
     # fio has no scheduling-policy option: chrt gives it (and the job process it forks) the same SCHED_FIFO.
@@ -62,7 +91,20 @@ def run_fio(req: RunRequest, work: Path, extra: list[str]) -> float:
     subprocess.run([*chrt, "fio", *fio_args(req, filename, str(report)), *extra], check=True)
     job = load_report(report)["jobs"][0]
     ddir = job["read" if req.variant == "read" else "write"]
-    return float(ddir["bw_bytes"])
+    lat = ddir.get("lat_ns") or {}
+    if not lat.get("N"):  # --gtod_reduce: no latencies
+        return Throughput(float(ddir["bw_bytes"]), None)
+    blocks = req.params["size"] // req.params["block_size"]
+    sync_ns = 0.0
+    if req.variant == "write_sync":
+        # fio's sync statistics hold the syncs of every pass but the last (that one is its
+        # end_fsync, not counted), plus empty syncs after each reopen (docs/storage.md).
+        loops = req.params["repetitions"]
+        sync = (job.get("sync") or {}).get("lat_ns") or {}
+        if loops < 2 or not sync.get("N"):
+            return Throughput(float(ddir["bw_bytes"]), None)
+        sync_ns = sync["mean"] * sync["N"] / (loops - 1)
+    return Throughput(float(ddir["bw_bytes"]), req.params["size"] / ((lat["mean"] * blocks + sync_ns) * 1e-9))
 
 
 def main() -> int:
@@ -104,27 +146,36 @@ def main() -> int:
         for mode in modes:
             knobs = {k: v for k, v in (("cpu", a.cpu), ("rt_priority", a.rt_priority)) if v is not None}
             req = RunRequest("storage", mode, "fio", params, knobs)
-            ratios, rows = [], []
+            rows = []
             for r in range(a.rounds):
                 order = ("rtprobe", "fio") if r % 2 == 0 else ("fio", "rtprobe")
-                got = {}
+                got, wall_s = {}, {}
                 for tool in order:
                     t0 = time.monotonic()
                     got[tool] = run_rtprobe(req, work / "run.rts") if tool == "rtprobe" else run_fio(req, work, fio_extra)
-                    got[tool + "_s"] = time.monotonic() - t0
-                ratio = got["rtprobe"] / got["fio"]
-                ratios.append(ratio)
-                rows.append(got)
-                print(f"  {mode:10s} round {r + 1}: rtprobe {got['rtprobe'] / 2**20:9.1f} MiB/s  "
-                      f"fio {got['fio'] / 2**20:9.1f} MiB/s  ratio {ratio:.3f}  "
-                      f"(wall {got['rtprobe_s']:.1f} s / {got['fio_s']:.1f} s)", flush=True)
-            med = statistics.median(ratios)
-            best = max(g["rtprobe"] for g in rows) / max(g["fio"] for g in rows)
-            verdict = "within" if abs(med - 1) <= TARGET else "OUTSIDE"
-            print(f"{mode}: median ratio rtprobe/fio {med:.3f} ({verdict} ±{TARGET:.0%}); best run vs best run "
-                  f"{best:.3f}; rtprobe median {statistics.median(g['rtprobe'] for g in rows) / 2**20:.1f} MiB/s, "
-                  f"fio median {statistics.median(g['fio'] for g in rows) / 2**20:.1f} MiB/s")
-            results[mode] = {"ratios": ratios, "median_ratio": med, "best_ratio": best, "rounds": rows}
+                    wall_s[tool] = time.monotonic() - t0
+                row = {"rtprobe": asdict(got["rtprobe"]), "fio": asdict(got["fio"]), "seconds": wall_s,
+                       "wall_ratio": got["rtprobe"].wall / got["fio"].wall,
+                       "calls_ratio": got["rtprobe"].calls / got["fio"].calls if got["fio"].calls else None}
+                rows.append(row)
+                calls = (f"I/O calls: rtprobe {mib(got['rtprobe'].calls)}  fio {mib(got['fio'].calls)}  "
+                         f"ratio {row['calls_ratio']:.3f}" if row["calls_ratio"] else "I/O calls: n/a")
+                print(f"  {mode:10s} round {r + 1}: wall: rtprobe {mib(got['rtprobe'].wall)}  fio {mib(got['fio'].wall)}"
+                      f"  ratio {row['wall_ratio']:.3f} | {calls}  ({wall_s['rtprobe']:.1f} s / {wall_s['fio']:.1f} s)",
+                      flush=True)
+            results[mode] = {"rounds": rows}
+            for kind in ("wall", "calls"):
+                ratios = [row[f"{kind}_ratio"] for row in rows if row[f"{kind}_ratio"] is not None]
+                if not ratios:
+                    continue
+                med = statistics.median(ratios)
+                best = max(row["rtprobe"][kind] for row in rows) / max(row["fio"][kind] for row in rows)
+                verdict = "within" if abs(med - 1) <= TARGET else "OUTSIDE"
+                print(f"{mode} {WHAT[kind]}: median ratio rtprobe/fio {med:.3f} ({verdict} ±{TARGET:.0%}); "
+                      f"best run vs best run {best:.3f}; rtprobe median "
+                      f"{mib(statistics.median(row['rtprobe'][kind] for row in rows))}, "
+                      f"fio median {mib(statistics.median(row['fio'][kind] for row in rows))}")
+                results[mode][kind] = {"ratios": ratios, "median_ratio": med, "best_ratio": best}
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     if a.json:
         print(json.dumps({"params": params, "results": results}, indent=2))
