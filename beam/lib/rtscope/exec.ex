@@ -72,7 +72,7 @@ defmodule RtScope.Exec do
     with {:ok, cfg} <- validate(workload, opts),
          {:ok, result} <- Harness.run(spec(cfg)),
          :ok <- write_csv(result, cfg.csv),
-         :ok <- write_rts(result, cfg.output) do
+         :ok <- Harness.write(result, cfg.output) do
       {:ok, Map.merge(result, %{output: cfg.output, csv: cfg.csv})}
     end
   end
@@ -165,7 +165,4 @@ defmodule RtScope.Exec do
       {:error, msg} -> {:error, {:failed, msg}}
     end
   end
-
-  defp write_rts(_result, nil), do: :ok
-  defp write_rts(result, path), do: Harness.write(result, path)
 end

@@ -138,8 +138,10 @@ defmodule RtScope.Harness do
     %{header: header, trailer: trailer, records: records, count: count}
   end
 
-  @doc "Writes a finished run to `path` as a sample file (atomically)."
-  @spec write(result(), Path.t()) :: :ok | {:error, {:failed, String.t()}}
+  @doc "Writes a finished run to `path` as a sample file (atomically); `nil`: no file wanted."
+  @spec write(result(), Path.t() | nil) :: :ok | {:error, {:failed, String.t()}}
+  def write(_result, nil), do: :ok
+
   def write(result, path) do
     case SampleFile.write(path, result.header, result.records, result.trailer) do
       :ok -> :ok

@@ -35,7 +35,7 @@ defmodule RtScope.MsgQ do
   def run(opts \\ []) do
     with {:ok, cfg} <- validate(opts),
          {:ok, result} <- Harness.run(impl(cfg.variant).spec(cfg)),
-         :ok <- write(result, cfg.output) do
+         :ok <- Harness.write(result, cfg.output) do
       {:ok, Map.put(result, :output, cfg.output)}
     end
   end
@@ -55,7 +55,4 @@ defmodule RtScope.MsgQ do
 
   defp impl(:pmap), do: Pmap
   defp impl(:fan_in), do: FanIn
-
-  defp write(_result, nil), do: :ok
-  defp write(result, path), do: Harness.write(result, path)
 end

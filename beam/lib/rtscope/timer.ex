@@ -63,7 +63,7 @@ defmodule RtScope.Timer do
   def run(opts \\ []) do
     with {:ok, cfg} <- validate(opts),
          {:ok, result} <- Harness.run(spec(cfg)),
-         :ok <- write(result, cfg.output) do
+         :ok <- Harness.write(result, cfg.output) do
       {:ok, Map.put(result, :output, cfg.output)}
     end
   end
@@ -80,9 +80,6 @@ defmodule RtScope.Timer do
       {:ok, Map.merge(common, %{variant: variant, cycles: cycles, interval_ms: interval_ms})}
     end
   end
-
-  defp write(_result, nil), do: :ok
-  defp write(result, path), do: Harness.write(result, path)
 
   defp spec(cfg) do
     %{variant: variant, cycles: cycles, interval_ms: interval_ms} = cfg
