@@ -16,6 +16,22 @@ expect() {
     if [ "$rc" -eq "$code" ]; then ok; else fail "$what: exit $rc, expected $code"; cat "$TMP/err" >&2; fi
 }
 
+# expect_stopped SECONDS MESSAGE OUTPUT -- COMMAND...: start COMMAND in the
+# background, SIGTERM it after SECONDS; it must exit 143, say MESSAGE on
+# stderr ($TMP/err) and leave nothing at OUTPUT.
+expect_stopped() {
+    delay=$1; message=$2; output=$3; shift 4
+    "$@" 2>"$TMP/err" &
+    pid=$!
+    sleep "$delay"
+    kill -TERM "$pid"
+    wait "$pid"
+    rc=$?
+    [ "$rc" -eq 143 ] && ok || fail "SIGTERM: exit $rc, expected 143"
+    grep_in "$TMP/err" "$message" "SIGTERM message"
+    [ ! -e "$output" ] && ok || fail "SIGTERM left $(basename "$output")"
+}
+
 # grep_in FILE PATTERN DESCRIPTION
 grep_in() {
     if grep -q -- "$2" "$1"; then ok; else fail "$3: '$2' not in $(basename "$1")"; cat "$1" >&2; fi

@@ -88,15 +88,8 @@ expect 0 "exec --cpu $CPU" -- "$PROBE" exec sum --cpu "$CPU" --iterations 30 --p
 pycheck "$TMP/pin.rts" "h['settings'] == {'cpu': $CPU, 'mlock': False} and all(c == $CPU for d, c in r)" "pinned records"
 
 # SIGTERM mid-run: exit 128+15, no file at the output path, no partial file.
-"$PROBE" exec sleep --ms 20 --iterations 1000 --pause-ms 0 --output "$TMP/killed.rts" 2>"$TMP/err" &
-pid=$!
-sleep 0.5
-kill -TERM "$pid"
-wait "$pid"
-rc=$?
-[ "$rc" -eq 143 ] && ok || fail "SIGTERM: exit $rc, expected 143"
-grep_in "$TMP/err" "no sample file written" "SIGTERM message"
-[ ! -e "$TMP/killed.rts" ] && ok || fail "SIGTERM left killed.rts"
+expect_stopped 0.5 "no sample file written" "$TMP/killed.rts" -- \
+    "$PROBE" exec sleep --ms 20 --iterations 1000 --pause-ms 0 --output "$TMP/killed.rts"
 ls "$TMP" | grep -q partial && fail "SIGTERM left a partial file" || ok
 
 echo "test_cli.sh: $passed passed, $failed failed"

@@ -104,15 +104,8 @@ fi
 nothing_left "$DIR" "--direct"
 
 # SIGTERM mid-run: exit 128+15, the test file removed, no sample file.
-"$PROBE" storage write_sync --size 64K --repetitions 10000000 --dir "$DIR" --output "$TMP/killed.rts" 2>"$TMP/err" &
-pid=$!
-sleep 0.5
-kill -TERM "$pid"
-wait "$pid"
-rc=$?
-[ "$rc" -eq 143 ] && ok || fail "SIGTERM: exit $rc, expected 143"
-grep_in "$TMP/err" "test file removed, no sample file written" "SIGTERM message"
-[ ! -e "$TMP/killed.rts" ] && ok || fail "SIGTERM left killed.rts"
+expect_stopped 0.5 "test file removed, no sample file written" "$TMP/killed.rts" -- \
+    "$PROBE" storage write_sync --size 64K --repetitions 10000000 --dir "$DIR" --output "$TMP/killed.rts"
 nothing_left "$DIR" "SIGTERM"
 ls "$TMP" | grep -q '^\.killed' && fail "SIGTERM left a partial sample file" || ok
 
