@@ -6,7 +6,7 @@ import json
 import pytest
 
 import rtscope.runtimes.beam  # noqa: F401  (registers runtime beam; kept for when runtimes/__init__ omits it)
-from rtscope import runner
+from rtscope.targets import LocalTarget
 from rtscope.runtimes import RUNTIMES
 from rtscope.runtimes.beam import parse_vm_flags
 from rtscope.store import Store
@@ -39,11 +39,11 @@ def no_vm(monkeypatch):
     """Fail the test if any probe process (a VM) is started."""
     started = []
 
-    def launch(argv, timeout=None):
+    def run(self, argv, **kw):
         started.append(argv)
         raise AssertionError(f"a VM was started: {argv}")
 
-    monkeypatch.setattr(runner, "launch", launch)
+    monkeypatch.setattr(LocalTarget, "run", run)
     return started
 
 

@@ -106,25 +106,18 @@ def test_spec_table_and_file(tmp_path):
 
 def test_shorthands_and_unknown_names():
     assert resolve("docker:c1").prefix == ("docker", "exec", "-i", "c1")
-    assert resolve("ssh:pi@board").mode == "wrapper"
+    with pytest.raises(ValueError, match=r"another machine is a target, not an environment: define \[targets.NAME\] "
+                                         r'url = "ssh://pi@board"'):
+        resolve("ssh:pi@board")
     jail = resolve("chroot:/srv/jail")
     assert jail.prefix == ("chroot", "/srv/jail") and jail.root == "/srv/jail" and jail.mode == "root"
     with pytest.raises(ValueError, match="absolute directory"):
         resolve("chroot:srv")
     with pytest.raises(ValueError, match="unknown environment 'qemu'; defined: .*local.*; or KIND:ARG with KIND "
-                                         "one of docker, podman, ssh, chroot"):
+                                         "one of docker, podman, chroot"):
         resolve("qemu")
     with pytest.raises(UsageError, match="invalid value 'qemu' for env"):
         build_request("storage", "write", "native", {}, {"env": "qemu"})
-
-
-def test_output_rewrite():
-    config = {"host_probe": "/h/rtprobe", "inner_probe": "/tmp/r/rtprobe", "inner_dir": "/tmp/r"}
-    argv, host, inner = envs._rewrite(["/h/rtprobe", "storage", "write", "--output", "/host/run/run.rts"], config)
-    assert argv == ["/tmp/r/rtprobe", "storage", "write", "--output", "/tmp/r/run.rts"]
-    assert (host, inner) == ("/host/run/run.rts", "/tmp/r/run.rts")
-    argv, host, inner = envs._rewrite(["sh", "-c", "x", "--output=/host/run/fio.json"], config)
-    assert argv[-1] == "--output=/tmp/r/fio.json" and host == "/host/run/fio.json"
 
 
 # ---- runs through wrappers -------------------------------------------------------------------------
@@ -139,6 +132,10 @@ def test_wrapper_mode_copies_the_probe_and_brings_the_file_back(tmp_path, rtprob
     store = Store(str(tmp_path / "s.db"))
     run = store.get_run(execute(storage_request("viaenv", str(target)), store))
     assert run["settings"]["env"] == "viaenv" and run["n_samples"] == 5
+    # The probe ran from its copy inside, writing into the inner run directory (paths as seen inside).
+    argv = run["source"].split()
+    assert argv[0] == "env" and argv[1].startswith(f"{inner}/rtscope-run-") and argv[1].endswith("/rtprobe")
+    assert argv[-2:] == ["--output", f"{Path(argv[1]).parent}/run.rts"]
     assert any("inside environment viaenv" in n for n in run["trailer"]["notes"])
     assert list(inner.iterdir()) == [] and list(target.iterdir()) == []
 

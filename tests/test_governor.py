@@ -14,6 +14,7 @@ from rtscope import governor
 from rtscope.errors import RtscopeError
 from rtscope.governor import Unavailable, cpufreq_applied, parse_freq, parse_governor
 from rtscope.settings import SETTINGS, RunContext
+from rtscope.targets import LocalTarget
 from proc_helpers import default_signals
 
 CPU = "sys/devices/system/cpu"
@@ -70,14 +71,14 @@ def test_a_cpu_without_cpufreq_makes_the_setting_unavailable_and_nothing_changes
 
 def test_kernel_refusing_a_value_is_an_error_and_nothing_stays_changed(tmp_path, monkeypatch):
     root = fake_sysfs(tmp_path)
-    real_write = governor._write
+    real_write = LocalTarget.write_file
 
-    def refuse_on_cpu1(path, text):
-        if "cpu1" in str(path) and text == "performance":
+    def refuse_on_cpu1(self, path, text):
+        if "cpu1" in str(path) and text.strip() == "performance":
             raise OSError(22, "Invalid argument")
-        real_write(path, text)
+        real_write(self, path, text)
 
-    monkeypatch.setattr(governor, "_write", refuse_on_cpu1)
+    monkeypatch.setattr(LocalTarget, "write_file", refuse_on_cpu1)
     with pytest.raises(RtscopeError, match="cannot set .*cpu1.* to performance: Invalid argument"):
         with cpufreq_applied("scaling_governor", "performance", root=root):
             pass

@@ -135,7 +135,7 @@ def test_signal_mid_run_leaves_no_survivors(db, tmp_path, rtprobe, sig):
 def test_bad_load_values(cli, db, tmp_path, monkeypatch):
     r = cli("run", spec(tmp_path, "disk"), "--db", db)
     assert r.code == 2 and "one of none, cpu, io, vm, hackbench" in r.err
-    monkeypatch.setattr(load.shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(RtscopeError, match="apt-get install -y rt-tests"):
         load.Load("hackbench", tmp_path).start()
     assert SETTINGS["load"].scope == "system"
@@ -162,7 +162,7 @@ def test_commands_cover_every_cpu(kind, tool, tmp_path):
 def test_missing_load_tool_is_reported_as_unavailable(monkeypatch):
     from rtscope import loadgen
     from rtscope.settings import SETTINGS
-    monkeypatch.setattr(loadgen.shutil, "which", lambda tool: None)
+    monkeypatch.setattr(shutil, "which", lambda tool: None)
     assert SETTINGS["load"].unavailable("none") is None
     assert SETTINGS["load"].unavailable("cpu") == \
         "load cpu needs stress-ng, which is not installed: sudo apt-get install -y stress-ng"

@@ -11,6 +11,8 @@ from rtscope.errors import ProbeError, UsageError
 from rtscope.results import run_stats
 from rtscope.runner import build_request, execute
 from rtscope.runtimes import RUNTIMES
+from rtscope.runtimes.base import Site
+from rtscope.targets import LocalTarget
 from rtscope.store import Store
 from rtscope.workloads import byte_count
 
@@ -44,7 +46,7 @@ def test_defaults_are_the_studys():
 def test_rtprobe_command(tmp_path):
     req = build_request("storage", "read", "native", {"size": "64K", "repetitions": 3, "dir": str(tmp_path),
                                                       "direct": "true"}, {"cpu": 0})
-    argv = RUNTIMES["native"].command(req, tmp_path / "out.rts")
+    argv = RUNTIMES["native"].command(req, str(tmp_path / "out.rts"), Site(LocalTarget()))
     assert argv[1:3] == ["storage", "read"]
     pairs = dict(zip(argv[3::2], argv[4::2]))
     assert pairs["--size"] == "65536" and pairs["--repetitions"] == "3" and pairs["--block-size"] == "4096"

@@ -1,57 +1,52 @@
-"""System setting `env`: run the probe inside an execution environment.
+"""System setting `env`: run the probe inside an execution environment on the run's target.
 
-An environment is a named command prefix (`docker exec -i c1`, `ssh board`,
-`chroot /srv/jail`, `unshare --mount --pid --fork`) that rtscope puts in front
-of the probe's command line, plus what rtscope needs to know to get the probe
-in and its sample file out. `local` (no prefix) is built in; others come from
-`define_environment` (a spec's `[environments]` table, see docs/environments.md)
-or from the shorthand KIND:ARG (`docker:c1`, `podman:c1`, `ssh:board`,
-`chroot:/srv/jail`).
+An environment is a named command prefix (`docker exec -i c1`, `chroot
+/srv/jail`, `unshare --mount --pid --fork`) that rtscope puts in front of the
+probe's command line *on the target* (docs/targets.md), plus what rtscope
+needs to know to get the probe in and its output out. `local` (no prefix) is
+built in; others come from `define_environment` (a spec's `[environments]`
+table, see docs/environments.md) or from the shorthand KIND:ARG (`docker:c1`,
+`podman:c1`, `chroot:/srv/jail`). Another machine is not an environment but a
+target: the old `ssh:HOST` shorthand is refused with what to write instead.
 
 How files cross the boundary, by what the definition says:
 
 - shared (`root = "/"`, or a prefix that binds `{run_dir}`): the environment
-  sees the host's files at the same paths; nothing is copied.
-- root (`root = HOST_PATH`, e.g. a chroot directory): rtscope makes a run
-  directory under `root/workdir`, copies rtprobe into it and reads the sample
-  file back through the host path.
+  sees the target's files at the same paths; nothing is copied.
+- root (`root = PATH` on the target, e.g. a chroot directory): rtscope makes a
+  run directory under `root/workdir`, copies rtprobe into it and reads the
+  outputs back through the target's path.
 - wrapper (no `root`): everything goes through the prefix itself (`mktemp`,
-  `sh -c 'cat > ...'`, `cat`, `rm -rf`), so it works over ssh and `docker exec -i`.
+  `sh -c 'cat > ...'`, `cat`, `rm -rf`), so it works with `docker exec -i`.
 
-Before the run a start check runs the probe's `--version` (or `fio --version`)
-inside; a wrapper that cannot start fails there with what it printed, and the
-run directory inside is removed whatever happens. With a non-shared
-environment the probe is launched by a small helper (`python -m
-rtscope.environments exec ...`) that rewrites the probe path and `--output`,
-runs the command, and brings the sample file back.
+Before the run a start check runs the probe's `--version` (or `fio
+--version`) inside; a wrapper that cannot start fails there with what it
+printed, and the run directory inside is removed whatever happens.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
 import shlex
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
-import tomllib
-import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Iterator
 
 from . import paths
-from .errors import RtscopeError, UsageError, choices
+from .fileio import read_toml_table
+from .errors import ProbeError, RtscopeError, UsageError, choices
 from .settings import RunContext, Setting, register
+from .signals import held_signals
+from .targets import Completed, Target
+from .targets.deploy import place_file
 
 LOCAL = "local"
 START_TIMEOUT = 120.0      # seconds for the start check (a container or ssh login may be slow)
 TRANSFER_TIMEOUT = 300.0   # seconds for copying the probe in or the sample file out
-OUTPUT_TAIL = 2000         # characters of a failed command's output kept in errors
 RUN_DIR = "{run_dir}"      # prefix placeholder: the host's per-run directory (for bind mounts)
 PROBE = "{probe}"          # prefix placeholder: the host's rtprobe path (for bind mounts)
 NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -90,7 +85,6 @@ ENVIRONMENTS: dict[str, Environment] = {LOCAL: Environment(LOCAL, description="t
 KINDS: dict[str, tuple[tuple[str, ...], bool]] = {
     "docker": (("docker", "exec", "-i"), False),
     "podman": (("podman", "exec", "-i"), False),
-    "ssh": (("ssh", "-o", "BatchMode=yes"), False),
     "chroot": (("chroot",), True),
 }
 
@@ -154,15 +148,7 @@ def load_environments(table: Any, source: str = "<spec>", *, replace: bool = Fal
 
 def load_environments_file(path: str | os.PathLike, *, replace: bool = False) -> list[Environment]:
     """Environments from a TOML file with an [environments] table."""
-    try:
-        raw = tomllib.loads(Path(path).read_text())
-    except OSError as e:
-        raise UsageError(f"cannot read environments file {path}: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{path}: not valid TOML: {e}") from None
-    if "environments" not in raw:
-        raise UsageError(f"{path}: no [environments] table")
-    return load_environments(raw["environments"], str(path), replace=replace)
+    return load_environments(read_toml_table(path, "environments", "environments"), str(path), replace=replace)
 
 
 _env_file_loaded = False
@@ -182,6 +168,10 @@ def resolve(value: Any) -> Environment:
     if text in ENVIRONMENTS:
         return ENVIRONMENTS[text]
     kind, sep, arg = text.partition(":")
+    if sep and kind == "ssh":
+        raise ValueError(f"{text!r}: another machine is a target, not an environment: define [targets.NAME] "
+                         f"url = \"ssh://{arg or 'user@host'}\" and select it with target = \"NAME\" (or "
+                         f"`rtscope run SPEC --target ssh://{arg or 'user@host'}`); see docs/targets.md")
     if sep and kind in KINDS:
         if not arg:
             raise ValueError(f"{kind}: needs an argument, e.g. {kind}:{'/srv/jail' if kind == 'chroot' else 'c1'}")
@@ -202,46 +192,41 @@ def parse_env(value: Any) -> str:
 # ---- one run inside an environment ---------------------------------------------------------------
 
 
-def _said(proc: subprocess.CompletedProcess) -> str:
-    out = proc.stderr if isinstance(proc.stderr, str) else (proc.stderr or b"").decode(errors="replace")
-    if not out.strip():
-        out = proc.stdout if isinstance(proc.stdout, str) else (proc.stdout or b"").decode(errors="replace")
-    return out.strip()[-OUTPUT_TAIL:] or "no output"
-
-
-def _run(argv: list[str], what: str, env: Environment, timeout: float, stdin: bytes | None = None,
-         text: bool = True) -> subprocess.CompletedProcess:
-    """Run a helper command through (or beside) the environment; RtscopeError naming it when it fails."""
+def _run(target: Target, argv: list[str], what: str, env: Environment, timeout: float, stdin: bytes | None = None,
+         binary: bool = False) -> Completed:
+    """Run a helper command through (or beside) the environment on the target; RtscopeError naming it."""
     try:
-        proc = subprocess.run(argv, input=stdin, capture_output=True, timeout=timeout,
-                              text=text and stdin is None, start_new_session=True)
-    except FileNotFoundError:
-        raise RtscopeError(f"environment {env.name!r} failed to start: {argv[0]!r} not found "
-                           f"(prefix: {shlex.join(env.prefix)})") from None
-    except OSError as e:
-        raise RtscopeError(f"environment {env.name!r} failed to start: {shlex.join(argv)}: {e.strerror}") from None
-    except subprocess.TimeoutExpired:
-        raise RtscopeError(f"environment {env.name!r}: {what} did not finish within {timeout:.0f} s: "
-                           f"{shlex.join(argv)}") from None
+        proc = target.run(argv, timeout=timeout, stdin=stdin, binary=binary)
+    except ProbeError as e:
+        if "did not finish" in str(e):
+            raise RtscopeError(f"environment {env.name!r}: {what} did not finish within {timeout:.0f} s: "
+                               f"{shlex.join(argv)}") from None
+        if "No such file" in str(e):
+            raise RtscopeError(f"environment {env.name!r} failed to start: {argv[0]!r} not found "
+                               f"(prefix: {shlex.join(env.prefix)})") from None
+        raise RtscopeError(f"environment {env.name!r} failed to start: {shlex.join(argv)}: {e}") from None
     if proc.returncode != 0:
         raise RtscopeError(f"environment {env.name!r} failed to start: {what}: `{shlex.join(argv)}` exited "
-                           f"{proc.returncode}: {_said(proc)}")
+                           f"{proc.returncode}: {proc.said()}")
     return proc
 
 
+def _probe_on(target: Target) -> tuple[str, Path]:
+    """rtprobe on the target (deployed there unless it is this machine), and this host's copy of it."""
+    local = paths.rtprobe() if target.is_local else paths.for_arch("rtprobe", target.arch)
+    return place_file(target, local), local
+
+
 class Session:
-    """The per-run state of one environment: inner run directory, probe path, helper command."""
+    """The per-run state of one environment on the run's target: inner run directory, probe path, fetching."""
 
     def __init__(self, env: Environment, ctx: RunContext):
-        self.env = env
-        self.ctx = ctx
-        self.host_run_dir = str(ctx.workdir)
+        self.env, self.ctx, self.target = env, ctx, ctx.target
         self.native = getattr(ctx.request, "runtime", "native") == "native"
-        self.host_probe = str(paths.rtprobe()) if self.native else None
-        self.prefix = [w.replace(RUN_DIR, self.host_run_dir).replace(PROBE, self.host_probe or "")
-                       for w in env.prefix]
+        self.probe, self.local_probe = _probe_on(self.target) if self.native else (None, None)
+        self.prefix = [w.replace(RUN_DIR, ctx.run_dir).replace(PROBE, self.probe or "") for w in env.prefix]
         self.inner_dir: str | None = None   # the per-run directory inside (root and wrapper modes)
-        self.inner_probe: str | None = self.host_probe
+        self.inner_probe: str | None = self.probe
 
     # -- setup and cleanup
     def setup(self) -> None:
@@ -254,32 +239,31 @@ class Session:
             self.inner_probe = self.env.probe_path
         self._start_check()
 
-    def _host_path(self, inner: str) -> Path:
-        return Path(self.env.root) / PurePosixPath(inner).relative_to("/")
+    def _on_target(self, inner: str) -> str:
+        """The target's path of a path inside a root-mode environment."""
+        return posixpath.join(self.env.root, inner.lstrip("/"))
 
     def _setup_root(self) -> None:
-        root = Path(self.env.root)
-        if not root.is_dir():
-            raise RtscopeError(f"environment {self.env.name!r} failed to start: its root {root} is not a directory")
+        root = self.env.root
         base = self.env.workdir or "/tmp"
-        host_base = self._host_path(base)
-        if not host_base.is_dir():
+        if self.target.run(["test", "-d", root], timeout=START_TIMEOUT).returncode != 0:
+            raise RtscopeError(f"environment {self.env.name!r} failed to start: its root {root} is not a directory")
+        if self.target.run(["test", "-d", self._on_target(base)], timeout=START_TIMEOUT).returncode != 0:
             raise RtscopeError(f"environment {self.env.name!r}: workdir {base} does not exist inside it "
-                               f"(host path {host_base}); create it or set workdir")
-        host_dir = Path(tempfile.mkdtemp(prefix="rtscope-run-", dir=host_base))
-        self.inner_dir = str(PurePosixPath(base) / host_dir.name)
+                               f"(host path {self._on_target(base)}); create it or set workdir")
+        made = self.target.mkdtemp(parent=self._on_target(base))
+        self.inner_dir = posixpath.join(base, posixpath.basename(made))
         if self.native:
             if self.env.probe_path:
                 self.inner_probe = self.env.probe_path
             else:
-                shutil.copy2(self.host_probe, host_dir / "rtprobe")
-                os.chmod(host_dir / "rtprobe", 0o755)
+                self.target.check(["cp", self.probe, posixpath.join(made, "rtprobe")], "copying rtprobe in")
                 self.inner_probe = f"{self.inner_dir}/rtprobe"
 
     def _setup_wrapper(self) -> None:
         base = self.env.workdir or "/tmp"
-        made = _run(self.prefix + ["mktemp", "-d", f"{base}/rtscope-run-XXXXXX"], "creating the run directory",
-                    self.env, START_TIMEOUT)
+        made = _run(self.target, self.prefix + ["mktemp", "-d", f"{base}/rtscope-run-XXXXXX"],
+                    "creating the run directory", self.env, START_TIMEOUT)
         inner = made.stdout.strip().splitlines()[-1] if made.stdout.strip() else ""
         if not inner.startswith(base + "/rtscope-run-"):
             raise RtscopeError(f"environment {self.env.name!r}: mktemp printed {made.stdout.strip()!r}, "
@@ -289,47 +273,61 @@ class Session:
             if self.env.probe_path:
                 self.inner_probe = self.env.probe_path
             else:
-                target = f"{inner}/rtprobe"
-                _run(self.prefix + ["sh", "-c", 'cat > "$1" && chmod 755 "$1"', "sh", target],
+                copy = f"{inner}/rtprobe"
+                _run(self.target, self.prefix + ["sh", "-c", 'cat > "$1" && chmod 755 "$1"', "sh", copy],
                      "copying rtprobe in (the prefix must pass stdin, e.g. docker exec -i)", self.env,
-                     TRANSFER_TIMEOUT, stdin=Path(self.host_probe).read_bytes())
-                self.inner_probe = target
+                     TRANSFER_TIMEOUT, stdin=self.local_probe.read_bytes())
+                self.inner_probe = copy
 
     def _start_check(self) -> None:
         argv = self.prefix + ([self.inner_probe, "--version"] if self.native else ["fio", "--version"])
-        _run(argv, "start check", self.env, START_TIMEOUT)
+        _run(self.target, argv, "start check", self.env, START_TIMEOUT)
 
     def cleanup(self) -> None:
         if not self.inner_dir:
             return
-        if self.env.mode == "root":
-            shutil.rmtree(self._host_path(self.inner_dir), ignore_errors=True)
-        else:
-            try:
-                subprocess.run(self.prefix + ["rm", "-rf", "--", self.inner_dir], capture_output=True,
-                               timeout=TRANSFER_TIMEOUT, start_new_session=True)
-            except (OSError, subprocess.TimeoutExpired):
-                self.ctx.notes.append(f"environment {self.env.name}: could not remove {self.inner_dir} inside")
+        with held_signals():
+            if self.env.mode == "root":
+                self.target.remove_tree(self._on_target(self.inner_dir))
+            else:
+                try:
+                    self.target.run(self.prefix + ["rm", "-rf", "--", self.inner_dir], timeout=TRANSFER_TIMEOUT)
+                except RtscopeError:
+                    self.ctx.notes.append(f"environment {self.env.name}: could not remove {self.inner_dir} inside")
         self.inner_dir = None
 
-    # -- the probe's command
-    def command_prefix(self) -> list[str]:
-        if self.env.mode == "shared" and self.inner_probe == self.host_probe:
-            return list(self.prefix)  # same files, same paths: the prefix alone does it
-        config = {"name": self.env.name, "prefix": self.prefix, "mode": self.env.mode, "root": self.env.root,
-                  "host_probe": self.host_probe, "inner_probe": self.inner_probe, "inner_dir": self.inner_dir}
-        run_dir = Path(self.host_run_dir)
-        config_path = run_dir / f"environment-{uuid.uuid4().hex[:8]}.json"
-        config_path.write_text(json.dumps(config))
-        helper = [sys.executable, "-m", "rtscope.environments", "exec", str(config_path), "--"]
-        if os.statvfs(run_dir).f_flag & os.ST_NOEXEC:
-            return helper
-        # A launcher named after what runs where, so a failure reads "rtprobe@jail failed (exit 1): ...".
-        tool = "rtprobe" if self.native else getattr(self.ctx.request, "runtime", "probe")
-        launcher = run_dir / f"{tool}@{self.env.name}"
-        launcher.write_text("#!/bin/sh\nexec " + shlex.join(helper) + ' "$@"\n')
-        launcher.chmod(0o755)
-        return [str(launcher)]
+    # -- files of the run
+    def fetch(self, name: str, local: Path) -> bool:
+        """Bring output file `name` back from the inner run directory; False when the run did not write it."""
+        inner = f"{self.inner_dir}/{name}"
+        if self.env.mode == "root":
+            try:
+                self.target.get(self._on_target(inner), local)
+            except (OSError, RtscopeError) as e:
+                if "No such file" in str(e):
+                    return False
+                raise RtscopeError(f"environment {self.env.name!r}: the run finished but {name} could not be "
+                                   f"brought back: {e}") from None
+            return True
+        proc = self.target.run(self.prefix + ["cat", "--", inner], timeout=TRANSFER_TIMEOUT, binary=True)
+        if proc.returncode != 0:
+            if "No such file" in proc.said():
+                return False
+            raise RtscopeError(f"environment {self.env.name!r}: the run finished but its output could not be "
+                               f"brought back: cat {inner} inside exited {proc.returncode}: {proc.said()}")
+        local.write_bytes(proc.stdout)
+        return True
+
+    def wire(self, ctx: RunContext) -> None:
+        """Point the run at the environment: the prefix, the probe and output paths as seen inside."""
+        ctx.command_prefix = self.prefix + ctx.command_prefix
+        if self.native and self.inner_probe != self.probe:
+            ctx.tool_paths["rtprobe"] = self.inner_probe
+        if self.inner_dir:
+            ctx.out_dir = self.inner_dir
+            ctx.fetch = self.fetch
+        tool = "rtprobe" if self.native else getattr(ctx.request, "runtime", "probe")
+        ctx.command_name = f"{tool}@{self.env.name}"
 
 
 @contextmanager
@@ -342,9 +340,9 @@ def enter(value: Any, ctx: RunContext) -> Iterator[None]:
     session = Session(env, ctx)
     try:
         session.setup()
-        ctx.command_prefix = session.command_prefix() + ctx.command_prefix
-        ctx.notes.append(f"measured inside environment {env.name} ({shlex.join(env.prefix)}); "
-                         f"the machine state recorded is the host's")
+        session.wire(ctx)
+        ctx.notes.append(f"measured inside environment {env.name} ({shlex.join(env.prefix)}) on target "
+                         f"{ctx.target.name}; the machine state recorded is the target's")
         yield
     finally:
         session.cleanup()
@@ -352,96 +350,5 @@ def enter(value: Any, ctx: RunContext) -> Iterator[None]:
 
 register(Setting(
     "env", parse_env, f"{LOCAL}, a defined environment, or KIND:ARG with KIND one of {', '.join(KINDS)}",
-    "run the probe inside this environment (command-prefix wrapper: container, chroot, namespace, ssh); "
-    "see docs/environments.md", scope="system", apply=enter))
-
-
-# ---- the helper that runs inside the probe's process group ----------------------------------------
-
-
-def _rewrite(argv: list[str], config: dict) -> tuple[list[str], str | None, str | None]:
-    """Probe path and --output value as seen inside; returns (argv, host output, inner output)."""
-    argv = list(argv)
-    if config["host_probe"] and argv and argv[0] == config["host_probe"]:
-        argv[0] = config["inner_probe"]
-    host_out = inner_out = None
-    if config["inner_dir"]:
-        for i, word in enumerate(argv):
-            if word == "--output" and i + 1 < len(argv):
-                host_out = argv[i + 1]
-                inner_out = f"{config['inner_dir']}/{Path(host_out).name}"
-                argv[i + 1] = inner_out
-                break
-            if word.startswith("--output="):
-                host_out = word.split("=", 1)[1]
-                inner_out = f"{config['inner_dir']}/{Path(host_out).name}"
-                argv[i] = f"--output={inner_out}"
-                break
-    return argv, host_out, inner_out
-
-
-def _fetch(config: dict, inner_out: str, host_out: str) -> str | None:
-    """Bring the output file back to the host; None, or what went wrong."""
-    if config["mode"] == "root":
-        src = Path(config["root"]) / PurePosixPath(inner_out).relative_to("/")
-        try:
-            shutil.copyfile(src, host_out)
-        except OSError as e:
-            return f"cannot copy {src} to {host_out}: {e.strerror}"
-        return None
-    try:
-        proc = subprocess.run(config["prefix"] + ["cat", "--", inner_out], capture_output=True,
-                              timeout=TRANSFER_TIMEOUT)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"cannot run cat inside: {e}"
-    if proc.returncode != 0:
-        return f"cat {inner_out} inside exited {proc.returncode}: {_said(proc)}"
-    Path(host_out).write_bytes(proc.stdout)
-    return None
-
-
-def _exec(config_path: str, argv: list[str]) -> int:
-    config = json.loads(Path(config_path).read_text())
-    argv, host_out, inner_out = _rewrite(argv, config)
-    stopped: list[int] = []
-
-    def on_signal(signum, _frame):  # the probe got it too (same process group): wait for it to clean up
-        stopped.append(signum)
-
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, on_signal)
-    try:
-        proc = subprocess.Popen(config["prefix"] + argv, stdin=subprocess.DEVNULL)
-    except OSError as e:
-        print(f"rtscope: environment {config['name']!r} failed to start: {config['prefix'][0]}: {e.strerror}",
-              file=sys.stderr)
-        return 1
-    while True:
-        try:
-            rc = proc.wait()
-            break
-        except InterruptedError:
-            continue
-    if stopped:
-        return 128 + stopped[0]
-    if rc != 0:
-        return rc if rc > 0 else 128 - rc
-    if host_out and inner_out:
-        problem = _fetch(config, inner_out, host_out)
-        if problem:
-            print(f"rtscope: environment {config['name']!r}: the run finished but its output could not be "
-                  f"brought back: {problem}", file=sys.stderr)
-            return 1
-    return 0
-
-
-def main(args: list[str]) -> int:
-    if len(args) >= 3 and args[0] == "exec" and args[2] == "--":
-        return _exec(args[1], args[3:])
-    print("usage: python -m rtscope.environments exec CONFIG.json -- COMMAND...  (used by rtscope itself)",
-          file=sys.stderr)
-    return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    "run the probe inside this environment on the run's target (command-prefix wrapper: container, chroot, "
+    "namespace); see docs/environments.md", scope="system", apply=enter))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 import secrets
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,6 +31,7 @@ from .runtimes.base import RunRequest
 from .settings import SETTINGS
 from .spec import Spec
 from .store import Store, experiments, runs, to_jsonable
+from .targets import LOCAL, Pool
 
 RUNNING, FINISHED, INTERRUPTED, FAILED = "running", "finished", "interrupted", "failed"
 UNFINISHED = (RUNNING, INTERRUPTED, FAILED)
@@ -122,10 +124,11 @@ def spec_identity(path: str | Path) -> str:
     return str(Path(path).resolve())
 
 
-def start(store: Store, spec: Spec, planned: list[PlannedRun], seed: int, spec_path: str | None) -> Experiment:
-    """Record a new experiment (status running) with its seed and whole plan."""
+def start(store: Store, spec: Spec, planned: list[PlannedRun], seed: int, spec_path: str | None,
+          targets: list[str] | None = None) -> Experiment:
+    """Record a new experiment (status running) with its seed, whole plan and the --target choice."""
     doc = {"text": spec.text, "scale": spec.scale, "order": spec.order, "source": spec.source,
-           "parsed": to_jsonable(spec.raw)}
+           "parsed": to_jsonable(spec.raw), "targets": targets or None}
     row = {"name": spec.name, "spec": doc, "spec_path": spec_path, "seed": seed,
            "plan": [p.to_json() for p in planned], "status": RUNNING, "created_at": _now()}
     with store.transaction() as c:
@@ -175,11 +178,16 @@ class Reporter(Protocol):
     def run_skipped(self, planned: PlannedRun, reason: str) -> None: ...
 
 
-class Availability:
-    """Whether this machine can make a run: its runtime and every system setting (answers cached)."""
+def target_of(req: RunRequest) -> str:
+    return req.settings.get("target", LOCAL)
 
-    def __init__(self):
+
+class Availability:
+    """Whether a run can be made on its target: its runtime and every system setting (answers cached)."""
+
+    def __init__(self, pool: Pool | None = None):
         self._cache: dict[tuple, str | None] = {}
+        self.pool = pool or Pool()
 
     def _ask(self, key: tuple, question) -> str | None:
         if key not in self._cache:
@@ -189,7 +197,9 @@ class Availability:
     def reason(self, req: RunRequest) -> str | None:
         if req.runtime not in RUNTIMES:
             return f"runtime {req.runtime} is not known to this rtscope"
-        missing = self._ask(("runtime", req.runtime), RUNTIMES[req.runtime].unavailable)
+        name = target_of(req)
+        target = self.pool.get(name)  # an unreachable target is an error, not a reason to skip
+        missing = self._ask(("runtime", name, req.runtime), lambda: RUNTIMES[req.runtime].unavailable(target))
         if missing:
             return f"runtime {req.runtime} is not available: {missing}"
         try:
@@ -198,15 +208,16 @@ class Availability:
             raise
         except RtscopeError as e:
             return f"runtime {req.runtime}: {e}"
-        for name, value in sorted(req.settings.items()):
-            setting = SETTINGS.get(name)
+        for setting_name, value in sorted(req.settings.items()):
+            setting = SETTINGS.get(setting_name)
             if setting is None:
-                return f"setting {name} is not known to this rtscope"
+                return f"setting {setting_name} is not known to this rtscope"
             check = setting.unavailable  # optional: system settings that depend on the machine
             if check is not None:
-                why = self._ask(("setting", name, repr(value)), lambda: check(value))
+                why = self._ask(("setting", name, setting_name, repr(value)), lambda: check(value, target))
                 if why:
-                    return f"setting {name}: {why}"  # the reasons name the value when it matters
+                    where = "" if target.is_local else f" on target {name}"
+                    return f"setting {setting_name}{where}: {why}"  # the reasons name the value when it matters
         return None
 
 
@@ -227,43 +238,109 @@ class Outcome:
         return self.experiment.status
 
 
-def execute(store: Store, exp: Experiment, reporter: Reporter | None = None) -> Outcome:
-    """Make every planned run that is not stored yet, in plan order; mark the experiment's status."""
+def execute(store: Store, exp: Experiment, reporter: Reporter | None = None, pool: Pool | None = None) -> Outcome:
+    """Make every planned run that is not stored yet, in plan order per target; mark the experiment's status.
+
+    Runs on one target are made one at a time (they would disturb each other); different targets work in
+    parallel, one thread each. A target that fails (gone mid-experiment, a run that failed) stops its own
+    runs; the others finish, and the experiment is then marked failed and resumable."""
     done = done_indexes(store, exp.id)
     todo = [p for p in exp.plan if p.index not in done]
     outcome = Outcome(exp, already=len(exp.plan) - len(todo))
-    availability = Availability()
+    by_target: dict[str, list[PlannedRun]] = {}
+    for p in todo:
+        by_target.setdefault(target_of(p.request), []).append(p)
+    own_pool = pool is None
+    pool = pool or Pool()
+    availability = Availability(pool)
     if reporter:
         reporter.started(exp, len(exp.plan), outcome.already)
+        if len(by_target) > 1 and hasattr(reporter, "fleet"):
+            reporter.fleet({name: len(runs_) for name, runs_ in by_target.items()})
     status = FAILED
-    with sigterm_raises():
-        try:
-            if exp.status != RUNNING:
-                set_status(store, exp.id, RUNNING)
-            for p in todo:
-                why = availability.reason(p.request)
-                if why:
-                    if p.on_unavailable == "fail":
-                        raise RtscopeError(f"run {p.index + 1} ({p.cell}) cannot run here: {why} "
-                                           "(the spec says on_unavailable = \"fail\")")
-                    outcome.skipped.append((p, why))
-                    if reporter:
-                        reporter.run_skipped(p, why)
-                    continue
-                if p.index in done_indexes(store, exp.id):
-                    continue  # stored meanwhile by another `--resume` of the same experiment
-                if reporter:
-                    reporter.run_started(p)
-                run_id = execute_run(p.request, store, timeout=p.timeout_s, experiment_id=exp.id,
-                                     plan_index=p.index, cell=p.cell, repetition=p.repetition)
-                outcome.stored.append((p, run_id))
-                if reporter:
-                    reporter.run_stored(p, run_id)
-            status = FINISHED
-        except (KeyboardInterrupt, Terminated):
-            status = INTERRUPTED
-            raise
-        finally:
-            set_status(store, exp.id, status)
-            exp.status = status
+    try:
+        with sigterm_raises():
+            try:
+                if exp.status != RUNNING:
+                    set_status(store, exp.id, RUNNING)
+                if len(by_target) <= 1:
+                    for name, runs_ in by_target.items():
+                        _execute_on(store, exp, name, runs_, pool, availability, outcome, reporter, None, None)
+                else:
+                    _execute_fleet(store, exp, by_target, pool, availability, outcome, reporter)
+                status = FINISHED
+            except (KeyboardInterrupt, Terminated):
+                status = INTERRUPTED
+                raise
+            finally:
+                set_status(store, exp.id, status)
+                exp.status = status
+    finally:
+        if own_pool:
+            pool.close()
     return outcome
+
+
+def _execute_on(store: Store, exp: Experiment, name: str, planned: list[PlannedRun], pool: Pool,
+                availability: Availability, outcome: Outcome, reporter: Reporter | None,
+                stop: threading.Event | None, lock: threading.Lock | None) -> None:
+    """The runs of one target, in plan order."""
+    target = pool.get(name)
+    for p in planned:
+        if stop is not None and stop.is_set():
+            return
+        why = availability.reason(p.request)
+        if why:
+            if p.on_unavailable == "fail":
+                raise RtscopeError(f"run {p.index + 1} ({p.cell}) cannot run here: {why} "
+                                   "(the spec says on_unavailable = \"fail\")")
+            outcome.skipped.append((p, why))
+            if reporter:
+                reporter.run_skipped(p, why)
+            continue
+        if p.index in done_indexes(store, exp.id):
+            continue  # stored meanwhile by another `--resume` of the same experiment
+        if reporter:
+            reporter.run_started(p)
+        run_id = execute_run(p.request, store, timeout=p.timeout_s, target=target, store_lock=lock,
+                             experiment_id=exp.id, plan_index=p.index, cell=p.cell, repetition=p.repetition)
+        outcome.stored.append((p, run_id))
+        if reporter:
+            reporter.run_stored(p, run_id)
+
+
+def _execute_fleet(store: Store, exp: Experiment, by_target: dict[str, list[PlannedRun]], pool: Pool,
+                   availability: Availability, outcome: Outcome, reporter: Reporter | None) -> None:
+    """One thread per target; the main thread waits, and on Ctrl-C/SIGTERM stops every target's run."""
+    for name in by_target:
+        pool.get(name)  # connect (or fail) before anything runs anywhere
+    stop, lock = threading.Event(), threading.Lock()
+    failures: dict[str, BaseException] = {}
+
+    def work(name: str, planned: list[PlannedRun]) -> None:
+        try:
+            _execute_on(store, exp, name, planned, pool, availability, outcome, reporter, stop, lock)
+        except BaseException as e:  # noqa: BLE001  (reported by the main thread)
+            failures[name] = e
+            if reporter and hasattr(reporter, "target_failed") and not stop.is_set():
+                reporter.target_failed(name, str(e))
+
+    threads = [threading.Thread(target=work, args=item, name=f"rtscope-target-{item[0]}", daemon=True)
+               for item in by_target.items()]
+    for t in threads:
+        t.start()
+    try:
+        while any(t.is_alive() for t in threads):
+            for t in threads:
+                t.join(0.1)
+    except BaseException:
+        stop.set()
+        with held_signals():
+            pool.interrupt()
+            for t in threads:
+                t.join()
+        raise
+    if failures:
+        lines = [f"target {name}: {e}" for name, e in sorted(failures.items())]
+        raise RtscopeError(f"{len(failures)} of {len(by_target)} targets failed (the others finished):\n  "
+                           + "\n  ".join(lines))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import tomllib
 from pathlib import Path
 
 from .errors import UsageError
@@ -33,3 +34,16 @@ def write_atomic(path: str | os.PathLike, data: bytes | str, what: str = "file")
             raise UsageError(f"cannot write {what} {path}: {e.strerror or e}") from None
         raise
     return path
+
+
+def read_toml_table(path: str | os.PathLike, key: str, what: str) -> object:
+    """The `[key]` table of a TOML file given by the user (a targets or environments file)."""
+    try:
+        raw = tomllib.loads(Path(path).read_text())
+    except OSError as e:
+        raise UsageError(f"cannot read {what} file {path}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{path}: not valid TOML: {e}") from None
+    if key not in raw:
+        raise UsageError(f"{path}: no [{key}] table")
+    return raw[key]

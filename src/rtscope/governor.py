@@ -5,8 +5,10 @@ every online CPU's cpufreq directory before the probe starts and writes each
 CPU's previous value back when the run ends, whatever ends it: success, an
 error, Ctrl-C or SIGTERM (signals are held off while the old values go back).
 
-The sysfs tree is read under $RTSCOPE_SYSFS_ROOT (default `/`), so tests and
-dry runs can point at a fake tree. Machines without cpufreq (most VMs and
+Everything goes through the run's target (docs/targets.md): the files are
+read and written on the board, under the target's sysfs root — for the local
+target $RTSCOPE_SYSFS_ROOT (default `/`), for another its table's
+`sysfs_root` — so tests and dry runs can point at a fake tree. Machines without cpufreq (most VMs and
 containers) report the settings as not available, and the spec decides
 whether such runs are skipped or fail (`on_unavailable`).
 """
@@ -14,16 +16,17 @@ whether such runs are skipped or fail (`on_unavailable`).
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Iterator
 
 from . import sysinfo
 from .errors import RtscopeError
 from .signals import held_signals
 from .settings import RunContext, Setting, register
+from .targets import LocalTarget, Target
 
 ROOT_ENV = "RTSCOPE_SYSFS_ROOT"
 # The governors Linux has; which of them a kernel offers is in scaling_available_governors.
@@ -31,19 +34,15 @@ GOVERNORS = ("performance", "powersave", "ondemand", "conservative", "schedutil"
 FREQ_WORDS = ("min", "max")  # the hardware limits cpuinfo_min_freq / cpuinfo_max_freq
 
 
-def sysfs_root() -> Path:
-    return Path(os.environ.get(ROOT_ENV) or "/")
+def _target(where: Any = None) -> Target:
+    """The target to act on: a Target, else this machine (a path: with that fake sysfs root)."""
+    if isinstance(where, Target):
+        return where
+    return LocalTarget(sysfs_root=str(where) if where is not None else os.environ.get(ROOT_ENV) or "/")
 
 
-def cpufreq_dir(root: Path, cpu: int) -> Path:
-    return root / "sys" / "devices" / "system" / "cpu" / f"cpu{cpu}" / "cpufreq"
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
+def cpufreq_dir(target: Target, cpu: int) -> str:
+    return target.sys_path(f"sys/devices/system/cpu/cpu{cpu}/cpufreq")
 
 
 def parse_governor(raw: Any) -> str:
@@ -85,10 +84,10 @@ class CpufreqSetting(Setting):
     def __post_init__(self) -> None:
         object.__setattr__(self, "unavailable", self.check_machine)  # Setting's hook, bound to this file
 
-    def check_machine(self, value: Any, root: Path | None = None) -> str | None:
-        """None when `value` can be applied on this machine, else why not (said to the user)."""
+    def check_machine(self, value: Any, where: Any = None) -> str | None:
+        """None when `value` can be applied on the target (this machine by default), else why not."""
         try:
-            plan(self.file, value, root or sysfs_root())
+            plan(self.file, value, _target(where))
         except Unavailable as e:
             return str(e)
         return None
@@ -98,74 +97,78 @@ class Unavailable(RtscopeError):
     """The machine cannot take this setting (no cpufreq, a governor the kernel does not offer)."""
 
 
-def plan(file: str, value: Any, root: Path) -> list[tuple[Path, str]]:
-    """(path, text to write) for every online CPU, or Unavailable saying why not."""
-    cpus = sysinfo.online_cpus(root)
-    missing = [c for c in cpus if _read(cpufreq_dir(root, c) / file) is None]
+def plan(file: str, value: Any, target: Target) -> list[tuple[str, str, str]]:
+    """(path, text to write, current text) for every online CPU, or Unavailable saying why not."""
+    online = target.sys_path("sys/devices/system/cpu/online")
+    cpus = sysinfo.parse_cpu_list(target.read_files([online])[online]) or [0]
+    names = (file, "scaling_available_governors", "cpuinfo_min_freq", "cpuinfo_max_freq")
+    wanted = [posixpath.join(cpufreq_dir(target, c), n) for c in cpus for n in names]
+    found = {p: (t.strip() if t is not None else None) for p, t in target.read_files(wanted).items()}
+
+    def read(c: int, name: str) -> str | None:
+        return found[posixpath.join(cpufreq_dir(target, c), name)]
+
+    missing = [c for c in cpus if read(c, file) is None]
     if missing == cpus:
         raise Unavailable(f"not available on this machine: the kernel exposes no CPU frequency scaling "
-                          f"(no {cpufreq_dir(root, cpus[0]) / file}; common in VMs and containers)")
+                          f"(no {cpufreq_dir(target, cpus[0])}/{file}; common in VMs and containers)")
     if missing:
         raise Unavailable(f"not available on this machine: CPU(s) {', '.join(map(str, missing))} have no "
                           f"cpufreq {file}")
     writes = []
     for c in cpus:
-        d = cpufreq_dir(root, c)
         if file == "scaling_governor":
-            offered = (_read(d / "scaling_available_governors") or "").split()
+            offered = (read(c, "scaling_available_governors") or "").split()
             if offered and value not in offered:
                 raise Unavailable(f"governor {value!r} is not offered by this kernel on CPU {c}; "
                                   f"available: {', '.join(offered)}")
             text = str(value)
         else:
-            lo, hi = _read(d / "cpuinfo_min_freq"), _read(d / "cpuinfo_max_freq")
+            lo, hi = read(c, "cpuinfo_min_freq"), read(c, "cpuinfo_max_freq")
             if lo is None or hi is None:
                 raise Unavailable(f"not available on this machine: CPU {c} has no cpuinfo_min_freq/cpuinfo_max_freq")
             khz = int(lo) if value == "min" else int(hi) if value == "max" else int(value)
             if not int(lo) <= khz <= int(hi):
                 raise Unavailable(f"min_freq {khz} kHz is outside CPU {c}'s range {lo}..{hi} kHz")
             text = str(khz)
-        if not os.access(d / file, os.W_OK):
-            raise Unavailable(f"cannot write {d / file}: permission denied (run as root)")
-        writes.append((d / file, text))
+        path = posixpath.join(cpufreq_dir(target, c), file)
+        writes.append((path, text, read(c, file)))
+    unwritable = target.run(["sh", "-c", 'for f; do test -w "$f" || echo "$f"; done', "sh",
+                             *(p for p, _, _ in writes)], timeout=60).stdout.split()
+    if unwritable:
+        raise Unavailable(f"cannot write {unwritable[0]}: permission denied (run as root)")
     return writes
 
 
-def _write(path: Path, text: str) -> None:
-    with open(path, "w") as f:
-        f.write(text + "\n")
-
-
 @contextmanager
-def cpufreq_applied(file: str, value: Any, ctx: RunContext | None = None, root: Path | None = None) -> Iterator[None]:
-    """Write `value` to `file` on every online CPU; always write the previous values back."""
-    root = root or sysfs_root()
-    writes = plan(file, value, root)
-    previous: list[tuple[Path, str]] = []
+def cpufreq_applied(file: str, value: Any, ctx: RunContext | None = None, root: Any = None) -> Iterator[None]:
+    """Write `value` to `file` on every online CPU of the run's target; always write the previous values back."""
+    target = ctx.target if ctx is not None and ctx.target is not None and root is None else _target(root)
+    writes = plan(file, value, target)
+    previous: list[tuple[str, str]] = []
     try:
-        for path, text in writes:
-            old = _read(path)
-            if old is None:
-                raise RtscopeError(f"cannot read {path}")
+        for path, text, old in writes:
             previous.append((path, old))  # recorded before writing: an interrupted write is undone too
             try:
-                _write(path, text)
-            except OSError as e:
-                raise RtscopeError(f"cannot set {path} to {text}: {e.strerror}") from None
-            if _read(path) != text:
-                raise RtscopeError(f"the kernel did not accept {text} in {path} (it reads {_read(path)!r})")
+                target.write_file(path, text + "\n")
+            except (OSError, RtscopeError) as e:
+                raise RtscopeError(f"cannot set {path} to {text}: {getattr(e, 'strerror', None) or e}") from None
+            now = (target.read_files([path])[path] or "").strip()
+            if now != text:
+                raise RtscopeError(f"the kernel did not accept {text} in {path} (it reads {now!r})")
         if ctx is not None and previous:
             olds = sorted({old for _, old in previous})
-            ctx.notes.append(f"{file} set to {writes[0][1]} on {len(writes)} CPU(s) (was {', '.join(olds)})")
+            where = "" if target.is_local else f" on target {target.name}"
+            ctx.notes.append(f"{file} set to {writes[0][1]} on {len(writes)} CPU(s){where} (was {', '.join(olds)})")
         yield
     finally:
         failed = []
         with held_signals():
             for path, old in reversed(previous):
                 try:
-                    _write(path, old)
-                except OSError as e:
-                    failed.append(f"{path} ({e.strerror})")
+                    target.write_file(path, old + "\n")
+                except (OSError, RtscopeError) as e:
+                    failed.append(f"{path} ({getattr(e, 'strerror', None) or e})")
         if failed:
             raise RtscopeError(f"could not restore {file} to its previous value in: {', '.join(failed)}")
 

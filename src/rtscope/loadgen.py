@@ -19,11 +19,7 @@ process of that session, SIGTERM then SIGKILL, and checks that none is left.
 
 from __future__ import annotations
 
-import ctypes
-import os
-import shutil
-import signal
-import subprocess
+import posixpath
 import sys
 import time
 from contextlib import contextmanager, nullcontext
@@ -34,14 +30,14 @@ from . import sysinfo
 from .errors import RtscopeError
 from .options import one_of
 from .settings import RunContext, Setting, register
-from .signals import held_signals
+from .targets import LocalTarget, Target
+from .targets.base import Spawned
+from .targets.local import session_members  # noqa: F401  (the tests count a load's processes with it)
 
 LOADS = ("none", "cpu", "io", "vm", "hackbench")
 PACKAGES = {"stress-ng": "stress-ng", "hackbench": "rt-tests"}
 SPAWN_WAIT_S = 10.0  # for the generator to start its workers (slow on a busy board)
 SETTLE_S = 0.25      # then: the load is spread over the CPUs before measuring starts
-TERM_WAIT_S = 2.0    # after SIGTERM, before SIGKILL
-KILL_WAIT_S = 30.0   # after SIGKILL: a worker in uninterruptible I/O dies when the I/O ends
 VM_BYTES = "64m"     # per vm worker: noticeable pressure without endangering a small board
 IOMIX_BYTES = "16m"  # per io worker
 
@@ -62,133 +58,93 @@ def command(kind: str, ncpus: int, workdir: Path) -> list[str]:
     raise ValueError(f"no command for load {kind!r}")
 
 
-def session_members(sid: int) -> list[int]:
-    """Live (non-zombie) processes of session `sid`, from /proc."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        # Fields after the command name (which may hold spaces and parentheses).
-        fields = stat[stat.rindex(")") + 2:].split()
-        if int(fields[3]) == sid and fields[0] != "Z":
-            found.append(int(entry))
-    return found
-
-
-def _die_with_parent() -> None:
-    """In the child: get SIGKILL if rtscope dies without stopping the load (kill -9)."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
 class Load:
-    """One running load generator: start() it, stop() it (idempotent), in its own session."""
+    """One running load generator on a target: start() it, stop() it (idempotent), in its own session."""
 
-    def __init__(self, kind: str, workdir: Path, ncpus: int | None = None):
+    def __init__(self, kind: str, workdir: Path | str, ncpus: int | None = None, target: Target | None = None):
         self.kind = kind
-        self.workdir = Path(workdir)
-        self.ncpus = ncpus or len(sysinfo.online_cpus(Path("/")))
-        self.argv = command(kind, self.ncpus, self.workdir)
-        self.proc: subprocess.Popen | None = None
-        self.log = self.workdir / f"load-{kind}.log"
+        self.target = target or LocalTarget()
+        self.workdir = str(workdir)
+        self.ncpus = ncpus or self._online_cpus()
+        self.argv = command(kind, self.ncpus, Path(self.workdir))
+        self.process: Spawned | None = None
+        self.log = posixpath.join(self.workdir, f"load-{kind}.log")
+
+    def _online_cpus(self) -> int:
+        online = self.target.sys_path("sys/devices/system/cpu/online")
+        return len(sysinfo.parse_cpu_list(self.target.read_files([online])[online])) or 1
+
+    @property
+    def proc(self):
+        """The generator's process on this machine (local target), for the tests' process accounting."""
+        return getattr(self.process, "proc", None)
 
     def start(self) -> None:
-        missing = load_unavailable(self.kind)
+        missing = load_unavailable(self.kind, self.target)
         if missing:
             raise RtscopeError(missing)
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        with open(self.log, "wb") as log:  # a file, not a pipe: a full pipe would stall the load
-            try:
-                self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                             cwd=self.workdir, start_new_session=True,
-                                             preexec_fn=_die_with_parent)
-            except OSError as e:
-                raise RtscopeError(f"cannot start load {self.kind} ({self.argv[0]}): {e.strerror}") from None
+        self.process = self.target.spawn(self.argv, cwd=self.workdir, log=self.log)
         try:
             self._wait_for_workers()
             time.sleep(SETTLE_S)
         except BaseException:
             self.stop()
             raise
-        if self.proc.poll() is not None:
-            said = self._log_tail()
+        if not self.process.running():
+            said = self.process.log_tail()
+            code = self.process.exit_code()
             self.stop()
             raise RtscopeError(f"load {self.kind}: {' '.join(self.argv)} exited at once with code "
-                               f"{self.proc.returncode}: {said or 'no output'}")
+                               f"{code}: {said or 'no output'}")
 
     def _wait_for_workers(self) -> None:
         """Until the generator has at least one worker per CPU (or has exited)."""
         deadline = time.monotonic() + SPAWN_WAIT_S
-        while (time.monotonic() < deadline and self.proc.poll() is None
-               and len(session_members(self.proc.pid)) < self.ncpus + 1):
+        while (time.monotonic() < deadline and self.process.running()
+               and self.process.members() < self.ncpus + 1):
             time.sleep(0.05)
-
-    def _log_tail(self, chars: int = 600) -> str:
-        try:
-            return self.log.read_text(errors="replace").strip()[-chars:]
-        except OSError:
-            return ""
 
     def stop(self) -> None:
         """Signal the whole session (SIGTERM, then SIGKILL); raise if any process survives."""
-        if self.proc is None:
+        if self.process is None:
             return
-        sid = self.proc.pid
-        with held_signals():
-            for sig, wait in ((signal.SIGTERM, TERM_WAIT_S), (signal.SIGKILL, KILL_WAIT_S)):
-                for pid in session_members(sid):
-                    try:
-                        os.kill(pid, sig)
-                    except (ProcessLookupError, PermissionError):
-                        pass
-                deadline = time.monotonic() + wait
-                while time.monotonic() < deadline:
-                    try:
-                        self.proc.wait(0.05)  # reap the leader, so it is not counted as alive
-                    except subprocess.TimeoutExpired:
-                        pass
-                    if self.proc.poll() is not None and not session_members(sid):
-                        return
-            left = session_members(sid)
-            if left:
-                raise RtscopeError(f"load {self.kind}: processes {', '.join(map(str, left))} of session {sid} "
-                                   "survived SIGKILL")
+        try:
+            self.process.stop()
+        except RtscopeError as e:
+            raise RtscopeError(f"load {self.kind}: {e}") from None
 
     @property
     def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.process is not None and self.process.running()
 
 
 @contextmanager
 def running_load(kind: str, ctx: RunContext) -> Iterator[Load]:
-    """Start the load, yield while the run measures, always stop it."""
-    load = Load(kind, Path(ctx.workdir) / "load")
+    """Start the load on the run's target, yield while the run measures, always stop it."""
+    load = Load(kind, posixpath.join(str(ctx.run_dir or ctx.workdir), "load"), target=ctx.target)
     load.start()
-    ctx.notes.append(f"load {kind}: {' '.join(load.argv)} (on {load.ncpus} CPUs, started before measuring)")
+    where = "" if load.target.is_local else f" on target {load.target.name}"
+    ctx.notes.append(f"load {kind}: {' '.join(load.argv)} (on {load.ncpus} CPUs{where}, started before measuring)")
     try:
         yield load
     finally:
-        died = load.proc.poll() if load.proc is not None else None
+        died = load.process.exit_code() if load.process is not None else None
         load.stop()
         if died is not None:
             # The run is stored by now; say so rather than hide it.
             print(f"rtscope: warning: load {kind} exited with code {died} before the run ended; "
-                  f"the run was partly measured without it ({load._log_tail(200)})", file=sys.stderr)
+                  f"the run was partly measured without it ({load.process.log_tail(200)})", file=sys.stderr)
 
 
-def load_unavailable(kind: str) -> str | None:
-    """Why load `kind` cannot run here (its tool is not installed), or None."""
+def load_unavailable(kind: str, target: Target | None = None) -> str | None:
+    """Why load `kind` cannot run on the target (its tool is not installed there), or None."""
     if kind == "none":
         return None
+    target = target or LocalTarget()
     tool = command(kind, 1, Path("."))[0]
-    if shutil.which(tool) is None:
-        return f"load {kind} needs {tool}, which is not installed: sudo apt-get install -y {PACKAGES[tool]}"
+    if target.which(tool) is None:
+        where = "" if target.is_local else f" on target {target.name}"
+        return f"load {kind} needs {tool}, which is not installed{where}: sudo apt-get install -y {PACKAGES[tool]}"
     return None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 from pathlib import Path
 
@@ -39,3 +40,23 @@ def rtprobe() -> Path:
 def taskmem() -> Path:
     """The tasks workload's native probe (cbtask/tools), built with the cbtask runtime."""
     return find_binary("RTSCOPE_TASKMEM", "cbtask/build/taskmem", "taskmem", "make -C cbtask")
+
+
+def host_arch() -> str:
+    from .targets.base import ARCHES
+    machine = platform.machine()
+    return ARCHES.get(machine, machine)
+
+
+def for_arch(tool: str, arch: str) -> Path:
+    """`tool` (rtprobe or taskmem) built for `arch`: the static cross build, else this host's build when the
+    arches match."""
+    where = {"rtprobe": ("probes", rtprobe), "taskmem": ("cbtask", taskmem)}
+    project, native = where[tool]
+    cross = repo_file(project, "build", "cross", arch, tool)
+    if os.access(cross, os.X_OK):
+        return cross
+    if arch == host_arch():
+        return native()
+    raise RtscopeError(f"{tool} for {arch} is not built: run `make cross` (static builds for x86_64, aarch64, "
+                       "armhf with Debian's cross compilers)")

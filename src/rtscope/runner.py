@@ -7,22 +7,22 @@ The lifecycle of one run (DESIGN.md's data flow):
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
+import posixpath
 import tempfile
-from contextlib import ExitStack
+import threading
+from contextlib import ExitStack, nullcontext
 from pathlib import Path
 from typing import Any
 
-from . import samplefile, sysinfo
+from . import samplefile
 from .errors import ProbeError, RtscopeError, UsageError, choices
 from .options import lookup
 from .signals import sigterm_raises
 from .runtimes import RUNTIMES
-from .runtimes.base import RunRequest
+from .runtimes.base import RunRequest, Site
 from .settings import SETTINGS, RunContext, system_settings
 from .store import Store
+from .targets import Completed, LocalTarget, Target, TargetError
 from .workloads import WORKLOADS
 
 PROBE_STDERR_TAIL = 2000  # characters of a failed probe's output kept in the error
@@ -54,50 +54,11 @@ def build_request(workload: str, variant: str, runtime: str, params: dict[str, A
     return RunRequest(workload, variant, runtime, full, parsed, tuple(tags))
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    """Stop a probe and everything it started (it runs in its own process group)."""
-    if proc.poll() is not None:
-        return
-    for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def launch(argv: list[str], timeout: float | None = None) -> subprocess.CompletedProcess:
-    """Run a probe in its own process group; kill the group on any interruption."""
-    try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
-    except OSError as e:
-        raise ProbeError(f"cannot start {argv[0]}: {e.strerror}") from None
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _stop(proc)
-        raise ProbeError(f"{Path(argv[0]).name} did not finish within {timeout:.0f} s; stopped") from None
-    except BaseException:
-        _stop(proc)
-        raise
-    finally:
-        # Also reap anything the probe left behind in its group (for example a VM's helpers).
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
-
-
-def check_probe(argv: list[str], proc: subprocess.CompletedProcess) -> None:
+def check_probe(argv: list[str], proc: Completed, name: str | None = None) -> None:
     if proc.returncode != 0:
         said = (proc.stderr or proc.stdout or "").strip()[-PROBE_STDERR_TAIL:]
-        raise ProbeError(f"{Path(argv[0]).name} failed (exit {proc.returncode}): {said or 'no output'}",
+        raise ProbeError(f"{name or posixpath.basename(argv[0])} failed (exit {proc.returncode}): "
+                         f"{said or 'no output'}",
                          exit_code=proc.returncode if proc.returncode in (1, 2) else 1)
 
 
@@ -107,26 +68,48 @@ def _check_matches(req: RunRequest, sf: samplefile.SampleFile, path: Path) -> No
         raise ProbeError(f"{path}: probe wrote {h['workload']} {h['variant']}, expected {req.workload} {req.variant}")
 
 
-def execute(req: RunRequest, store: Store, *, timeout: float | None = None, **store_kwargs) -> int:
-    """Run one request end to end and store it; return the run id. Nothing is stored on failure."""
+def _fetch_outputs(rt, req: RunRequest, ctx: RunContext, out: str) -> None:
+    """Bring the command's output files into this host's run directory (nothing to do on this machine)."""
+    for name in rt.outputs(req, out):
+        local = Path(ctx.workdir) / name
+        if ctx.fetch is not None:
+            ctx.fetch(name, local)
+        elif not ctx.target.is_local:
+            try:
+                ctx.target.get(posixpath.join(ctx.run_dir, name), local)
+            except TargetError as e:
+                if "No such file" not in str(e):
+                    raise  # a missing optional output is for collect() to judge; a lost connection is not
+
+
+def execute(req: RunRequest, store: Store, *, timeout: float | None = None, target: Target | None = None,
+            store_lock: threading.Lock | None = None, **store_kwargs) -> int:
+    """Run one request end to end on `target` (this machine by default) and store it; return the run id.
+    Nothing is stored on failure; every setting is undone on the target, also on Ctrl-C and SIGTERM."""
+    target = target or LocalTarget()
     rt = RUNTIMES[req.runtime]
-    missing = rt.unavailable()
+    missing = rt.unavailable(target)
     if missing:
         raise RtscopeError(f"runtime {req.runtime} is not available: {missing}")
     rt.prepare(req)
     with tempfile.TemporaryDirectory(prefix="rtscope-run-") as tmp, ExitStack() as undo, sigterm_raises():
         workdir = Path(tmp)
-        ctx = RunContext(request=req, workdir=workdir, notes=[])
+        run_dir = tmp if target.is_local else target.mkdtemp()
+        if not target.is_local:
+            undo.callback(target.remove_tree, run_dir)
+        ctx = RunContext(request=req, workdir=workdir, notes=[], target=target, run_dir=run_dir)
         for name, value in req.settings.items():
             setting = SETTINGS[name]
             if setting.apply is not None:
                 undo.enter_context(setting.apply(value, ctx))
-        environment = sysinfo.snapshot(probe_version=rt.version())
-        out = workdir / "run.rts"
-        argv = ctx.command_prefix + rt.command(req, out)
-        proc = launch(argv, timeout)
-        check_probe(argv, proc)
-        path = rt.collect(req, out, workdir, proc)
+        site = Site(target, dict(ctx.tool_paths))
+        environment = target.snapshot(probe_version=_version(rt, site, target))
+        out = posixpath.join(ctx.out_dir or run_dir, "run.rts")
+        argv = ctx.command_prefix + rt.command(req, out, site)
+        proc = target.run(argv, timeout=timeout, cwd=run_dir)
+        check_probe(argv, proc, ctx.command_name)
+        _fetch_outputs(rt, req, ctx, out)
+        path = rt.collect(req, workdir / "run.rts", workdir, proc)
         sf = samplefile.read(path)
         _check_matches(req, sf, path)
         if ctx.notes:
@@ -134,4 +117,13 @@ def execute(req: RunRequest, store: Store, *, timeout: float | None = None, **st
         for name, value in req.settings.items():  # the probe cannot know the system settings
             if SETTINGS[name].scope == "system":
                 sf.header["settings"].setdefault(name, value)
-        return store.add_run(sf, environment, tags=list(req.tags), source=" ".join(argv), **store_kwargs)
+        with store_lock or nullcontext():
+            return store.add_run(sf, environment, tags=list(req.tags), source=" ".join(argv), **store_kwargs)
+
+
+def _version(rt, site: Site, target: Target) -> str | None:
+    """The runtime's tool version on the target (asked once per connection)."""
+    key = ("version", rt.name, tuple(sorted(site.overrides.items())))
+    if key not in target.deployed:
+        target.deployed[key] = rt.version(site)
+    return target.deployed[key]

@@ -14,14 +14,16 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .options import Option, boolean, integer
+from .targets import parse_target
 
 
 @dataclass(frozen=True)
 class Setting(Option):
     scope: str = "probe"  # "probe" | "system"
     apply: Callable[[Any, "RunContext"], AbstractContextManager] | None = None
-    # None when the value can be applied on this machine, else why not (experiments skip or fail by spec).
-    unavailable: Callable[[Any], str | None] | None = None
+    # None when the value can be applied on the target, else why not (experiments skip or fail by spec):
+    # unavailable(value, target).
+    unavailable: Callable[[Any, Any], str | None] | None = None
 
 
 @dataclass
@@ -29,10 +31,17 @@ class RunContext:
     """What a system setting may need to know about the run it surrounds."""
 
     request: Any
-    workdir: Any
+    workdir: Any                  # this host's per-run directory (a Path): outputs are fetched into it
     notes: list[str]
-    # Prepended to the probe's argv: an environment wrapper (container, chroot, ssh) sets it.
+    target: Any = None            # the Target the run executes on (targets.base.Target)
+    run_dir: str = ""             # the per-run directory on the target
+    # Prepended to the probe's argv: an environment wrapper (container, chroot, namespace) sets it.
     command_prefix: list[str] = field(default_factory=list)
+    # Set by an environment whose files the target does not see directly (see environments.py):
+    out_dir: str | None = None    # where the probe writes, as the wrapped command sees it
+    tool_paths: dict[str, str] = field(default_factory=dict)  # tool -> path as the wrapped command sees it
+    fetch: Callable[[str, Any], bool] | None = None           # fetch(file name, local Path) -> found?
+    command_name: str | None = None  # how errors name the command ("rtprobe@jail"); default: its file name
 
 
 SETTINGS: dict[str, Setting] = {}
@@ -48,6 +57,11 @@ register(Setting("rt_priority", integer(1, 99), "an integer 1..99",
 register(Setting("cpu", integer(0), "a CPU number that is online",
                  "pin the probe to this CPU"))
 register(Setting("mlock", boolean, "true or false", "lock the probe's memory (mlockall)"))
+
+
+register(Setting("target", parse_target, "local, a target defined in [targets.NAME] or $RTSCOPE_TARGETS, or a URL "
+                 "(ssh://user@host:port)", "the machine the run executes on (docs/targets.md)", "local",
+                 scope="system"))
 
 
 def system_settings() -> dict[str, Setting]:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import environments
+from . import environments, targets
 from .errors import RtscopeError, UsageError, choices
 from .runner import build_request
 from .runtimes import RUNTIMES
@@ -46,9 +46,9 @@ from .settings import SETTINGS, system_settings
 from .workloads import WORKLOADS
 
 TOP_KEYS = ("name", "description", "tags", "repetitions", "seed", "order", "on_unavailable", "timeout_s",
-            "scale", "environments", "workload")
+            "scale", "environments", "targets", "target", "workload")
 BLOCK_KEYS = ("name", "variants", "runtime", "params", "settings", "exclude", "repetitions", "tags",
-              "on_unavailable", "timeout_s", "scale")
+              "on_unavailable", "timeout_s", "scale", "target")
 SCALE_KEYS = ("repetitions", "timeout_s", "params")
 ORDERS = ("random", "shuffle", "sequential")
 ON_UNAVAILABLE = ("fail", "skip")
@@ -307,8 +307,9 @@ class _Axis:
 
 
 class _Checker:
-    def __init__(self, text: str, source: str, scale: str | None):
+    def __init__(self, text: str, source: str, scale: str | None, target_override: list[str] | None = None):
         self.text, self.source, self.want_scale = text, source, scale
+        self.target_override = target_override
         self.problems: list[Problem] = []
         self.warnings: list[Problem] = []
         self.scale_used: set[str] = set()  # spec-wide [scale.NAME.params] keys that reached a block
@@ -387,7 +388,9 @@ class _Checker:
         self.one_of(raw, "on_unavailable", (), ON_UNAVAILABLE, "fail")
         self.typed(raw, "tags", (), "strings")
         if "environments" in raw:
-            self.environments(raw)
+            self.definitions(raw, "environments", environments.load_environments)
+        if "targets" in raw:
+            self.definitions(raw, "targets", targets.load_table)
         scales, scale = self.scales(raw)
         blocks = raw.get("workload")
         if "workload" not in raw:
@@ -416,15 +419,16 @@ class _Checker:
                     order=order, cells=list(cells), problems=self.problems, warnings=self.warnings,
                     locator=self.loc)
 
-    def environments(self, raw: dict) -> None:
-        """`[environments.NAME]` tables, defined through the environments module (docs/environments.md)."""
-        table = self.typed(raw, "environments", (), "table", {})
-        for env_name, definition in table.items():
+    def definitions(self, raw: dict, key: str, load) -> None:
+        """`[environments.NAME]` / `[targets.NAME]` tables, each defined through its module's loader
+        (docs/environments.md, docs/targets.md); every bad table is one problem at its line."""
+        table = self.typed(raw, key, (), "table", {})
+        for name, definition in table.items():
             try:
-                environments.load_environments({env_name: definition}, self.source)
+                load({name: definition}, self.source)
             except RtscopeError as e:
                 msg = str(e).removeprefix(f"{self.source}, ").removeprefix(f"{self.source}: ")
-                self.error(("environments", env_name), msg)
+                self.error((key, name), msg)
 
     def scales(self, raw: dict) -> tuple[list[str], str | None]:
         names: list[str] = []
@@ -557,9 +561,19 @@ class _Checker:
                 continue
             axes.append(self.axis(value, param_paths[key], key, "param", lambda v, o=option: o.value(v)))
 
-        settings = self.typed(block, "settings", path, "table", {})
+        settings = dict(self.typed(block, "settings", path, "table", {}))
+        setting_paths = {k: path + ("settings", k) for k in settings}
+        if "target" in settings:
+            self.error(path + ("settings", "target"), "target is chosen with `target = ...` in the block or at "
+                       "the top of the spec (or --target), not in [workload.settings]")
+            settings.pop("target")
+        chosen = self.target_override if self.target_override is not None else \
+            block.get("target", raw.get("target"))
+        if chosen is not None:
+            settings["target"] = chosen
+            setting_paths["target"] = (path + ("target",) if "target" in block else ("target",))
         for key, value in settings.items():
-            sp = path + ("settings", key)
+            sp = setting_paths[key]
             if key not in SETTINGS:
                 self.error(sp, f"unknown setting {key!r}; valid settings"
                            + (f" for runtime {'/'.join(runtimes)}: {choices(_accepted(runtimes))}" if runtimes
@@ -717,14 +731,15 @@ def cell_key(req: RunRequest) -> str:
 
 # --- entry points ----------------------------------------------------------------------------------------
 
-def analyse(text: str, source: str = "<spec>", scale: str | None = None) -> Spec:
-    """Parse and check a spec; every problem is in `.problems` (nothing raised for spec mistakes)."""
-    return _Checker(text, source, scale).run()
+def analyse(text: str, source: str = "<spec>", scale: str | None = None, targets: list[str] | None = None) -> Spec:
+    """Parse and check a spec; every problem is in `.problems` (nothing raised for spec mistakes).
+    `targets` (from --target) replaces the spec's choice of targets in every block."""
+    return _Checker(text, source, scale, targets).run()
 
 
-def parse(text: str, source: str = "<spec>", scale: str | None = None) -> Spec:
+def parse(text: str, source: str = "<spec>", scale: str | None = None, targets: list[str] | None = None) -> Spec:
     """Parse a spec, or raise SpecError listing every problem with its line."""
-    spec = analyse(text, source, scale)
+    spec = analyse(text, source, scale, targets)
     if spec.problems:
         raise SpecError(source, spec.problems)
     return spec
@@ -739,5 +754,5 @@ def read_text(path: str | Path) -> str:
         raise UsageError(f"cannot read spec {path}: not UTF-8 text") from None
 
 
-def load(path: str | Path, scale: str | None = None) -> Spec:
-    return parse(read_text(path), str(path), scale)
+def load(path: str | Path, scale: str | None = None, targets: list[str] | None = None) -> Spec:
+    return parse(read_text(path), str(path), scale, targets)

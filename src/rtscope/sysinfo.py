@@ -13,6 +13,7 @@ import re
 import socket
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable
 
 from . import __version__
 
@@ -24,6 +25,16 @@ def _read(root: Path, rel: str) -> str | None:
         return (root / rel.lstrip("/")).read_text(errors="replace").strip()
     except OSError:
         return None
+
+
+# Read in one batch (one round trip on a remote target); governors follow once the online CPUs are known.
+BASE_FILES = ("proc/sys/kernel/version", "proc/sys/kernel/osrelease", "sys/devices/system/cpu/online",
+              "proc/device-tree/model", "sys/devices/system/cpu/isolated", "proc/cpuinfo", "proc/meminfo",
+              "proc/loadavg", "sys/kernel/realtime")
+
+
+def governor_file(cpu: int) -> str:
+    return f"sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor"
 
 
 def preemption_model(version: str, realtime_flag: str | None) -> str:
@@ -47,22 +58,14 @@ def cpu_model(cpuinfo: str | None) -> str:
     return "unknown"
 
 
-def online_cpus(root: Path) -> list[int]:
-    """CPUs online, from sysfs (falls back to os.cpu_count for a bare tree)."""
-    text = _read(root, "sys/devices/system/cpu/online")
-    if not text:
-        return list(range(os.cpu_count() or 1))
+def parse_cpu_list(text: str | None) -> list[int]:
+    """'0-3,6' -> [0, 1, 2, 3, 6]; [] for no text."""
     cpus: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        cpus.extend(range(int(lo), int(hi or lo) + 1))
+    for part in (text or "").strip().split(","):
+        if part:
+            lo, _, hi = part.partition("-")
+            cpus.extend(range(int(lo), int(hi or lo) + 1))
     return cpus
-
-
-def governors(root: Path, cpus: list[int]) -> dict[str, str]:
-    """cpufreq governor per CPU, or "not available" where the kernel has no cpufreq."""
-    return {str(c): _read(root, f"sys/devices/system/cpu/cpu{c}/cpufreq/scaling_governor") or NOT_AVAILABLE
-            for c in cpus}
 
 
 def memory_bytes(meminfo: str | None) -> int | None:
@@ -70,33 +73,43 @@ def memory_bytes(meminfo: str | None) -> int | None:
     return int(m.group(1)) * 1024 if m else None
 
 
-def snapshot(root: str | os.PathLike = "/", probe_version: str | None = None) -> dict:
-    """Everything recorded about the machine with a run."""
-    root = Path(root)
-    uname = platform.uname()
-    version = _read(root, "proc/sys/kernel/version") or uname.version
-    release = _read(root, "proc/sys/kernel/osrelease") or uname.release
-    cpus = online_cpus(root)
-    board = _read(root, "proc/device-tree/model")
+def record(read_many: Callable[[list[str]], dict[str, str | None]], uname: dict[str, str],
+           probe_version: str | None = None, fallback_cpus: int = 1) -> dict:
+    """The machine record from a reader of /proc and /sys files (relative paths) and the uname fields."""
+    base = {k: (v.strip() if v is not None else None) for k, v in read_many(list(BASE_FILES)).items()}
+    version = base["proc/sys/kernel/version"] or uname["version"]
+    release = base["proc/sys/kernel/osrelease"] or uname["release"]
+    cpus = parse_cpu_list(base["sys/devices/system/cpu/online"]) or list(range(fallback_cpus))
+    govs = read_many([governor_file(c) for c in cpus])
+    board = base["proc/device-tree/model"]
     return {
-        "hostname": socket.gethostname(),
+        "hostname": uname["nodename"],
         "kernel_release": release,
         "kernel_version": version,
-        "preemption": preemption_model(version, _read(root, "sys/kernel/realtime")),
-        "machine": uname.machine,
-        "cpu_model": cpu_model(_read(root, "proc/cpuinfo")),
+        "preemption": preemption_model(version, base["sys/kernel/realtime"]),
+        "machine": uname["machine"],
+        "cpu_model": cpu_model(base["proc/cpuinfo"]),
         "cpu_count": len(cpus),
         "cpus_online": cpus,
-        "isolated_cpus": _read(root, "sys/devices/system/cpu/isolated") or "",
-        "governors": governors(root, cpus),
-        "memory_bytes": memory_bytes(_read(root, "proc/meminfo")),
+        "isolated_cpus": base["sys/devices/system/cpu/isolated"] or "",
+        "governors": {str(c): (govs.get(governor_file(c)) or "").strip() or NOT_AVAILABLE for c in cpus},
+        "memory_bytes": memory_bytes(base["proc/meminfo"]),
         "board": board.rstrip("\x00") if board else None,
-        "loadavg": _read(root, "proc/loadavg"),
+        "loadavg": base["proc/loadavg"],
         "rtscope_version": __version__,
         "probe_version": probe_version,
         "python_version": platform.python_version(),
         "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+
+
+def snapshot(root: str | os.PathLike = "/", probe_version: str | None = None) -> dict:
+    """Everything recorded about this machine with a run (`root`: a fake /proc and /sys tree in tests)."""
+    root = Path(root)
+    u = platform.uname()
+    uname = {"sysname": u.system, "nodename": socket.gethostname(), "release": u.release, "version": u.version,
+             "machine": u.machine}
+    return record(lambda rels: {r: _read(root, r) for r in rels}, uname, probe_version, os.cpu_count() or 1)
 
 
 def warnings(snap: dict) -> list[str]:

@@ -19,6 +19,7 @@ from ..options import parse_assignment
 from ..results import run_stats
 from ..signals import Terminated
 from ..store import Store
+from ..targets import Pool
 from .common import DbOption, app, console, err_console, escape, open_store
 from .runs import stats_table
 
@@ -35,23 +36,34 @@ class ProgressReporter:
     def __init__(self, progress: Progress):
         self.progress = progress
         self.task = None
+        self.per_target: dict[str, int] = {}
         self.reasons: set[str] = set()
 
     def started(self, experiment, total: int, done: int) -> None:
         self.task = self.progress.add_task(escape(experiment.name), total=total, completed=done)
 
+    def fleet(self, counts: dict[str, int]) -> None:
+        """Several targets work in parallel: one bar each, under the experiment's."""
+        for name, n in counts.items():
+            self.per_target[name] = self.progress.add_task(escape(f"  {name}"), total=n)
+
     def run_started(self, p) -> None:
-        self.progress.update(self.task, description=escape(f"[{p.index + 1}] {p.cell} #{p.repetition}"))
+        task = self.per_target.get(exp_mod.target_of(p.request), self.task)
+        self.progress.update(task, description=escape(f"[{p.index + 1}] {p.cell} #{p.repetition}"))
 
     def run_stored(self, p, run_id: int) -> None:
         self.progress.console.print(f"run {run_id}: {escape(p.cell)} #{p.repetition}", highlight=False)
-        self._advance()
+        self._advance(p)
 
-    def _advance(self) -> None:
-        self.progress.advance(self.task)
-        t = self.progress.tasks[self.task]
-        if t.finished:
-            self.progress.update(self.task, description="done")
+    def target_failed(self, name: str, error: str) -> None:
+        self.progress.console.print(f"[red]target {escape(name)} failed[/] (its remaining runs stop; the other "
+                                    f"targets go on): {escape(error)}", highlight=False)
+
+    def _advance(self, p=None) -> None:
+        for task in {self.task, self.per_target.get(exp_mod.target_of(p.request)) if p else None} - {None}:
+            self.progress.advance(task)
+            if self.progress.tasks[task].finished:
+                self.progress.update(task, description="done")
 
     def run_skipped(self, p, reason: str) -> None:
         if reason not in self.reasons:  # each reason once; the summary at the end counts them
@@ -59,10 +71,11 @@ class ProgressReporter:
             self.progress.console.print(f"[yellow]skipping[/] runs that need what this machine lacks: "
                                         f"{escape(reason)}", highlight=False)
         # Out of the total rather than counted as done, so that the ETA counts only runs really made.
-        t = self.progress.tasks[self.task]
-        self.progress.update(self.task, total=(t.total or 1) - 1)
-        if t.finished:
-            self.progress.update(self.task, description="done")
+        for task in {self.task, self.per_target.get(exp_mod.target_of(p.request))} - {None}:
+            t = self.progress.tasks[task]
+            self.progress.update(task, total=(t.total or 1) - 1)
+            if t.finished:
+                self.progress.update(task, description="done")
 
 
 def _progress() -> Progress:
@@ -75,12 +88,12 @@ def print_warnings(spec: spec_mod.Spec) -> None:
         err_console.print(f"[yellow]warning:[/] {escape(w.text(spec.source))}")
 
 
-def run_experiment(store: Store, experiment: exp_mod.Experiment, spec_arg: str) -> exp_mod.Outcome:
+def run_experiment(store: Store, experiment: exp_mod.Experiment, spec_arg: str, pool: Pool) -> exp_mod.Outcome:
     """Execute with a progress bar; turn interruptions into a clean message that says how to resume."""
     hint = f"resume with `rtscope run {spec_arg} --resume {experiment.id}`"
     try:
         with _progress() as progress:
-            return exp_mod.execute(store, experiment, ProgressReporter(progress))
+            return exp_mod.execute(store, experiment, ProgressReporter(progress), pool)
     except KeyboardInterrupt:
         raise RtscopeError(f"interrupted: experiment {experiment.id} marked interrupted, every finished run is "
                            f"stored; {hint}", exit_code=EXIT_SIGINT) from None
@@ -154,6 +167,10 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML), see d
         experiment_id: Annotated[Optional[int], typer.Argument(
             metavar="ID", help="With --resume: the experiment to continue (see `rtscope runs`).",
             show_default=False)] = None,
+        target: Annotated[Optional[list[str]], typer.Option(
+            "--target", help="Where the runs execute (repeatable: a fleet, one matrix value each): a target "
+                             "defined in the spec or $RTSCOPE_TARGETS, or ssh://user@host:port; replaces the "
+                             "spec's `target`. See docs/targets.md.")] = None,
         db: DbOption = None) -> None:
     """Run the experiment a spec describes: every run in random order, each stored as it finishes."""
     if experiment_id is not None and not resume:
@@ -162,6 +179,8 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML), see d
     text = spec_mod.read_text(spec)
     identity = exp_mod.spec_identity(spec)
     if resume:
+        if target:
+            raise UsageError("--target cannot change a resumed experiment: its plan names its targets")
         store = open_store(db)
         experiment = _resume_target(store, experiment_id, identity, spec)
         if scale is not None and scale != experiment.scale:
@@ -171,7 +190,7 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML), see d
             raise UsageError(f"experiment {experiment.id} was started with seed {experiment.seed}; "
                              f"--seed cannot change a resumed experiment's order")
         # The recorded text, not the file: the plan belongs to it (environments it defines are registered again).
-        parsed = spec_mod.parse(experiment.text, str(spec), experiment.scale)
+        parsed = spec_mod.parse(experiment.text, str(spec), experiment.scale, experiment.spec.get("targets"))
         if experiment.text != text:
             err_console.print(f"[yellow]warning:[/] {escape(str(spec))} changed since experiment {experiment.id} "
                               "started; continuing the plan recorded then")
@@ -180,19 +199,30 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML), see d
                           f"{experiment.scale or '-'}, seed {experiment.seed}): {done} of {len(experiment.plan)} "
                           "runs already stored")
     else:
-        parsed = spec_mod.parse(text, str(spec), scale)  # every problem reported before anything runs
+        parsed = spec_mod.parse(text, str(spec), scale, target)  # every problem reported before anything runs
         print_warnings(parsed)
-        chosen = seed if seed is not None else parsed.seed if parsed.seed is not None else exp_mod.new_seed()
-        planned = exp_mod.plan(parsed, chosen)
-        _refuse_unrunnable(planned, str(spec))
-        store = open_store(db)
-        experiment = exp_mod.start(store, parsed, planned, chosen, identity)
-        err_console.print(f"experiment {experiment.id}: {escape(parsed.name)}, scale {parsed.scale or '-'}, "
-                          f"{len(parsed.cells)} cells, {len(planned)} runs, order {parsed.order}, seed {chosen}")
-    for w in sysinfo.warnings(sysinfo.snapshot()):
-        err_console.print(f"[yellow]warning:[/] {escape(w)}")
-    outcome = run_experiment(store, experiment, str(spec))
+    with Pool() as pool:
+        if not resume:
+            chosen = seed if seed is not None else parsed.seed if parsed.seed is not None else exp_mod.new_seed()
+            planned = exp_mod.plan(parsed, chosen)
+            _refuse_unrunnable(planned, str(spec), pool)
+            store = open_store(db)
+            experiment = exp_mod.start(store, parsed, planned, chosen, identity, targets=target)
+            err_console.print(f"experiment {experiment.id}: {escape(parsed.name)}, scale {parsed.scale or '-'}, "
+                              f"{len(parsed.cells)} cells, {len(planned)} runs, order {parsed.order}, seed {chosen}")
+        print_machine_warnings(experiment, pool)
+        outcome = run_experiment(store, experiment, str(spec), pool)
     print_results(store, outcome, parsed, f"experiment {experiment.id}: {parsed.name}")
+
+
+def print_machine_warnings(experiment: exp_mod.Experiment, pool: Pool) -> None:
+    """pyperf-style warnings about the state of every target the experiment runs on."""
+    names = sorted({exp_mod.target_of(p.request) for p in experiment.plan})
+    for name in names:
+        target = pool.get(name)
+        where = "" if target.is_local else f"target {name}: "
+        for w in sysinfo.warnings(target.snapshot()):
+            err_console.print(f"[yellow]warning:[/] {escape(where + w)}")
 
 
 def _resume_target(store: Store, exp_id: int | None, identity: str, spec: Path) -> exp_mod.Experiment:
@@ -211,9 +241,10 @@ def _resume_target(store: Store, exp_id: int | None, identity: str, spec: Path) 
     return found
 
 
-def _refuse_unrunnable(planned: list, source: str) -> None:
-    """With on_unavailable = "fail", refuse before anything runs when this machine cannot make a run."""
-    failing = [(p, why) for p, why in exp_mod.unavailable_runs(planned) if p.on_unavailable == "fail"]
+def _refuse_unrunnable(planned: list, source: str, pool: Pool) -> None:
+    """With on_unavailable = "fail", refuse before anything runs when a target cannot make a run."""
+    failing = [(p, why) for p, why in exp_mod.unavailable_runs(planned, exp_mod.Availability(pool))
+               if p.on_unavailable == "fail"]
     if failing:
         reasons = sorted({why for _, why in failing})
         raise RtscopeError(f"{len(failing)} of {len(planned)} runs of {source} cannot run on this machine "
@@ -234,7 +265,7 @@ def check(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML) to v
     print_warnings(first)
     if problems:
         raise UsageError(f"{spec}: {len(problems)} problem(s); nothing was run")
-    availability = exp_mod.Availability()
+    availability = exp_mod.Availability(Pool())
     refused = False
     for a in analysed:
         planned = exp_mod.plan(a, 0)
@@ -260,12 +291,12 @@ def demo(db: DbOption = None, scale: ScaleOption = None) -> None:
     parsed = spec_mod.load(path, scale)
     seed = parsed.seed if parsed.seed is not None else exp_mod.new_seed()
     planned = exp_mod.plan(parsed, seed)
-    _refuse_unrunnable(planned, str(path))
-    store = open_store(db)
-    experiment = exp_mod.start(store, parsed, planned, seed, exp_mod.spec_identity(path))
-    for w in sysinfo.warnings(sysinfo.snapshot()):
-        err_console.print(f"[yellow]warning:[/] {escape(w)}")
-    outcome = run_experiment(store, experiment, str(path))
+    with Pool() as pool:
+        _refuse_unrunnable(planned, str(path), pool)
+        store = open_store(db)
+        experiment = exp_mod.start(store, parsed, planned, seed, exp_mod.spec_identity(path))
+        print_machine_warnings(experiment, pool)
+        outcome = run_experiment(store, experiment, str(path), pool)
     print_results(store, outcome, parsed, f"rtscope demo ({store.url})")
 
 

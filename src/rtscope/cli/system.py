@@ -1,28 +1,93 @@
-"""Command sysinfo: the machine state recorded with every run."""
+"""Commands sysinfo and targets: the machine state recorded with every run, and where runs can execute."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Optional
 
 import typer
 
-from .. import sysinfo
-from .common import JsonOption, app, console, escape
+from .. import spec as spec_mod, sysinfo, targets as targets_mod
+from ..errors import RtscopeError
+from ..runtimes import RUNTIMES
+from .common import JsonOption, app, console, escape, print_json
+
+TargetOption = Annotated[Optional[str], typer.Option(
+    "--target", help="A target defined in $RTSCOPE_TARGETS (or a spec given with --spec), or ssh://user@host:port "
+                     "(default: this machine).")]
+SpecOption = Annotated[Optional[Path], typer.Option(
+    "--spec", help="Also know the targets this spec defines in its [targets] tables.")]
+
+
+def _load_spec_targets(spec: Path | None) -> None:
+    if spec is not None:
+        spec_mod.load(spec)  # registers its [targets] (and reports its problems)
 
 
 @app.command("sysinfo")
-def sysinfo_cmd(json_out: JsonOption = False,
+def sysinfo_cmd(json_out: JsonOption = False, target: TargetOption = None, spec: SpecOption = None,
                 root: Annotated[str, typer.Option(hidden=True, help="Read /proc and /sys below this root.")] = "/"
                 ) -> None:
     """Show the machine state that rtscope records with every run, and what makes it untrustworthy."""
-    snap = sysinfo.snapshot(root)
+    if target is None:
+        snap = sysinfo.snapshot(root)
+    else:
+        _load_spec_targets(spec)
+        with targets_mod.Pool() as pool:
+            snap = pool.get(targets_mod.resolve(target).name).snapshot()
     if json_out:
-        from .common import print_json
         print_json({**snap, "warnings": sysinfo.warnings(snap)})
         return
     for key, value in snap.items():
         if isinstance(value, dict):
             value = ", ".join(f"cpu{k}: {v}" for k, v in value.items())
-        console.print(f"[bold]{key:16}[/] {escape(str(value))}")
+        console.print(f"[bold]{key:18}[/] {escape(str(value))}")
     for w in sysinfo.warnings(snap):
         console.print(f"[yellow]warning:[/] {escape(w)}")
+
+
+def check_target(definition: targets_mod.TargetDefinition) -> dict:
+    """Connect, read the machine, and ask every runtime whether it can run there."""
+    row = {"name": definition.name, "kind": definition.kind, "url": definition.url,
+           "description": definition.description, "reachable": False}
+    target = definition.make()
+    try:
+        target.open()
+        snap = target.snapshot()
+        row.update(reachable=True, arch=target.arch, hostname=snap["hostname"], kernel=snap["kernel_release"],
+                   preemption=snap["preemption"], cpus=snap["cpu_count"],
+                   runtimes={name: rt.unavailable(target) or "ok" for name, rt in sorted(RUNTIMES.items())})
+    except RtscopeError as e:
+        row["error"] = str(e)
+    finally:
+        target.close()
+    return row
+
+
+@app.command("targets")
+def targets_cmd(json_out: JsonOption = False, spec: SpecOption = None,
+                check: Annotated[bool, typer.Option(help="Connect to each target and check it.")] = True) -> None:
+    """List the defined targets and check each: reachable, arch, kernel, preemption model, runtimes."""
+    _load_spec_targets(spec)
+    targets_mod.load_env_file()
+    rows = [check_target(d) if check else d.to_dict() for d in targets_mod.TARGETS.values()]
+    if json_out:
+        print_json(rows)
+    else:
+        for r in rows:
+            head = f"[bold]{escape(r['name'])}[/] ({r['kind']}{', ' + escape(r['url']) if r.get('url') else ''})"
+            if r.get("description"):
+                head += f": {escape(r['description'])}"
+            console.print(head)
+            if not check:
+                continue
+            if not r["reachable"]:
+                console.print(f"  [red]unreachable:[/] {escape(r['error'])}")
+                continue
+            console.print(f"  {escape(r['hostname'])}, {r['arch']}, kernel {escape(r['kernel'])}, "
+                          f"preemption {r['preemption']}, {r['cpus']} CPUs")
+            for name, state in r["runtimes"].items():
+                mark = "[green]ok[/]" if state == "ok" else f"[yellow]missing:[/] {escape(state)}"
+                console.print(f"  runtime {name}: {mark}")
+    if check and any(not r["reachable"] for r in rows):
+        raise typer.Exit(1)

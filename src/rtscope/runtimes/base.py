@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import posixpath
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+
+from ..targets import Target
+from ..targets.deploy import place_file, place_tree
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,22 @@ class RunRequest:
 
 
 @dataclass
+class Site:
+    """Where a run's command executes: the target, and the tools as the command sees them there."""
+
+    target: Target
+    overrides: dict[str, str] = field(default_factory=dict)  # set by an environment wrapper
+
+    def tool(self, name: str, local: Callable[[str], Path], tree: bool = False) -> str:
+        """The path of tool `name` for the command; `local(arch)` finds this host's build for the target's
+        arch, which is deployed (cached by content) unless the target is this machine."""
+        if name in self.overrides:
+            return self.overrides[name]
+        arch = self.target.arch
+        return (place_tree if tree else place_file)(self.target, local(arch))
+
+
+@dataclass
 class Runtime:
     """Base class: subclasses say what they run and how to launch it."""
 
@@ -35,21 +55,27 @@ class Runtime:
     settings: tuple[str, ...] = ()          # probe settings it understands
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def unavailable(self) -> str | None:
-        """None when usable here, else what is missing and the command that installs it."""
+    def unavailable(self, target: Target | None = None) -> str | None:
+        """None when usable on the target (this machine by default), else what is missing and the
+        command that installs it."""
         return None
 
     def prepare(self, req: RunRequest) -> None:
         """Validate anything beyond the registries before a process starts (raise UsageError)."""
 
-    def command(self, req: RunRequest, out: Path) -> list[str]:
+    def command(self, req: RunRequest, out: str, site: Site) -> list[str]:
+        """The argv, on the target; `out` is the sample file's path there."""
         raise NotImplementedError
+
+    def outputs(self, req: RunRequest, out: str) -> list[str]:
+        """Names of the files the command leaves beside `out` that collect() reads (fetched from the target)."""
+        return [posixpath.basename(out)]
 
     def collect(self, req: RunRequest, out: Path, workdir: Path, proc: subprocess.CompletedProcess) -> Path:
         """The sample file produced by the command (peer tools convert their output here)."""
         return out
 
-    def version(self) -> str | None:
+    def version(self, site: Site | None = None) -> str | None:
         return None
 
 

@@ -36,7 +36,8 @@ from ..settings import SETTINGS, Setting
 from ..settings import register as register_setting
 from ..workloads import WORKLOADS, Workload, check_task_request
 from ..workloads import register as register_workload
-from .base import RunRequest, Runtime, register
+from ..targets import Target
+from .base import RunRequest, Runtime, Site, register
 
 BUILD_HINT = "cd beam && MIX_ENV=prod mix compile (or: make beam)"
 CLEARED_ENV = ("ERL_FLAGS", "ERL_AFLAGS", "ERL_ZFLAGS", "ELIXIR_ERL_OPTIONS")
@@ -206,9 +207,13 @@ def harness_args(req: RunRequest) -> list[str]:
 
 @dataclass
 class Beam(Runtime):
-    def unavailable(self) -> str | None:
+    def unavailable(self, target: Target | None = None) -> str | None:
         try:
-            elixir()
+            if target is None or target.is_local:
+                elixir()
+            elif target.which("elixir") is None:
+                return (f"elixir is not installed on target {target.name}: sudo apt-get install -y elixir "
+                        "(the harness needs only elixir/erl there; rtscope copies its compiled modules)")
             ebin()
         except RtscopeError as e:
             return str(e)
@@ -241,13 +246,15 @@ class Beam(Runtime):
                                  f"its parameters: {choices(MSGQ_PARAMS[req.variant])}")
         harness_args(req)
 
-    def command(self, req: RunRequest, out: Path) -> list[str]:
+    def command(self, req: RunRequest, out: str, site: Site) -> list[str]:
         env = ["env", *(a for name in CLEARED_ENV for a in ("-u", name)), "ERL_CRASH_DUMP_SECONDS=0"]
         vm = ["--erl", req.settings["vm_flags"]] if req.settings.get("vm_flags") else []
-        return [*env, elixir(), *vm, "-pa", str(ebin()), "-e", "RtScope.CLI.main(System.argv())", "--",
-                *harness_args(req), "--output", str(out)]
+        exe = elixir() if site.target.is_local else "elixir"
+        harness = site.tool("beam_ebin", lambda arch: ebin(), tree=True)  # BEAM files run on any arch
+        return [*env, exe, *vm, "-pa", harness, "-e", "RtScope.CLI.main(System.argv())", "--",
+                *harness_args(req), "--output", out]
 
-    def version(self) -> str | None:
+    def version(self, site: Site | None = None) -> str | None:
         try:
             app = (ebin() / "rtscope.app").read_text()
         except (OSError, RtscopeError):

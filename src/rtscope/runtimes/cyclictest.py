@@ -14,20 +14,25 @@ converted into a sample file in collect(); the importer's parsers do the reading
 
 from __future__ import annotations
 
+import posixpath
 import re
-import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import samplefile
-from ..errors import ProbeError, UsageError
+from ..errors import ProbeError, RtscopeError, UsageError
 from ..importers import cyclictest as parser
 from ..workloads import check_timer_request, format_cpus, timer_cpus
-from .base import RunRequest, Runtime, register
+from ..targets import LocalTarget, Target
+from .base import RunRequest, Runtime, Site, register
 
 DEFAULT_LOOPS = 10_000  # as rtprobe timer
 PROBE_SETTINGS = ("rt_priority", "cpu", "mlock")
+
+
+def json_path(out: str) -> str:
+    return posixpath.splitext(out)[0] + ".json"
 
 
 def _whole(value, what: str, unit: str, flag: str) -> int:
@@ -39,9 +44,10 @@ def _whole(value, what: str, unit: str, flag: str) -> int:
 
 @dataclass
 class Cyclictest(Runtime):
-    def unavailable(self) -> str | None:
-        if shutil.which("cyclictest") is None:
-            return "cyclictest is not installed: sudo apt-get install -y rt-tests"
+    def unavailable(self, target: Target | None = None) -> str | None:
+        target = target or LocalTarget()
+        if target.which("cyclictest") is None:
+            return f"cyclictest is not installed on target {target.name}: sudo apt-get install -y rt-tests"
         return None
 
     def prepare(self, req: RunRequest) -> None:
@@ -50,7 +56,7 @@ class Cyclictest(Runtime):
         if "duration_s" in req.params:
             _whole(req.params["duration_s"], "duration_s", "seconds", "-D")
 
-    def command(self, req: RunRequest, out: Path) -> list[str]:
+    def command(self, req: RunRequest, out: str, site: Site) -> list[str]:
         p, s = req.params, req.settings
         argv = ["cyclictest", "-i", str(int(p["interval_us"]))]
         if "loops" in p or "duration_s" not in p:
@@ -74,11 +80,14 @@ class Cyclictest(Runtime):
             # -d 0: every thread on the same interval. Without -q the samples stream out as they are
             # measured, so none is lost from cyclictest's ring buffer.
             argv += ["-d", "0", "-v", "-N"]
-        return argv + [f"--json={out.with_suffix('.json')}"]
+        return argv + [f"--json={json_path(out)}"]
+
+    def outputs(self, req: RunRequest, out: str) -> list[str]:
+        return [posixpath.basename(json_path(out))]  # the sample file is written by collect(), from stdout
 
     def collect(self, req: RunRequest, out: Path, workdir: Path, proc: subprocess.CompletedProcess) -> Path:
         text = proc.stdout or ""
-        meta = self._json(out.with_suffix(".json"))
+        meta = self._json(Path(json_path(str(out))))
         if "histogram_us" in req.params:
             log = parser.parse_histogram_text(text, "cyclictest output", unit_ns=1000)
             if meta is not None:  # the JSON's average has 2 decimals, the text's none; it also knows CPUs
@@ -117,10 +126,11 @@ class Cyclictest(Runtime):
         except (OSError, UsageError):
             return None
 
-    def version(self) -> str | None:
+    def version(self, site: Site | None = None) -> str | None:
+        target = site.target if site else LocalTarget()
         try:
-            res = subprocess.run(["cyclictest", "--help"], capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
+            res = target.run(["cyclictest", "--help"], timeout=10)
+        except RtscopeError:
             return None
         m = re.search(r"cyclictest V\s*(\S+)", res.stdout + res.stderr)
         return m.group(1) if m else None

@@ -12,7 +12,7 @@ json+ report, which `collect` converts into a sample file (importers/fio.py).
 from __future__ import annotations
 
 import os
-import shutil
+import posixpath
 import subprocess
 import uuid
 from dataclasses import dataclass
@@ -21,7 +21,8 @@ from pathlib import Path
 from .. import environments, samplefile
 from ..errors import ProbeError, RtscopeError
 from ..importers.fio import convert_job, load_report
-from .base import RunRequest, Runtime, register
+from ..targets import LocalTarget, Target
+from .base import RunRequest, Runtime, Site, register
 
 REPORT = "fio.json"
 INSTALL = "sudo apt-get install -y fio"
@@ -66,23 +67,26 @@ def check_target(directory: str, size: int) -> None:
                            f"{avail} bytes are available")
 
 
-def _environment(req: RunRequest) -> environments.Environment:
-    return environments.resolve(req.settings.get("env", environments.LOCAL))
+def _here(req: RunRequest) -> bool:
+    """Whether this host sees the directory fio writes to (local target, no wrapper with its own files)."""
+    on_local = req.settings.get("target", "local") == "local"
+    return on_local and environments.resolve(req.settings.get("env", environments.LOCAL)).mode == "shared"
 
 
 @dataclass
 class Fio(Runtime):
-    def unavailable(self) -> str | None:
-        return None if shutil.which("fio") else f"fio is not installed ({INSTALL})"
+    def unavailable(self, target: Target | None = None) -> str | None:
+        target = target or LocalTarget()
+        return None if target.which("fio") else f"fio is not installed on target {target.name} ({INSTALL})"
 
     def prepare(self, req: RunRequest) -> None:
-        if _environment(req).mode == "shared":
+        if _here(req):
             check_target(req.params["dir"], req.params["size"])
 
-    def command(self, req: RunRequest, out: Path) -> list[str]:
+    def command(self, req: RunRequest, out: str, site: Site) -> list[str]:
         filename = f"{req.params['dir'].rstrip('/') or '/'}/rtscope-fio-{uuid.uuid4().hex[:12]}.dat"
-        args = fio_args(req, filename, str(out.with_name(REPORT)))
-        if _environment(req).mode == "shared":
+        args = fio_args(req, filename, posixpath.join(posixpath.dirname(out), REPORT))
+        if _here(req):
             return ["fio", *args]
         # Inside another filesystem rtscope cannot check free space first, and fio keeps its file when a write
         # fails: remove it whatever fio's exit status.
@@ -101,10 +105,14 @@ class Fio(Runtime):
         samplefile.write(out, sf.header, sf.data, sf.trailer)
         return out
 
-    def version(self) -> str | None:
+    def outputs(self, req: RunRequest, out: str) -> list[str]:
+        return [REPORT]
+
+    def version(self, site: Site | None = None) -> str | None:
+        target = site.target if site else LocalTarget()
         try:
-            res = subprocess.run(["fio", "--version"], capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
+            res = target.run(["fio", "--version"], timeout=10)
+        except RtscopeError:
             return None
         return res.stdout.strip() or None
 

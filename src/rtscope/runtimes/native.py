@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 
 from .. import paths
 from ..errors import RtscopeError, UsageError
 from ..settings import system_settings
 from ..workloads import check_task_request
 from ..workloads import check_timer_request
-from .base import RunRequest, Runtime, register
+from ..targets import LocalTarget, Target
+from .base import RunRequest, Runtime, Site, register
 
 # Probe settings -> rtprobe flags.
 FLAG_SETTINGS = {"rt_priority": "--priority", "cpu": "--cpu"}
@@ -45,18 +44,26 @@ def check_tasks(req: RunRequest) -> None:
     paths.taskmem()  # not built -> the build command
 
 
-def taskmem_command(req: RunRequest, out: Path) -> list[str]:
-    argv = [str(paths.taskmem()), req.variant, "--model", req.settings["model"]]
+def taskmem_command(req: RunRequest, out: str, site: Site) -> list[str]:
+    argv = [site.tool("taskmem", lambda arch: paths.for_arch("taskmem", arch)), req.variant,
+            "--model", req.settings["model"]]
     for name, value in req.params.items():
         argv += [param_flag(name), str(value)]
-    return argv + ["--output", str(out)]
+    return argv + ["--output", out]
+
+
+def rtprobe(site: Site) -> str:
+    return site.tool("rtprobe", lambda arch: paths.for_arch("rtprobe", arch))
 
 
 @dataclass
 class Native(Runtime):
-    def unavailable(self) -> str | None:
+    def unavailable(self, target: Target | None = None) -> str | None:
         try:
-            paths.rtprobe()
+            if target is None or target.is_local:
+                paths.rtprobe()
+            else:
+                paths.for_arch("rtprobe", target.arch)
         except RtscopeError as e:
             return str(e)
         return None
@@ -69,18 +76,19 @@ class Native(Runtime):
         if req.workload == "timer":
             check_timer_request(req)
 
-    def command(self, req: RunRequest, out: Path) -> list[str]:
+    def command(self, req: RunRequest, out: str, site: Site) -> list[str]:
         if req.workload == "tasks":
-            return taskmem_command(req, out)
-        argv = [str(paths.rtprobe()), req.workload, req.variant]
+            return taskmem_command(req, out, site)
+        argv = [rtprobe(site), req.workload, req.variant]
         for name, value in req.params.items():
             argv += [param_flag(name), str(value).lower() if isinstance(value, bool) else str(value)]
-        return argv + probe_flags(req.settings) + ["--output", str(out)]
+        return argv + probe_flags(req.settings) + ["--output", out]
 
-    def version(self) -> str | None:
+    def version(self, site: Site | None = None) -> str | None:
+        site = site or Site(LocalTarget())
         try:
-            res = subprocess.run([str(paths.rtprobe()), "--version"], capture_output=True, text=True, timeout=10)
-        except (OSError, RtscopeError, subprocess.TimeoutExpired):
+            res = site.target.run([rtprobe(site), "--version"], timeout=10)
+        except RtscopeError:
             return None
         return res.stdout.strip() or None
 

@@ -1,0 +1,164 @@
+"""The target interface: where a run executes (labgrid's model: a small class that knows how it is reached).
+
+A target runs commands (each in its own process group, with a timeout and a
+kill that reaches every child), starts background processes (load
+generators), moves files and answers the machine questions. Nothing else in
+rtscope knows how a target is reached: runtimes, settings, the machine record
+and deployment all go through these methods.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from .. import sysinfo
+from ..errors import RtscopeError
+
+OUTPUT_TAIL = 2000  # characters of a failed command's output kept in errors
+
+# Debian architecture names <- `uname -m`; the cross builds are made for these.
+ARCHES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64",
+          "armv7l": "armhf", "armv8l": "armhf", "armv6l": "armhf", "armhf": "armhf"}
+
+
+class TargetError(RtscopeError):
+    """The target cannot be reached or used; the message names the target."""
+
+
+@dataclass
+class Completed:
+    """A finished command: its exit status and output (bytes when asked for, else text)."""
+
+    argv: list[str]
+    returncode: int
+    stdout: str | bytes
+    stderr: str
+
+    def said(self) -> str:
+        out = self.stderr.strip() or (self.stdout.strip() if isinstance(self.stdout, str) else "")
+        return out[-OUTPUT_TAIL:] or "no output"
+
+
+class Spawned(Protocol):
+    """A background process group on a target (a load generator)."""
+
+    argv: list[str]
+
+    def running(self) -> bool: ...
+    def exit_code(self) -> int | None: ...
+    def members(self) -> int: ...        # live processes of its session (the generator and its workers)
+    def stop(self) -> None: ...          # every process of the group, TERM then KILL; raise if any survives
+    def log_tail(self, chars: int = 600) -> str: ...
+
+
+@dataclass
+class Target:
+    """Base class of the target kinds. `name` is how specs and tables call it."""
+
+    name: str
+    description: str = ""
+    workdir: str = "/var/tmp/rtscope"   # on the target: run directories and the deploy cache
+    sysfs_root: str = "/"               # where /proc and /sys are read and written (a fake tree in tests)
+    kind: str = "local"
+    facts: dict = field(default_factory=dict)  # extra machine-record facts of this kind (a VM's host side)
+    deployed: dict = field(default_factory=dict)  # what deploy.py has placed there during this connection
+
+    # -- lifecycle
+    def open(self) -> None:
+        """Connect (or boot) once; idempotent."""
+
+    def close(self) -> None:
+        """Disconnect (or shut down); idempotent."""
+
+    def interrupt(self) -> None:
+        """From another thread: stop whatever runs on the target now (the fleet's Ctrl-C)."""
+
+    def __enter__(self) -> "Target":
+        self.open()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- commands
+    def run(self, argv: list[str], *, timeout: float | None = None, stdin: bytes | None = None,
+            cwd: str | None = None, binary: bool = False) -> Completed:
+        raise NotImplementedError
+
+    def spawn(self, argv: list[str], *, cwd: str, log: str) -> Spawned:
+        raise NotImplementedError
+
+    def check(self, argv: list[str], what: str, *, timeout: float | None = 120, stdin: bytes | None = None,
+              binary: bool = False) -> Completed:
+        """run(), raising TargetError naming the target and `what` when the command fails."""
+        proc = self.run(argv, timeout=timeout, stdin=stdin, binary=binary)
+        if proc.returncode != 0:
+            raise TargetError(f"target {self.name}: {what} failed: `{shlex.join(argv)}` exited "
+                              f"{proc.returncode}: {proc.said()}")
+        return proc
+
+    # -- files
+    def put(self, local_path: str, remote_path: str, mode: int = 0o644) -> None:
+        raise NotImplementedError
+
+    def get(self, remote_path: str, local_path: str) -> None:
+        raise NotImplementedError
+
+    def read_files(self, paths: list[str]) -> dict[str, str | None]:
+        """Text of each file (None when it cannot be read), in as few round trips as the kind allows."""
+        raise NotImplementedError
+
+    def write_file(self, path: str, text: str) -> None:
+        """Write `text` to an existing file such as a sysfs attribute (no temp file, no rename)."""
+        raise NotImplementedError
+
+    def which(self, command: str) -> str | None:
+        raise NotImplementedError
+
+    def mkdtemp(self, prefix: str = "rtscope-run-", parent: str | None = None) -> str:
+        raise NotImplementedError
+
+    def remove_tree(self, path: str) -> None:
+        raise NotImplementedError
+
+    def free_bytes(self, path: str) -> int | None:
+        raise NotImplementedError
+
+    # -- machine questions
+    def uname(self) -> dict[str, str]:
+        """sysname, nodename, release, version, machine."""
+        raise NotImplementedError
+
+    @property
+    def arch(self) -> str:
+        machine = self.uname()["machine"]
+        return ARCHES.get(machine, machine)
+
+    def snapshot(self, probe_version: str | None = None) -> dict:
+        """The machine record, read from the target (two round trips on a remote one)."""
+        def read_many(rels: list[str]) -> dict[str, str | None]:
+            # Governors are read where the governor setting writes them (a fake tree in tests).
+            where = {r: self.sys_path(r) if "cpufreq" in r else "/" + r for r in rels}
+            got = self.read_files(list(where.values()))
+            return {r: got.get(p) for r, p in where.items()}
+
+        rec = sysinfo.record(read_many, self.uname(), probe_version)
+        rec.update({"target": self.name, "target_kind": self.kind, **self.facts})
+        if not self.is_local:
+            rec["target_description"] = self.description
+            rec["python_version"] = None  # rtscope's Python runs on the host, not on the target
+        return rec
+
+    def sys_path(self, rel: str) -> str:
+        """A /proc or /sys path below this target's sysfs root."""
+        return posixpath.join(self.sysfs_root, rel.lstrip("/"))
+
+    @property
+    def is_local(self) -> bool:
+        return self.kind == "local"
+
+    def describe(self) -> str:
+        return f"{self.name} ({self.kind}{': ' + self.description if self.description else ''})"

@@ -1,0 +1,41 @@
+"""The targets of one experiment: each made from its definition and opened once, closed at the end."""
+
+from __future__ import annotations
+
+import threading
+
+from .base import Target
+from .local import LOCAL
+from .registry import resolve
+
+
+class Pool:
+    def __init__(self):
+        self._targets: dict[str, Target] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str | None) -> Target:
+        """The opened target called `name` (local when None)."""
+        name = name or LOCAL
+        with self._lock:
+            target = self._targets.get(name)
+            if target is None:
+                target = resolve(name).make()
+                self._targets[name] = target
+        target.open()
+        return target
+
+    def interrupt(self) -> None:
+        for target in list(self._targets.values()):
+            target.interrupt()
+
+    def close(self) -> None:
+        for target in list(self._targets.values()):
+            target.close()
+        self._targets.clear()
+
+    def __enter__(self) -> "Pool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,189 @@
+"""Defined targets: `[targets.NAME]` tables (a spec's, or $RTSCOPE_TARGETS's), URLs, and the built-in `local`.
+
+    [targets.pi3]
+    url = "ssh://root@192.168.1.50:22"
+    identity = "~/.ssh/id_ed25519"      # optional: agent / default keys otherwise
+    known_hosts = "~/.ssh/known_hosts"  # optional; host keys are verified, never accepted blindly
+    workdir = "/var/tmp/rtscope"         # optional
+    description = "Raspberry Pi 3B, Raspberry Pi OS, PREEMPT_RT 6.6"
+
+A definition is only data; `make()` builds a fresh Target object from it
+(one per experiment, opened once and reused by every run on it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import UsageError, choices
+from ..fileio import read_toml_table
+from .base import Target
+from .local import LOCAL, LocalTarget
+from .ssh import SshTarget, parse_url
+
+FILE_VAR = "RTSCOPE_TARGETS"  # a TOML file with a [targets] table, read on first use
+SYSFS_ROOT_VAR = "RTSCOPE_SYSFS_ROOT"  # the local target's /proc and /sys root (a fake tree in tests)
+NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
+COMMON_KEYS = ("kind", "url", "description", "workdir", "sysfs_root")
+SSH_KEYS = ("identity", "known_hosts")
+
+
+@dataclass(frozen=True)
+class TargetDefinition:
+    name: str
+    kind: str
+    url: str | None = None
+    description: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def make(self) -> Target:
+        return KINDS[self.kind].factory(self)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "url": self.url, "description": self.description,
+                **self.options}
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    help: str
+    keys: tuple[str, ...]                       # keys its table takes besides COMMON_KEYS
+    factory: Callable[[TargetDefinition], Target]
+    schemes: tuple[str, ...] = ()               # URL schemes that select it
+
+
+def _local(d: TargetDefinition) -> Target:
+    return LocalTarget(d.name, d.description or "this machine",
+                       sysfs_root=d.options.get("sysfs_root") or os.environ.get(SYSFS_ROOT_VAR) or "/",
+                       workdir=d.options.get("workdir"))
+
+
+def _ssh(d: TargetDefinition) -> Target:
+    o = d.options
+    return SshTarget(d.name, d.url, identity=o.get("identity"), known_hosts=o.get("known_hosts"),
+                     workdir=o.get("workdir"), description=d.description, sysfs_root=o.get("sysfs_root"))
+
+
+KINDS: dict[str, Kind] = {
+    "local": Kind("local", "this machine (the default)", (), _local),
+    "ssh": Kind("ssh", "a board or host over SSH", SSH_KEYS, _ssh, ("ssh",)),
+}
+
+TARGETS: dict[str, TargetDefinition] = {LOCAL: TargetDefinition(LOCAL, "local", description="this machine")}
+
+
+def register_kind(kind: Kind) -> Kind:
+    KINDS[kind.name] = kind
+    return kind
+
+
+def _kind_of_url(url: str, where: str) -> str:
+    scheme = url.partition("://")[0] if "://" in url else ""
+    for k in KINDS.values():
+        if scheme in k.schemes:
+            return k.name
+    schemes = sorted(s for k in KINDS.values() for s in k.schemes)
+    raise UsageError(f"{where}: url {url!r} has no known scheme; valid: {choices(s + '://...' for s in schemes)}")
+
+
+def define(name: str, table: dict, where: str = "", *, replace: bool = False) -> TargetDefinition:
+    """Validate and register one target definition; `target = NAME` then selects it."""
+    place = where or f"[targets.{name}]"
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise UsageError(f"{place}: invalid target name {name!r}: use letters, digits, '_', '.', '-'")
+    if name == LOCAL:
+        raise UsageError(f"{place}: target name {LOCAL!r} is built in (this machine); choose another name")
+    if not isinstance(table, dict):
+        raise UsageError(f"{place}: must be a table, e.g. url = \"ssh://root@192.168.1.50\"")
+    url = table.get("url")
+    if url is not None and not isinstance(url, str):
+        raise UsageError(f"{place}: url must be a string")
+    kind_name = table.get("kind") or (_kind_of_url(url, place) if url else None)
+    if kind_name is None:
+        raise UsageError(f"{place}: give url = \"ssh://user@host:port\" (or kind = one of {choices(KINDS)})")
+    if kind_name not in KINDS:
+        raise UsageError(f"{place}: unknown target kind {kind_name!r}; valid kinds: {choices(KINDS)}")
+    kind = KINDS[kind_name]
+    valid = COMMON_KEYS + kind.keys
+    extra = sorted(set(table) - set(valid))
+    if extra:
+        raise UsageError(f"{place}: unknown key {extra[0]!r} for a {kind_name} target; valid keys: "
+                         f"{choices(valid)}")
+    for key in ("workdir", "sysfs_root"):
+        if key in table and (not isinstance(table[key], str) or not table[key].startswith("/")):
+            raise UsageError(f"{place}: {key} must be an absolute path on the target, got {table[key]!r}")
+    for key in (*SSH_KEYS, "description"):
+        if key in table and not isinstance(table[key], str):
+            raise UsageError(f"{place}: {key} must be a string")
+    if kind_name == "ssh":
+        if not url:
+            raise UsageError(f"{place}: an ssh target needs url = \"ssh://user@host:port\"")
+        try:
+            parse_url(url)
+        except UsageError as e:
+            raise UsageError(f"{place}: {e}") from None
+    options = {k: v for k, v in table.items() if k not in ("kind", "url", "description")}
+    d = TargetDefinition(name, kind_name, url, str(table.get("description", "")), options)
+    old = TARGETS.get(name)
+    if old is not None and old != d and not replace:
+        raise UsageError(f"{place}: target {name!r} is defined twice with different definitions")
+    TARGETS[name] = d
+    return d
+
+
+def load_table(table: Any, source: str = "<spec>", *, replace: bool = False) -> list[TargetDefinition]:
+    if not isinstance(table, dict):
+        raise UsageError(f"{source}: [targets] must be a table of tables, e.g. "
+                         "[targets.pi3] url = \"ssh://root@192.168.1.50\"")
+    return [define(name, body, f"{source}, [targets.{name}]", replace=replace) for name, body in table.items()]
+
+
+def load_file(path: str | os.PathLike, *, replace: bool = False) -> list[TargetDefinition]:
+    """Targets from a TOML file with a [targets] table ($RTSCOPE_TARGETS)."""
+    return load_table(read_toml_table(path, "targets", "targets"), str(path), replace=replace)
+
+
+_file_loaded: str | None = None
+
+
+def load_env_file() -> None:
+    """The targets of $RTSCOPE_TARGETS, once per value of the variable."""
+    global _file_loaded
+    path = os.environ.get(FILE_VAR)
+    if path and path != _file_loaded:
+        _file_loaded = path
+        load_file(path, replace=True)
+
+
+def resolve(value: Any) -> TargetDefinition:
+    """The definition a `target` value names: a defined name, or a URL (defined on the fly, named by it)."""
+    text = str(value).strip()
+    load_env_file()
+    if text in TARGETS:
+        return TARGETS[text]
+    if "://" in text:
+        return _define_url(text)
+    raise ValueError(f"unknown target {text!r}; defined: {choices(sorted(TARGETS))}; or a URL such as "
+                     "ssh://user@host:port")
+
+
+def _define_url(url: str) -> TargetDefinition:
+    kind = _kind_of_url(url, f"target {url!r}")
+    if kind == "ssh":
+        parse_url(url)
+    d = TargetDefinition(url, kind, url, f"{url} (no table)")
+    TARGETS.setdefault(url, d)
+    return TARGETS[url]
+
+
+def parse_target(value: Any) -> str:
+    """Setting `target`: the name of a defined target (or a URL, which is its own name)."""
+    try:
+        return resolve(value).name
+    except UsageError as e:
+        raise ValueError(str(e)) from None

@@ -1,0 +1,450 @@
+"""Target kind `ssh`: a board or host reached over SSH (paramiko), one connection per target per experiment.
+
+Why paramiko: rtscope's runner is synchronous (one thread per target in a
+fleet), and paramiko's blocking client, SFTP and host-key API fit it without
+an event loop; asyncssh would have to be bridged into every call.
+
+Host keys are verified against `known_hosts` (the target's, else
+~/.ssh/known_hosts) and an unknown or changed key is refused with the
+fingerprint to check, never accepted.
+
+Every command runs under a small POSIX-sh supervisor (SUPERVISOR below): the
+command gets its own session (setsid), and the supervisor kills that whole
+process group when its standard input closes. rtscope closes it to stop a
+command (timeout, Ctrl-C, SIGTERM), and sshd closes it when the connection
+drops (rtscope killed with -9, network gone), so nothing is left running on
+the target in any of these cases. No polling crosses the network while a
+command runs: the supervisor waits, and its exit status ends the channel.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import select
+import secrets
+import shlex
+import socket
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import paramiko
+
+from ..errors import ProbeError, UsageError
+from .base import Completed, Target, TargetError
+
+CONNECT_TIMEOUT = 15.0  # seconds for TCP, banner and authentication
+STOP_WAIT = 15.0        # seconds for a stopped command's supervisor to report back
+KEEPALIVE = 5           # seconds between keepalives: a dead connection is noticed within a few of them
+
+# members SID: the live (non-zombie) processes of session SID, from /proc. Zombies wait for their reaper
+# and cannot run; `kill -0` would count them.
+MEMBERS_FUNCTION = r'''
+members() {
+  sid=$1; n=0
+  for s in /proc/[0-9]*/stat; do
+    read -r l 2>/dev/null <"$s" || continue
+    l=${l##*) }
+    set -- $l
+    [ "$4" = "$sid" ] && [ "$1" != Z ] && n=$((n+1))
+  done
+  echo $n
+}
+'''
+
+# $1 working directory, $2 stdin file, $3 log file ("-": the channel), then the command.
+# In spawn mode (log given) the first line of stdout is "rtscope-pid PID".
+SUPERVISOR = MEMBERS_FUNCTION + r'''
+cd "$1" 2>/dev/null || { echo "rtscope: cannot enter directory $1 on the target" >&2; exit 125; }
+in=$2; log=$3; shift 3
+exec 3<&0
+if [ "$log" = - ]; then setsid "$@" <"$in" 3<&- & else setsid "$@" <"$in" >"$log" 2>&1 3<&- & fi
+pid=$!
+[ "$log" = - ] || echo "rtscope-pid $pid"
+(
+  while read -r _ <&3; do :; done
+  kill -TERM -$pid 2>/dev/null; n=0
+  while [ "$(members $pid)" != 0 ] && [ $n -lt 20 ]; do sleep 0.1; n=$((n+1)); done
+  kill -KILL -$pid 2>/dev/null
+) 3<&3 &
+watcher=$!
+exec 3<&-
+wait $pid; rc=$?
+kill $watcher 2>/dev/null
+if [ "$(members $pid)" != 0 ]; then
+  kill -TERM -$pid 2>/dev/null; sleep 1; kill -KILL -$pid 2>/dev/null; sleep 0.2
+  [ "$(members $pid)" != 0 ] && echo "rtscope: processes of session $pid survived SIGKILL" >&2
+fi
+exit $rc
+'''
+
+
+def parse_url(url: str) -> tuple[str | None, str, int]:
+    """ssh://[user@]host[:port] -> (user, host, port)."""
+    parts = urlsplit(url)
+    if parts.scheme != "ssh" or not parts.hostname:
+        raise UsageError(f"invalid SSH target url {url!r}: write ssh://[user@]host[:port], e.g. "
+                         "ssh://root@192.168.1.50:22")
+    try:
+        port = parts.port or 22
+    except ValueError:
+        raise UsageError(f"invalid port in SSH target url {url!r}") from None
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise UsageError(f"SSH target url {url!r} must not have a path, query or fragment")
+    return parts.username, parts.hostname, port
+
+
+def _fingerprint(key: paramiko.PKey) -> str:
+    return f"{key.get_name()} SHA256:{key.fingerprint.split(':', 1)[-1]}" if hasattr(key, "fingerprint") else \
+        f"{key.get_name()} {key.get_base64()[:24]}..."
+
+
+class _Refuse(paramiko.MissingHostKeyPolicy):
+    """Refuse unknown host keys, remembering the key offered so the error can show its fingerprint."""
+
+    def __init__(self):
+        self.offered: paramiko.PKey | None = None
+
+    def missing_host_key(self, client, hostname, key):
+        self.offered = key
+        raise paramiko.SSHException(f"unknown host key for {hostname}")
+
+
+class SshTarget(Target):
+    def __init__(self, name: str, url: str, *, identity: str | None = None, known_hosts: str | None = None,
+                 workdir: str | None = None, description: str = "", sysfs_root: str | None = None,
+                 password_env: str | None = None, kind: str = "ssh"):
+        super().__init__(name=name, description=description, kind=kind,
+                         workdir=workdir or "/var/tmp/rtscope", sysfs_root=sysfs_root or "/")
+        self.url = url
+        self.user, self.host, self.port = parse_url(url)
+        self.identity = str(Path(identity).expanduser()) if identity else None
+        self.known_hosts = str(Path(known_hosts).expanduser()) if known_hosts else None
+        self._client: paramiko.SSHClient | None = None
+        self._sftp: paramiko.SFTPClient | None = None
+        self._uname: dict | None = None
+        self._channels: set[paramiko.Channel] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def where(self) -> str:
+        return f"{self.user + '@' if self.user else ''}{self.host}:{self.port}"
+
+    def _fail(self, message: str) -> TargetError:
+        return TargetError(f"target {self.name} ({self.where}): {message}")
+
+    # -- lifecycle
+    def open(self) -> None:
+        if self._client is not None and self._client.get_transport() and self._client.get_transport().is_active():
+            return
+        client = paramiko.SSHClient()
+        policy = _Refuse()
+        client.set_missing_host_key_policy(policy)
+        known = self.known_hosts or os.path.expanduser("~/.ssh/known_hosts")
+        try:
+            client.load_host_keys(known)
+        except FileNotFoundError:
+            raise self._fail(f"known_hosts file {known} does not exist; host keys are verified, never accepted "
+                             "blindly: add the target's key first (check its fingerprint on the target)") from None
+        except (OSError, paramiko.SSHException) as e:
+            raise self._fail(f"cannot read known_hosts file {known}: {e}") from None
+        if self.identity and not os.path.isfile(self.identity):
+            raise self._fail(f"identity file {self.identity} does not exist")
+        try:
+            client.connect(self.host, self.port, username=self.user, key_filename=self.identity,
+                           timeout=CONNECT_TIMEOUT, banner_timeout=CONNECT_TIMEOUT, auth_timeout=CONNECT_TIMEOUT,
+                           allow_agent=self.identity is None, look_for_keys=self.identity is None)
+        except paramiko.BadHostKeyException as e:
+            client.close()
+            raise self._fail(f"the host key CHANGED: it offers {_fingerprint(e.key)}, but {known} records "
+                             f"{_fingerprint(e.expected_key)}; if the target was reinstalled, remove the old key "
+                             f"(ssh-keygen -R '[{self.host}]:{self.port}' -f {known}) and add the new one after "
+                             "checking it on the target") from None
+        except paramiko.AuthenticationException:
+            client.close()
+            raise self._fail(f"authentication failed for user {self.user or os.environ.get('USER', '?')} "
+                             f"({'key ' + self.identity if self.identity else 'agent and default keys'})") from None
+        except paramiko.SSHException as e:
+            client.close()
+            if policy.offered is not None:
+                raise self._fail(f"unknown host key ({_fingerprint(policy.offered)}): it is not in {known}; "
+                                 "host keys are verified, never accepted blindly: check the fingerprint on the "
+                                 f"target, then add it (ssh-keyscan -p {self.port} {self.host} >> {known})") from None
+            raise self._fail(f"SSH failed: {e}") from None
+        except (socket.timeout, TimeoutError):
+            client.close()
+            raise self._fail(f"unreachable: no answer within {CONNECT_TIMEOUT:.0f} s") from None
+        except (OSError, paramiko.ssh_exception.NoValidConnectionsError) as e:
+            client.close()
+            reason = getattr(e, "strerror", None) or str(e)
+            if isinstance(e, paramiko.ssh_exception.NoValidConnectionsError):
+                reason = "connection refused"
+            raise self._fail(f"unreachable: {reason}") from None
+        client.get_transport().set_keepalive(KEEPALIVE)
+        self._client = client
+        self._check_basics()
+
+    def _check_basics(self) -> None:
+        proc = self._exec_plain("command -v setsid >/dev/null && command -v mktemp >/dev/null && "
+                                f"mkdir -p {shlex.quote(self.workdir)} && test -w {shlex.quote(self.workdir)} "
+                                f"&& echo ok")
+        if proc.returncode != 0 or "ok" not in proc.stdout:
+            has = self._exec_plain("command -v setsid")
+            if has.returncode != 0:
+                raise self._fail("the target has no setsid (util-linux or busybox), which rtscope needs to stop "
+                                 "what it starts there: sudo apt-get install -y util-linux")
+            raise self._fail(f"workdir {self.workdir} cannot be created or is not writable for "
+                             f"{self.user or 'this user'}: {proc.said()}; set workdir in the target's table")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._sftp is not None:
+                try:
+                    self._sftp.close()
+                except (OSError, EOFError, paramiko.SSHException):
+                    pass
+                self._sftp = None
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
+    def interrupt(self) -> None:
+        with self._lock:
+            chans = list(self._channels)
+        for chan in chans:
+            try:
+                chan.shutdown_write()  # the supervisor stops the command's whole group
+            except (OSError, EOFError, paramiko.SSHException):
+                pass
+
+    @property
+    def transport(self) -> paramiko.Transport:
+        if self._client is None:
+            self.open()
+        t = self._client.get_transport()
+        if t is None or not t.is_active():
+            raise self._fail("the connection was lost")
+        return t
+
+    def sftp(self) -> paramiko.SFTPClient:
+        if self._sftp is None:
+            try:
+                self._sftp = self._client.open_sftp() if self._client else (self.open() or self._client.open_sftp())
+            except (paramiko.SSHException, OSError, EOFError) as e:
+                raise self._fail(f"SFTP is not available: {e}") from None
+        return self._sftp
+
+    # -- commands
+    def _open_channel(self, command: str) -> paramiko.Channel:
+        try:
+            chan = self.transport.open_session()
+            chan.exec_command(command)
+        except (paramiko.SSHException, OSError, EOFError) as e:
+            raise self._fail(f"cannot start a command: {e}") from None
+        with self._lock:
+            self._channels.add(chan)
+        return chan
+
+    def _collect(self, chan: paramiko.Channel, deadline: float | None, what: str) -> tuple[bytes, bytes, int]:
+        out, err = bytearray(), bytearray()
+        while True:
+            while chan.recv_ready():
+                out += chan.recv(1 << 16)
+            while chan.recv_stderr_ready():
+                err += chan.recv_stderr(1 << 16)
+            if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
+                return bytes(out), bytes(err), chan.recv_exit_status()
+            if chan.closed or not self._client or not self._client.get_transport() \
+                    or not self._client.get_transport().is_active():
+                raise self._fail(f"the connection was lost while running {what}")
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError
+            select.select([chan], [], [], 0.05)
+
+    def _stop(self, chan: paramiko.Channel) -> None:
+        """Close the supervisor's stdin (it kills the group) and wait for its report."""
+        try:
+            chan.shutdown_write()
+            deadline = time.monotonic() + STOP_WAIT
+            while not chan.exit_status_ready() and time.monotonic() < deadline and not chan.closed:
+                time.sleep(0.05)
+        except (OSError, EOFError, paramiko.SSHException):
+            pass
+
+    def _release(self, chan: paramiko.Channel) -> None:
+        with self._lock:
+            self._channels.discard(chan)
+        chan.close()
+
+    def _exec_plain(self, command: str, timeout: float = 60) -> Completed:
+        """A short helper command of rtscope's own (no supervisor needed: it cannot outlive its output)."""
+        chan = self._open_channel(command)
+        try:
+            out, err, rc = self._collect(chan, time.monotonic() + timeout, "a helper command")
+        except TimeoutError:
+            raise self._fail(f"helper command did not answer within {timeout:.0f} s: {command[:80]}") from None
+        finally:
+            self._release(chan)
+        return Completed(["sh", "-c", command], rc, out.decode(errors="replace"), err.decode(errors="replace"))
+
+    def _supervised(self, argv: list[str], cwd: str, stdin_path: str, log: str) -> paramiko.Channel:
+        command = "exec sh -c " + shlex.quote(SUPERVISOR) + " rtscope " + shlex.join([cwd, stdin_path, log, *argv])
+        return self._open_channel(command)
+
+    def run(self, argv, *, timeout=None, stdin=None, cwd=None, binary=False) -> Completed:
+        stdin_path = "/dev/null"
+        if stdin is not None:
+            stdin_path = posixpath.join(self.workdir, f".stdin-{secrets.token_hex(6)}")
+            self._put_bytes(stdin, stdin_path)
+        chan = self._supervised(list(argv), cwd or self.workdir, stdin_path, "-")
+        name = posixpath.basename(argv[0])
+        try:
+            out, err, rc = self._collect(chan, time.monotonic() + timeout if timeout else None, name)
+        except TimeoutError:
+            self._stop(chan)
+            raise ProbeError(f"{name} did not finish within {timeout:.0f} s on target {self.name}; stopped") from None
+        except BaseException:
+            self._stop(chan)
+            raise
+        finally:
+            self._release(chan)
+            if stdin is not None:
+                self._exec_quietly(f"rm -f {shlex.quote(stdin_path)}")
+        return Completed(list(argv), rc, out if binary else out.decode(errors="replace"),
+                         err.decode(errors="replace"))
+
+    def _exec_quietly(self, command: str) -> None:
+        try:
+            self._exec_plain(command)
+        except TargetError:
+            pass
+
+    def spawn(self, argv, *, cwd, log) -> "SshProcess":
+        self.check(["mkdir", "-p", cwd], "creating the directory of a background process")
+        chan = self._supervised(list(argv), cwd, "/dev/null", log)
+        first = b""
+        deadline = time.monotonic() + 30
+        while b"\n" not in first and time.monotonic() < deadline:
+            if chan.recv_ready():
+                first += chan.recv(256)
+            elif chan.exit_status_ready():
+                break
+            else:
+                select.select([chan], [], [], 0.05)
+        words = first.decode(errors="replace").split()
+        if len(words) < 2 or words[0] != "rtscope-pid":
+            err = chan.recv_stderr(4096).decode(errors="replace") if chan.recv_stderr_ready() else ""
+            self._release(chan)
+            raise self._fail(f"cannot start {argv[0]} in the background: {err.strip() or 'no answer'}")
+        return SshProcess(self, chan, list(argv), int(words[1]), log)
+
+    # -- files
+    def _put_bytes(self, data: bytes, path: str) -> None:
+        try:
+            with self.sftp().open(path, "wb") as f:
+                f.write(data)
+        except OSError as e:
+            raise self._fail(f"cannot write {path}: {e.strerror or e}") from None
+
+    def put(self, local_path, remote_path, mode=0o644) -> None:
+        tmp = f"{remote_path}.part-{secrets.token_hex(4)}"
+        sftp = self.sftp()
+        try:
+            sftp.put(str(local_path), tmp)
+            sftp.chmod(tmp, mode)
+            sftp.posix_rename(tmp, remote_path)
+        except OSError as e:
+            try:
+                sftp.remove(tmp)
+            except OSError:
+                pass
+            hint = " (is the target's disk full?)" if "failure" in str(e).lower() else ""
+            raise self._fail(f"cannot copy {Path(local_path).name} to {remote_path}: {e.strerror or e}{hint}") from None
+
+    def get(self, remote_path, local_path) -> None:
+        try:
+            self.sftp().get(remote_path, str(local_path))
+        except OSError as e:
+            raise self._fail(f"cannot fetch {remote_path}: {e.strerror or e}") from None
+
+    def read_files(self, paths):
+        if not paths:
+            return {}
+        token = secrets.token_hex(8)
+        script = f'for f; do printf "\\n@@{token} %s\\n" "$f"; cat -- "$f" 2>/dev/null || printf "\\n@@{token}!"; done'
+        proc = self._exec_plain(f"sh -c {shlex.quote(script)} sh {shlex.join(paths)}")
+        text = proc.stdout
+        out: dict[str, str | None] = {}
+        parts = text.split(f"\n@@{token} ")[1:]
+        for part in parts:
+            name, _, body = part.partition("\n")
+            out[name] = None if body.endswith(f"\n@@{token}!") or body == f"\n@@{token}!"[1:] else body
+        return {p: out.get(p) for p in paths}
+
+    def write_file(self, path, text) -> None:
+        self.check(["sh", "-c", 'printf "%s" "$2" > "$1"', "sh", path, text], f"writing {path}")
+
+    def which(self, command):
+        proc = self._exec_plain(f"command -v {shlex.quote(command)}")
+        found = proc.stdout.strip()
+        return found if proc.returncode == 0 and found else None
+
+    def mkdtemp(self, prefix="rtscope-run-", parent=None):
+        parent = parent or self.workdir
+        proc = self._exec_plain(f"mkdir -p {shlex.quote(parent)} && mktemp -d {shlex.quote(parent)}/{prefix}XXXXXX")
+        made = proc.stdout.strip()
+        if proc.returncode != 0 or not made.startswith(parent):
+            raise self._fail(f"cannot create a run directory in {parent}: {proc.said()}")
+        return made
+
+    def remove_tree(self, path) -> None:
+        self._exec_quietly(f"rm -rf -- {shlex.quote(path)}")
+
+    def free_bytes(self, path):
+        proc = self._exec_plain(f"df -Pk {shlex.quote(path)}")
+        try:
+            return int(proc.stdout.strip().splitlines()[-1].split()[3]) * 1024
+        except (IndexError, ValueError):
+            return None
+
+    def uname(self):
+        if self._uname is None:
+            proc = self._exec_plain("uname -s; uname -n; uname -r; uname -v; uname -m")
+            lines = proc.stdout.splitlines()
+            if proc.returncode != 0 or len(lines) < 5:
+                raise self._fail(f"uname failed: {proc.said()}")
+            self._uname = dict(zip(("sysname", "nodename", "release", "version", "machine"), lines))
+        return self._uname
+
+
+class SshProcess:
+    """A background process group on an SSH target, held by its supervisor's channel."""
+
+    def __init__(self, target: SshTarget, chan: paramiko.Channel, argv: list[str], pid: int, log: str):
+        self.target, self.chan, self.argv, self.pid, self.log = target, chan, argv, pid, log
+
+    def running(self) -> bool:
+        return not self.chan.exit_status_ready()
+
+    def exit_code(self) -> int | None:
+        return self.chan.recv_exit_status() if self.chan.exit_status_ready() else None
+
+    def members(self) -> int:
+        proc = self.target._exec_plain(f"sh -c {shlex.quote(MEMBERS_FUNCTION + 'members ' + str(self.pid))}")
+        try:
+            return int(proc.stdout.strip())
+        except ValueError:
+            return 0
+
+    def stop(self) -> None:
+        self.target._stop(self.chan)
+        err = self.chan.recv_stderr(1 << 16).decode(errors="replace") if self.chan.recv_stderr_ready() else ""
+        self.target._release(self.chan)
+        if "survived" in err:
+            raise self.target._fail(err.strip().splitlines()[-1])
+
+    def log_tail(self, chars: int = 600) -> str:
+        text = self.target.read_files([self.log]).get(self.log) or ""
+        return text.strip()[-chars:]
