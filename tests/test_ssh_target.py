@@ -375,3 +375,49 @@ def test_bad_target_definitions(cli, tmp_path, clean_targets):
     spec.write_text('name = "t"\ntarget = "nowhere"\n[[workload]]\nname = "exec"\nvariants = "sum"\n')
     r = cli("check", spec)
     assert r.code == 2 and "unknown target 'nowhere'; defined: local" in " ".join(r.err.split())
+
+
+def test_fleet_interrupted_then_resumed_exactly(board, tmp_path, clean_targets, tmp_path_factory):
+    other = sshd.SshServer(tmp_path_factory.mktemp("board4"), "rtscope-board-4").start()
+    try:
+        spec = tmp_path / "fleet.toml"
+        spec.write_text('name = "fleet"\ntarget = ["one", "two"]\nrepetitions = 3\n' + board.table("one")
+                        + other.table("two") + '[[workload]]\nname = "exec"\nvariants = "sleep"\n'
+                        '[workload.params]\nn = 300\niterations = 3\npause_ms = 0\n')
+        db = str(tmp_path / "s.db")
+        proc = start_run(spec, db)
+        wait_until_running(proc, other, "rtprobe")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert "marked interrupted" in err
+        assert no_leftovers(board) == {} and no_leftovers(other) == {}
+        before = Store(db).runs()
+        assert len(before) < 6
+        r = subprocess.run([sys.executable, "-m", "rtscope", "run", str(spec), "--db", db, "--resume"],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        runs = Store(db).runs()
+        assert sorted(x["plan_index"] for x in runs) == list(range(6))  # none lost, none twice
+        assert sorted(x["settings"]["target"] for x in runs) == ["one"] * 3 + ["two"] * 3
+    finally:
+        other.stop()
+
+
+def test_target_url_without_a_table(board, tmp_path, cli, clean_targets, monkeypatch):
+    """--target ssh://... uses the default keys and ~/.ssh/known_hosts, like ssh does."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    for src, dest in ((board.user_key, "id_ed25519"), (board.known_hosts, "known_hosts")):
+        (home / ".ssh" / dest).write_bytes(Path(src).read_bytes())
+        (home / ".ssh" / dest).chmod(0o600)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    spec = tmp_path / "s.toml"
+    spec.write_text('name = "url"\n[[workload]]\nname = "exec"\nvariants = "sum"\n'
+                    '[workload.params]\niterations = 20\npause_ms = 0\n')
+    db = str(tmp_path / "s.db")
+    r = cli("run", spec, "--db", db, "--target", board.url)
+    assert r.code == 0, r.err
+    [run] = Store(db).runs()
+    assert run["settings"]["target"] == board.url and run["environment"]["hostname"] == "rtscope-board-1"
