@@ -63,6 +63,8 @@ def test_url_resolution(monkeypatch):
     monkeypatch.delenv("RTSCOPE_DB", raising=False)
     assert store_mod.resolve_url(None) == "sqlite:///rtscope.db"
     assert store_mod.resolve_url("x/y.db") == "sqlite:///x/y.db"
-    assert store_mod.resolve_url("postgresql://u@h/db") == "postgresql://u@h/db"
+    assert store_mod.resolve_url("postgresql://u@h/db") == "postgresql+psycopg://u@h/db"  # psycopg 3, installed
+    assert store_mod.resolve_url("postgres://u@h/db") == "postgresql+psycopg://u@h/db"
+    assert store_mod.resolve_url("postgresql+psycopg2://u@h/db") == "postgresql+psycopg2://u@h/db"
     monkeypatch.setenv("RTSCOPE_DB", "/tmp/env.db")
     assert store_mod.resolve_url(None) == "sqlite:////tmp/env.db"

@@ -30,7 +30,7 @@ from .runtimes import RUNTIMES
 from .runtimes.base import RunRequest
 from .settings import SETTINGS
 from .spec import Spec
-from .store import Store, experiments, runs, to_jsonable
+from .store import DuplicateRun, Store, experiments, runs, to_jsonable
 from .targets import LOCAL, Pool
 
 RUNNING, FINISHED, INTERRUPTED, FAILED = "running", "finished", "interrupted", "failed"
@@ -302,8 +302,11 @@ def _execute_on(store: Store, exp: Experiment, name: str, planned: list[PlannedR
             continue  # stored meanwhile by another `--resume` of the same experiment
         if reporter:
             reporter.run_started(p)
-        run_id = execute_run(p.request, store, timeout=p.timeout_s, target=target, store_lock=lock,
-                             experiment_id=exp.id, plan_index=p.index, cell=p.cell, repetition=p.repetition)
+        try:
+            run_id = execute_run(p.request, store, timeout=p.timeout_s, target=target, store_lock=lock,
+                                 experiment_id=exp.id, plan_index=p.index, cell=p.cell, repetition=p.repetition)
+        except DuplicateRun:
+            continue  # another `--resume` of the same experiment stored it while this one measured
         outcome.stored.append((p, run_id))
         if reporter:
             reporter.run_stored(p, run_id)

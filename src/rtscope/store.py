@@ -20,7 +20,7 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 
-from . import __version__
+from . import __version__, migrations
 from .errors import RtscopeError, UsageError
 from .samplefile import SampleFile
 
@@ -84,9 +84,17 @@ def _now() -> str:
 
 
 def resolve_url(db: str | None) -> str:
-    """--db / RTSCOPE_DB: a SQLAlchemy URL, or a plain path meaning a SQLite file."""
+    """--db / RTSCOPE_DB: a SQLAlchemy URL, or a plain path meaning a SQLite file.
+    postgresql://user@host/db (and postgres://) use psycopg 3, which rtscope installs."""
     db = db or os.environ.get("RTSCOPE_DB") or DEFAULT_DB
-    return db if "://" in db else f"sqlite:///{Path(db).expanduser()}"
+    if "://" not in db:
+        return f"sqlite:///{Path(db).expanduser()}"
+    scheme, rest = db.split("://", 1)
+    return f"postgresql+psycopg://{rest}" if scheme in ("postgresql", "postgres") else db
+
+
+class DuplicateRun(RtscopeError):
+    """The experiment's plan index is stored already (another process resuming the same experiment)."""
 
 
 def _check_sqlite_path(url: sa.engine.URL) -> None:
@@ -141,9 +149,14 @@ class Store:
             self.engine = sa.create_engine(url)
             if url.get_backend_name() == "sqlite":
                 sa.event.listen(self.engine, "connect", _sqlite_pragmas)
-            metadata.create_all(self.engine)
+            migrations.migrate(self.engine, metadata, create_only=True)
         except SQLAlchemyError as e:
-            raise RtscopeError(f"cannot open store {self.url}: {e.orig if hasattr(e, 'orig') else e}") from None
+            raise RtscopeError(f"cannot open store {self.shown_url}: {e.orig if hasattr(e, 'orig') else e}") from None
+
+    @property
+    def shown_url(self) -> str:
+        """The URL without its password, for messages."""
+        return sa.engine.make_url(self.url).render_as_string(hide_password=True)
 
     @contextmanager
     def transaction(self) -> Iterator[sa.Connection]:
@@ -171,7 +184,13 @@ class Store:
         return self._insert(conn, row, sf)
 
     def _insert(self, conn: sa.Connection, row: dict, sf: SampleFile) -> int:
-        run_id = conn.execute(runs.insert().values(**row)).inserted_primary_key[0]
+        try:
+            run_id = conn.execute(runs.insert().values(**row)).inserted_primary_key[0]
+        except sa.exc.IntegrityError:
+            if row["experiment_id"] is None:
+                raise
+            raise DuplicateRun(f"run {row['plan_index'] + 1} of experiment {row['experiment_id']} is stored "
+                               "already (by another process resuming it)") from None
         chunks = []
         for col in sf.columns:
             arr = np.ascontiguousarray(sf.data[col.name], dtype=col.dtype)

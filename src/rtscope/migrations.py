@@ -1,0 +1,115 @@
+"""Schema versions of the store, for SQLite and PostgreSQL alike, applied in order under a lock.
+
+A store records its version in table `schema_version`. Opening a store
+creates a fresh one at the newest version; an older store is upgraded by
+`rtscope db migrate` (a lab's shared database is never changed behind its
+users' backs), and a store newer than this rtscope is refused. Migrations run
+in one transaction under a lock — PostgreSQL's advisory lock, a file lock
+on a SQLite file — so that many rtscope processes opening a fresh
+database at once create it exactly once.
+
+To change the schema: change the tables in store.py, then append a step
+here that brings a store of the previous version to the new one.
+"""
+
+from __future__ import annotations
+
+import fcntl
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import sqlalchemy as sa
+
+from .errors import RtscopeError
+
+ADVISORY_KEY = 0x72747363  # "rtsc": PostgreSQL advisory lock id of rtscope's schema changes
+
+schema_version = sa.Table(
+    "schema_version", sa.MetaData(),
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("version", sa.Integer, nullable=False),
+)
+
+
+@dataclass(frozen=True)
+class Step:
+    version: int
+    what: str
+    apply: Callable[[sa.Connection, sa.MetaData], None]
+
+
+def _create_tables(conn: sa.Connection, metadata: sa.MetaData) -> None:
+    metadata.create_all(conn)
+
+
+def _unique_plan_index(conn: sa.Connection, metadata: sa.MetaData) -> None:
+    conn.exec_driver_sql("CREATE UNIQUE INDEX IF NOT EXISTS runs_experiment_plan_index "
+                         "ON runs (experiment_id, plan_index)")
+
+
+STEPS = (
+    Step(1, "experiments, runs and sample chunks (rtscope 0.1)", _create_tables),
+    Step(2, "one stored run per experiment plan index (concurrent --resume stores nothing twice)",
+         _unique_plan_index),
+)
+LATEST = STEPS[-1].version
+
+
+def current(conn: sa.Connection) -> int:
+    """The store's schema version: 0 for an empty database, 1 for a store of rtscope 0.1 (no version table)."""
+    tables = set(sa.inspect(conn).get_table_names())
+    if "schema_version" in tables:
+        row = conn.execute(sa.select(schema_version.c.version).where(schema_version.c.id == 1)).first()
+        return row[0] if row else 0
+    return 1 if "runs" in tables else 0
+
+
+@contextmanager
+def _locked(engine: sa.Engine) -> Iterator[sa.Connection]:
+    """A transaction holding rtscope's schema lock."""
+    url = engine.url
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        # flock on the database file itself: SQLite's own locks are fcntl locks, which flock does not touch.
+        with open(url.database, "a") as db_file:
+            fcntl.flock(db_file, fcntl.LOCK_EX)
+            with engine.begin() as conn:
+                yield conn
+        return
+    with engine.begin() as conn:
+        if url.get_backend_name() == "postgresql":
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": ADVISORY_KEY})
+        yield conn
+
+
+def migrate(engine: sa.Engine, metadata: sa.MetaData, *, create_only: bool = False) -> tuple[int, int]:
+    """Bring the store to the newest version; (version before, version after).
+
+    create_only: only create a fresh (empty) store; an older one is refused with the command that upgrades it.
+    """
+    with engine.connect() as conn:
+        found = current(conn)
+    if found == LATEST:
+        return found, found
+    if found > LATEST:
+        raise RtscopeError(f"store {engine.url.render_as_string(hide_password=True)} has schema version {found}, "
+                           f"newer than this rtscope knows ({LATEST}): upgrade rtscope")
+    with _locked(engine) as conn:
+        found = current(conn)  # again, under the lock: another process may have done it meanwhile
+        if found == LATEST:
+            return found, found
+        if create_only and found != 0:
+            raise RtscopeError(f"store {engine.url.render_as_string(hide_password=True)} has schema version "
+                               f"{found}; this rtscope needs {LATEST}: run `rtscope db migrate --db ...` "
+                               "(back it up first; rtscope db copy makes a copy)")
+        schema_version.create(conn, checkfirst=True)
+        for step in STEPS:
+            if step.version > found:
+                step.apply(conn, metadata)
+        conn.execute(schema_version.delete())
+        conn.execute(schema_version.insert().values(id=1, version=LATEST))
+    return found, LATEST
+
+
+def describe(version: int) -> list[str]:
+    return [f"{s.version}: {s.what}" for s in STEPS if s.version > version]
