@@ -6,11 +6,11 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: all setup system-deps venv probes beam cbtask demo test test-python test-probes test-beam test-cbtask check-specs bench clean
+.PHONY: all setup system-deps venv probes cross beam cbtask demo test test-python test-probes test-cross test-beam test-cbtask check-specs bench clean
 
 all: setup
 
-setup: system-deps venv probes beam cbtask
+setup: system-deps venv probes cbtask cross beam
 
 system-deps:
 	@bash scripts/system-deps.sh
@@ -26,6 +26,11 @@ venv: $(STAMP)
 probes:
 	$(MAKE) -C probes
 
+# Static rtprobe and taskmem for x86_64, aarch64, armhf: what rtscope deploys to targets (docs/targets.md).
+cross: probes cbtask
+	$(MAKE) -C probes cross
+	$(MAKE) -C cbtask cross
+
 beam:
 	@if command -v mix >/dev/null 2>&1 && [ -f beam/mix.exs ]; then \
 	  cd beam && MIX_ENV=prod mix compile >/dev/null; \
@@ -37,7 +42,7 @@ cbtask:
 demo: setup
 	$(BIN)/rtscope demo
 
-test: setup test-probes test-cbtask test-beam check-specs test-python
+test: setup test-probes test-cbtask test-cross test-beam check-specs test-python
 
 test-python: setup
 	$(BIN)/python -m pytest -q
@@ -49,6 +54,9 @@ check-specs: setup
 
 test-probes:
 	$(MAKE) -C probes test
+
+test-cross: cross
+	$(MAKE) -C probes cross-test
 
 test-cbtask:
 	@if [ -f cbtask/Makefile ]; then $(MAKE) -C cbtask test; fi

@@ -12,6 +12,13 @@ declare -A NEEDED=(
   [fio]=fio [stress-ng]=stress-ng
   [chromium]=chromium   # the report's real-browser test
   [mkfs.ext2]=e2fsprogs [unshare]=util-linux [setpriv]=util-linux
+  # static probes for the targets rtscope deploys to (make cross), tested under qemu-user
+  [x86_64-linux-gnu-gcc]=gcc-x86-64-linux-gnu [x86_64-linux-gnu-g++]=g++-x86-64-linux-gnu
+  [aarch64-linux-gnu-gcc]=gcc-aarch64-linux-gnu [aarch64-linux-gnu-g++]=g++-aarch64-linux-gnu
+  [arm-linux-gnueabihf-gcc]=gcc-arm-linux-gnueabihf [arm-linux-gnueabihf-g++]=g++-arm-linux-gnueabihf
+  [qemu-aarch64]=qemu-user [qemu-arm]=qemu-user [file]=file
+  # the SSH target's tests: a real OpenSSH server and its key tool
+  [ssh-keygen]=openssh-client
 )
 missing=()
 for cmd in "${!NEEDED[@]}"; do
@@ -20,6 +27,8 @@ done
 # Packages that bring files rather than commands.
 [ -f /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)   # cbtask's tests
 [ -x /usr/bin/time ] || missing+=(time)                         # `command -v time` finds the shell builtin
+[ -x /usr/sbin/sshd ] || missing+=(openssh-server)              # not on a user's PATH
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)  # the PostgreSQL store's tests
 mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u | sed '/^$/d')
 [ ${#missing[@]} -eq 0 ] && exit 0
 
