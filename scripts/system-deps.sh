@@ -19,6 +19,9 @@ declare -A NEEDED=(
   [qemu-aarch64]=qemu-user [qemu-arm]=qemu-user [file]=file
   # the SSH target's tests: a real OpenSSH server and its key tool
   [ssh-keygen]=openssh-client
+  # VM targets: QEMU, Debian kernels unpacked and guest images built here (docs/kernels.md)
+  [qemu-system-x86_64]=qemu-system-x86 [qemu-system-aarch64]=qemu-system-arm [mmdebstrap]=mmdebstrap
+  [cpio]=cpio [depmod]=kmod [arch-test]=arch-test [update-binfmts]=binfmt-support
 )
 missing=()
 for cmd in "${!NEEDED[@]}"; do
@@ -28,6 +31,7 @@ done
 [ -f /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)   # cbtask's tests
 [ -x /usr/bin/time ] || missing+=(time)                         # `command -v time` finds the shell builtin
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)              # not on a user's PATH
+[ -x /usr/bin/qemu-aarch64-static ] || missing+=(qemu-user-static)  # arm64 guest images (binfmt_misc)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)  # the PostgreSQL store's tests
 mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u | sed '/^$/d')
 [ ${#missing[@]} -eq 0 ] && exit 0

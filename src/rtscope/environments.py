@@ -213,10 +213,11 @@ def _run(target: Target, argv: list[str], what: str, env: Environment, timeout: 
 
 def _probe_on(target: Target) -> tuple[str, Path]:
     """rtprobe on the target (deployed there unless it is this machine), and the host's file to copy into an
-    environment: the static build for the target's arch when there is one (it runs whatever the C library
-    inside), else the host's build."""
-    local = paths.rtprobe() if target.is_local else paths.for_arch("rtprobe", target.arch)
-    return place_file(target, local), paths.for_arch("rtprobe", target.arch)
+    environment: $RTSCOPE_RTPROBE when set, else the static build for the target's arch when there is one (it
+    runs whatever the C library inside), else the host's build."""
+    local = paths.for_arch("rtprobe", target.arch, target.is_local)
+    copy = paths.rtprobe() if os.environ.get("RTSCOPE_RTPROBE") else paths.for_arch("rtprobe", target.arch)
+    return place_file(target, local), copy
 
 
 class Session:

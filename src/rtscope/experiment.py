@@ -31,7 +31,9 @@ from .runtimes.base import RunRequest
 from .settings import SETTINGS
 from .spec import Spec
 from .store import DuplicateRun, Store, experiments, runs, to_jsonable
-from .targets import LOCAL, Pool
+from .targets import LOCAL, Pool, resolve
+
+BOOTED_KINDS = ("qemu",)  # targets rtscope boots itself: `rtscope check` does not
 
 RUNNING, FINISHED, INTERRUPTED, FAILED = "running", "finished", "interrupted", "failed"
 UNFINISHED = (RUNNING, INTERRUPTED, FAILED)
@@ -185,9 +187,10 @@ def target_of(req: RunRequest) -> str:
 class Availability:
     """Whether a run can be made on its target: its runtime and every system setting (answers cached)."""
 
-    def __init__(self, pool: Pool | None = None):
+    def __init__(self, pool: Pool | None = None, boot: bool = True):
         self._cache: dict[tuple, str | None] = {}
         self.pool = pool or Pool()
+        self.boot = boot  # False: targets that must be booted (VMs) are not asked (`rtscope check`)
 
     def _ask(self, key: tuple, question) -> str | None:
         if key not in self._cache:
@@ -198,6 +201,8 @@ class Availability:
         if req.runtime not in RUNTIMES:
             return f"runtime {req.runtime} is not known to this rtscope"
         name = target_of(req)
+        if not self.boot and resolve(name).kind in BOOTED_KINDS:
+            return None
         target = self.pool.get(name)  # an unreachable target is an error, not a reason to skip
         missing = self._ask(("runtime", name, req.runtime), lambda: RUNTIMES[req.runtime].unavailable(target))
         if missing:

@@ -48,11 +48,14 @@ def host_arch() -> str:
     return ARCHES.get(machine, machine)
 
 
-def for_arch(tool: str, arch: str) -> Path:
-    """`tool` (rtprobe or taskmem) built for `arch`: the static cross build, else this host's build when the
-    arches match."""
+def for_arch(tool: str, arch: str, this_machine: bool = False) -> Path:
+    """`tool` (rtprobe or taskmem) to run on a machine of `arch`. On this machine: the usual one ($RTSCOPE_RTPROBE
+    / $RTSCOPE_TASKMEM, the checkout's build, PATH). Elsewhere: the static cross build, else this host's build
+    when the arches match."""
     where = {"rtprobe": ("probes", rtprobe), "taskmem": ("cbtask", taskmem)}
     project, native = where[tool]
+    if this_machine:
+        return native()
     cross = repo_file(project, "build", "cross", arch, tool)
     if os.access(cross, os.X_OK):
         return cross

@@ -115,6 +115,9 @@ def snapshot(root: str | os.PathLike = "/", probe_version: str | None = None) ->
 def warnings(snap: dict) -> list[str]:
     """Reasons the machine state may make timing numbers untrustworthy (shown with results)."""
     out = []
+    if snap.get("accelerator") == "tcg":
+        out.append("this target is a VM under TCG, QEMU's emulator: its latencies measure the emulator, not a "
+                   "machine (the same spec on a host with KVM, or on the board, gives real numbers)")
     govs = set(snap.get("governors", {}).values())
     if govs - {"performance", NOT_AVAILABLE}:
         out.append(f"CPU governor is {', '.join(sorted(govs - {NOT_AVAILABLE}))}, not performance: "

@@ -265,7 +265,16 @@ def check(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML) to v
     print_warnings(first)
     if problems:
         raise UsageError(f"{spec}: {len(problems)} problem(s); nothing was run")
-    availability = exp_mod.Availability(Pool())
+    with Pool() as pool:
+        refused = _check_availability(spec, analysed, exp_mod.Availability(pool, boot=False))
+    if refused:
+        raise RtscopeError(f"{spec} is valid, but this machine cannot make every run and the spec says "
+                           "on_unavailable = \"fail\"")
+    console.print(f"{escape(str(spec))}: OK")
+
+
+def _check_availability(spec: Path, analysed: list, availability: exp_mod.Availability) -> bool:
+    """Print, per scale, what the targets cannot run; True when a run that must not be skipped cannot."""
     refused = False
     for a in analysed:
         planned = exp_mod.plan(a, 0)
@@ -278,10 +287,7 @@ def check(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML) to v
             refused |= fail
             console.print(f"  {'[bold red]cannot run here[/]' if fail else '[yellow]would skip[/]'} {n} run(s): "
                           f"{escape(why)}")
-    if refused:
-        raise RtscopeError(f"{spec} is valid, but this machine cannot make every run and the spec says "
-                           "on_unavailable = \"fail\"")
-    console.print(f"{escape(str(spec))}: OK")
+    return refused
 
 
 @app.command()

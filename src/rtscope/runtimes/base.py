@@ -36,13 +36,12 @@ class Site:
     target: Target
     overrides: dict[str, str] = field(default_factory=dict)  # set by an environment wrapper
 
-    def tool(self, name: str, local: Callable[[str], Path], tree: bool = False) -> str:
-        """The path of tool `name` for the command; `local(arch)` finds this host's build for the target's
-        arch, which is deployed (cached by content) unless the target is this machine."""
+    def tool(self, name: str, local: Callable[[Target], Path], tree: bool = False) -> str:
+        """The path of tool `name` for the command; `local(target)` finds this host's build for the target,
+        which is deployed (cached by content) unless the target is this machine."""
         if name in self.overrides:
             return self.overrides[name]
-        arch = self.target.arch
-        return (place_tree if tree else place_file)(self.target, local(arch))
+        return (place_tree if tree else place_file)(self.target, local(self.target))
 
 
 @dataclass

@@ -250,7 +250,7 @@ class Beam(Runtime):
         env = ["env", *(a for name in CLEARED_ENV for a in ("-u", name)), "ERL_CRASH_DUMP_SECONDS=0"]
         vm = ["--erl", req.settings["vm_flags"]] if req.settings.get("vm_flags") else []
         exe = elixir() if site.target.is_local else "elixir"
-        harness = site.tool("beam_ebin", lambda arch: ebin(), tree=True)  # BEAM files run on any arch
+        harness = site.tool("beam_ebin", lambda target: ebin(), tree=True)  # BEAM files run on any arch
         return [*env, exe, *vm, "-pa", harness, "-e", "RtScope.CLI.main(System.argv())", "--",
                 *harness_args(req), "--output", out]
 

@@ -45,7 +45,7 @@ def check_tasks(req: RunRequest) -> None:
 
 
 def taskmem_command(req: RunRequest, out: str, site: Site) -> list[str]:
-    argv = [site.tool("taskmem", lambda arch: paths.for_arch("taskmem", arch)), req.variant,
+    argv = [site.tool("taskmem", lambda t: paths.for_arch("taskmem", t.arch, t.is_local)), req.variant,
             "--model", req.settings["model"]]
     for name, value in req.params.items():
         argv += [param_flag(name), str(value)]
@@ -53,17 +53,15 @@ def taskmem_command(req: RunRequest, out: str, site: Site) -> list[str]:
 
 
 def rtprobe(site: Site) -> str:
-    return site.tool("rtprobe", lambda arch: paths.for_arch("rtprobe", arch))
+    return site.tool("rtprobe", lambda t: paths.for_arch("rtprobe", t.arch, t.is_local))
 
 
 @dataclass
 class Native(Runtime):
     def unavailable(self, target: Target | None = None) -> str | None:
         try:
-            if target is None or target.is_local:
-                paths.rtprobe()
-            else:
-                paths.for_arch("rtprobe", target.arch)
+            here = target is None or target.is_local
+            paths.for_arch("rtprobe", paths.host_arch() if here else target.arch, here)
         except RtscopeError as e:
             return str(e)
         return None

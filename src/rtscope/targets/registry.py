@@ -55,6 +55,7 @@ class Kind:
     keys: tuple[str, ...]                       # keys its table takes besides COMMON_KEYS
     factory: Callable[[TargetDefinition], Target]
     schemes: tuple[str, ...] = ()               # URL schemes that select it
+    check: Callable[[TargetDefinition], None] | None = None  # the table's values (UsageError), at definition
 
 
 def _local(d: TargetDefinition) -> Target:
@@ -69,9 +70,21 @@ def _ssh(d: TargetDefinition) -> Target:
                      workdir=o.get("workdir"), description=d.description, sysfs_root=o.get("sysfs_root"))
 
 
+def _qemu(d: TargetDefinition) -> Target:
+    from .qemu import QemuTarget  # the VM machinery is loaded only for VM targets
+    return QemuTarget(d)
+
+
+def _check_qemu(d: TargetDefinition) -> None:
+    from .qemu import check_table
+    check_table(d)
+
+
 KINDS: dict[str, Kind] = {
     "local": Kind("local", "this machine (the default)", (), _local),
     "ssh": Kind("ssh", "a board or host over SSH", SSH_KEYS, _ssh, ("ssh",)),
+    "qemu": Kind("qemu", "a VM rtscope boots with QEMU: a kernel of your choice, x86_64 or a virtual Raspberry Pi 3",
+                 ("arch", "kernel", "cpus", "memory", "accel", "pin", "kernel_args"), _qemu, check=_check_qemu),
 }
 
 TARGETS: dict[str, TargetDefinition] = {LOCAL: TargetDefinition(LOCAL, "local", description="this machine")}
@@ -117,7 +130,7 @@ def define(name: str, table: dict, where: str = "", *, replace: bool = False) ->
     for key in ("workdir", "sysfs_root"):
         if key in table and (not isinstance(table[key], str) or not table[key].startswith("/")):
             raise UsageError(f"{place}: {key} must be an absolute path on the target, got {table[key]!r}")
-    for key in (*SSH_KEYS, "description"):
+    for key in (*SSH_KEYS, "description", "kernel", "memory", "arch", "accel", "kernel_args"):
         if key in table and not isinstance(table[key], str):
             raise UsageError(f"{place}: {key} must be a string")
     if kind_name == "ssh":
@@ -129,6 +142,11 @@ def define(name: str, table: dict, where: str = "", *, replace: bool = False) ->
             raise UsageError(f"{place}: {e}") from None
     options = {k: v for k, v in table.items() if k not in ("kind", "url", "description")}
     d = TargetDefinition(name, kind_name, url, str(table.get("description", "")), options)
+    if kind.check is not None:
+        try:
+            kind.check(d)
+        except UsageError as e:
+            raise UsageError(f"{place}: {str(e).split(']: ', 1)[-1]}") from None
     old = TARGETS.get(name)
     if old is not None and old != d and not replace:
         raise UsageError(f"{place}: target {name!r} is defined twice with different definitions")

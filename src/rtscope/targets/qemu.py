@@ -1,0 +1,91 @@
+"""Target kind `qemu`: a VM that rtscope boots for the experiment and stops after it (docs/kernels.md).
+
+    [targets.pi3-rt]
+    kind = "qemu"
+    arch = "aarch64"          # or x86_64; machine/cpu: virt + cortex-a53 (a Raspberry Pi 3's core), q35 + qemu64
+    kernel = "debian:rt"      # debian:stock | debian:rt | a path to a kernel image
+    cpus = 2
+    memory = "1G"
+    accel = "auto"            # kvm when it works (checked by a short boot), else tcg
+    pin = [0, 1]              # host CPUs for the vCPU threads (optional)
+    kernel_args = "isolcpus=1"  # more kernel command line (optional)
+
+open() fetches the kernel and builds (or finds) the image, boots the guest
+and then connects as an SSH target with the image's own key and host key;
+from there the VM is a board like any other. close() shuts the guest down.
+The machine record holds the guest's kernel and preemption model and the
+host side: accelerator, QEMU version, vCPU pinning, host kernel.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from ..errors import UsageError, choices
+from .registry import TargetDefinition
+from .ssh import SshTarget
+
+ARCHES = ("x86_64", "aarch64")
+
+
+def check_table(d: TargetDefinition) -> None:
+    from ..vm import kernels, qemu  # heavy, and only for VM targets
+    o = d.options
+    if o.get("arch", "x86_64") not in ARCHES:
+        raise UsageError(f"[targets.{d.name}]: unknown arch {o['arch']!r}; valid: {choices(ARCHES)}")
+    kernels.check_name(str(o.get("kernel", "debian:stock")))
+    if o.get("accel", "auto") not in qemu.ACCELS:
+        raise UsageError(f"[targets.{d.name}]: unknown accel {o['accel']!r}; valid: {choices(qemu.ACCELS)}")
+    cpus = o.get("cpus", 2)
+    if not isinstance(cpus, int) or isinstance(cpus, bool) or cpus < 1:
+        raise UsageError(f"[targets.{d.name}]: cpus must be an integer >= 1, got {cpus!r}")
+    pin = o.get("pin", [])
+    if not isinstance(pin, list) or not all(isinstance(c, int) and c >= 0 for c in pin):
+        raise UsageError(f"[targets.{d.name}]: pin must be a list of host CPU numbers, e.g. [0, 1]")
+
+
+class QemuTarget(SshTarget):
+    def __init__(self, d: TargetDefinition):
+        o = d.options
+        self.arch_name = o.get("arch", "x86_64")
+        self.kernel_name = str(o.get("kernel", "debian:stock"))
+        self.cpus, self.memory, self.accel = o.get("cpus", 2), str(o.get("memory", "1G")), o.get("accel", "auto")
+        self.pin = list(o.get("pin", []))
+        self.kernel_args = str(o.get("kernel_args", ""))
+        self.guest = None
+        self._dir: Path | None = None
+        description = d.description or f"QEMU {self.arch_name} VM, kernel {self.kernel_name}"
+        super().__init__(d.name, "ssh://root@127.0.0.1:1", workdir=o.get("workdir", "/var/tmp/rtscope"),
+                         description=description, kind="qemu")
+
+    def open(self) -> None:
+        if self.guest is not None and self.guest.proc is not None and self.guest.proc.poll() is None:
+            return super().open()
+        from ..vm import images, kernels, qemu
+        kernel = kernels.fetch(self.kernel_name, self.arch_name)
+        image = images.build(self.arch_name, kernel)
+        self._dir = Path(tempfile.mkdtemp(prefix=f"rtscope-vm-{self.name}-"))
+        self.guest = qemu.Guest(self.arch_name, kernel, image, self.cpus, self.memory, self.accel, self.pin,
+                                self.kernel_args, workdir=self._dir)
+        try:
+            self.guest.start()
+            self.port, self.host, self.user = self.guest.port, "127.0.0.1", "root"
+            self.identity = str(image.user_key)
+            self.known_hosts = str(self._dir / "known_hosts")
+            Path(self.known_hosts).write_text(f"[127.0.0.1]:{self.guest.port} {image.host_public_key}\n")
+            self.facts = self.guest.facts()
+            super().open()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        super().close()
+        if self.guest is not None:
+            self.guest.stop()
+            self.guest = None
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None

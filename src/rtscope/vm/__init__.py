@@ -1,0 +1,1 @@
+"""Virtual machines rtscope boots itself: Debian kernels, small root file systems, QEMU guests (docs/kernels.md)."""

@@ -1,0 +1,152 @@
+"""QEMU targets: real guests booted under TCG (x86_64 and the virtual Raspberry Pi 3, stock and PREEMPT_RT
+kernels), measured through the SSH target; kills, panics and bad input.
+
+The kernels, root file systems and images are built once into the cache (RTSCOPE_CACHE or ~/.cache/rtscope)
+and reused; each test class boots its guests once.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rtscope import targets
+from rtscope.errors import RtscopeError, UsageError
+from rtscope.store import Store
+from proc_helpers import default_signals
+
+WHY = None
+if os.geteuid() != 0:
+    WHY = "needs root (kernels are fetched with apt, arm64 images built through binfmt_misc)"
+elif not all(os.path.exists(f"/usr/bin/qemu-system-{a}") for a in ("x86_64", "aarch64")):
+    WHY = "qemu-system-x86 and qemu-system-arm are not installed"
+pytestmark = [pytest.mark.skipif(WHY is not None, reason=WHY or ""), pytest.mark.slow]
+
+GUESTS = {"x86-stock": ("x86_64", "debian:stock"), "x86-rt": ("x86_64", "debian:rt"),
+          "pi3-stock": ("aarch64", "debian:stock"), "pi3-rt": ("aarch64", "debian:rt")}
+
+
+def table(name: str, arch: str, kernel: str, **extra) -> str:
+    lines = [f"[targets.{name}]", 'kind = "qemu"', f'arch = "{arch}"', f'kernel = "{kernel}"', "cpus = 2",
+             'memory = "1G"', 'accel = "tcg"']
+    lines += [f'{k} = "{v}"' for k, v in extra.items()]
+    return "\n".join(lines) + "\n"
+
+
+def qemu_processes(marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmd = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if "qemu-system" in cmd and marker in cmd:
+                found.append(int(entry))
+    return found
+
+
+@pytest.fixture(autouse=True)
+def clean_targets():
+    before = dict(targets.TARGETS)
+    yield
+    targets.TARGETS.clear()
+    targets.TARGETS.update(before)
+
+
+def test_four_guests_timer_and_storage_runs(tmp_path, cli):
+    """Study 2's matrix in one spec: two kernels on two machines, each booted once, runs made in the guests."""
+    spec = tmp_path / "kernels.toml"
+    spec.write_text('name = "kernels"\ntarget = ["x86-stock", "x86-rt", "pi3-stock", "pi3-rt"]\n'
+                    + "".join(table(n, a, k) for n, (a, k) in GUESTS.items())
+                    + '[[workload]]\nname = "timer"\nvariants = "absolute"\nruntime = ["native", "cyclictest"]\n'
+                      '[workload.params]\ninterval_us = 1000\nloops = 500\n'
+                      '[[workload]]\nname = "storage"\nvariants = "write_sync"\n'
+                      '[workload.params]\nsize = "64K"\nrepetitions = 2\ndir = "/tmp"\n')
+    db = str(tmp_path / "s.db")
+    r = cli("run", spec, "--db", db)
+    assert r.code == 0, r.err
+    assert "latencies measure the emulator" in " ".join(r.err.split())
+    runs = Store(db).runs()
+    assert len(runs) == 12
+    for run in runs:
+        env, name = run["environment"], run["settings"]["target"]
+        arch, kernel = GUESTS[name]
+        assert env["machine"] == arch and env["hostname"] == "rtscope-vm" and env["target_kind"] == "qemu"
+        assert env["accelerator"] == "tcg" and env["qemu_version"].startswith("QEMU emulator")
+        assert env["host_kernel"] == os.uname().release
+        assert (env["preemption"] == "PREEMPT_RT") == (kernel == "debian:rt"), env["kernel_version"]
+        assert run["n_samples"] > 0
+    assert qemu_processes("rtscope-vm-") == []  # every guest shut down
+
+
+def test_the_virtual_pi3_has_a_gpio_controller_and_the_record_says_tcg(tmp_path):
+    targets.define("pi3", {"kind": "qemu", "arch": "aarch64", "kernel": "debian:stock", "accel": "tcg"})
+    with targets.Pool() as pool:
+        t = pool.get("pi3")
+        assert t.run(["sh", "-c", "ls /dev/gpiochip0 && cat /sys/bus/gpio/devices/gpiochip0/of_node/compatible"
+                      ]).stdout.startswith("/dev/gpiochip0")
+        snap = t.snapshot()
+    assert snap["machine"] == "aarch64" and snap["accelerator"] == "tcg" and snap["vcpus"] == 2
+    assert qemu_processes("rtscope-vm-pi3-") == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_killing_rtscope_leaves_no_qemu(tmp_path, sig):
+    name = f"killed{sig}"
+    spec = tmp_path / "k.toml"
+    spec.write_text(f'name = "k"\ntarget = "{name}"\n' + table(name, "x86_64", "debian:stock")
+                    + '[[workload]]\nname = "timer"\nvariants = "absolute"\n'
+                      '[workload.params]\ninterval_us = 1000\nloops = 60000\n')
+    proc = subprocess.Popen([sys.executable, "-m", "rtscope", "run", str(spec), "--db", str(tmp_path / "s.db")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
+    marker = f"rtscope-vm-{name}-"
+    deadline = time.monotonic() + 300
+    while not qemu_processes(marker):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    time.sleep(20)  # booted and measuring by now (the boot itself takes a few seconds)
+    proc.send_signal(sig)
+    proc.communicate(timeout=120)
+    deadline = time.monotonic() + 30
+    while qemu_processes(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert qemu_processes(marker) == []
+
+
+def test_a_guest_that_panics_gives_the_panic_line(tmp_path, cli):
+    spec = tmp_path / "p.toml"
+    spec.write_text('name = "p"\ntarget = "broken"\n'
+                    + table("broken", "x86_64", "debian:stock", kernel_args="rdinit=/no/such/init init=/no/such")
+                    + '[[workload]]\nname = "exec"\nvariants = "sum"\n')
+    r = cli("run", spec, "--db", str(tmp_path / "s.db"))
+    assert r.code == 1
+    assert "stopped during boot" in r.err and "Kernel panic" in r.err
+    assert qemu_processes("rtscope-vm-broken-") == []
+    assert not (tmp_path / "s.db").exists() or Store(str(tmp_path / "s.db")).runs() == []
+
+
+def test_bad_vm_definitions(tmp_path, cli, monkeypatch):
+    for extra, message in (('kernel = "debian:xenomai"', "unknown kernel 'debian:xenomai'; valid: debian:stock, "
+                                                          "debian:rt, or an absolute path"),
+                           ('arch = "riscv64"', "unknown arch 'riscv64'; valid: x86_64, aarch64"),
+                           ('accel = "hvf"', "unknown accel 'hvf'; valid: auto, kvm, tcg"),
+                           ('cpus = 0', "cpus must be an integer >= 1")):
+        spec = tmp_path / "b.toml"
+        spec.write_text(f'name = "b"\n[targets.vm]\nkind = "qemu"\n{extra}\n'
+                        '[[workload]]\nname = "exec"\nvariants = "sum"\n')
+        r = cli("check", spec)
+        assert r.code == 2 and message in " ".join(r.err.split()), r.err
+    from rtscope.vm import qemu
+    monkeypatch.setattr(qemu.shutil, "which", lambda name: None)
+    with pytest.raises(RtscopeError, match="qemu-system-aarch64 is not installed: sudo apt-get install -y "
+                                           "qemu-system-arm"):
+        qemu.qemu_binary("aarch64")
+    with pytest.raises(UsageError):
+        targets.define("vm", {"kind": "qemu", "kernel": "stock"})
