@@ -47,7 +47,8 @@ def available() -> str | None:
 
 
 class SshServer:
-    def __init__(self, base: Path, hostname: str, *, workdir_bytes: int | None = None):
+    def __init__(self, base: Path, hostname: str, *, workdir_bytes: int | None = None,
+                 setup: tuple[str, ...] = ()):
         self.base = base
         self.hostname = hostname
         self.port = free_port()
@@ -58,6 +59,7 @@ class SshServer:
         self.workdir = base / "work"        # the target's workdir (inside the namespace: maybe a small tmpfs)
         self.workdir.mkdir(exist_ok=True)
         self.workdir_bytes = workdir_bytes
+        self.setup = setup                  # more shell commands run in the namespace before sshd starts
         self.proc: subprocess.Popen | None = None
         host_pub = keygen(self.host_key)
         (base / "authorized_keys").write_text(keygen(self.user_key) + "\n")
@@ -87,6 +89,7 @@ class SshServer:
                  f"mount -t tmpfs -o size=1m tmpfs {Path.home()}"]
         if self.workdir_bytes:
             setup.append(f"mount -t tmpfs -o size={self.workdir_bytes} tmpfs {self.workdir}")
+        setup += list(self.setup)
         script = " && ".join(setup) + f" && exec {SSHD} -D -e -f {self.base / 'sshd_config'}"
         log = open(self.base / "sshd.log", "wb")
         self.proc = subprocess.Popen(["unshare", "--uts", "--mount", "--propagation", "private", "sh", "-c", script],

@@ -29,7 +29,7 @@ def register(imp: Importer) -> Importer:
     return imp
 
 
-IMPORTER_MODULES = ["rts", "nerves_csv", "fio", "cyclictest"]
+IMPORTER_MODULES = ["rts", "nerves_csv", "fio", "cyclictest", "xenomai"]
 
 for _name in IMPORTER_MODULES:
     importlib.import_module(f"{__name__}.{_name}")

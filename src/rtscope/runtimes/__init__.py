@@ -12,7 +12,7 @@ import importlib
 
 from .base import RUNTIMES, Runtime, register
 
-ADAPTER_MODULES = ["native", "fio", "cyclictest", "beam"]
+ADAPTER_MODULES = ["native", "fio", "cyclictest", "beam", "xenomai"]
 SYSTEM_SETTING_MODULES = ["governor", "loadgen", "environments"]
 
 for _name in SYSTEM_SETTING_MODULES:

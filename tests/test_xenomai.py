@@ -1,0 +1,101 @@
+"""Xenomai: its latency tool's output imported (RTD/RTS lines, -h histograms, negative latencies kept), and the
+`xenomai` runtime on an SSH target.
+
+No Xenomai kernel can run here (Debian ships none), so the fixtures are latency output in the format its
+testsuite prints, and the runtime test gives the SSH target a stand-in `latency` that prints such output; the
+SSH target, the command line rtscope builds and the parsing of what comes back are real.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import sshd
+from rtscope import targets
+from rtscope.errors import UsageError
+from rtscope.importers import xenomai
+from rtscope.runner import build_request, execute
+from rtscope.store import Store
+
+FIXTURES = Path(__file__).parent / "fixtures" / "xenomai"
+
+
+def test_import_per_second_lines_keeps_negative_latencies(cli, db):
+    r = cli("import", "xenomai", FIXTURES / "latency-plain.txt", "--db", db)
+    assert r.code == 0, r.err
+    store = Store(db)
+    [run] = store.runs()
+    assert run["runtime"] == "xenomai" and run["workload"] == "timer" and run["n_samples"] == 4
+    assert run["settings"] == {"rt_priority": 99, "xenomai_mode": "user"} and run["params"]["interval_us"] == 100
+    s = store.samples(run.id)
+    assert s["latency_max"].tolist() == [3184, 7910, 2871, 12460]
+    assert s["latency_min"].tolist() == [-352, -298, 12, -140]
+    assert run["trailer"]["counters"]["overruns"] == 1
+    assert any("negative latencies (minimum -0.352 µs) are real" in n for n in run["trailer"]["notes"])
+
+
+def test_import_histogram_with_exact_extremes(cli, db):
+    assert cli("import", "xenomai", FIXTURES / "latency-histogram.txt", "--db", db).code == 0
+    r = cli("show", "1", "--db", db, "--json")
+    assert r.code == 0, r.err
+    stats = json.loads(r.out)["stats"]
+    assert stats["n"] == 2000 and stats["min"] == -1020 and stats["max"] == 14117
+    [run] = Store(db).runs()
+    h = run["trailer"]["histograms"]["thread0"]
+    assert h["bucket_width"] == 1000 and h["counts"][:4] == [402, 1203, 371, 18] and h["counts"][14] == 1
+    assert sum(h["counts"]) == 2000 and h["overflow"] == 0
+    assert run["trailer"]["per_second"]["max"] == [9204, 14117]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("hello\n", "no RTD or RTS line"),
+    ("RTD|      0.620|      1.029|      4.520|       0|     0|      0.620|      4.520\n",
+     "no RTS summary line: the run did not end"),
+    ("RTD|      zero|      1.029|      4.520|       0|     0|      0.620|      4.520\n", "line 1: cannot read"),
+])
+def test_bad_logs(tmp_path, text, message):
+    f = tmp_path / "bad.txt"
+    f.write_text(text)
+    with pytest.raises(UsageError, match=message):
+        xenomai.convert(f, None, {})
+
+
+WHY = sshd.available()
+
+
+@pytest.mark.skipif(WHY is not None, reason=WHY or "")
+def test_runtime_on_an_ssh_target(tmp_path):
+    output = tmp_path / "latency-output.txt"  # the checkout is hidden on the target: a copy it can read
+    output.write_text((FIXTURES / "latency-histogram.txt").read_text())
+    fake = tmp_path / "latency"
+    fake.write_text("#!/bin/sh\necho \"$@\" > " + str(tmp_path / "args") + "\n"
+                    f"grep -v '^HS' {output}\ngrep '^HS' {output} >&2\n")
+    fake.chmod(0o755)
+    server = sshd.SshServer(tmp_path / "x", "rtscope-xenomai",
+                            setup=("mount -t tmpfs tmpfs /usr/local/bin", f"cp {fake} /usr/local/bin/latency")).start()
+    before = dict(targets.TARGETS)
+    try:
+        targets.define("xeno", {"url": server.url, "identity": str(server.user_key),
+                                "known_hosts": str(server.known_hosts), "workdir": str(server.workdir)})
+        req = build_request("timer", "absolute", "xenomai", {"interval_us": 1000, "loops": 2000},
+                            {"target": "xeno", "rt_priority": 80, "cpu": 0})
+        store = Store(str(tmp_path / "s.db"))
+        with targets.Pool() as pool:
+            run = store.get_run(execute(req, store, target=pool.get("xeno")))
+    finally:
+        server.stop()
+        targets.TARGETS.clear()
+        targets.TARGETS.update(before)
+    assert (tmp_path / "args").read_text().split() == ["-p", "1000", "-T", "2", "-h", "-s", "-P", "80", "-c", "0"]
+    assert run["runtime"] == "xenomai" and run["environment"]["hostname"] == "rtscope-xenomai"
+    assert run["trailer"]["histograms"]["thread0"]["n"] == 2000
+
+
+def test_runtime_unavailable_says_what_is_missing():
+    from rtscope.runtimes import RUNTIMES
+    assert "Xenomai's latency tool is not on target local" in RUNTIMES["xenomai"].unavailable()
+    with pytest.raises(UsageError, match="whole µs"):
+        RUNTIMES["xenomai"].prepare(build_request("timer", "absolute", "xenomai", {"interval_us": 100.5}))
