@@ -248,3 +248,21 @@ def test_sigterm_inside_a_chroot_leaves_nothing(tmp_path, rtprobe):
     assert list((jail / "tmp").iterdir()) == []
     assert not [p for p in jail.iterdir() if p.name.startswith("rtprobe-storage-")]
     assert Store(str(tmp_path / "s.db")).runs() == []
+
+
+@pytest.mark.skipif(not IS_ROOT or shutil.which("podman") is None or shutil.which("mmdebstrap") is None,
+                    reason="needs root, podman and mmdebstrap (a container of rtscope's guest root file system)")
+def test_a_container_rtscope_makes_per_run(tmp_path, rtprobe):
+    """container = "podman": image imported from rtscope's root file system, one container per run, removed."""
+    define_environment("pod", container="podman")
+    store = Store(str(tmp_path / "s.db"))
+    run = store.get_run(execute(storage_request("pod", "/tmp", "write_sync"), store))
+    assert run["settings"]["env"] == "pod" and run["n_samples"] == 5
+    notes = " ".join(run["trailer"]["notes"])
+    assert "container rtscope-run-" in notes and "localhost/rtscope-guest:" in notes
+    left = subprocess.run(["podman", "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True).stdout
+    assert "rtscope-run-" not in left
+    with pytest.raises(UsageError, match="container = \"podman\" makes its own container"):
+        define_environment("bad", ["podman", "exec"], container="podman")
+    with pytest.raises(UsageError, match="unknown container engine 'docker'; valid: podman"):
+        define_environment("bad", container="docker")

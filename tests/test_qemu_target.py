@@ -64,17 +64,22 @@ def test_four_guests_timer_and_storage_runs(tmp_path, cli):
     """Study 2's matrix in one spec: two kernels on two machines, each booted once, runs made in the guests."""
     spec = tmp_path / "kernels.toml"
     spec.write_text('name = "kernels"\ntarget = ["x86-stock", "x86-rt", "pi3-stock", "pi3-rt"]\n'
-                    + "".join(table(n, a, k) for n, (a, k) in GUESTS.items())
+                    + "".join(table(n, a, k, **({"disk": "64M"} if n == "x86-stock" else {}))
+                              for n, (a, k) in GUESTS.items())
                     + '[[workload]]\nname = "timer"\nvariants = "absolute"\nruntime = ["native", "cyclictest"]\n'
                       '[workload.params]\ninterval_us = 1000\nloops = 500\n'
                       '[[workload]]\nname = "storage"\nvariants = "write_sync"\n'
-                      '[workload.params]\nsize = "64K"\nrepetitions = 2\ndir = "/tmp"\n')
+                      '[workload.params]\nsize = "64K"\nrepetitions = 2\ndir = "/tmp"\n'
+                      '[[workload]]\nname = "storage"\nvariants = "write_sync"\ntarget = "x86-stock"\n'
+                      '[workload.params]\nsize = "64K"\nrepetitions = 2\ndir = "/mnt/disk"\n')
     db = str(tmp_path / "s.db")
     r = cli("run", spec, "--db", db)
     assert r.code == 0, r.err
     assert "latencies measure the emulator" in " ".join(r.err.split())
     runs = Store(db).runs()
-    assert len(runs) == 12
+    assert len(runs) == 13
+    [on_disk] = [r for r in runs if r["params"]["dir"] == "/mnt/disk"]
+    assert "virtio-blk" in on_disk["environment"]["vm_disk"] and on_disk["n_samples"] > 0
     for run in runs:
         env, name = run["environment"], run["settings"]["target"]
         arch, kernel = GUESTS[name]

@@ -26,17 +26,18 @@ printed, and the run directory inside is removed whatever happens.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import posixpath
 import re
 import shlex
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from . import paths
+from . import containers, paths
 from .fileio import read_toml_table
 from .errors import ProbeError, RtscopeError, UsageError, choices
 from .settings import RunContext, Setting, register
@@ -50,7 +51,7 @@ TRANSFER_TIMEOUT = 300.0   # seconds for copying the probe in or the sample file
 RUN_DIR = "{run_dir}"      # prefix placeholder: the host's per-run directory (for bind mounts)
 PROBE = "{probe}"          # prefix placeholder: the host's rtprobe path (for bind mounts)
 NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
-KEYS = {"prefix", "root", "probe_path", "workdir", "description"}
+KEYS = {"prefix", "root", "probe_path", "workdir", "description", "container"}
 ENV_FILE_VAR = "RTSCOPE_ENVIRONMENTS"  # a TOML file with an [environments] table, read on first use
 
 
@@ -62,10 +63,11 @@ class Environment:
     probe_path: str | None = None  # rtprobe inside; None = the host path (shared) or a per-run copy
     workdir: str | None = None     # inside: where the per-run directory is made (default /tmp)
     description: str = ""
+    container: str | None = None   # "podman": a container rtscope makes per run (containers.py); no prefix
 
     @property
     def is_local(self) -> bool:
-        return not self.prefix
+        return not self.prefix and not self.container
 
     @property
     def mode(self) -> str:
@@ -76,7 +78,7 @@ class Environment:
 
     def to_dict(self) -> dict:
         return {"name": self.name, "prefix": list(self.prefix), "root": self.root, "probe_path": self.probe_path,
-                "workdir": self.workdir, "description": self.description}
+                "workdir": self.workdir, "description": self.description, "container": self.container}
 
 
 ENVIRONMENTS: dict[str, Environment] = {LOCAL: Environment(LOCAL, description="this machine, no wrapper")}
@@ -97,9 +99,9 @@ def _absolute(value: Any, key: str, where: str) -> str | None:
     return value
 
 
-def define_environment(name: str, prefix: list[str] | tuple[str, ...], *, root: str | None = None,
+def define_environment(name: str, prefix: list[str] | tuple[str, ...] = (), *, root: str | None = None,
                        probe_path: str | None = None, workdir: str | None = None, description: str = "",
-                       where: str = "", replace: bool = False) -> Environment:
+                       container: str | None = None, where: str = "", replace: bool = False) -> Environment:
     """Validate and register an environment; `env=NAME` then selects it.
 
     Defining the same name again with the same definition is a no-op; with a
@@ -110,14 +112,21 @@ def define_environment(name: str, prefix: list[str] | tuple[str, ...], *, root: 
         raise UsageError(f"invalid environment name {name!r} in {place}: use letters, digits, '_', '.', '-'")
     if name == LOCAL:
         raise UsageError(f"environment name {LOCAL!r} is built in (this machine, no wrapper); choose another name")
-    if isinstance(prefix, str):
+    if container is not None:
+        if container not in containers.ENGINES:
+            raise UsageError(f"environment {name} in {place}: unknown container engine {container!r}; valid: "
+                             f"{choices(containers.ENGINES)}")
+        if prefix or root:
+            raise UsageError(f"environment {name} in {place}: container = \"{container}\" makes its own container "
+                             "and prefix; give no prefix or root")
+    elif isinstance(prefix, str):
         raise UsageError(f"environment {name} prefix in {place} must be a list of words, e.g. "
                          f"{json.dumps(shlex.split(prefix))}, got a string")
-    if not isinstance(prefix, (list, tuple)) or not prefix or not all(isinstance(w, str) and w for w in prefix):
+    elif not isinstance(prefix, (list, tuple)) or not prefix or not all(isinstance(w, str) and w for w in prefix):
         raise UsageError(f"environment {name} prefix in {place} must be a non-empty list of non-empty strings, "
                          f"e.g. [\"docker\", \"exec\", \"-i\", \"c1\"]")
     env = Environment(name, tuple(prefix), _absolute(root, "root", place), _absolute(probe_path, "probe_path", place),
-                      _absolute(workdir, "workdir", place), str(description or ""))
+                      _absolute(workdir, "workdir", place), str(description or ""), container)
     old = ENVIRONMENTS.get(name)
     if old is not None and old != env and not replace:
         raise UsageError(f"environment {name!r} is defined twice with different definitions ({place})")
@@ -138,10 +147,12 @@ def load_environments(table: Any, source: str = "<spec>", *, replace: bool = Fal
         extra = sorted(set(body) - KEYS)
         if extra:
             raise UsageError(f"{where}: unknown key {extra[0]!r}; valid keys: {choices(sorted(KEYS))}")
-        if "prefix" not in body:
-            raise UsageError(f"{where}: missing key 'prefix' (the command put in front of the probe)")
-        out.append(define_environment(name, body["prefix"], root=body.get("root"), probe_path=body.get("probe_path"),
-                                      workdir=body.get("workdir"), description=body.get("description", ""),
+        if "prefix" not in body and "container" not in body:
+            raise UsageError(f"{where}: missing key 'prefix' (the command put in front of the probe), or "
+                             "container = \"podman\" (a container rtscope makes)")
+        out.append(define_environment(name, body.get("prefix", ()), root=body.get("root"),
+                                      probe_path=body.get("probe_path"), workdir=body.get("workdir"),
+                                      description=body.get("description", ""), container=body.get("container"),
                                       where=where, replace=replace))
     return out
 
@@ -334,12 +345,37 @@ class Session:
 
 
 @contextmanager
+def _container(env: Environment, ctx: RunContext) -> Iterator[Environment]:
+    """For `container = "podman"`: a fresh container for this run, the environment wrapping it, then removed."""
+    if not ctx.target.is_local:
+        raise RtscopeError(f"environment {env.name!r} (container = \"{env.container}\") runs on the local target "
+                           f"only: rtscope builds its image here; not on target {ctx.target.name}")
+    engine, tag = containers.engine_for(Path(ctx.workdir))
+    box = containers.Container(engine, tag)
+    box.start()
+    ctx.notes.extend(engine.notes)
+    ctx.notes.append(f"container {box.name} of image {tag} (rtscope's Debian guest root file system)")
+    try:
+        yield dataclasses.replace(env, prefix=tuple(box.prefix), container=None)
+    finally:
+        with held_signals():
+            box.remove()
+
+
+@contextmanager
 def enter(value: Any, ctx: RunContext) -> Iterator[None]:
     """Setting `env`: the probe runs inside the environment; the inner run directory is always removed."""
     env = resolve(value)
     if env.is_local:
         yield
         return
+    with ExitStack() as stack:
+        if env.container:
+            env = stack.enter_context(_container(env, ctx))
+        yield from _inside(env, ctx)
+
+
+def _inside(env: Environment, ctx: RunContext) -> Iterator[None]:
     session = Session(env, ctx)
     try:
         session.setup()

@@ -37,9 +37,11 @@ GROUP_PARAMS = ("size", "block_size", "direct", "fdatasync", "drop_caches")
 
 
 def column_label(run: Run) -> str:
-    """The environment a run was measured in, with its runtime and other settings when they differ."""
+    """The environment a run was measured in (a VM target is one too), with its runtime and other settings when
+    they differ."""
     settings = dict(run["settings"])
-    label = str(settings.pop("env", "local"))
+    env, target = str(settings.pop("env", "local")), str(settings.pop("target", "local"))
+    label = env if target == "local" else target if env == "local" else f"{env}@{target}"
     if run["runtime"] != "native":
         label += f" ({run['runtime']})"
     extra = [f"{k}={v}" for k, v in sorted(settings.items()) if not (k == "mlock" and v is False)]

@@ -9,6 +9,7 @@
     accel = "auto"            # kvm when it works (checked by a short boot), else tcg
     pin = [0, 1]              # host CPUs for the vCPU threads (optional)
     kernel_args = "isolcpus=1"  # more kernel command line (optional)
+    disk = "1G"               # a virtio-blk disk on a host file, ext4, mounted at /mnt/disk (optional)
 
 open() fetches the kernel and builds (or finds) the image, boots the guest
 and then connects as an SSH target with the image's own key and host key;
@@ -41,9 +42,24 @@ def check_table(d: TargetDefinition) -> None:
     cpus = o.get("cpus", 2)
     if not isinstance(cpus, int) or isinstance(cpus, bool) or cpus < 1:
         raise UsageError(f"[targets.{d.name}]: cpus must be an integer >= 1, got {cpus!r}")
+    if "disk" in o:
+        parse_size(o["disk"])
     pin = o.get("pin", [])
     if not isinstance(pin, list) or not all(isinstance(c, int) and c >= 0 for c in pin):
         raise UsageError(f"[targets.{d.name}]: pin must be a list of host CPU numbers, e.g. [0, 1]")
+
+
+def parse_size(value) -> int:
+    """'512M', '1G', or bytes."""
+    text = str(value).strip().upper()
+    factor = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    try:
+        n = int(float(text[:-1] if text[-1:] in "KMG" else text) * factor)
+    except ValueError:
+        n = 0
+    if n < (16 << 20):
+        raise UsageError(f"disk must be a size of at least 16M such as \"1G\", got {value!r}")
+    return n
 
 
 class QemuTarget(SshTarget):
@@ -54,6 +70,7 @@ class QemuTarget(SshTarget):
         self.cpus, self.memory, self.accel = o.get("cpus", 2), str(o.get("memory", "1G")), o.get("accel", "auto")
         self.pin = list(o.get("pin", []))
         self.kernel_args = str(o.get("kernel_args", ""))
+        self.disk_size = parse_size(o["disk"]) if "disk" in o else None
         self.guest = None
         self._dir: Path | None = None
         description = d.description or f"QEMU {self.arch_name} VM, kernel {self.kernel_name}"
@@ -70,6 +87,8 @@ class QemuTarget(SshTarget):
         self.guest = qemu.Guest(self.arch_name, kernel, image, self.cpus, self.memory, self.accel, self.pin,
                                 self.kernel_args, workdir=self._dir)
         try:
+            if self.disk_size:
+                self.guest.make_disk(self.disk_size)
             self.guest.start()
             self.port, self.host, self.user = self.guest.port, "127.0.0.1", "root"
             self.identity = str(image.user_key)

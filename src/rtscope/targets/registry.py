@@ -84,7 +84,8 @@ KINDS: dict[str, Kind] = {
     "local": Kind("local", "this machine (the default)", (), _local),
     "ssh": Kind("ssh", "a board or host over SSH", SSH_KEYS, _ssh, ("ssh",)),
     "qemu": Kind("qemu", "a VM rtscope boots with QEMU: a kernel of your choice, x86_64 or a virtual Raspberry Pi 3",
-                 ("arch", "kernel", "cpus", "memory", "accel", "pin", "kernel_args"), _qemu, check=_check_qemu),
+                 ("arch", "kernel", "cpus", "memory", "accel", "pin", "kernel_args", "disk"), _qemu,
+                 check=_check_qemu),
 }
 
 TARGETS: dict[str, TargetDefinition] = {LOCAL: TargetDefinition(LOCAL, "local", description="this machine")}

@@ -41,6 +41,7 @@ MODULE_PATHS = ("drivers/virtio", "drivers/net/virtio_net.ko", "drivers/net/net_
 MODULES = ("virtio_pci", "virtio_mmio", "virtio_net", "virtio_blk", "ext4")
 ROOTFS_BYTES = 600 << 20     # free space a build needs (rootfs tar + unpacked tree + initramfs)
 HOSTNAME = "rtscope-vm"
+DISK_MOUNT = "/mnt/disk"     # where the guest mounts the target's virtio-blk disk
 
 INIT = f"""#!/bin/busybox sh
 # rtscope guest init: mounts, modules, network, then busybox init runs sshd (and reaps orphans).
@@ -54,6 +55,8 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 /bin/busybox mount -t tmpfs tmpfs /run
 /bin/busybox mkdir -p /run/sshd
 for m in {' '.join(MODULES)}; do /bin/busybox modprobe $m 2>/dev/null; done
+# A virtio-blk disk (the target's `disk`): an ext4 file system on a host file, for storage runs.
+if [ -b /dev/vda ]; then /bin/busybox mkdir -p {DISK_MOUNT} && /bin/busybox mount -t ext4 /dev/vda {DISK_MOUNT}; fi
 /bin/busybox hostname {HOSTNAME}
 /bin/busybox ip link set lo up
 /bin/busybox ip link set eth0 up

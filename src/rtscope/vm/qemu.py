@@ -28,8 +28,8 @@ from pathlib import Path
 
 from ..errors import RtscopeError, UsageError, choices
 from ..targets.local import die_with_parent
-from .cache import cache_dir
-from .images import Image
+from .cache import cache_dir, need_space
+from .images import DISK_MOUNT, Image
 from .kernels import Kernel
 
 QEMU = {"x86_64": "qemu-system-x86_64", "aarch64": "qemu-system-aarch64"}
@@ -82,6 +82,16 @@ class Guest:
             argv += ["-drive", f"file={self.disk},format=raw,if=none,id=d0,cache=none", "-device",
                      "virtio-blk-pci,drive=d0"]
         return argv
+
+    def make_disk(self, size_bytes: int) -> None:
+        """A sparse raw file with an ext4 file system, given to the guest as its virtio-blk disk."""
+        need_space(self.workdir, size_bytes // 8, "the VM's disk")  # sparse: what storage runs write
+        self.disk = self.workdir / "disk.img"
+        with open(self.disk, "wb") as f:
+            f.truncate(size_bytes)
+        proc = subprocess.run(["mkfs.ext4", "-q", "-F", str(self.disk)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RtscopeError(f"mkfs.ext4 for the VM's disk failed: {proc.stderr.strip()}")
 
     def start(self) -> None:
         if self.accel not in ACCELS:
@@ -159,7 +169,8 @@ class Guest:
         return {"vm": True, "accelerator": self.accelerator, "qemu_version": qemu_version(self.arch),
                 "vcpus": self.cpus, "vcpu_pinning": list(self.pin) or None, "vm_memory": self.memory,
                 "host_kernel": os.uname().release, "guest_kernel_package": self.kernel.package or self.kernel.name,
-                "guest_kernel_args": self.kernel_args or None}
+                "guest_kernel_args": self.kernel_args or None,
+                "vm_disk": f"virtio-blk, raw file on the host, ext4, mounted at {DISK_MOUNT}" if self.disk else None}
 
 
 def qemu_binary(arch: str) -> str:
