@@ -421,3 +421,14 @@ def test_target_url_without_a_table(board, tmp_path, cli, clean_targets, monkeyp
     assert r.code == 0, r.err
     [run] = Store(db).runs()
     assert run["settings"]["target"] == board.url and run["environment"]["hostname"] == "rtscope-board-1"
+
+
+def test_monitor_a_target(board, tmp_path, cli, clean_targets):
+    define(board)
+    db = str(tmp_path / "m.db")
+    r = cli("monitor", "--target", "board", "--duration", "4s", "--interval", "2s", "--db", db)
+    assert r.code == 0, r.err
+    runs = Store(db).runs()
+    assert len(runs) == 2 and {x["environment"]["hostname"] for x in runs} == {"rtscope-board-1"}
+    assert all(x["trailer"]["histograms"] for x in runs)
+    assert no_leftovers(board) == {}

@@ -239,12 +239,21 @@ def format_cpus(cpus) -> str:
     return ",".join(out)
 
 
-def timer_cpus(req: Any) -> list[int]:
-    """The CPUs of a timer run's threads ([] = one unpinned thread); UsageError for a CPU not usable here."""
+def on_this_machine(req: Any) -> bool:
+    """Whether a request runs on the local target (whose CPUs this process can see)."""
+    return req.settings.get("target", "local") == "local"
+
+
+def timer_cpus(req: Any) -> list[int] | None:
+    """The CPUs of a timer run's threads ([] = one unpinned thread); UsageError for a CPU not usable here.
+    None for threads = "all" on another target: its probe knows its own CPUs."""
     threads = req.params.get("threads")
     if threads and "cpu" in req.settings:
         raise UsageError("timer: setting cpu pins the one measurement thread, parameter threads pins one "
                          "thread per CPU: give one of them")
+    if not on_this_machine(req):
+        return None if threads == "all" else expand_cpus(threads) if threads else \
+            [req.settings["cpu"]] if "cpu" in req.settings else []
     cpus = expand_cpus(threads) if threads else [req.settings["cpu"]] if "cpu" in req.settings else []
     allowed = os.sched_getaffinity(0)
     for c in cpus:

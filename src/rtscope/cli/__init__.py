@@ -8,7 +8,7 @@ import sys
 from ..errors import RtscopeError
 from .common import app, err_console, escape
 
-COMMAND_MODULES = ["runs", "run", "system", "analysis", "fit", "storage", "latency", "db"]
+COMMAND_MODULES = ["runs", "run", "system", "analysis", "fit", "storage", "latency", "db", "monitor"]
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"{__name__}.{_name}")

@@ -66,7 +66,9 @@ class Cyclictest(Runtime):
         if req.variant == "relative":
             argv.append("-r")
         cpus = timer_cpus(req)
-        if "threads" in p:
+        if "threads" in p and cpus is None:
+            argv += ["-t", "-a"]  # every CPU of the target, as cyclictest itself finds them
+        elif "threads" in p:
             argv += ["-t", str(len(cpus)), "-a", format_cpus(cpus)]
         elif "cpu" in s:
             argv += ["-a", str(s["cpu"])]

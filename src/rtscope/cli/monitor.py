@@ -1,0 +1,78 @@
+"""Command monitor: OSADL-style long-term latency monitoring of a target (docs/lab.md)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from .. import experiment as exp_mod, monitor as mon
+from ..errors import RtscopeError, UsageError
+from ..signals import Terminated
+from ..targets import Pool
+from .common import DbOption, app, console, err_console, escape, open_store
+from .run import EXIT_SIGINT, EXIT_SIGTERM, print_machine_warnings
+
+
+class LiveView:
+    """One line per interval as it is stored: each CPU's maximum and p99.99."""
+
+    def __init__(self, store, plan_total: int):
+        self.store, self.total = store, plan_total
+
+    def started(self, experiment, total: int, done: int) -> None:
+        console.print(f"monitor {experiment.id}: {escape(experiment.name)}, {total} intervals, {done} stored already")
+
+    def run_started(self, p) -> None:
+        pass
+
+    def run_stored(self, p, run_id: int) -> None:
+        run = self.store.get_run(run_id)
+        cpus = "  ".join(f"cpu{r['cpu']} max {r['max_us']:.1f} p99.99 {r['p9999_us']:.1f}"
+                         + (f" (+{r['overflows']} over)" if r["overflows"] else "") for r in mon.per_cpu(run))
+        load = p.request.settings.get("load", "none")
+        console.print(f"[{p.index + 1}/{self.total}] load {load:9} {escape(run['finished_at'] or '')}  {cpus} µs",
+                      highlight=False)
+
+    def run_skipped(self, p, reason: str) -> None:
+        err_console.print(f"[yellow]skipped interval {p.index + 1}:[/] {escape(reason)}")
+
+
+@app.command()
+def monitor(target: Annotated[str, typer.Option(help="The target to watch (local, a defined target or a URL).")]
+            = "local",
+            duration: Annotated[str, typer.Option(help="How long: 6h, 30m, 1h30m ...")] = "1h",
+            interval: Annotated[str, typer.Option(help="One stored run per interval: 5m, 60s ...")] = "5m",
+            interval_us: Annotated[float, typer.Option("--interval-us", help="Timer period of the probe.")] = 200,
+            runtime: Annotated[str, typer.Option(help="native (rtprobe timer) or cyclictest.")] = "native",
+            load: Annotated[Optional[str], typer.Option(
+                help="Alternate idle and loaded phases (cpu, io, vm, hackbench), as OSADL's farm does.")] = None,
+            phase: Annotated[Optional[str], typer.Option(
+                help="Length of each idle/load phase (default: a sixth of the duration, at most 1 h).")] = None,
+            resume: Annotated[bool, typer.Option("--resume", help="Continue the latest unfinished monitoring of "
+                                                 "this target (after a crash or a reboot of the target).")] = False,
+            db: DbOption = None) -> None:
+    """Watch a target's timer latency for hours: one histogram run per interval and CPU, stored as it ends."""
+    identity = f"monitor:{target}"
+    store = open_store(db)
+    if resume:
+        experiment = exp_mod.latest_unfinished(store, identity)
+        if experiment is None:
+            raise UsageError(f"no unfinished monitoring of target {target} in store {store.url}")
+    else:
+        plan = mon.make_plan(target, duration, interval, interval_us, runtime, load, phase)
+        experiment = mon.start(store, plan, identity)
+    hint = f"resume with `rtscope monitor --target {target} --resume`"
+    with Pool() as pool:
+        print_machine_warnings(experiment, pool)
+        try:
+            outcome = exp_mod.execute(store, experiment, LiveView(store, len(experiment.plan)), pool)
+        except KeyboardInterrupt:
+            raise RtscopeError(f"interrupted: monitoring {experiment.id} stopped, every finished interval is stored; "
+                               f"{hint}", exit_code=EXIT_SIGINT) from None
+        except Terminated:
+            raise RtscopeError(f"terminated: monitoring {experiment.id} stopped, every finished interval is stored; "
+                               f"{hint}", exit_code=EXIT_SIGTERM) from None
+        except RtscopeError as e:
+            raise RtscopeError(f"{e}\nmonitoring {experiment.id} stopped; {hint}", exit_code=e.exit_code) from None
+    console.print(f"monitoring {experiment.id} finished: {len(outcome.stored) + outcome.already} intervals stored")

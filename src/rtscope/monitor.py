@@ -1,0 +1,120 @@
+"""Long-term latency monitoring, as OSADL's QA farm does: the timer probe for hours, interval after interval.
+
+    rtscope monitor --target pi3 --duration 6h --interval 5m --load cpu
+
+The monitoring is an experiment whose plan is one run per interval, in time
+order: `rtprobe timer` (or cyclictest) with one thread per CPU, in histogram
+mode (1 µs buckets, the exact maximum and the overflow cycles kept), so memory
+stays bounded however long it runs. Each interval is stored as it ends: a
+crash or a reboot of the target loses at most the interval in progress, and
+`rtscope monitor --resume` continues with the next one. With `--load`,
+intervals alternate idle and loaded phases (`--phase` long each), like the
+OSADL farm's idle and stress periods.
+
+The per-interval view is computed from each stored run's per-thread
+histograms: the maximum and p99.99 of every CPU.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from . import experiment as exp_mod
+from . import spec as spec_mod
+from .errors import UsageError
+from .runner import build_request
+from .stats import summarize_histogram
+from .store import Run
+
+UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+RUNTIMES = ("native", "cyclictest")
+BUCKET_US = 1        # OSADL's latency plots: 1 µs bins
+HISTOGRAM_US = 10_000  # buckets kept: latencies up to 10 ms in 1 µs bins; beyond: overflows, counted with cycles
+
+
+def parse_duration(text: str, what: str) -> int:
+    """'6h', '5m', '90s', '1h30m', or seconds -> seconds."""
+    raw = str(text).strip().lower()
+    if raw.isdigit():
+        return int(raw)
+    parts = re.findall(r"(\d+(?:\.\d+)?)([smhd])", raw)
+    if not parts or "".join(n + u for n, u in parts) != raw:
+        raise UsageError(f"invalid {what} {text!r}: write e.g. 6h, 5m, 90s or 1h30m")
+    seconds = sum(float(n) * UNITS[u] for n, u in parts)
+    if seconds < 1:
+        raise UsageError(f"{what} must be at least 1 s, got {text!r}")
+    return int(round(seconds))
+
+
+@dataclass(frozen=True)
+class Plan:
+    target: str
+    duration_s: int
+    interval_s: int
+    interval_us: float
+    runtime: str
+    load: str | None
+    phase_s: int
+
+    @property
+    def intervals(self) -> int:
+        return max(1, math.ceil(self.duration_s / self.interval_s))
+
+    def phase(self, i: int) -> str:
+        """The load of interval i: idle and loaded phases alternate, each `phase_s` long."""
+        if not self.load:
+            return "none"
+        return "none" if (i * self.interval_s // self.phase_s) % 2 == 0 else self.load
+
+    def spec_text(self) -> str:
+        """A spec that records what the monitoring measures (the plan itself is made here, in time order)."""
+        loads = ["none", self.load] if self.load else ["none"]
+        return (f'name = "monitor-{self.target}"\n'
+                f'description = "latency monitoring of {self.target}: {self.duration_s} s in intervals of '
+                f'{self.interval_s} s{", idle and " + self.load + " load alternating" if self.load else ""}"\n'
+                f'tags = ["monitor"]\ntarget = "{self.target}"\norder = "sequential"\n'
+                f'[[workload]]\nname = "timer"\nvariants = "absolute"\nruntime = "{self.runtime}"\n'
+                f'[workload.params]\ninterval_us = {self.interval_us}\nduration_s = {self.interval_s}\n'
+                f'threads = "all"\nhistogram_us = {HISTOGRAM_US}\n'
+                f'[workload.settings]\nload = {loads!r}\n'.replace("'", '"'))
+
+
+def make_plan(target: str, duration: str, interval: str, interval_us: float, runtime: str, load: str | None,
+              phase: str | None) -> Plan:
+    if runtime not in RUNTIMES:
+        raise UsageError(f"unknown runtime {runtime!r} for monitor; valid: {', '.join(RUNTIMES)}")
+    d, i = parse_duration(duration, "duration"), parse_duration(interval, "interval")
+    if i > d:
+        raise UsageError(f"interval {interval} is longer than the duration {duration}")
+    p = parse_duration(phase, "phase") if phase else max(i, min(d // 6, 3600))
+    if load in ("none", ""):
+        load = None
+    return Plan(target, d, i, interval_us, runtime, load, max(p, i))
+
+
+def start(store, plan: Plan, identity: str) -> exp_mod.Experiment:
+    """The monitoring's experiment, its plan one run per interval in time order."""
+    spec = spec_mod.parse(plan.spec_text(), f"monitor-{plan.target}")
+    cells = {c.request.settings.get("load", "none"): c for c in spec.cells}
+    planned = []
+    for i in range(plan.intervals):
+        cell = cells[plan.phase(i)]
+        req = build_request("timer", "absolute", plan.runtime, dict(cell.request.params),
+                            dict(cell.request.settings), ("monitor", f"interval-{i + 1}"))
+        planned.append(exp_mod.PlannedRun(i, cell.key, i + 1, 0, req, timeout_s=plan.interval_s * 2 + 120))
+    return exp_mod.start(store, spec, planned, 0, identity)
+
+
+def per_cpu(run: Run) -> list[dict]:
+    """Each thread's CPU, max and p99.99 of one interval (from its histogram), in µs."""
+    threads = {t.get("thread"): t for t in run["trailer"].get("threads", [])}
+    rows = []
+    for name, h in sorted(run["trailer"].get("histograms", {}).items()):
+        index = int(name.removeprefix("thread")) if name.startswith("thread") else None
+        stats = summarize_histogram(h)
+        cpu = h.get("cpu", threads.get(index, {}).get("cpu", index))
+        rows.append({"cpu": cpu, "n": stats["n"], "max_us": (stats["max"] or 0) / 1000,
+                     "p9999_us": (stats["p9999"] or 0) / 1000, "overflows": int(h.get("overflow", 0))})
+    return rows

@@ -1,0 +1,67 @@
+"""rtscope monitor: intervals stored as they end, idle/load phases, resume after a crash, on a target."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from rtscope import monitor as mon
+from rtscope.errors import UsageError
+from rtscope.store import Store
+from proc_helpers import default_signals
+
+
+def test_intervals_alternate_idle_and_load_and_keep_per_cpu_histograms(cli, db):
+    r = cli("monitor", "--duration", "6s", "--interval", "2s", "--load", "cpu", "--phase", "2s", "--db", db)
+    assert r.code == 0, r.err
+    assert "monitoring 1 finished: 3 intervals stored" in r.out
+    store = Store(db)
+    runs = store.runs()
+    assert [x["settings"]["load"] for x in runs] == ["none", "cpu", "none"]
+    assert [x["plan_index"] for x in runs] == [0, 1, 2]
+    for run in runs:
+        assert run["n_samples"] == 0 and "monitor" in run["tags"]   # histograms only: bounded memory
+        rows = mon.per_cpu(run)
+        assert [r["cpu"] for r in rows] == list(range(len(rows))) and all(r["n"] > 1000 for r in rows)
+        assert all(0 < r["p9999_us"] <= r["max_us"] + 1 for r in rows)
+    assert "cpu0 max" in r.out and "load cpu" in r.out
+
+
+def test_a_crash_loses_at_most_one_interval_and_resume_continues(tmp_path):
+    db = str(tmp_path / "m.db")
+    argv = [sys.executable, "-m", "rtscope", "monitor", "--duration", "8s", "--interval", "2s", "--db", db]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals)
+    deadline = time.monotonic() + 60
+    while not Store(db).runs() if (tmp_path / "m.db").exists() else True:
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    before = len(Store(db).runs())
+    assert 1 <= before < 4
+    r = subprocess.run(argv[:4] + ["--resume", "--db", db], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert f"{before} stored already" in r.stdout
+    assert sorted(x["plan_index"] for x in Store(db).runs()) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--duration", "6x"], "invalid duration '6x': write e.g. 6h, 5m, 90s or 1h30m"),
+    (["--duration", "10s", "--interval", "1m"], "interval 1m is longer than the duration 10s"),
+    (["--runtime", "beam"], "unknown runtime 'beam' for monitor; valid: native, cyclictest"),
+    (["--resume"], "no unfinished monitoring of target local"),
+])
+def test_bad_input(cli, db, args, message):
+    r = cli("monitor", *args, "--db", db)
+    assert r.code == 2 and message in " ".join(r.err.split())
+
+
+def test_durations():
+    assert mon.parse_duration("1h30m", "d") == 5400 and mon.parse_duration("90", "d") == 90
+    with pytest.raises(UsageError):
+        mon.parse_duration("0s", "d")
