@@ -171,6 +171,9 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML), see d
             "--target", help="Where the runs execute (repeatable: a fleet, one matrix value each): a target "
                              "defined in the spec or $RTSCOPE_TARGETS, or ssh://user@host:port; replaces the "
                              "spec's `target`. See docs/targets.md.")] = None,
+        wait_for_place: Annotated[float, typer.Option(
+            "--wait-for-place", metavar="SECONDS", help="A labgrid place held by someone else: wait this long for "
+                                                        "it instead of failing (docs/lab.md).")] = 0,
         db: DbOption = None) -> None:
     """Run the experiment a spec describes: every run in random order, each stored as it finishes."""
     if experiment_id is not None and not resume:
@@ -201,7 +204,7 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML), see d
     else:
         parsed = spec_mod.parse(text, str(spec), scale, target)  # every problem reported before anything runs
         print_warnings(parsed)
-    with Pool() as pool:
+    with Pool(wait_for_place) as pool:
         if not resume:
             chosen = seed if seed is not None else parsed.seed if parsed.seed is not None else exp_mod.new_seed()
             planned = exp_mod.plan(parsed, chosen)

@@ -10,9 +10,10 @@ from .registry import resolve
 
 
 class Pool:
-    def __init__(self):
+    def __init__(self, wait_for_place: float = 0.0):
         self._targets: dict[str, Target] = {}
         self._lock = threading.Lock()
+        self.wait_for_place = wait_for_place  # seconds a lab target may wait for its place (labgrid)
 
     def get(self, name: str | None) -> Target:
         """The opened target called `name` (local when None)."""
@@ -21,6 +22,8 @@ class Pool:
             target = self._targets.get(name)
             if target is None:
                 target = resolve(name).make()
+                if hasattr(target, "wait_for_place"):
+                    target.wait_for_place = self.wait_for_place
                 self._targets[name] = target
         target.open()
         return target

@@ -80,12 +80,24 @@ def _check_qemu(d: TargetDefinition) -> None:
     check_table(d)
 
 
+def _labgrid(d: TargetDefinition) -> Target:
+    from .labgrid import LabgridTarget
+    return LabgridTarget(d)
+
+
+def _check_labgrid(d: TargetDefinition) -> None:
+    from .labgrid import check_table
+    check_table(d)
+
+
 KINDS: dict[str, Kind] = {
     "local": Kind("local", "this machine (the default)", (), _local),
     "ssh": Kind("ssh", "a board or host over SSH", SSH_KEYS, _ssh, ("ssh",)),
     "qemu": Kind("qemu", "a VM rtscope boots with QEMU: a kernel of your choice, x86_64 or a virtual Raspberry Pi 3",
                  ("arch", "kernel", "cpus", "memory", "accel", "pin", "kernel_args", "disk"), _qemu,
                  check=_check_qemu),
+    "labgrid": Kind("labgrid", "a board of a labgrid place, reached through its NetworkService with SSH",
+                    ("coordinator", "power_cycle", *SSH_KEYS), _labgrid, ("labgrid",), check=_check_labgrid),
 }
 
 TARGETS: dict[str, TargetDefinition] = {LOCAL: TargetDefinition(LOCAL, "local", description="this machine")}
@@ -131,9 +143,11 @@ def define(name: str, table: dict, where: str = "", *, replace: bool = False) ->
     for key in ("workdir", "sysfs_root"):
         if key in table and (not isinstance(table[key], str) or not table[key].startswith("/")):
             raise UsageError(f"{place}: {key} must be an absolute path on the target, got {table[key]!r}")
-    for key in (*SSH_KEYS, "description", "kernel", "memory", "arch", "accel", "kernel_args"):
+    for key in (*SSH_KEYS, "description", "kernel", "memory", "arch", "accel", "kernel_args", "coordinator"):
         if key in table and not isinstance(table[key], str):
             raise UsageError(f"{place}: {key} must be a string")
+    if kind_name == "labgrid" and url and not url.startswith("labgrid://"):
+        raise UsageError(f"{place}: a labgrid target's url is labgrid://PLACE, got {url!r}")
     if kind_name == "ssh":
         if not url:
             raise UsageError(f"{place}: an ssh target needs url = \"ssh://user@host:port\"")
@@ -195,6 +209,8 @@ def _define_url(url: str) -> TargetDefinition:
     kind = _kind_of_url(url, f"target {url!r}")
     if kind == "ssh":
         parse_url(url)
+    if KINDS[kind].check is not None:
+        KINDS[kind].check(TargetDefinition(url, kind, url))
     d = TargetDefinition(url, kind, url, f"{url} (no table)")
     TARGETS.setdefault(url, d)
     return TARGETS[url]
