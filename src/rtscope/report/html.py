@@ -26,6 +26,7 @@ from ..fileio import write_atomic
 from ..compare import METRICS, TESTS
 from ..recommend import change, p_text
 from ..results import DISPLAY, display_unit, fmt
+from . import lab
 from .model import MAX_OUTLIERS, TAIL_LEVELS, Report, id_ranges
 from .template import TEMPLATE
 
@@ -135,6 +136,37 @@ def series_figure(ts) -> dict:
                      "x": ts.gc_index, "y": ts.gc_values * scale,
                      "marker": {"color": "#d62728", "symbol": "x", "size": 6}})
     return {"data": data, "layout": _layout(f"{ts.label}: run {ts.run_id}", "sample", shown, height=360)}
+
+
+def monitor_histogram_figure(view) -> dict:
+    """OSADL's latency plot: one curve per CPU, 1 µs bins, log y."""
+    data = []
+    for i, (cpu, h) in enumerate(sorted(view.histograms.items())):
+        x, y = lab.histogram_xy(h)
+        data.append({"type": "scatter", "mode": "lines", "line": {"shape": "hv", "width": 1, "color": _color(i)},
+                     "name": f"CPU {cpu} (max {h['max'] / 1000:,.1f} µs)", "x": x, "y": y})
+    layout = _layout(f"{view.name} on {view.target}: latency per CPU", "latency (µs)", "samples")
+    layout["yaxis"]["type"] = "log"
+    return {"data": data, "layout": layout}
+
+
+def monitor_series_figure(view) -> dict:
+    """The maximum of each interval per CPU, in time order; loaded intervals shaded."""
+    cpus = sorted({c for *_, m in view.intervals for c in m})
+    data = [{"type": "scatter", "mode": "lines+markers", "name": f"CPU {c}", "line": {"color": _color(i)},
+             "x": [iv[0] + 1 for iv in view.intervals], "y": [iv[3].get(c, 0) / 1000 for iv in view.intervals]}
+            for i, c in enumerate(cpus)]
+    layout = _layout(f"{view.name} on {view.target}: maximum per interval", "interval", "max latency (µs)")
+    layout["shapes"] = [{"type": "rect", "xref": "x", "yref": "paper", "x0": iv[0] + 0.5, "x1": iv[0] + 1.5,
+                         "y0": 0, "y1": 1, "fillcolor": "#ff7f0e", "opacity": 0.15, "line": {"width": 0}}
+                        for iv in view.intervals if iv[2] != "none"]
+    return {"data": data, "layout": layout}
+
+
+def fleet_table(report: Report) -> list[dict]:
+    return [{"target": f.target, "kernel": f.kernel, "preemption": f.preemption, "machine": f.machine,
+             "runs": f.runs, "n": f"{f.n:,}", "max": fmt("max", f.worst_max, 1e-3),
+             "p9999": fmt("p9999", f.worst_p9999, 1e-3), "accelerator": f.accelerator or "–"} for f in report.fleet]
 
 
 def task_memory_figure(report: Report) -> dict:
@@ -251,6 +283,11 @@ def render(report: Report, plotlyjs: str | None = None) -> str:
                           "r": f"{s.fit.r:.4f}" if s.fit and s.fit.r is not None else "–",
                           "r2": f"{s.fit.r2:.4f}" if s.fit and s.fit.r2 is not None else "–",
                           "problem": s.fit_problem or ""} for s in report.task_memory]}
+    monitoring = [{"title": f"{v.name} on {v.target}: {len(v.intervals)} intervals",
+                   "plots": [plot(monitor_histogram_figure(v), "Every sample of every interval, per CPU, in 1 µs bins "
+                                                               "(log y), as OSADL plots its farm's latency."),
+                             plot(monitor_series_figure(v), "Shaded: intervals under load.")]}
+                  for v in report.monitoring]
     cs = report.comparisons
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True)
@@ -258,7 +295,8 @@ def render(report: Report, plotlyjs: str | None = None) -> str:
     return template.render(
         r=report, version=__version__, plotlyjs=plotlyjs, environments=report.environments,
         stats_tables=stats_tables(report), comparisons=comparison_rows(report), groups=groups, series=series,
-        series_omitted=report.series_omitted, task=task, plots=plots,
+        series_omitted=report.series_omitted, task=task, plots=plots, monitoring=monitoring,
+        fleet=fleet_table(report),
         any_gc=any(ts.gc_events for ts in report.series),
         configurations=len(report.cells), tests=TESTS, metrics=METRICS,
         baseline=cs.baseline.text if cs else "", alpha=cs.alpha if cs else None,

@@ -22,6 +22,7 @@ from ..errors import UsageError
 from ..fit import Series, memory_series
 from ..select import Configuration, short_labels
 from ..stats import merge_histograms
+from . import lab
 from ..store import Run, Store
 
 MAX_OUTLIERS = 500          # outliers drawn per box (thinned evenly by rank beyond that)
@@ -121,6 +122,8 @@ class Report:
     task_memory_unit: str
     comparisons: ComparisonSet | None
     notes: list[str]
+    monitoring: list = field(default_factory=list)   # lab.MonitorView: OSADL-style views of `rtscope monitor` runs
+    fleet: list = field(default_factory=list)        # lab.FleetRow: the worst case per target, for several targets
 
 
 # --- pieces ---------------------------------------------------------------------------------------------
@@ -210,8 +213,8 @@ def decimate(values: np.ndarray, points: int = SERIES_POINTS) -> tuple[np.ndarra
     n = len(values)
     if n <= points:
         return np.arange(n), values
-    blocks = points // 2
-    size = math.ceil(n / blocks)
+    size = math.ceil(n / (points // 2))
+    blocks = math.ceil(n / size)  # so the padding stays inside the last block (a block of padding only has no min)
     pad = blocks * size - n
     v = np.concatenate([values, np.full(pad, np.nan)]).reshape(blocks, size)
     imin = np.nanargmin(v, axis=1)
@@ -348,4 +351,5 @@ def build(store: Store, runs: list[Run], *, title: str, selection: str, baseline
         notes += [f"{labels[c.config]}: {n}" for n in c.notes]
     return Report(title, datetime.now(timezone.utc).isoformat(timespec="seconds"), selection, runs,
                   environments(runs), cells, labels, plot_groups, series, omitted, task_series,
-                  units.pop() if len(units) == 1 else "bytes", comparisons, notes)
+                  units.pop() if len(units) == 1 else "bytes", comparisons, notes,
+                  lab.monitor_views(runs), lab.fleet_rows(store, runs))

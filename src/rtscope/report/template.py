@@ -55,6 +55,31 @@ Times are shown in µs; percentiles use {{ percentile_definition }}; variance us
 {% for w in e.warnings %}<p class="note warn">warning: {{ w }}</p>{% endfor %}
 {% endfor %}
 
+{% if fleet %}
+<h2 id="fleet">Fleet: the worst case per target</h2>
+<table>
+  <tr><th class="l">target</th><th class="l">kernel</th><th class="l">preemption</th><th class="l">board / CPU</th>
+  <th class="l">accelerator</th><th>runs</th><th>latency samples</th><th>worst MAX (µs)</th><th>worst p99.99 (µs)</th></tr>
+  {% for f in fleet %}
+  <tr><td class="l">{{ f.target }}</td><td class="l">{{ f.kernel }}</td><td class="l">{{ f.preemption }}</td>
+  <td class="l">{{ f.machine }}</td><td class="l">{{ f.accelerator }}</td><td>{{ f.runs }}</td><td>{{ f.n }}</td>
+  <td>{{ f.max }}</td><td>{{ f.p9999 }}</td></tr>
+  {% endfor %}
+</table>
+<p class="note">Worst case over each target's timer runs. A VM under TCG (accelerator tcg) measures QEMU's
+emulator, not its kernel.</p>
+{% endif %}
+
+{% if monitoring %}
+<h2 id="monitoring">Long-term monitoring</h2>
+{% for m in monitoring %}
+<h3>{{ m.title }}</h3>
+{% for p in m.plots %}
+<figure><div class="plot" id="{{ p.id }}"></div>{% if p.caption %}<figcaption>{{ p.caption }}</figcaption>{% endif %}</figure>
+{% endfor %}
+{% endfor %}
+{% endif %}
+
 {% if stats_tables %}
 <h2 id="statistics">Statistics per configuration</h2>
 <p class="note">Repetitions (runs of one configuration) are pooled; AVG = mean, MAX = maximum, VAR = variance,

@@ -1,0 +1,55 @@
+"""The lab's views in the report: OSADL-style monitoring plots, the fleet's worst-case table."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rtscope import samplefile
+from rtscope.report import lab
+from rtscope.report.model import decimate
+from rtscope.store import Store
+
+
+def timer_file(path, values, target: str):
+    cols = [samplefile.Column("latency", "ns", "i64")]
+    header = samplefile.make_header("timer", "absolute", "native", "test", "0", "2026-01-01T00:00:00Z", cols,
+                                    {"target": target}, {"interval_us": 1000})
+    samplefile.write(path, header, {"latency": np.asarray(values)}, {"finished_at": "2026-01-01T00:00:01Z"})
+    return path
+
+
+def test_fleet_table_names_each_targets_worst_case(cli, db, tmp_path):
+    for target, worst in (("pi3", 90_000), ("x86", 20_000)):
+        f = timer_file(tmp_path / f"{target}.rts", [5_000] * 999 + [worst], target)
+        assert cli("import", "rts", f, "--db", db).code == 0
+    store = Store(db)
+    rows = {r.target: r for r in lab.fleet_rows(store, store.runs())}
+    assert set(rows) == {"pi3", "x86"} and rows["pi3"].worst_max == 90_000 and rows["x86"].worst_max == 20_000
+    assert rows["pi3"].n == 1000
+    out = tmp_path / "r.html"
+    r = cli("report", "--db", db, "-o", out)
+    assert r.code == 0, r.err
+    html = out.read_text()
+    assert "Fleet: the worst case per target" in html and "<td>90</td>" in html
+
+
+def test_monitoring_views(cli, db, tmp_path):
+    r = cli("monitor", "--duration", "4s", "--interval", "2s", "--load", "cpu", "--phase", "2s", "--db", db)
+    assert r.code == 0, r.err
+    store = Store(db)
+    [view] = lab.monitor_views(store.runs())
+    assert len(view.intervals) == 2 and [iv[2] for iv in view.intervals] == ["none", "cpu"]
+    assert sorted(view.histograms) == sorted(view.intervals[0][3])   # a histogram and a maximum per CPU
+    for cpu, h in view.histograms.items():
+        assert h["max"] == max(iv[3][cpu] for iv in view.intervals)  # merged over the intervals
+    out = tmp_path / "m.html"
+    assert cli("report", "--experiment", "1", "--db", db, "-o", out).code == 0
+    html = out.read_text()
+    assert "Long-term monitoring" in html and "maximum per interval" in html and "latency per CPU" in html
+
+
+def test_decimate_keeps_first_last_and_every_block_extreme():
+    for n in (2001, 2999, 3001, 100_007):
+        values = np.arange(n)
+        idx, shown = decimate(values, 2000)
+        assert shown[0] == 0 and shown[-1] == n - 1 and len(idx) <= 2002
