@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from ..errors import RtscopeError
 
@@ -39,3 +42,13 @@ def need_space(where: Path, nbytes: int, what: str) -> None:
     if free < nbytes:
         raise RtscopeError(f"not enough disk space for {what} in {where}: {nbytes >> 20} MiB needed, "
                            f"{free >> 20} MiB free (set RTSCOPE_CACHE to a roomier place)")
+
+
+@contextmanager
+def building(artefact: Path) -> Iterator[None]:
+    """Hold the lock of one cached artefact while it is checked and built: targets of a fleet (threads) and
+    other rtscope processes that need the same kernel, root file system or image build it once."""
+    artefact.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{artefact}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield

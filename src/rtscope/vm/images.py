@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import RtscopeError
-from .cache import cache_dir, digest, need_space
+from .cache import building, cache_dir, digest, need_space
 from .kernels import DEBIAN_ARCH, Kernel
 
 SUITE = "bookworm"
@@ -133,8 +133,11 @@ def rootfs(arch: str) -> Path:
     """The Debian root file system tarball for `arch` (cached)."""
     key = digest("rootfs", arch, SUITE, PACKAGES)
     out = cache_dir("rootfs") / f"{SUITE}-{arch}-{key}.tar"
-    if out.exists():
-        return out
+    with building(out):
+        return out if out.exists() else _build_rootfs(arch, out)
+
+
+def _build_rootfs(arch: str, out: Path) -> Path:
     need_space(out.parent, ROOTFS_BYTES, f"the {arch} guest root file system")
     enable_binfmt(arch)
     tmp = out.with_suffix(".part")
@@ -179,6 +182,11 @@ def build(arch: str, kernel: Kernel) -> Image:
     key = digest("image", arch, SUITE, PACKAGES, kernel.package or str(kernel.image), MODULE_PATHS, INIT, INITTAB,
                  SSHD_CONFIG)
     base = cache_dir("images", f"{arch}-{key}")
+    with building(base):
+        return _build_image(arch, kernel, key, base)
+
+
+def _build_image(arch: str, kernel: Kernel, key: str, base: Path) -> Image:
     image = Image(arch, base / "initramfs.cpio.gz", base / "id_ed25519",
                   (base / "host_key.pub").read_text().strip() if (base / "host_key.pub").exists() else "", key)
     if image.initramfs.exists() and image.host_public_key:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import RtscopeError, UsageError, choices
-from .cache import cache_dir
+from .cache import building, cache_dir
 
 KERNEL_NAMES = ("debian:stock", "debian:rt")
 DEBIAN_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
@@ -73,7 +73,8 @@ def package_for(name: str, arch: str) -> str:
     """The versioned linux-image package behind Debian's metapackage for `name` on `arch`."""
     darch = DEBIAN_ARCH[arch]
     meta = f"linux-image-{'rt-' if name == 'debian:rt' else ''}{darch}"
-    ensure_foreign_arch(darch)
+    with building(cache_dir("kernels") / "apt"):  # one apt-get update at a time (the VMs of a fleet start together)
+        ensure_foreign_arch(darch)
     shown = _run(["apt-cache", "show", f"{meta}:{darch}"], f"finding Debian's {name} kernel for {arch}")
     m = re.search(r"^Depends:.*?(linux-image-[0-9][^\s,(]*)", shown, re.MULTILINE)
     if not m:
@@ -95,18 +96,24 @@ def fetch(name: str, arch: str) -> Kernel:
     darch = DEBIAN_ARCH[arch]
     root = cache_dir("kernels", f"{package}_{darch}")
     done = root / ".complete"
-    if not done.exists():
-        work = root / "download"
-        shutil.rmtree(work, ignore_errors=True)
-        work.mkdir()
-        _run(["apt-get", "download", "-q", f"{package}:{darch}"], f"downloading {package}", cwd=work)
-        [deb] = list(work.glob("*.deb"))
-        shutil.rmtree(root / "tree", ignore_errors=True)
-        _run(["dpkg-deb", "-x", str(deb), str(root / "tree")], f"unpacking {deb.name}")
-        deb.unlink()
-        done.write_text(package)
+    with building(root):
+        if not done.exists():
+            _download(package, darch, root)
     images = sorted((root / "tree" / "boot").glob("vmlinuz-*"))
     if not images:
         raise RtscopeError(f"{package} holds no /boot/vmlinuz-*")
     release = images[0].name.removeprefix("vmlinuz-")
     return Kernel(name, images[0], root / "tree" / "lib" / "modules" / release, release, package)
+
+
+def _download(package: str, darch: str, root: Path) -> None:
+    """apt-get download + dpkg-deb -x into `root`/tree; `.complete` marks a whole one."""
+    work = root / "download"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    _run(["apt-get", "download", "-q", f"{package}:{darch}"], f"downloading {package}", cwd=work)
+    [deb] = list(work.glob("*.deb"))
+    shutil.rmtree(root / "tree", ignore_errors=True)
+    _run(["dpkg-deb", "-x", str(deb), str(root / "tree")], f"unpacking {deb.name}")
+    deb.unlink()
+    (root / ".complete").write_text(package)
