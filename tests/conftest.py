@@ -66,3 +66,13 @@ def rtprobe() -> Path:
     if not RTPROBE.exists():
         pytest.fail(f"{RTPROBE} is not built: run `make -C probes` (make test does)")
     return RTPROBE
+
+
+@pytest.fixture
+def clean_targets():
+    """Targets defined by a test are forgotten after it."""
+    from rtscope import targets
+    before = dict(targets.TARGETS)
+    yield
+    targets.TARGETS.clear()
+    targets.TARGETS.update(before)

@@ -91,7 +91,7 @@ def test_spec_table_and_file(tmp_path):
              "board": {"prefix": ["ssh", "pi@board"]}}
     jail, board = load_environments(table, "spec.toml")
     assert jail.mode == "root" and jail.probe_path == "/usr/bin/rtprobe" and board.mode == "wrapper"
-    with pytest.raises(UsageError, match="unknown key 'prefx'; valid keys: description, prefix, probe_path, root, workdir"):
+    with pytest.raises(UsageError, match="unknown key 'prefx'; valid keys: container, description, prefix, probe_path, root, workdir"):
         load_environments({"x": {"prefx": ["a"]}}, "spec.toml")
     with pytest.raises(UsageError, match=r"spec.toml, \[environments.x\]: missing key 'prefix'"):
         load_environments({"x": {"root": "/"}}, "spec.toml")

@@ -31,13 +31,21 @@ class Lab:
         self.procs = []
 
     def start(self) -> "Lab":
+        try:
+            return self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> "Lab":
         log = open(self.base / "lab.log", "wb")
+        # The coordinator keeps its places in its working directory: the test's own.
         self.procs.append(subprocess.Popen([str(BIN / "labgrid-coordinator"), "-l", self.coordinator],
-                                           stdout=log, stderr=log, start_new_session=True))
+                                           stdout=log, stderr=log, start_new_session=True, cwd=self.base))
         time.sleep(1.5)
         self.procs.append(subprocess.Popen([str(BIN / "labgrid-exporter"), "-c", self.coordinator, "--name", "exp1",
                                             str(self.base / "exporter.yaml")], stdout=log, stderr=log,
-                                           start_new_session=True))
+                                           start_new_session=True, cwd=self.base))
         self.client("create")
         self.client("add-match", "exp1/board-1/*")
         deadline = time.monotonic() + 30
@@ -63,14 +71,21 @@ class Lab:
 
     def stop(self) -> None:
         for p in reversed(self.procs):
-            os.killpg(p.pid, signal.SIGTERM)
-            p.wait(10)
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+                p.wait(10)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                p.kill()
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     server = sshd.SshServer(tmp_path_factory.mktemp("lgboard"), "rtscope-lab-board").start()
-    lab = Lab(tmp_path_factory.mktemp("lab"), server).start()
+    try:
+        lab = Lab(tmp_path_factory.mktemp("lab"), server).start()
+    except BaseException:
+        server.stop()
+        raise
     lab.server = server
     yield lab
     lab.stop()
@@ -88,11 +103,8 @@ def spec(tmp_path: Path, lab: Lab, loops: int = 200) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def clean_targets():
-    before = dict(targets.TARGETS)
+def forget_targets(clean_targets):
     yield
-    targets.TARGETS.clear()
-    targets.TARGETS.update(before)
 
 
 def test_a_run_on_a_place_acquires_and_releases_it(lab, tmp_path, cli):

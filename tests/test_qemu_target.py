@@ -53,11 +53,8 @@ def qemu_processes(marker: str) -> list[int]:
 
 
 @pytest.fixture(autouse=True)
-def clean_targets():
-    before = dict(targets.TARGETS)
+def forget_targets(clean_targets):
     yield
-    targets.TARGETS.clear()
-    targets.TARGETS.update(before)
 
 
 def test_four_guests_timer_and_storage_runs(tmp_path, cli):
@@ -78,7 +75,7 @@ def test_four_guests_timer_and_storage_runs(tmp_path, cli):
     assert "latencies measure the emulator" in " ".join(r.err.split())
     runs = Store(db).runs()
     assert len(runs) == 13
-    [on_disk] = [r for r in runs if r["params"]["dir"] == "/mnt/disk"]
+    [on_disk] = [r for r in runs if r["params"].get("dir") == "/mnt/disk"]
     assert "virtio-blk" in on_disk["environment"]["vm_disk"] and on_disk["n_samples"] > 0
     for run in runs:
         env, name = run["environment"], run["settings"]["target"]

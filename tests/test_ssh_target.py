@@ -34,13 +34,6 @@ def board(tmp_path_factory):
     server.stop()
 
 
-@pytest.fixture
-def clean_targets():
-    before = dict(targets.TARGETS)
-    yield
-    targets.TARGETS.clear()
-    targets.TARGETS.update(before)
-
 
 def define(server: sshd.SshServer, name: str = "board", **extra) -> str:
     targets.define(name, {"url": server.url, "identity": str(server.user_key),

@@ -7,11 +7,10 @@ from typing import Annotated, Optional
 import typer
 
 from .. import experiment as exp_mod, monitor as mon
-from ..errors import RtscopeError, UsageError
-from ..signals import Terminated
+from ..errors import UsageError
 from ..targets import Pool
 from .common import DbOption, app, console, err_console, escape, open_store
-from .run import EXIT_SIGINT, EXIT_SIGTERM, print_machine_warnings
+from .run import execute_resumable, print_machine_warnings
 
 
 class LiveView:
@@ -62,17 +61,8 @@ def monitor(target: Annotated[str, typer.Option(help="The target to watch (local
     else:
         plan = mon.make_plan(target, duration, interval, interval_us, runtime, load, phase)
         experiment = mon.start(store, plan, identity)
-    hint = f"resume with `rtscope monitor --target {target} --resume`"
     with Pool() as pool:
         print_machine_warnings(experiment, pool)
-        try:
-            outcome = exp_mod.execute(store, experiment, LiveView(store, len(experiment.plan)), pool)
-        except KeyboardInterrupt:
-            raise RtscopeError(f"interrupted: monitoring {experiment.id} stopped, every finished interval is stored; "
-                               f"{hint}", exit_code=EXIT_SIGINT) from None
-        except Terminated:
-            raise RtscopeError(f"terminated: monitoring {experiment.id} stopped, every finished interval is stored; "
-                               f"{hint}", exit_code=EXIT_SIGTERM) from None
-        except RtscopeError as e:
-            raise RtscopeError(f"{e}\nmonitoring {experiment.id} stopped; {hint}", exit_code=e.exit_code) from None
+        outcome = execute_resumable(store, experiment, LiveView(store, len(experiment.plan)), pool,
+                                    f"resume with `rtscope monitor --target {target} --resume`")
     console.print(f"monitoring {experiment.id} finished: {len(outcome.stored) + outcome.already} intervals stored")

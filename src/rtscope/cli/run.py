@@ -90,10 +90,16 @@ def print_warnings(spec: spec_mod.Spec) -> None:
 
 def run_experiment(store: Store, experiment: exp_mod.Experiment, spec_arg: str, pool: Pool) -> exp_mod.Outcome:
     """Execute with a progress bar; turn interruptions into a clean message that says how to resume."""
-    hint = f"resume with `rtscope run {spec_arg} --resume {experiment.id}`"
+    with _progress() as progress:
+        return execute_resumable(store, experiment, ProgressReporter(progress), pool,
+                                 f"resume with `rtscope run {spec_arg} --resume {experiment.id}`")
+
+
+def execute_resumable(store: Store, experiment: exp_mod.Experiment, reporter, pool: Pool,
+                      hint: str) -> exp_mod.Outcome:
+    """exp_mod.execute, its interruptions and failures said in one line each, with how to resume."""
     try:
-        with _progress() as progress:
-            return exp_mod.execute(store, experiment, ProgressReporter(progress), pool)
+        return exp_mod.execute(store, experiment, reporter, pool)
     except KeyboardInterrupt:
         raise RtscopeError(f"interrupted: experiment {experiment.id} marked interrupted, every finished run is "
                            f"stored; {hint}", exit_code=EXIT_SIGINT) from None
