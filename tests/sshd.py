@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from rtscope.paths import REPO_DIR
+from rtscope.targets.local import die_with_parent
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 
@@ -93,7 +94,8 @@ class SshServer:
         script = " && ".join(setup) + f" && exec {SSHD} -D -e -f {self.base / 'sshd_config'}"
         log = open(self.base / "sshd.log", "wb")
         self.proc = subprocess.Popen(["unshare", "--uts", "--mount", "--propagation", "private", "sh", "-c", script],
-                                     stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+                                     stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True,
+                                     preexec_fn=die_with_parent)  # no sshd outlives a killed test run
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -15,6 +15,7 @@ import pytest
 import sshd
 from rtscope import targets
 from rtscope.store import Store
+from rtscope.targets.local import die_with_parent
 from proc_helpers import default_signals
 
 BIN = Path(sys.executable).parent
@@ -41,11 +42,12 @@ class Lab:
         log = open(self.base / "lab.log", "wb")
         # The coordinator keeps its places in its working directory: the test's own.
         self.procs.append(subprocess.Popen([str(BIN / "labgrid-coordinator"), "-l", self.coordinator],
-                                           stdout=log, stderr=log, start_new_session=True, cwd=self.base))
+                                           stdout=log, stderr=log, start_new_session=True, cwd=self.base,
+                                           preexec_fn=die_with_parent))
         time.sleep(1.5)
         self.procs.append(subprocess.Popen([str(BIN / "labgrid-exporter"), "-c", self.coordinator, "--name", "exp1",
                                             str(self.base / "exporter.yaml")], stdout=log, stderr=log,
-                                           start_new_session=True, cwd=self.base))
+                                           start_new_session=True, cwd=self.base, preexec_fn=die_with_parent))
         self.client("create")
         self.client("add-match", "exp1/board-1/*")
         deadline = time.monotonic() + 30
