@@ -58,6 +58,17 @@ def no_leftovers(server: sshd.SshServer, wait: float = 10.0) -> dict:
         time.sleep(0.1)
 
 
+def fleet_spec(tmp_path: Path, servers: dict, repetitions: int) -> Path:
+    """A spec running 0.9 s of exec sleep per repetition on each of `servers` (name -> SshServer)."""
+    spec = tmp_path / "fleet.toml"
+    names = ", ".join(f'"{n}"' for n in servers)
+    spec.write_text(f'name = "fleet"\ntarget = [{names}]\nrepetitions = {repetitions}\n'
+                    + "".join(s.table(n) for n, s in servers.items())
+                    + '[[workload]]\nname = "exec"\nvariants = "sleep"\n'
+                      '[workload.params]\nn = 300\niterations = 3\npause_ms = 0\n')
+    return spec
+
+
 def start_run(spec: Path, db: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "rtscope", "run", str(spec), "--db", db], text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_signals)
@@ -223,10 +234,7 @@ def test_cli_run_on_a_target_and_sysinfo(board, tmp_path, cli, clean_targets):
 def test_two_targets_run_in_parallel(board, tmp_path, clean_targets, tmp_path_factory):
     other = sshd.SshServer(tmp_path_factory.mktemp("board2"), "rtscope-board-2").start()
     try:
-        spec = tmp_path / "fleet.toml"
-        spec.write_text('name = "fleet"\ntarget = ["one", "two"]\nrepetitions = 2\n' + board.table("one")
-                        + other.table("two") + '[[workload]]\nname = "exec"\nvariants = "sleep"\n'
-                        '[workload.params]\nn = 300\niterations = 3\npause_ms = 0\n')
+        spec = fleet_spec(tmp_path, {"one": board, "two": other}, 2)
         db = str(tmp_path / "s.db")
         proc = start_run(spec, db)
         together = per_board_max = 0
@@ -249,10 +257,7 @@ def test_two_targets_run_in_parallel(board, tmp_path, clean_targets, tmp_path_fa
 def test_a_target_that_goes_away_fails_its_runs_while_the_other_finishes(board, tmp_path, cli, clean_targets,
                                                                          tmp_path_factory):
     other = sshd.SshServer(tmp_path_factory.mktemp("board3"), "rtscope-board-3").start()
-    spec = tmp_path / "fleet.toml"
-    spec.write_text('name = "fleet"\ntarget = ["one", "gone"]\nrepetitions = 3\n' + board.table("one")
-                    + other.table("gone") + '[[workload]]\nname = "exec"\nvariants = "sleep"\n'
-                    '[workload.params]\nn = 300\niterations = 3\npause_ms = 0\n')
+    spec = fleet_spec(tmp_path, {"one": board, "gone": other}, 3)
     db = str(tmp_path / "s.db")
     proc = start_run(spec, db)
     try:
@@ -373,10 +378,7 @@ def test_bad_target_definitions(cli, tmp_path, clean_targets):
 def test_fleet_interrupted_then_resumed_exactly(board, tmp_path, clean_targets, tmp_path_factory):
     other = sshd.SshServer(tmp_path_factory.mktemp("board4"), "rtscope-board-4").start()
     try:
-        spec = tmp_path / "fleet.toml"
-        spec.write_text('name = "fleet"\ntarget = ["one", "two"]\nrepetitions = 3\n' + board.table("one")
-                        + other.table("two") + '[[workload]]\nname = "exec"\nvariants = "sleep"\n'
-                        '[workload.params]\nn = 300\niterations = 3\npause_ms = 0\n')
+        spec = fleet_spec(tmp_path, {"one": board, "two": other}, 3)
         db = str(tmp_path / "s.db")
         proc = start_run(spec, db)
         wait_until_running(proc, other, "rtprobe")
