@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 import sshd
-from rtscope import targets
 from rtscope.store import Store
 from rtscope.targets.local import die_with_parent
 from proc_helpers import default_signals

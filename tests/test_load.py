@@ -160,7 +160,6 @@ def test_commands_cover_every_cpu(kind, tool, tmp_path):
 
 
 def test_missing_load_tool_is_reported_as_unavailable(monkeypatch):
-    from rtscope import loadgen
     from rtscope.settings import SETTINGS
     monkeypatch.setattr(shutil, "which", lambda tool: None)
     assert SETTINGS["load"].unavailable("none") is None

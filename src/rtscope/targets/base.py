@@ -13,15 +13,31 @@ import posixpath
 import shlex
 from dataclasses import dataclass, field
 from typing import Protocol
+from urllib.parse import urlsplit
 
 from .. import sysinfo
-from ..errors import RtscopeError
+from ..errors import RtscopeError, UsageError
 
 OUTPUT_TAIL = 2000  # characters of a failed command's output kept in errors
 
 # Debian architecture names <- `uname -m`; the cross builds are made for these.
 ARCHES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64",
           "armv7l": "armhf", "armv8l": "armhf", "armv6l": "armhf", "armhf": "armhf"}
+
+
+def parse_url(url: str) -> tuple[str | None, str, int]:
+    """ssh://[user@]host[:port] -> (user, host, port)."""
+    parts = urlsplit(url)
+    if parts.scheme != "ssh" or not parts.hostname:
+        raise UsageError(f"invalid SSH target url {url!r}: write ssh://[user@]host[:port], e.g. "
+                         "ssh://root@192.168.1.50:22")
+    try:
+        port = parts.port or 22
+    except ValueError:
+        raise UsageError(f"invalid port in SSH target url {url!r}") from None
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise UsageError(f"SSH target url {url!r} must not have a path, query or fragment")
+    return parts.username, parts.hostname, port
 
 
 class TargetError(RtscopeError):

@@ -16,14 +16,12 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import UsageError, choices
 from ..fileio import read_toml_table
-from .base import Target
+from .base import Target, parse_url
 from .local import LOCAL, LocalTarget
-from .ssh import SshTarget, parse_url
 
 FILE_VAR = "RTSCOPE_TARGETS"  # a TOML file with a [targets] table, read on first use
 SYSFS_ROOT_VAR = "RTSCOPE_SYSFS_ROOT"  # the local target's /proc and /sys root (a fake tree in tests)
@@ -65,6 +63,7 @@ def _local(d: TargetDefinition) -> Target:
 
 
 def _ssh(d: TargetDefinition) -> Target:
+    from .ssh import SshTarget  # paramiko (and its cryptography) is loaded only for remote targets
     o = d.options
     return SshTarget(d.name, d.url, identity=o.get("identity"), known_hosts=o.get("known_hosts"),
                      workdir=o.get("workdir"), description=d.description, sysfs_root=o.get("sysfs_root"))

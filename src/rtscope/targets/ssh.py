@@ -28,12 +28,11 @@ import socket
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import paramiko
 
-from ..errors import ProbeError, UsageError
-from .base import Completed, Target, TargetError
+from ..errors import ProbeError
+from .base import Completed, Target, TargetError, parse_url
 
 CONNECT_TIMEOUT = 15.0  # seconds for TCP, banner and authentication
 STOP_WAIT = 15.0        # seconds for a stopped command's supervisor to report back
@@ -79,21 +78,6 @@ if [ "$(members $pid)" != 0 ]; then
 fi
 exit $rc
 '''
-
-
-def parse_url(url: str) -> tuple[str | None, str, int]:
-    """ssh://[user@]host[:port] -> (user, host, port)."""
-    parts = urlsplit(url)
-    if parts.scheme != "ssh" or not parts.hostname:
-        raise UsageError(f"invalid SSH target url {url!r}: write ssh://[user@]host[:port], e.g. "
-                         "ssh://root@192.168.1.50:22")
-    try:
-        port = parts.port or 22
-    except ValueError:
-        raise UsageError(f"invalid port in SSH target url {url!r}") from None
-    if parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise UsageError(f"SSH target url {url!r} must not have a path, query or fragment")
-    return parts.username, parts.hostname, port
 
 
 def _fingerprint(key: paramiko.PKey) -> str:
