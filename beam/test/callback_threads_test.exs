@@ -58,6 +58,21 @@ defmodule RtScope.CallbackThreadsTest do
 
       assert collect(6) == [a: 0, b: 0, a: 1, b: 1, a: 2, b: 2]
     end
+
+    test "requests from outside are not starved by threads that keep yielding", %{rt: rt} do
+      parent = self()
+
+      spin = fn spin, i ->
+        if rem(i, 1000) == 0, do: Kernel.send(parent, {:spun, i})
+        {:yield, fn -> spin.(spin, i + 1) end}
+      end
+
+      CT.spawn(rt, fn _ -> spin.(spin, 0) end)
+      assert_receive {:spun, 1000}, 2000
+      # The spinning thread's items never leave the Worker's own queue; the shared one is still served.
+      CT.spawn(rt, fn tid -> Kernel.send(parent, {:got, tid}) end)
+      assert collect(1) == [1]
+    end
   end
 
   describe "messages" do
@@ -196,6 +211,27 @@ defmodule RtScope.CallbackThreadsTest do
       new_worker = CT.worker(rt)
       assert is_pid(new_worker) and new_worker != worker
       assert %{crashed: 1, finished: 50, threads: 0, queued: 0} = CT.info(rt)
+    end
+
+    test "threads with a continuation queued when the Worker dies are marked crashed", %{rt: rt} do
+      parent = self()
+
+      log =
+        capture_log(fn ->
+          # Thread 0 yields once (its continuation goes to the Worker's own queue),
+          # thread 1, queued after it, kills the Worker before the continuation runs.
+          CT.spawn(rt, fn _ ->
+            CT.spawn(fn _ -> Process.exit(self(), :kill) end)
+            {:yield, fn -> Kernel.send(parent, {:got, :continued}) end}
+          end)
+
+          refute_receive {:got, :continued}, 300
+          CT.spawn(rt, fn tid -> Kernel.send(parent, {:got, tid}) end)
+          assert collect(1) == [2]
+        end)
+
+      assert log =~ "callback thread 0 crashed: the worker died"
+      assert %{crashed: 2, finished: 1, threads: 0} = CT.info(rt)
     end
 
     test "a callback that kills the Worker does not take the queue down", %{rt: rt} do

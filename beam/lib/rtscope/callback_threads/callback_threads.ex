@@ -106,7 +106,7 @@ defmodule RtScope.CallbackThreads do
   def spawn(fun) when is_function(fun, 1) do
     {store, _} = context!(:spawn)
     tid = Store.new_tid(store)
-    Store.push(store, tid, {:start, fun})
+    Worker.push_own(tid, {:start, fun})
     tid
   end
 
@@ -124,9 +124,8 @@ defmodule RtScope.CallbackThreads do
   @doc "Inside a callback: send `msg` to thread `tid` of the same runtime."
   @spec send(tid(), term()) :: :ok
   def send(tid, msg) when is_integer(tid) do
-    {store, _} = context!(:send)
-    Store.push(store, tid, {:message, msg})
-    :ok
+    context!(:send)
+    Worker.push_own(tid, {:message, msg})
   end
 
   @doc "Inside a callback: the tid of the thread it belongs to."

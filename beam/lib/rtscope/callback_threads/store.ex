@@ -3,9 +3,10 @@ defmodule RtScope.CallbackThreads.Store do
   The durable state of one callback-thread runtime: three ETS tables owned
   by the runtime's supervisor, so that they outlive a crashed Worker.
 
-    * `queue` (`ordered_set`): the run queue, `{seq, tid, item}` in FIFO
-      order; `seq` is a node-wide strictly increasing integer, so the
-      Receptor and the Worker can both append without coordination. An item
+    * `queue` (`ordered_set`): the shared run queue, `{seq, tid, item}` in
+      FIFO order, where the Receptor appends; `seq` is a node-wide strictly
+      increasing integer, comparable with the items of the Worker's own
+      queue (see `RtScope.CallbackThreads.Worker`). An item
       is `{:start, fun}`, `{:message, msg}`, `{:continue, fun}` or
       `{:deliver, fun, msg}`.
     * `threads` (`set`): one row per live thread, `{tid, state, mailbox}`;
@@ -73,6 +74,19 @@ defmodule RtScope.CallbackThreads.Store do
     end
   end
 
+  @doc "Remove and return the oldest queued item if it is older than `seq`, else `:none`."
+  @spec pop_before(t(), integer()) :: {tid(), item()} | :none
+  def pop_before(%__MODULE__{queue: queue}, seq) do
+    case :ets.first(queue) do
+      key when is_integer(key) and key < seq ->
+        [{_, tid, item}] = :ets.take(queue, key)
+        {tid, item}
+
+      _ ->
+        :none
+    end
+  end
+
   @spec empty?(t()) :: boolean()
   def empty?(%__MODULE__{queue: queue}), do: :ets.first(queue) == :"$end_of_table"
 
@@ -97,10 +111,10 @@ defmodule RtScope.CallbackThreads.Store do
   @spec delete_thread(t(), tid()) :: true
   def delete_thread(%__MODULE__{threads: threads}, tid), do: :ets.delete(threads, tid)
 
-  @doc "Threads that were running when the Worker died (see `RtScope.CallbackThreads.Worker`)."
+  @doc "Threads running, or with an item queued, when the Worker died (see `RtScope.CallbackThreads.Worker`)."
   @spec running(t()) :: [{tid(), term()}]
   def running(%__MODULE__{threads: threads}) do
-    :ets.match(threads, {:"$1", :running, :"$2"}) |> Enum.map(fn [tid, mb] -> {tid, mb} end)
+    for state <- [:running, :ready], [tid, mb] <- :ets.match(threads, {:"$1", state, :"$2"}), do: {tid, mb}
   end
 
   @spec count(t(), :finished | :crashed | :dead_letters, integer()) :: integer()

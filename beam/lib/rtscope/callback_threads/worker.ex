@@ -2,22 +2,33 @@ defmodule RtScope.CallbackThreads.Worker do
   @moduledoc """
   Runs callback threads, one callback at a time, in FIFO order.
 
-  The Worker takes the oldest item from the run queue
-  (`RtScope.CallbackThreads.Store`), runs the callback it names and settles
-  the thread by what the callback returned (see `RtScope.CallbackThreads`
-  for the protocol). When the queue is empty it blocks in `receive` until
-  the Receptor wakes it: an idle Worker uses no CPU at all.
+  Two run queues feed the Worker: the shared one in ETS
+  (`RtScope.CallbackThreads.Store`), where the Receptor appends what other
+  processes ask for, and the Worker's own, in its process memory, where
+  everything a callback queues goes (`spawn/1`, `send/2`, a `:yield`
+  continuation, a delivery to a thread that waits). A switch between two
+  threads of one runtime is then a function call in this process with no
+  trip through a shared table. Items carry a node-wide increasing number;
+  the Worker takes the older head of the two queues, looking at the shared
+  queue at least every 16 items of its own, so a request from outside
+  waits behind at most that many items queued later. When both are empty
+  it blocks in `receive` until the Receptor wakes it: an idle Worker uses
+  no CPU at all.
 
   Fault handling:
 
     * a callback that raises, throws or exits is caught: that thread ends
       (counted as `crashed`, logged) and the queue goes on;
     * if the Worker itself dies (killed from outside, or a callback that
-      kills its process), its supervisor restarts it; the queue and the
-      threads live in ETS tables owned by the supervisor, so queued work
-      is kept. The thread whose callback was running is marked crashed.
-      A Worker killed from outside between taking an item and marking its
-      thread running loses that one item.
+      kills its process), its supervisor restarts it; the shared queue and
+      the threads live in ETS tables owned by the supervisor, so what other
+      processes queued is kept, and so is every thread that waits for a
+      message. Lost with the Worker are the thread whose callback was
+      running and the threads with an item in the Worker's own queue (each
+      marked crashed), and the messages callbacks had sent that were not yet
+      delivered (dead letters, uncounted). A Worker killed from outside
+      between taking an item from the shared queue and running it loses
+      that one item.
 
   When it goes idle after 1,000 callbacks or more since its last
   collection, or with a heap grown beyond 1,598 words, the Worker collects
@@ -38,7 +49,12 @@ defmodule RtScope.CallbackThreads.Worker do
   @gc_callbacks 1000
   @gc_words 1598
 
+  # Look at the shared queue at least once per this many items of the Worker's own queue.
+  @own_run 16
+
   @context :"$rtscope_callback_thread"
+  # The Worker's own run queue, an Erlang :queue of {seq, tid, item}.
+  @own :"$rtscope_callback_thread_queue"
 
   @spec start_link(Store.t()) :: GenServer.on_start()
   def start_link(%Store{} = store), do: GenServer.start_link(__MODULE__, store)
@@ -46,19 +62,29 @@ defmodule RtScope.CallbackThreads.Worker do
   @doc false
   def context_key, do: @context
 
+  @doc false
+  # Inside a callback (the Worker's process): queue an item on the Worker's own run queue.
+  @spec push_own(Store.tid(), Store.item()) :: :ok
+  def push_own(tid, item) do
+    Process.put(@own, :queue.in({:erlang.unique_integer([:monotonic]), tid, item}, Process.get(@own)))
+    :ok
+  end
+
   @impl true
   def init(store) do
     Store.set_worker(store, self())
     recover(store)
     Process.put(@context, {store, nil})
+    Process.put(@own, :queue.new())
     Kernel.send(self(), :wake)
     {:ok, %{store: store, waiters: [], since_gc: 0}}
   end
 
-  # Threads left :running by a Worker that died: their callback was in flight.
+  # Threads left :running or :ready by a Worker that died: their callback was in
+  # flight, or their next item was in its own queue.
   defp recover(store) do
     for {tid, mailbox} <- Store.running(store) do
-      log_crash(tid, "the worker died while running it")
+      log_crash(tid, "the worker died while running it or with its next callback queued")
       Store.delete_thread(store, tid)
       Store.count(store, :crashed)
       drop_mailbox(store, mailbox)
@@ -83,7 +109,7 @@ defmodule RtScope.CallbackThreads.Worker do
 
   @impl true
   def handle_call(:await_idle, from, state) do
-    if Store.empty?(state.store) do
+    if Store.empty?(state.store) and :queue.is_empty(Process.get(@own)) do
       {:reply, :ok, state}
     else
       {:noreply, %{state | waiters: [from | state.waiters]}}
@@ -114,16 +140,44 @@ defmodule RtScope.CallbackThreads.Worker do
     words
   end
 
-  defp run(_store, 0), do: :more
+  defp run(store, budget), do: run(store, budget, 0)
 
-  defp run(store, budget) do
-    case Store.pop(store) do
+  defp run(_store, 0, _own_left), do: :more
+
+  defp run(store, budget, own_left) do
+    case next(store, Process.get(@own), own_left) do
       :empty ->
         {:empty, budget}
 
-      {tid, item} ->
+      {tid, item, own_left} ->
         step(store, tid, item)
-        run(store, budget - 1)
+        run(store, budget - 1, own_left)
+    end
+  end
+
+  # The older head of the two run queues; the shared one is looked at when the
+  # Worker's own queue is empty or `own_left` items of it have run since the last look.
+  defp next(store, own, own_left) do
+    case :queue.peek(own) do
+      {:value, {_seq, tid, item}} when own_left > 0 ->
+        Process.put(@own, :queue.drop(own))
+        {tid, item, own_left - 1}
+
+      {:value, {seq, tid, item}} ->
+        case Store.pop_before(store, seq) do
+          :none ->
+            Process.put(@own, :queue.drop(own))
+            {tid, item, @own_run - 1}
+
+          {shared_tid, shared_item} ->
+            {shared_tid, shared_item, 0}
+        end
+
+      :empty ->
+        case Store.pop(store) do
+          :empty -> :empty
+          {tid, item} -> {tid, item, @own_run}
+        end
     end
   end
 
@@ -196,14 +250,14 @@ defmodule RtScope.CallbackThreads.Worker do
       queue ->
         {{:value, msg}, rest} = :queue.out(queue)
         Store.put_thread(store, tid, :ready, if(:queue.is_empty(rest), do: :empty, else: rest))
-        Store.push(store, tid, {:deliver, fun, msg})
+        push_own(tid, {:deliver, fun, msg})
     end
   end
 
   defp settle(store, tid, {:ok, {:yield, fun}}, mailbox)
        when is_function(fun, 0) or is_function(fun, 1) do
     Store.put_thread(store, tid, :ready, mailbox)
-    Store.push(store, tid, {:continue, fun})
+    push_own(tid, {:continue, fun})
   end
 
   defp settle(store, tid, {:ok, {tag, _} = bad}, mailbox) when tag in [:receive, :yield] do
