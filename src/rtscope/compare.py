@@ -60,6 +60,7 @@ from .errors import UsageError, choices
 from .results import run_stats
 from .select import CORE_DIMENSIONS, Configuration, group_runs, short_labels, value_matches, value_text
 from .store import Run, Store
+from .analysis.threads import distribution_source
 from .stats import merge_histograms
 
 METRICS = ("mean", "median", "p99", "max", "stdev")
@@ -271,24 +272,23 @@ class Cell:
         return [s[STAT_KEY[metric]] for s in self.per_run.values() if s.get(STAT_KEY[metric]) is not None]
 
 
-def first_histogram(run: Run) -> dict | None:
-    hists = run["trailer"].get("histograms") or {}
-    return next(iter(hists.values())) if hists else None
+def load_cells(store: Store, runs: list[Run], *, per_thread: bool = False) -> list[Cell]:
+    """Group runs into configurations and load each one's samples once.
 
-
-def load_cells(store: Store, runs: list[Run]) -> list[Cell]:
-    """Group runs into configurations and load each one's samples once."""
+    per_thread: each run stands for its worst thread (highest maximum) instead of all its threads.
+    """
     cells = []
     for config, members in group_runs(runs).items():
-        per_run, arrays, sample_runs, notes = {}, [], [], []
+        per_run, arrays, sample_runs, notes, hists = {}, [], [], [], {}
         for run in members:
-            if run["n_samples"] > 0:
-                a = np.asarray(store.primary_samples(run), dtype=np.float64)
-                arrays.append(a)
+            values, hist = distribution_source(store, run, per_thread=per_thread)
+            if values is not None:
+                arrays.append(np.asarray(values, dtype=np.float64))
                 sample_runs.append(run)
-                per_run[run.id] = stats.summarize(a)
-            elif first_histogram(run) is not None:
-                per_run[run.id] = run_stats(store, run)
+                per_run[run.id] = stats.summarize(values)
+            elif hist is not None:
+                hists[run.id] = hist
+                per_run[run.id] = stats.summarize_histogram(hist)
             else:
                 notes.append(f"run {run.id} has neither samples nor a histogram: ignored")
         bounds, start = [], 0
@@ -296,7 +296,7 @@ def load_cells(store: Store, runs: list[Run]) -> list[Cell]:
             bounds.append((start, start + len(a)))
             start += len(a)
         pooled = np.concatenate(arrays) if arrays else np.empty(0)
-        hist_runs = [r for r in members if r["n_samples"] == 0 and first_histogram(r) is not None]
+        hist_runs = [r for r in members if r.id in hists]
         if len(pooled):
             pooled_stats = stats.summarize(pooled)
             if hist_runs:
@@ -304,7 +304,7 @@ def load_cells(store: Store, runs: list[Run]) -> list[Cell]:
                              "samples (they count for max only)")
                 pooled_stats["max"] = max([pooled_stats["max"], *(per_run[r.id]["max"] for r in hist_runs)])
         elif hist_runs:
-            merged = merge_histograms([first_histogram(r) for r in hist_runs])
+            merged = merge_histograms([hists[r.id] for r in hist_runs])
             if merged is not None:
                 pooled_stats = stats.summarize_histogram(merged)
                 notes.append("histogram-only runs: values from the histogram (percentiles are bucket upper edges, "
@@ -624,5 +624,6 @@ def compare(cells: list[Cell], baseline: Baseline, *, alpha: float = ALPHA, resa
     return ComparisonSet(baseline, cells, comparisons, unmatched, warnings, alpha, resamples, seed)
 
 
-def compare_runs(store: Store, runs: list[Run], baseline_items: list[str], **kw: Any) -> ComparisonSet:
-    return compare(load_cells(store, runs), Baseline.parse(baseline_items), **kw)
+def compare_runs(store: Store, runs: list[Run], baseline_items: list[str], *, per_thread: bool = False,
+                 **kw: Any) -> ComparisonSet:
+    return compare(load_cells(store, runs, per_thread=per_thread), Baseline.parse(baseline_items), **kw)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from . import experiment as exp_mod
 from . import spec as spec_mod
+from .analysis.threads import thread_histograms
 from .errors import UsageError
 from .runner import build_request
 from .stats import summarize_histogram
@@ -109,12 +110,10 @@ def start(store, plan: Plan, identity: str) -> exp_mod.Experiment:
 
 def per_cpu(run: Run) -> list[dict]:
     """Each thread's CPU, max and p99.99 of one interval (from its histogram), in µs."""
-    threads = {t.get("thread"): t for t in run["trailer"].get("threads", [])}
     rows = []
-    for name, h in sorted(run["trailer"].get("histograms", {}).items()):
-        index = int(name.removeprefix("thread")) if name.startswith("thread") else None
+    for index, cpu, h in thread_histograms(run):
         stats = summarize_histogram(h)
-        cpu = h.get("cpu", threads.get(index, {}).get("cpu", index))
+        cpu = index if cpu is None else cpu
         rows.append({"cpu": cpu, "n": stats["n"], "max_us": (stats["max"] or 0) / 1000,
                      "p9999_us": (stats["p9999"] or 0) / 1000, "overflows": int(h.get("overflow", 0))})
     return rows

@@ -268,7 +268,8 @@ def summarize_histogram(h: dict) -> dict[str, float | int | None]:
     for key, p in PERCENTILES.items():
         rank = int(np.ceil(p / 100.0 * n))
         i = int(np.searchsorted(cum, rank))
-        out[key] = float(lo + width * (i + 1)) if i < len(counts) else float(h["max"])
+        # The bucket's upper edge, but never beyond the largest value measured.
+        out[key] = float(min(lo + width * (i + 1), h["max"])) if i < len(counts) else float(h["max"])
     return out
 
 

@@ -31,6 +31,9 @@ BaselineOpt = Annotated[Optional[list[str]], typer.Option(
 AlphaOpt = Annotated[float, typer.Option("--alpha", help="Significance level after Holm's correction.")]
 ResamplesOpt = Annotated[int, typer.Option("--resamples", help="Bootstrap resamples per interval.")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap (same data, same intervals).")]
+PerThreadOpt = Annotated[bool, typer.Option(
+    "--per-thread", help="Multi-thread latency runs: take each run's worst thread (highest maximum) instead of "
+                         "all its threads.")]
 
 # The terminal is narrow: n.s. = no significant difference (the legend is printed below the tables).
 SHORT_VERDICT = {"better": "better", "worse": "worse", "no significant difference": "n.s.", "not tested": "untested"}
@@ -42,9 +45,10 @@ def _selection(experiment, workload, variant, runtime, tag, where, run) -> Selec
     return Selection.from_cli(experiment, workload, variant, runtime, tag, where, run)
 
 
-def _compare(db, sel: Selection, baseline, alpha, resamples, seed) -> ComparisonSet:
+def _compare(db, sel: Selection, baseline, alpha, resamples, seed, per_thread=False) -> ComparisonSet:
     store = open_store(db)
-    return compare_runs(store, select_runs(store, sel), baseline or [], alpha=alpha, resamples=resamples, seed=seed)
+    return compare_runs(store, select_runs(store, sel), baseline or [], per_thread=per_thread, alpha=alpha,
+                        resamples=resamples, seed=seed)
 
 
 def comparison_table(cs: ComparisonSet, k) -> Table:
@@ -106,11 +110,11 @@ def compare(
     experiment: Experiment = None, workload: Workload = None, variant: Variant = None, runtime: Runtime = None,
     tag: Tag = None, where: Where = None, run: RunIds = None,
     alpha: AlphaOpt = ALPHA, resamples: ResamplesOpt = RESAMPLES, seed: SeedOpt = SEED,
-    db: DbOption = None, json_out: JsonOption = False,
+    per_thread: PerThreadOpt = False, db: DbOption = None, json_out: JsonOption = False,
 ) -> None:
     """Compare configurations with a baseline: change, tests, effect size, intervals and a verdict per metric."""
     cs = _compare(db, _selection(experiment, workload, variant, runtime, tag, where, run), baseline, alpha,
-                  resamples, seed)
+                  resamples, seed, per_thread)
     if json_out:
         print_json(cs.to_json())
         return
@@ -124,12 +128,12 @@ def recommend(
     experiment: Experiment = None, workload: Workload = None, variant: Variant = None, runtime: Runtime = None,
     tag: Tag = None, where: Where = None, run: RunIds = None,
     alpha: AlphaOpt = ALPHA, resamples: ResamplesOpt = RESAMPLES, seed: SeedOpt = SEED,
-    db: DbOption = None, json_out: JsonOption = False,
+    per_thread: PerThreadOpt = False, db: DbOption = None, json_out: JsonOption = False,
 ) -> None:
     """The configuration that best meets a goal, its evidence and its cost on the other metrics."""
     check_goal(goal)
     cs = _compare(db, _selection(experiment, workload, variant, runtime, tag, where, run), baseline or ["defaults"],
-                  alpha, resamples, seed)
+                  alpha, resamples, seed, per_thread)
     recs = make_recommendations(cs, goal)
     labels = cs.labels
     if json_out:
@@ -148,6 +152,15 @@ def recommend(
         for other in rec.others(labels):
             console.print(f"  {escape(other)}")
     print_unmatched_and_warnings(cs, err_console)
+
+
+def report_title(store, runs, sel: Selection) -> str:
+    """The selection, and the experiment's name when the runs are of one experiment."""
+    ids = {r["experiment_id"] for r in runs}
+    if len(ids) == 1 and None not in ids:
+        from ..experiment import get
+        return f"rtscope report: {get(store, ids.pop()).name} ({sel.describe()})"
+    return f"rtscope report: {sel.describe()}"
 
 
 @app.command()
@@ -177,7 +190,7 @@ def report(
     sel = _selection(experiment, workload, variant, runtime, tag, where, run)
     store = open_store(db)
     runs = select_runs(store, sel)
-    rep = model.build(store, runs, title=title or f"rtscope report: {sel.describe()}", selection=sel.describe(),
+    rep = model.build(store, runs, title=title or report_title(store, runs, sel), selection=sel.describe(),
                       baseline=baseline, alpha=alpha, resamples=resamples, seed=seed)
     try:
         html_report.write(rep, output)

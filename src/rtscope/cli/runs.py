@@ -13,6 +13,7 @@ import typer
 from rich.table import Table
 
 from .. import stats, sysinfo
+from ..analysis import threads
 from ..fileio import write_atomic
 from ..results import DISPLAY, display_unit, fmt, run_stats
 from ..store import Run
@@ -54,7 +55,7 @@ def list_runs(
 def stats_table(title: str, rows: list[tuple[str, dict]], unit: str, keys=DISPLAY) -> Table:
     shown, scale = display_unit(unit)
     table = Table(title=title)
-    table.add_column("run")
+    table.add_column("run", no_wrap=True)
     for key, head in keys:
         table.add_column(head + ("" if key == "n" else f" ({shown}²)" if key == "var" else f" ({shown})"),
                          justify="right")
@@ -70,12 +71,15 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
     store = open_store(db)
     run = store.get_run(run_id)
     st = run_stats(store, run)
+    parts = threads.breakdown(store, run)
+    bucket = threads.resolution(run)
     if json_out:
         summary = run_summary(run)
         summary.update(environment=run["environment"], trailer=run["trailer"], tool=run["tool"],
                        tool_version=run["tool_version"], columns=run["columns"],
                        percentile_definition=stats.PERCENTILE_DEFINITION, unit=run.primary["unit"])
-        print_json({"run": summary, "settings": run["settings"], "stats": st})
+        print_json({"run": summary, "settings": run["settings"], "stats": st, "resolution": bucket,
+                    "threads": [p.to_json() for p in parts]})
         return
     env = run["environment"]
     console.print(f"[bold]run {run.id}[/]: {escape(run.label)}  tool {escape(run['tool'])} {escape(run['tool_version'])}")
@@ -91,6 +95,13 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
     for key, head in DISPLAY:
         table.add_row(head + (" (²)" if key == "var" else ""), fmt(key, st.get(key), scale))
     console.print(table)
+    if bucket is not None:
+        console.print(f"resolution: histogram buckets of {fmt('min', bucket, scale)} {shown}; percentiles are the "
+                      "upper edge of the bucket that holds the rank, variance from bucket midpoints")
+    if parts:
+        rows = [(f"thread {p.thread}" + ("" if p.cpu is None else f" (CPU {p.cpu})"), p.stats) for p in parts]
+        console.print(stats_table(f"per thread, {run.primary['name']}", [*rows, ("whole run", st)],
+                                  run.primary["unit"]))
     for name, count in (run["trailer"].get("counters") or {}).items():
         console.print(f"{name}: {count:,}" if isinstance(count, int) else f"{name}: {count}")
     for note in run["trailer"].get("notes", []) + sysinfo.warnings(env):

@@ -351,11 +351,13 @@ def options_from_cmdline(cmdline: str | None) -> tuple[dict, dict, str | None]:
             duration.group(2).lower()]
     if number("histogram") or number("histofall"):
         params["histogram_us"] = number("histogram") or number("histofall")
+    if number("threads"):
+        params["threads"] = number("threads")
     affinity = opts.get("affinity")
-    if isinstance(affinity, str) and opts.get("threads"):
-        params["threads"] = affinity
-    elif isinstance(affinity, str) and affinity.isdigit():
+    if isinstance(affinity, str) and affinity.isdigit() and not opts.get("threads"):
         settings["cpu"] = int(affinity)
+    elif isinstance(affinity, str):
+        params["affinity"] = affinity  # a CPU list the threads were spread over
     return settings, params, "relative" if opts.get("relative") else "absolute"
 
 
@@ -405,22 +407,28 @@ def to_samplefile(log: CyclictestLog, *, variant: str | None, settings: dict, pa
         data = {"latency": np.empty(0, dtype=np.int64)}
         hists = {}
         for t, h in sorted(log.histograms.items()):
-            # Approximate: cyclictest prints only the average (JSON: 2 decimals, text: truncated to integer).
-            total = round((h.avg or 0.0) * h.n * unit)
+            total, exact = _histogram_sum(h)
             entry = {"unit": "ns", "bucket_width": unit, "min_value": 0, "counts": h.counts,
                      "overflow": h.overflow, "overflow_cycles": h.overflow_cycles,
                      "overflow_cycles_dropped": h.overflow_cycles_dropped, "n": h.n,
-                     "min": h.min * unit, "max": h.max * unit, "sum": total, "sum_exact": False}
+                     "min": h.min * unit, "max": h.max * unit, "sum": total * unit, "sum_exact": exact}
             if h.cpu is not None:
                 entry["cpu"] = h.cpu
             elif cpus:
                 entry["cpu"] = cpus[t % len(cpus)]
             hists[f"thread{t}"] = entry
         trailer["histograms"] = hists
+        trailer["threads"] = [{"thread": t, **({"cpu": e["cpu"]} if "cpu" in e else {})}
+                              for t, e in zip(sorted(log.histograms), hists.values())]
         trailer["counters"]["overflows"] = sum(h.overflow for h in log.histograms.values())
-        notes.append("histogram sum (hence mean) derived from cyclictest's printed average, not exact")
+        if not all(e["sum_exact"] for e in hists.values()):
+            notes.append("histogram overflows: their values are not in the buckets, so the sum (hence the mean) "
+                         "is derived from cyclictest's printed average")
         counts_loops = {t: h.n for t, h in log.histograms.items()}
     merged_params = {**cmd_params, **(params or {})}
+    threads_seen = len(log.histograms) or len(log.samples)
+    if threads_seen:
+        merged_params["threads"] = threads_seen  # what ran, whatever the command line said
     if "loops" not in merged_params and "duration_s" not in merged_params and counts_loops:
         merged_params["loops"] = max(counts_loops.values())
     header = make_header("timer", variant, runtime, "cyclictest", str(log.version or "unknown"),
@@ -435,6 +443,21 @@ def to_samplefile(log: CyclictestLog, *, variant: str | None, settings: dict, pa
         header["environment"] = env
     trailer["notes"] = notes
     return SampleFile(header, columns, data, trailer)
+
+
+def _histogram_sum(h: ThreadHistogram) -> tuple[int, bool]:
+    """Sum of a thread's values in cyclictest's unit, and whether it is exact.
+
+    cyclictest truncates each value to its unit and counts value v in bucket v,
+    so the buckets give the exact sum of what it measured. Overflowed values are
+    not in the buckets: then the sum comes from its printed average (JSON: two
+    decimals, text: truncated to an integer), never below what the buckets hold.
+    """
+    inside = sum(i * c for i, c in enumerate(h.counts))
+    if not h.overflow:
+        return inside, True
+    from_avg = round((h.avg or 0.0) * h.n)
+    return max(from_avg, inside + h.overflow * len(h.counts)), False
 
 
 def read_text(path: Path) -> str:

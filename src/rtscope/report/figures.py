@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import UsageError
 from ..results import display_unit
-from ..compare import first_histogram
+from ..analysis.threads import run_histogram
 from .model import TAIL_LEVELS, Report
 
 DPI = 150
@@ -87,7 +87,7 @@ def latency_plot(plt, g):
             if len(c.samples):
                 series.append(latency.from_samples(label, c.samples))
             elif c.hist_runs:
-                series.append(latency.from_histograms(label, [first_histogram(r) for r in c.hist_runs]))
+                series.append(latency.from_histograms(label, [run_histogram(r) for r in c.hist_runs]))
         return latency.latency_figure(series, title=g.title)
     except UsageError:
         return histogram_plot(plt, g)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import stats
+from ..analysis.threads import thread_histograms
 from ..results import run_stats
 from ..store import Run, Store
 
@@ -37,11 +38,9 @@ def monitor_views(runs: list[Run]) -> list[MonitorView]:
         settings = run["settings"]
         view = views.setdefault(run["experiment_id"] or 0, MonitorView(
             f"monitoring {run['experiment_id']}", str(settings.get("target", "local"))))
-        threads = {t.get("thread"): t for t in run["trailer"].get("threads", [])}
         maxima: dict[int, float] = {}
-        for name, h in sorted((run["trailer"].get("histograms") or {}).items()):
-            index = int(name.removeprefix("thread")) if name.startswith("thread") else 0
-            cpu = int(h.get("cpu", threads.get(index, {}).get("cpu", index)))
+        for index, cpu, h in thread_histograms(run):
+            cpu = index if cpu is None else cpu
             merged = stats.merge_histograms([view.histograms.get(cpu), h])
             if merged is not None:
                 view.histograms[cpu] = merged

@@ -15,8 +15,9 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from .. import stats, sysinfo
-from ..compare import (RESAMPLES, SEED, Baseline, Cell, ComparisonSet, check_options, compare, first_histogram,
+from .. import experiment, stats, sysinfo
+from ..analysis.threads import run_histogram
+from ..compare import (RESAMPLES, SEED, Baseline, Cell, ComparisonSet, check_options, compare,
                        load_cells)
 from ..errors import UsageError
 from ..fit import Series, memory_series
@@ -107,6 +108,30 @@ class Environment:
 
 
 @dataclass
+class ExperimentInfo:
+    """What the report says about an experiment of its runs (user text: escaped when rendered)."""
+
+    id: int
+    name: str
+    description: str
+    tags: list[str]
+    created_at: str
+    status: str
+
+
+def experiment_infos(store: Store, runs: list[Run]) -> list[ExperimentInfo]:
+    out = []
+    for exp_id in sorted({r["experiment_id"] for r in runs if r["experiment_id"]}):
+        exp = experiment.get(store, exp_id)
+        parsed = exp.spec.get("parsed") or {}
+        tags = parsed.get("tags") or []
+        out.append(ExperimentInfo(exp.id, exp.name, str(parsed.get("description", "")),
+                                  [str(t) for t in (tags if isinstance(tags, list) else [tags])],
+                                  exp.created_at, exp.status))
+    return out
+
+
+@dataclass
 class Report:
     title: str
     generated_at: str
@@ -122,6 +147,7 @@ class Report:
     task_memory_unit: str
     comparisons: ComparisonSet | None
     notes: list[str]
+    experiments: list[ExperimentInfo] = field(default_factory=list)  # the experiments the runs belong to
     monitoring: list = field(default_factory=list)   # lab.MonitorView: OSADL-style views of `rtscope monitor` runs
     fleet: list = field(default_factory=list)        # lab.FleetRow: the worst case per target, for several targets
 
@@ -173,7 +199,7 @@ def histogram_curves(cells: list[Cell], labels: dict, unit_scale: float) -> tupl
     for c in cells:
         if len(c.samples) or not c.hist_runs:
             continue
-        merged = merge_histograms([first_histogram(r) for r in c.hist_runs])
+        merged = merge_histograms([run_histogram(r) for r in c.hist_runs])
         if merged is None:
             notes.append(f"{labels[c.config]}: histograms with different buckets cannot be overlaid")
             continue
@@ -194,7 +220,7 @@ def cdf_curve(cell: Cell, label: str) -> Curve | None:
         levels = np.unique(np.concatenate([np.linspace(0, 1, CDF_POINTS), [t for t in TAIL_LEVELS if t < 1 - 1 / n]]))
         return Curve(label, np.quantile(cell.sorted, levels), levels)
     if cell.hist_runs:
-        merged = merge_histograms([first_histogram(r) for r in cell.hist_runs])
+        merged = merge_histograms([run_histogram(r) for r in cell.hist_runs])
         if merged is None:
             return None
         counts = np.asarray(merged["counts"], float)
@@ -256,7 +282,8 @@ def time_series(store: Store, cell: Cell, label: str) -> TimeSeries:
     return ts
 
 
-ENV_FIELDS = (("hostname", "host"), ("board", "board"), ("cpu_model", "CPU"), ("cpu_count", "CPUs online"),
+ENV_FIELDS = (("target", "target"), ("target_description", "target description"), ("hostname", "host"),
+              ("board", "board"), ("cpu_model", "CPU"), ("cpu_count", "CPUs online"),
               ("machine", "architecture"), ("kernel_release", "kernel"), ("preemption", "preemption"),
               ("isolated_cpus", "isolated CPUs"), ("memory_bytes", "memory"), ("loadavg", "load average"),
               ("rtscope_version", "rtscope"), ("probe_version", "probe"), ("python_version", "Python"),
@@ -276,7 +303,7 @@ def environments(runs: list[Run]) -> list[Environment]:
     groups: dict[tuple, list[Run]] = {}
     for r in runs:
         e = r["environment"] or {}
-        key = (e.get("hostname"), e.get("kernel_release"), e.get("cpu_model"), e.get("board"),
+        key = (e.get("target"), e.get("target_description"), e.get("hostname"), e.get("kernel_release"), e.get("cpu_model"), e.get("board"),
                tuple(sorted(set((e.get("governors") or {}).values()))), e.get("preemption"), e.get("note"))
         groups.setdefault(key, []).append(r)
     out = []
@@ -352,4 +379,4 @@ def build(store: Store, runs: list[Run], *, title: str, selection: str, baseline
     return Report(title, datetime.now(timezone.utc).isoformat(timespec="seconds"), selection, runs,
                   environments(runs), cells, labels, plot_groups, series, omitted, task_series,
                   units.pop() if len(units) == 1 else "bytes", comparisons, notes,
-                  lab.monitor_views(runs), lab.fleet_rows(store, runs))
+                  experiment_infos(store, runs), lab.monitor_views(runs), lab.fleet_rows(store, runs))

@@ -43,6 +43,11 @@ TEMPLATE = r'''<!DOCTYPE html>
 <p>rtscope {{ version }} report, generated {{ r.generated_at }}: {{ r.runs|length }} runs in
 {{ configurations }} configuration{{ "" if configurations == 1 else "s" }} ({{ r.selection }}).
 Times are shown in µs; percentiles use {{ percentile_definition }}; variance uses n−1.</p>
+{% for x in r.experiments %}
+<p class="experiment"><b>experiment {{ x.id }}: {{ x.name }}</b>{% if x.description %}: {{ x.description }}{% endif %}
+{% if x.tags %}<br>tags: {% for t in x.tags %}<span class="tag">{{ t }}</span>{{ ", " if not loop.last }}{% endfor %}{% endif %}
+<br><span class="note">started {{ x.created_at }}, {{ x.status }}</span></p>
+{% endfor %}
 
 <h2 id="environment">Environment</h2>
 {% for e in environments %}

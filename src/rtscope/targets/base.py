@@ -163,8 +163,9 @@ class Target:
 
         rec = sysinfo.record(read_many, self.uname(), probe_version)
         rec.update({"target": self.name, "target_kind": self.kind, **self.facts})
-        if not self.is_local:
+        if not self.is_local or self.name != "local":  # a target the user defined: say which, as they wrote it
             rec["target_description"] = self.description
+        if not self.is_local:
             rec["python_version"] = None  # rtscope's Python runs on the host, not on the target
         return rec
 
