@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: all setup system-deps venv probes cross beam cbtask demo test test-python test-probes test-cross test-beam test-cbtask check-specs bench clean
+.PHONY: all setup system-deps venv probes cross beam cbtask demo test test-python test-probes test-cross test-beam test-cbtask check-specs check-imports bench clean
 
 all: setup
 
@@ -42,7 +42,7 @@ cbtask:
 demo: setup
 	$(BIN)/rtscope demo
 
-test: setup test-probes test-cbtask test-cross test-beam check-specs test-python
+test: setup test-probes test-cbtask test-cross test-beam check-specs check-imports test-python
 
 test-python: setup
 	$(BIN)/python -m pytest -q
@@ -51,6 +51,10 @@ test-python: setup
 check-specs: setup
 	@for s in specs/*.toml; do $(BIN)/rtscope check $$s >/dev/null || { $(BIN)/rtscope check $$s; exit 1; }; done
 	@echo "specs: all valid"
+
+# The layers of docs/architecture.md: no module imports a layer above its own (contract in pyproject.toml).
+check-imports: setup
+	$(BIN)/lint-imports
 
 test-probes:
 	$(MAKE) -C probes test

@@ -1,5 +1,13 @@
 """rtscope: measure, compare and improve the real-time behaviour of IoT and edge stacks."""
 
-__version__ = "0.1.0"
+from .version import __version__
 
-from .api import load  # noqa: E402  (pandas is imported only when load() is called)
+__all__ = ["__version__", "load"]
+
+
+def __getattr__(name: str):
+    """`rtscope.load` (the Python API) on first use: importing any rtscope module does not load the top layer."""
+    if name == "load":
+        from .api import load
+        return load
+    raise AttributeError(f"module 'rtscope' has no attribute {name!r}")

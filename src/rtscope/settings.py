@@ -13,8 +13,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .options import Option, boolean, integer
+from .options import Option, boolean, integer, one_of
 from .targets import parse_target
+from .workloads import TASK_MODELS
 
 
 @dataclass(frozen=True)
@@ -69,10 +70,7 @@ def system_settings() -> dict[str, Setting]:
 
 
 # The task model measured by workload `tasks` (docs/tasks.md); each runtime checks which ones it has.
-from .options import one_of  # noqa: E402  (kept with the registration that uses it)
-
-TASK_MODELS = ("cbtask", "cbtask_receive", "pthread", "pthread_pipe", "pthread_futex", "std_thread",
-               "erlang_process", "callback_thread")
+_BY_RUNTIME = {rt: [m for m, (r, _) in TASK_MODELS.items() if r == rt] for rt, _ in TASK_MODELS.values()}
 register(Setting("model", one_of(*TASK_MODELS), f"one of {', '.join(TASK_MODELS)}",
-                 "tasks: the task model measured (native: cbtask, cbtask_receive, pthread, std_thread, pthread_pipe, "
-                 "pthread_futex; beam: erlang_process, callback_thread)"))
+                 "tasks: the task model measured (" + "; ".join(f"{rt}: {', '.join(ms)}"
+                                                                for rt, ms in _BY_RUNTIME.items()) + ")"))

@@ -20,7 +20,8 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 
-from . import __version__, migrations
+from . import migrations
+from .version import __version__
 from .errors import RtscopeError, UsageError
 from .samplefile import SampleFile
 

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from . import __version__
+from .version import __version__
 
 NOT_AVAILABLE = "not available"
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .errors import UsageError
-from .options import Option, integer, number
+from .errors import UsageError, choices
+from .options import Option, boolean, integer, number
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,25 @@ def _check_exec(variant: str, params: dict[str, Any]) -> None:
 
 
 # --- tasks (study 5): memory per task and switch cost --------------------------------------------------------
-from .errors import choices  # noqa: E402  (kept with the block that uses it)
+
+# The one list of task models (setting `model`): the runtime that measures each and the variants it has there,
+# in the order the study's table shows them.
+TASK_MODELS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "cbtask": ("native", ("memory", "switch")),
+    "cbtask_receive": ("native", ("memory",)),
+    "pthread": ("native", ("memory",)),
+    "pthread_pipe": ("native", ("switch",)),
+    "pthread_futex": ("native", ("switch",)),
+    "std_thread": ("native", ("memory", "switch")),
+    "erlang_process": ("beam", ("memory", "switch")),
+    "callback_thread": ("beam", ("memory", "switch")),
+}
+
+
+def task_models(runtime: str, variant: str) -> tuple[str, ...]:
+    """The models `runtime` measures for tasks `variant`."""
+    return tuple(m for m, (rt, variants) in TASK_MODELS.items() if rt == runtime and variant in variants)
+
 
 TASK_COUNTS = "1,10,100,1000,2000,5000,10000,20000,50000"  # the study's task counts
 TASK_PARAMS = {"memory": ("counts",), "switch": ("iterations",)}
@@ -80,10 +100,10 @@ def task_counts(raw: Any) -> str:
     return ",".join(str(c) for c in counts)
 
 
-def check_task_request(req: Any, models: dict[str, tuple[str, ...]], runtime: str) -> None:
+def check_task_request(req: Any, runtime: str) -> None:
     """For a runtime's prepare(): a tasks run needs setting `model` (one the runtime has for that
     variant) and only the parameters of its variant."""
-    valid = models[req.variant]
+    valid = task_models(runtime, req.variant)
     if "model" not in req.settings:
         raise UsageError(f"tasks {req.variant} on runtime {runtime} needs setting model; "
                          f"valid models: {choices(valid)}")
@@ -112,7 +132,6 @@ register(Workload(
 
 # --- storage (study 4): passes of block I/O over one file; see docs/storage.md ---------------------
 
-from .options import boolean  # noqa: E402  (kept with the block that uses it)
 
 STORAGE_MAX_SIZE = 1 << 40
 STORAGE_MAX_BLOCK = 64 << 20
@@ -176,8 +195,6 @@ register(Workload(
 
 
 # --- timer (study 2): timer wake-up latency, cyclictest's method; see docs/timer.md ----------------------------
-import os  # noqa: E402  (kept with the block that uses it)
-import time  # noqa: E402
 
 TIMER_MAX_INTERVAL_US = 10_000_000
 TIMER_MAX_HISTOGRAM_US = 1_000_000

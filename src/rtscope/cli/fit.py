@@ -16,15 +16,13 @@ from rich.table import Table
 
 from .. import stats
 from ..errors import UsageError, choices
+from ..figures.tasks import quantity, r_text, write_figure
 from ..fit import Series, least_squares, memory_series, model_label, varying_settings
 from ..select import Selection, select_runs
-from ..settings import TASK_MODELS
+from ..workloads import TASK_MODELS
 from .common import DbOption, JsonOption, app, console, escape, open_store, print_json
 
 MISSING = {"", "na", "n/a", "nan", "-"}   # a value the study's table left out ("N/A")
-FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
-
-
 # --- rtscope fit -------------------------------------------------------------------------------------------
 
 def _number(text: str, where: str, name: str) -> float:
@@ -90,10 +88,6 @@ def _is_name(cell: str) -> bool:
         return True
 
 
-def _r_text(v: float | None) -> str:
-    return "undefined (the values are all equal)" if v is None else f"{v:.4f}"
-
-
 @app.command()
 def fit(
     file: Annotated[str, typer.Argument(metavar="FILE", help="CSV of tasks,bytes points (header optional; - reads stdin).")],
@@ -123,8 +117,8 @@ def fit(
     table.add_column()
     table.add_row("slope", f"{result.slope:,.2f}", f"{escape(y)} per {escape(x.rstrip('s'))}")
     table.add_row("intercept", f"{result.intercept:,.0f}", escape(y))
-    table.add_row("r", _r_text(result.r), "Pearson correlation coefficient")
-    table.add_row("r²", _r_text(result.r2), "coefficient of determination")
+    table.add_row("r", r_text(result.r), "Pearson correlation coefficient")
+    table.add_row("r²", r_text(result.r2), "coefficient of determination")
     console.print(table)
 
 
@@ -134,17 +128,13 @@ def _fit_cells(s: Series) -> list[str]:
     f = s.fit
     if f is None:
         return ["-", "-", "-", "-"]
-    return [f"{f.slope:,.1f}", f"{f.intercept:,.0f}", _r_text(f.r), _r_text(f.r2)]
-
-
-def _quantity(column: str, unit: str) -> str:
-    return column if column == unit or not unit else f"{column}, {unit}"
+    return [f"{f.slope:,.1f}", f"{f.intercept:,.0f}", r_text(f.r), r_text(f.r2)]
 
 
 def memory_tables(series: list[Series], column: str, unit: str) -> list[Table]:
     counts = sorted({int(c) for s in series for c in np.unique(s.tasks)})
     cells = [s.by_count() for s in series]
-    table = Table(title=f"memory ({_quantity(column, unit)}) by number of tasks", box=box.SIMPLE_HEAD)
+    table = Table(title=f"memory ({quantity(column, unit)}) by number of tasks", box=box.SIMPLE_HEAD)
     table.add_column("tasks", justify="right", no_wrap=True)
     for s in series:
         table.add_column(escape(s.label), justify="right", no_wrap=True)
@@ -193,51 +183,13 @@ def switch_table(rows: list[dict]) -> Table:
     return table
 
 
-def write_figure(path: Path, series: list[Series], column: str, unit: str, log: bool) -> None:
-    """Scatter of every point with each model's fitted line."""
-    if path.suffix.lower() not in FIGURE_SUFFIXES:
-        raise UsageError(f"figure {path}: unknown file type {path.suffix or '(none)'!r}; "
-                         f"valid: {choices(FIGURE_SUFFIXES)}")
-    if not path.parent.is_dir():
-        raise UsageError(f"figure {path}: directory {path.parent} does not exist")
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for s in series:
-        keep = (s.tasks > 0) & (s.values > 0) if log else np.ones(len(s.tasks), bool)
-        dots = ax.scatter(s.tasks[keep], s.values[keep], s=18, label=None if s.fit else s.label)
-        if s.fit is not None:
-            xs = np.geomspace(max(s.tasks.min(), 1), s.tasks.max(), 200) if log else \
-                np.linspace(s.tasks.min(), s.tasks.max(), 2)
-            ys = s.fit.at(xs)
-            ok = ys > 0 if log else np.ones(len(xs), bool)
-            ax.plot(xs[ok], ys[ok], color=dots.get_facecolor()[0], linewidth=1,
-                    label=f"{s.label}: {s.fit.slope:,.0f} {unit}/task, r² {_r_text(s.fit.r2)}")
-    if log:
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-    ax.set_xlabel("tasks")
-    ax.set_ylabel(_quantity(column, unit))
-    ax.set_title("memory by number of tasks, least-squares lines")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    try:
-        fig.savefig(path)
-    except OSError as e:
-        raise UsageError(f"cannot write figure {path}: {e.strerror or e}") from None
-    finally:
-        plt.close(fig)
-
-
 def _order(s) -> tuple:
     """Runtime, then the models in their registry order (native first: the study's table)."""
     runtime, settings, label = (s.runtime, s.settings, s.label) if isinstance(s, Series) else \
         (s["runtime"], s["settings"], s["label"])
     model = settings.get("model")
-    return (runtime != "native", runtime, TASK_MODELS.index(model) if model in TASK_MODELS else len(TASK_MODELS),
+    order = list(TASK_MODELS)
+    return (runtime != "native", runtime, order.index(model) if model in order else len(order),
             label)
 
 

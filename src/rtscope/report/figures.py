@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import UsageError
 from ..results import display_unit
 from ..analysis.threads import run_histogram
+from ..figures.tasks import write_figure
 from .model import TAIL_LEVELS, Report
 
 DPI = 150
@@ -135,8 +136,7 @@ def series_plot(plt, ts):
 
 
 def task_memory_plot(plt, report: Report, path: Path) -> None:
-    """The tasks-table command's figure (cli.fit.write_figure), reused; labels made literal."""
-    from ..cli.fit import write_figure
+    """The tasks-table command's figure, reused; labels made literal."""
     series = [dataclasses.replace(x, label=tex_safe(x.label)) for x in report.task_memory]
     write_figure(path, series, "memory", report.task_memory_unit, False)
 

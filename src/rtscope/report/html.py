@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import __version__, stats
+from .. import stats
+from ..version import __version__
 from ..fileio import write_atomic
 from ..compare import METRICS, TESTS
 from ..recommend import change, p_text

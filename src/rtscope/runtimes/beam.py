@@ -45,7 +45,6 @@ MAX_SMALL = (1 << 59) - 1  # the VM's largest small integer (64-bit): its limit 
 
 SPAWN_SETTINGS = ("fullsweep_after", "min_heap_size", "priority", "message_queue_data")
 BEAM_TIMER_VARIANTS = ("send_after", "receive_after", "timer_sleep")
-TASK_MODELS = {"memory": ("erlang_process", "callback_thread"), "switch": ("erlang_process", "callback_thread")}
 
 
 # --- where things are ---------------------------------------------------------------------------------
@@ -222,7 +221,7 @@ class Beam(Runtime):
     def prepare(self, req: RunRequest) -> None:
         p, s = req.params, req.settings
         if req.workload == "tasks":
-            check_task_request(req, TASK_MODELS, "beam")
+            check_task_request(req, "beam")
             spawn = sorted(set(s) & set(SPAWN_SETTINGS))
             if spawn:
                 raise UsageError(f"setting {spawn[0]} does not apply to tasks on runtime beam (it sets the "

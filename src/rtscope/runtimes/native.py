@@ -32,12 +32,8 @@ def param_flag(name: str) -> str:
 
 
 # Workload `tasks` is measured by cbtask's taskmem, not rtprobe (docs/tasks.md).
-TASK_MODELS = {"memory": ("cbtask", "cbtask_receive", "pthread", "std_thread"),
-               "switch": ("cbtask", "pthread_pipe", "pthread_futex", "std_thread")}
-
-
 def check_tasks(req: RunRequest) -> None:
-    check_task_request(req, TASK_MODELS, "native")
+    check_task_request(req, "native")
     other = sorted(set(req.settings) - {"model"} - set(system_settings()))
     if other:
         raise UsageError(f"setting {other[0]} is not supported by taskmem (native tasks); it takes: model")

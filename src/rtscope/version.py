@@ -1,0 +1,3 @@
+"""rtscope's version: one module, so that any layer can read it without importing the package root."""
+
+__version__ = "0.1.0"
