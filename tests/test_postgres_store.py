@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 import pgserver
 from conftest import exec_samplefile
-from rtscope import migrations
+from rtscope.store import migrations
 from rtscope.errors import RtscopeError
 from rtscope.store import Store, metadata, runs, sample_chunks
 

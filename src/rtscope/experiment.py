@@ -21,8 +21,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
-import sqlalchemy as sa
-
 from .errors import RtscopeError, UsageError
 from .runner import execute as execute_run
 from .signals import Terminated, held_signals, sigterm_raises
@@ -30,7 +28,7 @@ from .runtimes import RUNTIMES
 from .runtimes.base import RunRequest
 from .settings import SETTINGS
 from .spec import Spec
-from .store import DuplicateRun, Store, experiments, runs, to_jsonable
+from .store import DuplicateRun, Store, to_jsonable
 from .targets import LOCAL, Pool, resolve
 
 BOOTED_KINDS = ("qemu",)  # targets rtscope boots itself: `rtscope check` does not
@@ -133,9 +131,7 @@ def start(store: Store, spec: Spec, planned: list[PlannedRun], seed: int, spec_p
            "parsed": to_jsonable(spec.raw), "targets": targets or None}
     row = {"name": spec.name, "spec": doc, "spec_path": spec_path, "seed": seed,
            "plan": [p.to_json() for p in planned], "status": RUNNING, "created_at": _now()}
-    with store.transaction() as c:
-        exp_id = c.execute(experiments.insert().values(**row)).inserted_primary_key[0]
-    return get(store, exp_id)
+    return get(store, store.add_experiment(row))
 
 
 def _from_row(r) -> Experiment:
@@ -144,31 +140,24 @@ def _from_row(r) -> Experiment:
 
 
 def get(store: Store, exp_id: int) -> Experiment:
-    with store.engine.connect() as c:
-        row = c.execute(sa.select(experiments).where(experiments.c.id == exp_id)).mappings().first()
+    row = store.experiment_row(exp_id)
     if row is None:
         raise UsageError(f"no experiment {exp_id} in store {store.url}")
     return _from_row(row)
 
 
 def latest_unfinished(store: Store, spec_path: str) -> Experiment | None:
-    q = (sa.select(experiments).where(experiments.c.spec_path == spec_path, experiments.c.status.in_(UNFINISHED))
-         .order_by(experiments.c.id.desc()).limit(1))
-    with store.engine.connect() as c:
-        row = c.execute(q).mappings().first()
+    row = store.latest_experiment_row(spec_path, UNFINISHED)
     return _from_row(row) if row else None
 
 
 def done_indexes(store: Store, exp_id: int) -> set[int]:
-    q = sa.select(runs.c.plan_index).where(runs.c.experiment_id == exp_id)
-    with store.engine.connect() as c:
-        return {i for (i,) in c.execute(q) if i is not None}
+    return store.stored_plan_indexes(exp_id)
 
 
 def set_status(store: Store, exp_id: int, status: str) -> None:
-    values = {"status": status, "finished_at": _now() if status == FINISHED else None}
-    with held_signals(), store.transaction() as c:
-        c.execute(experiments.update().where(experiments.c.id == exp_id).values(**values))
+    with held_signals():
+        store.update_experiment(exp_id, status=status, finished_at=_now() if status == FINISHED else None)
 
 
 # --- running -------------------------------------------------------------------------------------------

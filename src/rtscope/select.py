@@ -17,11 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-import sqlalchemy as sa
 
 from .errors import UsageError, choices
 from .options import boolean, parse_assignment
-from .store import Run, Store, experiments
+from .store import Run, Store
 
 # Parameters that set how many samples a run takes, not what it measures: runs
 # that differ only in these are still repetitions of one configuration.
@@ -171,15 +170,14 @@ class Selection:
 
 def experiment_id(store: Store, ref: str) -> int:
     """An experiment id from an id or a name."""
-    with store.engine.connect() as c:
-        rows = c.execute(sa.select(experiments.c.id, experiments.c.name).order_by(experiments.c.id)).all()
+    rows = store.experiment_names()
     ref = str(ref).strip()
-    if ref.isdigit() and any(r.id == int(ref) for r in rows):
+    if ref.isdigit() and any(i == int(ref) for i, _ in rows):
         return int(ref)
-    named = [r.id for r in rows if r.name == ref]
+    named = [i for i, name in rows if name == ref]
     if named:
         return named[-1]
-    known = [f"{r.id} ({r.name})" for r in rows]
+    known = [f"{i} ({name})" for i, name in rows]
     raise UsageError(f"no experiment {ref!r} in store {store.url}; "
                      + (f"valid experiments: {choices(known)}" if known else "it holds no experiments yet"))
 

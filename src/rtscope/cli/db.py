@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import sqlalchemy as sa
 import typer
 
-from .. import dbcopy, migrations
 from ..errors import UsageError
-from ..store import Store, metadata, resolve_url
+from ..store import Store, bare_engine, copy as dbcopy, metadata, migrations, resolve_url
 from .common import DbOption, app, console, escape
 
 db_app = typer.Typer(help="The store: schema version, migrations, copies (SQLite <-> PostgreSQL).",
@@ -17,17 +15,10 @@ db_app = typer.Typer(help="The store: schema version, migrations, copies (SQLite
 app.add_typer(db_app, name="db")
 
 
-def _engine(db: str | None) -> sa.Engine:
-    try:
-        return sa.create_engine(sa.engine.make_url(resolve_url(db)))
-    except sa.exc.SQLAlchemyError as e:
-        raise UsageError(f"invalid store URL {db!r}: {e}") from None
-
-
 @db_app.command("info")
 def info(db: DbOption = None) -> None:
     """The store's URL and schema version, and what `db migrate` would do."""
-    engine = _engine(db)
+    engine = bare_engine(db)
     with engine.connect() as c:
         version = migrations.current(c)
     console.print(f"{escape(engine.url.render_as_string(hide_password=True))}: schema version {version} "
@@ -39,7 +30,7 @@ def info(db: DbOption = None) -> None:
 @db_app.command("migrate")
 def migrate(db: DbOption = None) -> None:
     """Bring the store's schema to this rtscope's version (under a lock; safe with other users connected)."""
-    engine = _engine(db)
+    engine = bare_engine(db)
     with engine.connect() as c:
         pending = migrations.describe(migrations.current(c))
     before, after = migrations.migrate(engine, metadata)

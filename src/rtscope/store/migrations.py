@@ -21,7 +21,7 @@ from typing import Callable, Iterator
 
 import sqlalchemy as sa
 
-from .errors import RtscopeError
+from ..errors import RtscopeError
 
 ADVISORY_KEY = 0x72747363  # "rtsc": PostgreSQL advisory lock id of rtscope's schema changes
 

@@ -21,9 +21,9 @@ import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 
 from . import migrations
-from .version import __version__
-from .errors import RtscopeError, UsageError
-from .samplefile import SampleFile
+from ..version import __version__
+from ..errors import RtscopeError, UsageError
+from ..samplefile import SampleFile
 
 DEFAULT_DB = "rtscope.db"
 CHUNK = 1 << 20  # values per stored blob
@@ -202,6 +202,39 @@ class Store:
         conn.execute(sample_chunks.insert(), chunks)
         return run_id
 
+    # --- experiments -------------------------------------------------------------
+    def add_experiment(self, row: dict) -> int:
+        with self.transaction() as c:
+            return c.execute(experiments.insert().values(**row)).inserted_primary_key[0]
+
+    def experiment_row(self, exp_id: int) -> dict | None:
+        with self.engine.connect() as c:
+            row = c.execute(sa.select(experiments).where(experiments.c.id == exp_id)).mappings().first()
+        return dict(row) if row else None
+
+    def latest_experiment_row(self, spec_path: str, statuses: tuple[str, ...]) -> dict | None:
+        """The newest experiment of this spec file in one of these states."""
+        q = (sa.select(experiments).where(experiments.c.spec_path == spec_path, experiments.c.status.in_(statuses))
+             .order_by(experiments.c.id.desc()).limit(1))
+        with self.engine.connect() as c:
+            row = c.execute(q).mappings().first()
+        return dict(row) if row else None
+
+    def experiment_names(self) -> list[tuple[int, str]]:
+        with self.engine.connect() as c:
+            return [(r.id, r.name) for r in c.execute(sa.select(experiments.c.id, experiments.c.name)
+                                                        .order_by(experiments.c.id))]
+
+    def update_experiment(self, exp_id: int, **values: Any) -> None:
+        with self.transaction() as c:
+            c.execute(experiments.update().where(experiments.c.id == exp_id).values(**values))
+
+    def stored_plan_indexes(self, exp_id: int) -> set[int]:
+        """The plan indexes of an experiment's runs already stored."""
+        q = sa.select(runs.c.plan_index).where(runs.c.experiment_id == exp_id)
+        with self.engine.connect() as c:
+            return {i for (i,) in c.execute(q) if i is not None}
+
     # --- reading -----------------------------------------------------------------
     def runs(self, *, workload: str | None = None, experiment_id: int | None = None,
              ids: list[int] | None = None) -> list[Run]:
@@ -271,6 +304,14 @@ class Store:
     def primary_samples(self, run: Run) -> np.ndarray:
         name = run.primary["name"]
         return self.samples(run.id, [name]).get(name, np.empty(0))
+
+
+def bare_engine(db: str | None) -> sa.Engine:
+    """An engine for the store at `db`, without creating or migrating anything (for `rtscope db`)."""
+    try:
+        return sa.create_engine(sa.engine.make_url(resolve_url(db)))
+    except SQLAlchemyError as e:
+        raise UsageError(f"invalid store URL {db!r}: {e}") from None
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from .store import Store, experiments, runs, sample_chunks
+from . import Store, experiments, runs, sample_chunks
 
 EXPERIMENT_KEY = ("name", "created_at", "seed", "spec_path")
 RUN_KEY = ("started_at", "stored_at", "workload", "variant", "runtime", "tool", "n_samples", "plan_index")
