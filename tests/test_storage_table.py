@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from rtscope import environments as envs
-from rtscope.cli.storage import column_label, human_time, merge_histograms
+from rtscope.analysis.storage import column_label, merge_histograms
+from rtscope.cli.storage import human_time
 from rtscope.environments import define_environment
 from rtscope.paths import repo_file
 from rtscope.runner import build_request, execute

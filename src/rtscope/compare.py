@@ -57,7 +57,6 @@ import numpy as np
 
 from . import stats
 from .errors import UsageError, choices
-from .results import run_stats
 from .select import CORE_DIMENSIONS, Configuration, group_runs, short_labels, value_matches, value_text
 from .store import Run, Store
 from .analysis.threads import distribution_source

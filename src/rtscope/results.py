@@ -20,6 +20,11 @@ def run_stats(store: Store, run: Run) -> dict:
     return stats.summarize(store.chunks(run.id, [run.primary["name"]]).get(run.primary["name"], []))
 
 
+def pooled_stats(store: Store, runs: list[Run]) -> dict:
+    """Summary of the primary samples of several runs taken as one sample (repetitions of one cell)."""
+    return stats.summarize([store.primary_samples(r) for r in runs])
+
+
 def display_unit(unit: str) -> tuple[str, float]:
     """Times are stored in ns and shown in µs; other units as they are."""
     return ("µs", 1e-3) if unit == "ns" else (unit, 1.0)

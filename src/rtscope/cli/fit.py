@@ -17,7 +17,8 @@ from rich.table import Table
 from .. import stats
 from ..errors import UsageError, choices
 from ..figures.tasks import quantity, r_text, write_figure
-from ..fit import Series, least_squares, memory_series, model_label, varying_settings
+from ..analysis.tasks import switch_rows
+from ..fit import Series, least_squares, memory_series
 from ..select import Selection, select_runs
 from ..workloads import TASK_MODELS
 from .common import DbOption, JsonOption, app, console, escape, open_store, print_json
@@ -153,22 +154,6 @@ def memory_tables(series: list[Series], column: str, unit: str) -> list[Table]:
         fits.add_row(escape(s.label), *_fit_cells(s), f"{len(s.tasks):,}")
     fits.caption = "runs: " + "; ".join(f"{s.label} {','.join(map(str, s.run_ids))}" for s in series)
     return [table, fits]
-
-
-def switch_rows(store, runs) -> list[dict]:
-    """Per task model: ns per switch over every batch of its runs (median, p99 and the rest of stats)."""
-    groups: dict[tuple, list] = {}
-    for run in runs:
-        groups.setdefault((run["runtime"], tuple(sorted(run["settings"].items()))), []).append(run)
-    rows = []
-    varying = varying_settings([dict(k[1]) for k in groups])
-    for (runtime, settings), members in groups.items():
-        values = np.concatenate([store.primary_samples(r) for r in members])
-        st = stats.summarize(values)
-        rows.append({"label": model_label(runtime, dict(settings), varying), "runtime": runtime,
-                     "settings": dict(settings), "runs": [r.id for r in members],
-                     "unit": members[0].primary.get("unit", ""), **st})
-    return rows
 
 
 def switch_table(rows: list[dict]) -> Table:

@@ -6,17 +6,16 @@ import shlex
 from pathlib import Path
 from typing import Annotated, Optional
 
-import numpy as np
 import typer
 from rich.table import Column
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
 
-from .. import experiment as exp_mod, paths, spec as spec_mod, stats, sysinfo
+from .. import experiment as exp_mod, paths, spec as spec_mod, sysinfo
 from ..errors import RtscopeError, UsageError, choices
 from ..importers import IMPORTERS
 from ..options import parse_assignment
-from ..results import run_stats
+from ..results import pooled_stats, run_stats
 from ..signals import Terminated
 from ..store import Store
 from ..targets import Pool
@@ -146,9 +145,8 @@ def print_results(store: Store, outcome: exp_mod.Outcome, spec: spec_mod.Spec, t
             group = sorted(by_cell[cell], key=lambda r: r["repetition"] or 0)
             unit = group[0].primary["unit"]
             if all(r["n_samples"] > 0 for r in group):
-                values = np.concatenate([store.primary_samples(r) for r in group])
                 reps = f" ×{len(group)}" if len(group) > 1 else ""
-                by_unit.setdefault(unit, []).append((labels[cell] + reps, stats.summarize(values)))
+                by_unit.setdefault(unit, []).append((labels[cell] + reps, pooled_stats(store, group)))
             else:
                 for r in group:
                     by_unit.setdefault(unit, []).append((f"{labels[cell]} #{r['repetition']} (run {r.id})",

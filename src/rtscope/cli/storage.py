@@ -1,123 +1,21 @@
-"""Command storage-table: study 4's table straight from stored storage runs.
+"""Command storage-table: study 4's table straight from stored storage runs (computed in analysis/storage.py).
 
-Rows are the modes (write(sync), write, read), columns the environments the
-runs were measured in (setting `env`, `local` when absent; runs of another
-runtime than native, e.g. fio, get their own column), one table per file
-configuration (size, block size, direct, fdatasync, cold reads). Runs of one
-cell are pooled.
-
-- mean per pass: rtprobe's mean pass time; fio's job runtime / loops (fio
-  reports no per-pass times; its runtime has ms resolution, so cells of fio
-  runs shorter than 100 ms in all show '-').
-- p50 / p99 per pass: rtprobe only (type 7 percentiles of the pass samples).
-- p50 / p99 per block: rtprobe from its block histogram (upper bucket edge),
-  fio from its per-I/O latencies (expanded json+ bins).
+Rows are the modes, columns the environments, one table per file configuration;
+see analysis/storage.py for what each figure is. This module only renders.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Annotated, Any, Optional
 
-import numpy as np
 import typer
 from rich import box
 from rich.table import Table
 
-from .. import stats
+from ..analysis.storage import MODES, StorageTable, build_tables
 from ..errors import UsageError
 from ..select import experiment_id
-from ..store import Run, Store
-from ..stats import merge_histograms
 from .common import DbOption, JsonOption, app, console, escape, open_store, print_json
-
-MODES = (("write_sync", "write(sync)"), ("write", "write"), ("read", "read"))
-FIO_MIN_RUNTIME_NS = 100_000_000  # 100 ms: fio's ms runtime is then within 1 %
-GROUP_PARAMS = ("size", "block_size", "direct", "fdatasync", "drop_caches")
-
-
-def column_label(run: Run) -> str:
-    """The environment a run was measured in (a VM target is one too), with its runtime and other settings when
-    they differ."""
-    settings = dict(run["settings"])
-    env, target = str(settings.pop("env", "local")), str(settings.pop("target", "local"))
-    label = env if target == "local" else target if env == "local" else f"{env}@{target}"
-    if run["runtime"] != "native":
-        label += f" ({run['runtime']})"
-    extra = [f"{k}={v}" for k, v in sorted(settings.items()) if not (k == "mlock" and v is False)]
-    return label + (f" [{', '.join(extra)}]" if extra else "")
-
-
-def group_key(run: Run) -> tuple:
-    p = run["params"]
-    return tuple(p.get(k) for k in GROUP_PARAMS)
-
-
-@dataclass
-class Cell:
-    runs: list[Run] = field(default_factory=list)
-    pass_mean: float | None = None
-    pass_p50: float | None = None
-    pass_p99: float | None = None
-    block_p50: float | None = None
-    block_p99: float | None = None
-    passes: int = 0
-    bytes_per_s: float | None = None
-
-    def to_dict(self) -> dict:
-        return {"runs": [r.id for r in self.runs], "passes": self.passes, "pass_mean_ns": self.pass_mean,
-                "pass_p50_ns": self.pass_p50, "pass_p99_ns": self.pass_p99, "block_p50_ns": self.block_p50,
-                "block_p99_ns": self.block_p99, "bytes_per_s": self.bytes_per_s}
-
-
-def cell_stats(store: Store, runs: list[Run]) -> Cell:
-    cell = Cell(runs=runs)
-    size = runs[0]["params"].get("size")
-    passes_native = [store.primary_samples(r) for r in runs if r["runtime"] == "native"]
-    if passes_native and len(passes_native) == len(runs):
-        s = stats.summarize(np.concatenate(passes_native))
-        cell.pass_mean, cell.pass_p50, cell.pass_p99, cell.passes = s["mean"], s["p50"], s["p99"], s["n"]
-        merged = merge_histograms([(r["trailer"].get("histograms") or {}).get("block") for r in runs
-                                   if (r["trailer"].get("histograms") or {}).get("block")])
-        if merged and merged["n"]:
-            b = stats.summarize_histogram(merged)
-            cell.block_p50, cell.block_p99 = b["p50"], b["p99"]
-    elif not passes_native:
-        counters = [r["trailer"].get("counters") or {} for r in runs]
-        passes = sum(int(c.get("passes", 0)) for c in counters)
-        runtime = sum(int(c.get("runtime_ns", 0)) for c in counters)
-        cell.passes = passes
-        # fio's runtime is in whole ms: below FIO_MIN_RUNTIME_NS a mean would be mostly rounding.
-        if passes and all("runtime_ns" in c for c in counters) and runtime >= FIO_MIN_RUNTIME_NS:
-            cell.pass_mean = runtime / passes
-        b = stats.summarize(np.concatenate([store.primary_samples(r) for r in runs]))
-        cell.block_p50, cell.block_p99 = b["p50"], b["p99"]
-    if cell.pass_mean and size:
-        cell.bytes_per_s = size / (cell.pass_mean * 1e-9)
-    return cell
-
-
-@dataclass
-class StorageTable:
-    params: dict[str, Any]
-    columns: list[str]
-    cells: dict[tuple[str, str], Cell]  # (variant, column) -> cell
-
-
-def build_tables(store: Store, runs: list[Run]) -> list[StorageTable]:
-    groups: dict[tuple, dict[tuple[str, str], list[Run]]] = {}
-    for r in runs:
-        groups.setdefault(group_key(r), {}).setdefault((r["variant"], column_label(r)), []).append(r)
-    tables = []
-    for key, cells in groups.items():
-        # local first, then the environments in the order they were measured (a spec's env list order).
-        first = {}
-        for (_, c), rs in cells.items():
-            first[c] = min(first.get(c, rs[0].id), *(r.id for r in rs))
-        columns = sorted(first, key=lambda c: (not c.startswith("local"), first[c]))
-        tables.append(StorageTable(dict(zip(GROUP_PARAMS, key)), columns,
-                                   {k: cell_stats(store, v) for k, v in cells.items()}))
-    return tables
 
 
 def human_time(ns: float | None) -> str:
