@@ -59,7 +59,7 @@ from . import stats
 from .errors import UsageError, choices
 from .select import CORE_DIMENSIONS, Configuration, group_runs, short_labels, value_matches, value_text
 from .store import Run, Store
-from .analysis.threads import distribution_source
+from .analysis import distribution
 from .stats import merge_histograms
 
 METRICS = ("mean", "median", "p99", "max", "stdev")
@@ -280,16 +280,16 @@ def load_cells(store: Store, runs: list[Run], *, per_thread: bool = False) -> li
     for config, members in group_runs(runs).items():
         per_run, arrays, sample_runs, notes, hists = {}, [], [], [], {}
         for run in members:
-            values, hist = distribution_source(store, run, per_thread=per_thread)
-            if values is not None:
-                arrays.append(np.asarray(values, dtype=np.float64))
-                sample_runs.append(run)
-                per_run[run.id] = stats.summarize(values)
-            elif hist is not None:
-                hists[run.id] = hist
-                per_run[run.id] = stats.summarize_histogram(hist)
-            else:
+            dist = distribution.of_run(store, run, per_thread=per_thread)
+            if dist is None:
                 notes.append(f"run {run.id} has neither samples nor a histogram: ignored")
+                continue
+            per_run[run.id] = dist.stats
+            if dist.exact:
+                arrays.append(np.asarray(dist.samples, dtype=np.float64))
+                sample_runs.append(run)
+            else:
+                hists[run.id] = dist.histogram
         bounds, start = [], 0
         for a in arrays:
             bounds.append((start, start + len(a)))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import stats
-from .analysis.threads import run_histogram
+from .analysis.distribution import of_run
 from .store import Run, Store
 
 # Study-style columns first (AVG MAX VAR STDEV), then the distribution.
@@ -13,11 +13,8 @@ DISPLAY = (("n", "n"), ("min", "MIN"), ("mean", "AVG"), ("max", "MAX"), ("var", 
 
 def run_stats(store: Store, run: Run) -> dict:
     """Summary of a run's primary column; from its histograms when the probe kept only those."""
-    if run["n_samples"] == 0:
-        merged = run_histogram(run)
-        if merged is not None:  # one per thread: the run's distribution is their sum
-            return stats.summarize_histogram(merged)
-    return stats.summarize(store.chunks(run.id, [run.primary["name"]]).get(run.primary["name"], []))
+    dist = of_run(store, run)
+    return dist.stats if dist is not None else stats.summarize([])
 
 
 def pooled_stats(store: Store, runs: list[Run]) -> dict:

@@ -50,14 +50,6 @@ def run_histogram(run: Run) -> dict | None:
     return stats.merge_histograms([h for _, _, h in thread_histograms(run)])
 
 
-def resolution(run: Run) -> float | None:
-    """The bucket width (in the run's unit) when its figures come from histograms, else None (exact)."""
-    if run["n_samples"]:
-        return None
-    merged = run_histogram(run)
-    return float(merged["bucket_width"]) if merged else None
-
-
 def breakdown(store: Store, run: Run) -> list[ThreadPart]:
     """Each thread of a multi-thread run; empty for a run of one thread (or none recorded)."""
     if run["n_samples"] == 0:
@@ -83,29 +75,3 @@ def breakdown(store: Store, run: Run) -> list[ThreadPart]:
         parts.append(ThreadPart(int(t), cpu, stats.summarize(data[primary][mine])))
     return parts
 
-
-def worst(parts: list[ThreadPart], key: str = "max") -> ThreadPart | None:
-    """The thread with the highest `key` statistic (the worst case of a latency run)."""
-    scored = [p for p in parts if p.stats.get(key) is not None]
-    return max(scored, key=lambda p: p.stats[key]) if scored else None
-
-
-def distribution_source(store: Store, run: Run, *, per_thread: bool = False) -> tuple[np.ndarray | None, dict | None]:
-    """What a run's statistics are computed from: its raw primary samples, else its merged histogram.
-
-    per_thread: only the worst thread's (highest maximum) samples or histogram, for runs of several threads.
-    """
-    if run["n_samples"] == 0:
-        found = thread_histograms(run)
-        if per_thread and len(found) > 1:
-            return None, max(found, key=lambda item: item[2].get("max", 0))[2]
-        return None, run_histogram(run)
-    values = store.primary_samples(run)
-    names = {c["name"] for c in run["columns"]}
-    if per_thread and "thread" in names:
-        thread = store.samples(run.id, ["thread"])["thread"]
-        indices = np.unique(thread)
-        if len(indices) > 1:
-            worst_index = max(indices.tolist(), key=lambda t: int(values[thread == t].max()))
-            return values[thread == worst_index], None
-    return values, None

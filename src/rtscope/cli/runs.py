@@ -13,9 +13,9 @@ import typer
 from rich.table import Table
 
 from .. import stats, sysinfo
-from ..analysis import threads
+from ..analysis import distribution, threads
 from ..fileio import write_atomic
-from ..results import DISPLAY, display_unit, fmt, run_stats
+from ..results import DISPLAY, display_unit, fmt
 from ..store import Run
 from .common import DbOption, JsonOption, app, console, escape, open_store, print_json, settings_text
 
@@ -70,9 +70,10 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
     """Show a run: the study's AVG MAX VAR STDEV, percentiles, settings and machine state."""
     store = open_store(db)
     run = store.get_run(run_id)
-    st = run_stats(store, run)
+    dist = distribution.of_run(store, run)
+    st = dist.stats if dist else stats.summarize([])
+    bucket = dist.resolution if dist else None
     parts = threads.breakdown(store, run)
-    bucket = threads.resolution(run)
     if json_out:
         summary = run_summary(run)
         summary.update(environment=run["environment"], trailer=run["trailer"], tool=run["tool"],
