@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -141,3 +142,18 @@ def test_histogram_percentiles_never_pass_the_maximum():
          "sum": 8200, "overflow": 0}
     s = stats.summarize_histogram(h)
     assert s["p9999"] == 3200 and s["p50"] == 2000  # upper edge of its bucket, capped at the maximum
+
+
+def test_report_draws_each_cpu_of_multi_thread_runs(cli, runs, tmp_path):
+    db, ids = runs
+    out = tmp_path / "r.html"
+    r = cli("report", "--db", db, "-o", out, "--run", ids["json"], "--run", ids["raw_threads"])
+    assert r.code == 0, r.err
+    page = out.read_text()
+    specs = [json.loads(m) for m in re.findall(r'<script type="application/json" id="plot-\d+-spec">(.*?)</script>',
+                                               page, re.S)]
+    per_cpu = [s for s in specs if s["layout"]["title"]["text"].endswith("per CPU")]
+    assert len(per_cpu) == 2  # the imported cyclictest run and the native two-thread run
+    for s in per_cpu:
+        assert [tr["name"] for tr in s["data"]] in (["CPU 0", "CPU 1"], [f"CPU {c}" for c in CPUS[:2]])
+        assert s["layout"]["yaxis"]["type"] == "log"

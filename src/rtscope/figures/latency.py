@@ -25,6 +25,7 @@ from typing import Iterable
 import numpy as np
 
 from .. import stats
+from ..analysis.distribution import of_run
 from ..errors import UsageError
 
 BUCKET_NS = 1000  # 1 µs, as the probe's and cyclictest's histograms
@@ -94,12 +95,12 @@ def from_run(store, run, label: str | None = None) -> LatencySeries:
         raise UsageError(f"run {run.id} measures {run.primary['name']} in {run.primary.get('unit') or 'no unit'}, "
                          "not a time: no latency histogram")
     missed = (run["trailer"].get("counters") or {}).get("missed_periods")
-    if run["n_samples"] > 0:
-        return from_samples(label, store.primary_samples(run), missed=missed)
-    hists = run["trailer"].get("histograms") or {}
-    if not hists:
+    dist = of_run(store, run)
+    if dist is None:
         raise UsageError(f"run {run.id} has neither samples nor histograms")
-    return from_histograms(label, hists, missed=missed)
+    if dist.exact:
+        return from_samples(label, dist.samples, missed=missed)
+    return from_histograms(label, [dist.histogram], missed=missed)
 
 
 # --- presentation ------------------------------------------------------------------------------------------

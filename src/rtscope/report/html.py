@@ -107,6 +107,17 @@ def histogram_figure(g, shown: str) -> dict:
                                             f"samples per {shown}", yaxis={"type": "log"})}
 
 
+def per_thread_figure(g, label: str, curves, shown: str) -> dict:
+    data = []
+    for i, c in enumerate(curves):
+        y = np.append(c.y, c.y[-1]) if len(c.y) else c.y
+        data.append({"type": "scatter", "mode": "lines", "line": {"shape": "hv", "color": _color(i), "width": 1.2},
+                     "name": t(c.label), "x": c.x * display_unit(g.unit)[1],
+                     "y": [v if v > 0 else None for v in y.tolist()]})
+    return {"data": data, "layout": _layout(f"{g.title}: {label}, per CPU", f"{g.cells[0].config.measure} ({shown})",
+                                            f"samples per {shown}", yaxis={"type": "log"})}
+
+
 def cdf_figure(g, shown: str, scale: float) -> dict:
     data = [{"type": "scatter", "mode": "lines", "name": t(c.label), "x": c.x * scale, "y": c.y,
              "line": {"color": _color(i)}} for i, c in enumerate(g.cdfs)]
@@ -255,6 +266,10 @@ def render(report: Report, plotlyjs: str | None = None) -> str:
         if g.histograms:
             entries.append(plot(histogram_figure(g, shown), f"Samples per {shown} on a log scale; empty buckets "
                                                             "are left blank."))
+        for label, curves in g.per_thread:
+            entries.append(plot(per_thread_figure(g, label, curves, shown), "One curve per CPU (per thread when its "
+                                                                            "CPU is not known), log y, as OSADL "
+                                                                            "plots latency."))
         if g.cdfs:
             entries.append(plot(cdf_figure(g, shown, scale)))
             entries.append(plot(percentile_figure(g, shown, scale), "The tail spread out: each step right is "

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from .. import experiment, stats, sysinfo
-from ..analysis.threads import run_histogram
+from ..analysis.threads import run_histogram, thread_histograms
 from ..compare import (RESAMPLES, SEED, Baseline, Cell, ComparisonSet, check_options, compare,
                        load_cells)
 from ..errors import UsageError
@@ -77,6 +77,7 @@ class Group:
     boxes: list[Box] = field(default_factory=list)
     histograms: list[Curve] = field(default_factory=list)
     cdfs: list[Curve] = field(default_factory=list)
+    per_thread: list[tuple[str, list[Curve]]] = field(default_factory=list)  # (configuration, a curve per CPU)
     notes: list[str] = field(default_factory=list)
 
 
@@ -177,6 +178,45 @@ def nice_width(span: float, bins: int) -> float:
         if w >= raw:
             return w
     return 10.0 ** (exp + 1)
+
+
+def per_thread_curves(store: Store, cell: Cell, unit_scale: float) -> list[Curve]:
+    """A configuration's multi-thread runs as one histogram curve per CPU (thread when the CPU is unknown),
+    as OSADL draws its latency plots; [] when its runs have one thread."""
+    hists: dict[str, list[dict]] = {}
+    arrays: dict[str, list[np.ndarray]] = {}
+    for run in cell.runs:
+        if run["n_samples"] == 0:
+            for index, cpu, h in thread_histograms(run):
+                hists.setdefault(f"CPU {cpu}" if cpu is not None else f"thread {index}", []).append(h)
+        elif "thread" in {c["name"] for c in run["columns"]}:
+            names = {c["name"] for c in run["columns"]}
+            data = store.samples(run.id, [run.primary["name"], "thread", *(["cpu"] if "cpu" in names else [])])
+            for t in np.unique(data["thread"]).tolist():
+                mine = data["thread"] == t
+                cpus = np.unique(data["cpu"][mine]) if "cpu" in data else []
+                key = f"CPU {int(cpus[0])}" if len(cpus) == 1 else f"thread {t}"
+                arrays.setdefault(key, []).append(data[run.primary["name"]][mine])
+    curves = []
+    if arrays:
+        joined = {k: np.concatenate(v) for k, v in arrays.items()}
+        lo = min(float(a.min()) for a in joined.values())
+        hi = max(float(a.max()) for a in joined.values())
+        width = nice_width((hi - lo) * unit_scale, MAX_HIST_BINS) / unit_scale
+        start = math.floor(lo / width) * width
+        nb = max(1, int(math.floor((hi - start) / width)) + 1)
+        for key, a in joined.items():
+            h = stats.histogram(a, width, nb, start)
+            curves.append(Curve(key, h.edges, h.counts / (width * unit_scale)))
+    for key, hs in hists.items():
+        merged = merge_histograms(hs)
+        if merged is None:
+            continue
+        w = float(merged["bucket_width"])
+        edges = float(merged.get("min_value", 0)) + w * np.arange(len(merged["counts"]) + 1)
+        curves.append(Curve(key, edges, np.asarray(merged["counts"], float) / (w * unit_scale)))
+    curves.sort(key=lambda c: (c.label.split()[0], int(c.label.split()[1])))
+    return curves if len(curves) > 1 else []
 
 
 def histogram_curves(cells: list[Cell], labels: dict, unit_scale: float) -> tuple[list[Curve], list[str]]:
@@ -356,6 +396,9 @@ def build(store: Store, runs: list[Run], *, title: str, selection: str, baseline
         g.histograms, hist_notes = histogram_curves(members, g.labels, scale)
         g.notes += hist_notes
         g.cdfs = [cv for c in members if (cv := cdf_curve(c, g.labels[c.config])) is not None]
+        if measure == "latency":
+            g.per_thread = [(g.labels[c.config], curves) for c in members
+                            if (curves := per_thread_curves(store, c, scale))]
         plot_groups.append(g)
     with_samples = [c for c in cells if c.sample_runs]
     series = [time_series(store, c, labels[c.config]) for c in with_samples[:MAX_SERIES]]
