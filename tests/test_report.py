@@ -1,6 +1,8 @@
 """rtscope report: the HTML page, figures and tables from fixture stores (no probes, no browser)."""
 
+import base64
 import csv
+import gzip
 import json
 import re
 
@@ -40,10 +42,11 @@ def test_report_sections_and_escaping(cli, mixed, tmp_path):
     for section in ("Environment", "Statistics per configuration", "Comparisons against priority=normal kernel=normal",
                     "Distributions", "Samples in measurement order", "Memory per task"):
         assert section in page
-    # self-contained: plotly embedded once, nothing fetched
-    from plotly.offline import get_plotlyjs
-    assert page.count(get_plotlyjs()) == 1
-    ours = page.replace(get_plotlyjs(), "")
+    # self-contained: plotly embedded once (gzip + base64, unpacked by the page), nothing fetched
+    payload = html_report.plotly_payload()
+    assert page.count(payload) == 1
+    assert gzip.decompress(base64.b64decode(payload)).startswith(b"/**\n* plotly.js (cartesian - minified)")
+    ours = page.replace(payload, "")
     assert ours.count("Plotly.newPlot") == 1
     assert not re.search(r'<script[^>]+src=|<link[^>]+href=|https?://', ours)
     # user strings are text: the only <script> elements are ours (plotly, collector, specs, renderer)
@@ -131,7 +134,7 @@ def test_no_baseline_means_defaults_or_none(tmp_path):
     rep = model.build(store, select_runs(store, Selection()), title="t", selection="all")
     assert rep.comparisons is None
     assert rep.notes == ["no comparisons: give --baseline NAME=VALUE to compare configurations"]
-    assert "Comparisons against" not in html_report.render(rep, plotlyjs="")
+    assert "Comparisons against" not in html_report.render(rep, plotly_gz="")
     assert [t.name for t in tables.all_tables(rep)] == ["statistics-ns"]
 
 

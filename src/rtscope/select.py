@@ -124,21 +124,33 @@ def short_labels(configs: Iterable[Configuration]) -> dict[Configuration, str]:
         varying_core.append("measure")
     setting_names = sorted({k for c in configs for k, _ in c.settings})
     param_names = sorted({k for c in configs for k, _ in c.params})
-    varying_settings = [n for n in setting_names if len({value_text(c.settings_dict.get(n)) for c in configs}) > 1]
-    varying_params = [n for n in param_names if len({value_text(c.params_dict.get(n)) for c in configs}) > 1]
-    out = {}
-    for c in configs:
-        parts = [getattr(c, d) if d != "runtime" else f"({c.runtime})" for d in varying_core]
-        s, p = c.settings_dict, c.params_dict
-        parts += [f"{n}={value_text(s[n])}" for n in varying_settings if n in s]
-        parts += [f"{n}={value_text(p[n])}" for n in varying_params if n in p]
-        if varying_settings and not any(n in s for n in varying_settings):
-            parts.append("defaults")
-        out[c] = " ".join(parts) or c.label
-    # Distinct configurations must never share a label.
-    if len(set(out.values())) < len(out):
-        out = {c: c.label for c in configs}
-    return out
+
+    def varying(names, of, count_absent: bool) -> list[str]:
+        return [n for n in names
+                if len({value_text(of(c).get(n)) for c in configs if count_absent or n in of(c)}) > 1]
+
+    def labels(count_absent: bool) -> dict[Configuration, str]:
+        varying_settings = varying(setting_names, lambda c: c.settings_dict, count_absent)
+        varying_params = varying(param_names, lambda c: c.params_dict, count_absent)
+        out = {}
+        for c in configs:
+            parts = [getattr(c, d) if d != "runtime" else f"({c.runtime})" for d in varying_core]
+            s, p = c.settings_dict, c.params_dict
+            parts += [f"{n}={value_text(s[n])}" for n in varying_settings if n in s]
+            parts += [f"{n}={value_text(p[n])}" for n in varying_params if n in p]
+            if varying_settings and not any(n in s for n in varying_settings):
+                parts.append("defaults")
+            out[c] = " ".join(parts) or c.label
+        return out
+
+    # First only what takes different values where it is set (a runtime's own settings, such as the BEAM's
+    # recorded defaults, do not tell a native and a BEAM configuration apart: the runtime does); then also
+    # what is set on some configurations only; distinct configurations must never share a label.
+    for count_absent in (False, True):
+        out = labels(count_absent)
+        if len(set(out.values())) == len(out):
+            return out
+    return {c: c.label for c in configs}
 
 
 @dataclass

@@ -1,7 +1,9 @@
 """The report as one self-contained HTML file that works offline.
 
-plotly.js is embedded once (plotly.offline.get_plotlyjs()); each plot's
-figure is a JSON block read by one small script. Every user-supplied string
+plotly.js is embedded once: its cartesian bundle, gzip-compressed and
+base64-encoded (vendor/README.md), which the page unpacks with the
+browser's DecompressionStream before it draws; each plot's figure is a JSON
+block read by one small script. Every user-supplied string
 (configuration labels, settings, tags, host names) is escaped: jinja2
 autoescapes the page; JSON inside <script> has `<`, `>` and `&` written as
 \\u escapes, so neither `</script>` nor `<!--` can end or change the block;
@@ -12,6 +14,7 @@ banner on the page (and is recorded in the body's data-js-errors attribute).
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import math
@@ -43,17 +46,25 @@ def script_json(obj: Any) -> str:
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
+# Plotted values keep 7 significant digits: far below a pixel, and half the bytes of a float's repr.
+PLOT_DIGITS = 7
+
+
+def _short(x: float) -> float | None:
+    return float(f"{x:.{PLOT_DIGITS}g}") if math.isfinite(x) else None
+
+
 def _finite(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {k: _finite(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_finite(v) for v in obj]
     if isinstance(obj, np.ndarray):
-        if obj.dtype.kind == "f" and not np.isfinite(obj).all():
-            return [v if math.isfinite(v) else None for v in obj.tolist()]
+        if obj.dtype.kind == "f":
+            return [_short(v) for v in obj.tolist()]
         return obj.tolist()
     if isinstance(obj, (float, np.floating)):
-        return float(obj) if math.isfinite(obj) else None
+        return _short(float(obj))
     if isinstance(obj, np.integer):
         return int(obj)
     return obj
@@ -240,11 +251,18 @@ def comparison_rows(report: Report) -> list[dict]:
 
 # --- the page ---------------------------------------------------------------------------------------------
 
-def render(report: Report, plotlyjs: str | None = None) -> str:
+PLOTLY_BUNDLE = Path(__file__).parent / "vendor" / "plotly-cartesian-4.1.1.min.js.gz"
+
+
+def plotly_payload() -> str:
+    """The embedded plotly.js: gzip bytes as base64 (ASCII, nothing to escape in the page)."""
+    return base64.b64encode(PLOTLY_BUNDLE.read_bytes()).decode("ascii")
+
+
+def render(report: Report, plotly_gz: str | None = None) -> str:
     import jinja2
-    if plotlyjs is None:
-        from plotly.offline import get_plotlyjs
-        plotlyjs = get_plotlyjs()
+    if plotly_gz is None:
+        plotly_gz = plotly_payload()
     plots: list[dict] = []
 
     def plot(spec: dict, caption: str = "") -> dict:
@@ -309,7 +327,7 @@ def render(report: Report, plotlyjs: str | None = None) -> str:
                              lstrip_blocks=True)
     template = env.from_string(TEMPLATE)
     return template.render(
-        r=report, version=__version__, plotlyjs=plotlyjs, environments=report.environments,
+        r=report, version=__version__, plotly_gz=plotly_gz, environments=report.environments,
         stats_tables=stats_tables(report), comparisons=comparison_rows(report), groups=groups, series=series,
         series_omitted=report.series_omitted, task=task, plots=plots, monitoring=monitoring,
         fleet=fleet_table(report),
