@@ -31,6 +31,7 @@ from ..compare import METRICS, TESTS
 from ..recommend import change, p_text
 from ..results import DISPLAY, display_unit, fmt
 from . import lab
+from ..select import value_text
 from .model import MAX_OUTLIERS, TAIL_LEVELS, Report, id_ranges
 from .template import TEMPLATE
 
@@ -218,9 +219,15 @@ def stats_tables(report: Report) -> list[dict]:
         table = out.setdefault(unit, {"unit": shown, "heads": [
             h + ("" if k == "n" else f" ({shown}²)" if k == "var" else f" ({shown})") for k, h in STATS_COLUMNS],
             "rows": []})
-        table["rows"].append({"label": report.labels[c.config], "runs": id_list(c),
+        table["rows"].append({"label": report.labels[c.config], "full": full_label(c.config), "runs": id_list(c),
                               "cells": [fmt(k, c.stats.get(k), scale) for k, _ in STATS_COLUMNS]})
     return list(out.values())
+
+
+def full_label(config) -> str:
+    """Every setting and parameter of a configuration (the tables show what varies; this is the tooltip)."""
+    params = " ".join(f"{k}={value_text(v)}" for k, v in config.params)
+    return config.label + (f" {params}" if params else "")
 
 
 def id_list(cell) -> str:

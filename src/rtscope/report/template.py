@@ -93,7 +93,7 @@ STDEV = standard deviation.</p>
 <table>
   <tr><th class="l">configuration</th><th class="l">runs</th>{% for h in tb.heads %}<th>{{ h }}</th>{% endfor %}</tr>
   {% for row in tb.rows %}
-  <tr><td class="l">{{ row.label }}</td><td class="l">{{ row.runs }}</td>{% for c in row.cells %}<td>{{ c }}</td>{% endfor %}</tr>
+  <tr><td class="l" title="{{ row.full }}">{{ row.label }}</td><td class="l">{{ row.runs }}</td>{% for c in row.cells %}<td>{{ c }}</td>{% endfor %}</tr>
   {% endfor %}
 </table>
 {% endfor %}
