@@ -8,7 +8,7 @@ in one transaction under a lock — PostgreSQL's advisory lock, a file lock
 on a SQLite file — so that many rtscope processes opening a fresh
 database at once create it exactly once.
 
-To change the schema: change the tables in store.py, then append a step
+To change the schema: change the tables in store/__init__.py, then append a step
 here that brings a store of the previous version to the new one.
 """
 
