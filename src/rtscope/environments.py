@@ -40,7 +40,7 @@ from typing import Any, Iterator
 from . import containers, paths
 from .fileio import read_toml_table
 from .errors import ProbeError, RtscopeError, UsageError, choices
-from .settings import RunContext, Setting, register
+from .options import RunContext, Setting
 from .signals import held_signals
 from .targets import Completed, Target
 from .targets.deploy import place_file
@@ -387,7 +387,7 @@ def _inside(env: Environment, ctx: RunContext) -> Iterator[None]:
         session.cleanup()
 
 
-register(Setting(
+SETTINGS = (Setting(
     "env", parse_env, f"{LOCAL}, a defined environment, or KIND:ARG with KIND one of {', '.join(KINDS)}",
     "run the probe inside this environment on the run's target (command-prefix wrapper: container, chroot, "
-    "namespace); see docs/environments.md", scope="system", apply=enter))
+    "namespace); see docs/environments.md", scope="system", apply=enter),)

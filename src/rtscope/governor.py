@@ -24,8 +24,8 @@ from typing import Any, Iterator
 
 from . import sysinfo
 from .errors import RtscopeError
+from .options import RunContext, Setting
 from .signals import held_signals
-from .settings import RunContext, Setting, register
 from .targets import LocalTarget, Target
 
 ROOT_ENV = "RTSCOPE_SYSFS_ROOT"
@@ -173,13 +173,11 @@ def cpufreq_applied(file: str, value: Any, ctx: RunContext | None = None, root: 
             raise RtscopeError(f"could not restore {file} to its previous value in: {', '.join(failed)}")
 
 
-register(CpufreqSetting(
+SETTINGS = (CpufreqSetting(
     "governor", parse_governor, f"one of {', '.join(GOVERNORS)} (offered by the kernel)",
     "CPU frequency governor for every online CPU during the run; the previous governors are restored",
     scope="system", apply=lambda value, ctx: cpufreq_applied("scaling_governor", value, ctx),
-    file="scaling_governor"))
-
-register(CpufreqSetting(
+    file="scaling_governor"), CpufreqSetting(
     "min_freq", parse_freq, "a frequency in kHz (800000) or with a unit (1.2GHz, 1200MHz), or min or max",
     "lowest CPU frequency allowed during the run (scaling_min_freq of every online CPU); restored afterwards",
     scope="system", apply=lambda value, ctx: cpufreq_applied("scaling_min_freq", value, ctx),

@@ -28,8 +28,7 @@ from typing import Iterator
 
 from . import sysinfo
 from .errors import RtscopeError
-from .options import one_of
-from .settings import RunContext, Setting, register
+from .options import RunContext, Setting, one_of
 from .targets import LocalTarget, Target
 from .targets.base import Spawned
 from .targets.local import session_members  # noqa: F401  (the tests count a load's processes with it)
@@ -152,6 +151,6 @@ def apply(value: str, ctx: RunContext):
     return nullcontext() if value == "none" else running_load(value, ctx)
 
 
-register(Setting("load", one_of(*LOADS), f"one of {', '.join(LOADS)}",
+SETTINGS = (Setting("load", one_of(*LOADS), f"one of {', '.join(LOADS)}",
                  "background load on every CPU during the run: stress-ng cpu/io/vm, rt-tests hackbench",
-                 "none", scope="system", apply=apply, unavailable=load_unavailable))
+                 "none", scope="system", apply=apply, unavailable=load_unavailable),)

@@ -1,76 +1,59 @@
-"""The registry of settings: knobs that a run is measured under.
+"""The registry of settings: every knob a run can be measured under, listed here once.
 
 Probe settings (`scope="probe"`) are passed to the probe by its runtime
-adapter (a SCHED_FIFO priority, a CPU, mlockall, BEAM spawn options).
-System settings (`scope="system"`) change the machine around the run (CPU
-governor, load, environment wrapper); they provide `apply`, a context manager
-factory that makes the change and always undoes it on exit.
+adapter (a SCHED_FIFO priority, a CPU, mlockall, BEAM spawn options, VM
+flags, the task model). System settings (`scope="system"`) change the
+machine around the run (CPU governor, load, environment wrapper): each is
+defined beside its code (governor.py, loadgen.py, environments.py) and
+provides `apply`, a context manager factory that makes the change and always
+undoes it on exit. `Setting` and `RunContext` are in options.py.
 """
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
-from typing import Any, Callable
-
-from .options import Option, boolean, integer, one_of
+from . import environments, governor, loadgen
+from .erlang_flags import parse_vm_flags
+from .options import RunContext, Setting, boolean, integer, one_of
 from .targets import parse_target
 from .workloads import TASK_MODELS
 
+__all__ = ["SETTINGS", "RunContext", "Setting", "system_settings"]
 
-@dataclass(frozen=True)
-class Setting(Option):
-    scope: str = "probe"  # "probe" | "system"
-    apply: Callable[[Any, "RunContext"], AbstractContextManager] | None = None
-    # None when the value can be applied on the target, else why not (experiments skip or fail by spec):
-    # unavailable(value, target).
-    unavailable: Callable[[Any, Any], str | None] | None = None
+MAX_SMALL = (1 << 59) - 1  # the Erlang VM's largest small integer (64-bit): its limit for spawn option values
 
+PROBE_SETTINGS = (
+    Setting("rt_priority", integer(1, 99), "an integer 1..99", "run the probe under SCHED_FIFO at this priority"),
+    Setting("cpu", integer(0), "a CPU number that is online", "pin the probe to this CPU"),
+    Setting("mlock", boolean, "true or false", "lock the probe's memory (mlockall)"),
+)
 
-@dataclass
-class RunContext:
-    """What a system setting may need to know about the run it surrounds."""
-
-    request: Any
-    workdir: Any                  # this host's per-run directory (a Path): outputs are fetched into it
-    notes: list[str]
-    target: Any = None            # the Target the run executes on (targets.base.Target)
-    run_dir: str = ""             # the per-run directory on the target
-    # Prepended to the probe's argv: an environment wrapper (container, chroot, namespace) sets it.
-    command_prefix: list[str] = field(default_factory=list)
-    # Set by an environment whose files the target does not see directly (see environments.py):
-    out_dir: str | None = None    # where the probe writes, as the wrapped command sees it
-    tool_paths: dict[str, str] = field(default_factory=dict)  # tool -> path as the wrapped command sees it
-    fetch: Callable[[str, Any], bool] | None = None           # fetch(file name, local Path) -> found?
-    command_name: str | None = None  # how errors name the command ("rtprobe@jail"); default: its file name
-
-
-SETTINGS: dict[str, Setting] = {}
-
-
-def register(setting: Setting) -> Setting:
-    SETTINGS[setting.name] = setting
-    return setting
-
-
-register(Setting("rt_priority", integer(1, 99), "an integer 1..99",
-                 "run the probe under SCHED_FIFO at this priority"))
-register(Setting("cpu", integer(0), "a CPU number that is online",
-                 "pin the probe to this CPU"))
-register(Setting("mlock", boolean, "true or false", "lock the probe's memory (mlockall)"))
-
-
-register(Setting("target", parse_target, "local, a target defined in [targets.NAME] or $RTSCOPE_TARGETS, or a URL "
+TARGET = Setting("target", parse_target, "local, a target defined in [targets.NAME] or $RTSCOPE_TARGETS, or a URL "
                  "(ssh://user@host:port)", "the machine the run executes on (docs/targets.md)", "local",
-                 scope="system"))
+                 scope="system")
+
+# The task model measured by workload `tasks` (docs/tasks.md); each runtime checks which ones it has.
+_BY_RUNTIME = {rt: [m for m, (r, _) in TASK_MODELS.items() if r == rt] for rt, _ in TASK_MODELS.values()}
+MODEL = Setting("model", one_of(*TASK_MODELS), f"one of {', '.join(TASK_MODELS)}",
+                "tasks: the task model measured (" + "; ".join(f"{rt}: {', '.join(ms)}"
+                                                               for rt, ms in _BY_RUNTIME.items()) + ")")
+
+BEAM_SETTINGS = (
+    Setting("fullsweep_after", integer(0, MAX_SMALL), "an integer >= 0 (minor collections)",
+            "beam: full-sweep GC after this many minor collections (VM default 65535)"),
+    Setting("min_heap_size", integer(0, MAX_SMALL), "an integer >= 0 (words)",
+            "beam: minimum heap of the measuring process; the VM rounds up to its next heap size (default 233)"),
+    Setting("priority", one_of("low", "normal", "high", "max"), "one of low, normal, high, max",
+            "beam: process priority of the measuring process"),
+    Setting("message_queue_data", one_of("on_heap", "off_heap"), "on_heap or off_heap",
+            "beam: where the measuring/receiving process keeps its message queue"),
+    Setting("vm_flags", parse_vm_flags,
+            "Erlang VM flags from beam/priv/vm_flags.json, e.g. '+sbwt none +hmqd off_heap'",
+            "beam: flags the VM is started with (elixir --erl); see docs/beam.md"),
+)
+
+SETTINGS: dict[str, Setting] = {s.name: s for s in (
+    *PROBE_SETTINGS, TARGET, MODEL, *BEAM_SETTINGS, *governor.SETTINGS, *loadgen.SETTINGS, *environments.SETTINGS)}
 
 
 def system_settings() -> dict[str, Setting]:
     return {k: s for k, s in SETTINGS.items() if s.scope == "system"}
-
-
-# The task model measured by workload `tasks` (docs/tasks.md); each runtime checks which ones it has.
-_BY_RUNTIME = {rt: [m for m, (r, _) in TASK_MODELS.items() if r == rt] for rt, _ in TASK_MODELS.values()}
-register(Setting("model", one_of(*TASK_MODELS), f"one of {', '.join(TASK_MODELS)}",
-                 "tasks: the task model measured (" + "; ".join(f"{rt}: {', '.join(ms)}"
-                                                                for rt, ms in _BY_RUNTIME.items()) + ")"))

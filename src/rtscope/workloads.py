@@ -288,11 +288,14 @@ def check_timer_request(req: Any) -> None:
         raise UsageError(f"timer duration_s {duration} is shorter than one interval ({interval} µs)")
 
 
+# The BEAM's own timers (runtime beam only): erlang:send_after, receive ... after, Process.sleep.
+BEAM_TIMER_VARIANTS = ("send_after", "receive_after", "timer_sleep")
+
 register(Workload(
     name="timer",
     help="timer wake-up latency: clock_nanosleep on an absolute schedule, latency = wake-up - deadline "
          "(study 2, cyclictest's method); see docs/timer.md",
-    variants=("absolute", "relative"),
+    variants=("absolute", "relative", *BEAM_TIMER_VARIANTS),
     params=(
         Option("interval_us", timer_interval_us, "a number of µs > 0, at least the clock resolution",
                "period between deadlines", 1000),
@@ -307,3 +310,33 @@ register(Workload(
                "of every sample: memory independent of loops"),
     ),
 ))
+
+
+# --- msgq (study 3): message passing, the receiver's queue on_heap or off_heap (runtime beam) -----------
+
+register(Workload(
+    name="msgq",
+    help="message passing with the receiver's queue on_heap or off_heap (study 3): pmap = Task.async/await "
+         "parallel map, fan_in = many senders, one busy receiver; runtime beam; see docs/beam.md",
+    variants=("pmap", "fan_in"),
+    params=(
+        Option("elements", integer(1), "an integer >= 1", "pmap: list length (one task per element)"),
+        Option("iterations", integer(1), "an integer >= 1",
+               "pmap: recorded pmap calls (one more warms up); fan_in: rounds, each sender sends `messages` per round"),
+        Option("senders", integer(1), "an integer >= 1", "fan_in: sending processes"),
+        Option("messages", integer(1), "an integer >= 1", "fan_in: messages per sender"),
+        Option("message_words", integer(0), "an integer >= 0", "fan_in: payload words per message"),
+        Option("work", integer(0), "an integer >= 0", "fan_in: receiver work per message (sum 1..work)"),
+        Option("send_interval_ms", integer(0), "an integer >= 0", "fan_in: pause of a sender between messages"),
+        Option("queue_sample_every", integer(1), "an integer >= 1",
+               "fan_in: read the receiver's queue length and memory every N messages"),
+    ),
+    variant_defaults={
+        "pmap": {"elements": 10_000, "iterations": 10},
+        "fan_in": {"senders": 100, "messages": 100, "iterations": 1, "message_words": 16, "work": 1000,
+                   "send_interval_ms": 0, "queue_sample_every": 100},
+    },
+))
+MSGQ_PARAMS = {"pmap": ("elements", "iterations"),
+               "fan_in": ("senders", "messages", "iterations", "message_words", "work", "send_interval_ms",
+                          "queue_sample_every")}

@@ -48,7 +48,9 @@ def group_key(run: Run) -> tuple:
 
 
 @dataclass
-class Cell:
+class StorageCell:
+    """One cell of the storage table: the pooled runs of one mode in one environment."""
+
     runs: list[Run] = field(default_factory=list)
     pass_mean: float | None = None
     pass_p50: float | None = None
@@ -64,8 +66,8 @@ class Cell:
                 "block_p99_ns": self.block_p99, "bytes_per_s": self.bytes_per_s}
 
 
-def cell_stats(store: Store, runs: list[Run]) -> Cell:
-    cell = Cell(runs=runs)
+def cell_stats(store: Store, runs: list[Run]) -> StorageCell:
+    cell = StorageCell(runs=runs)
     size = runs[0]["params"].get("size")
     passes_native = [store.primary_samples(r) for r in runs if r["runtime"] == "native"]
     if passes_native and len(passes_native) == len(runs):
@@ -95,7 +97,7 @@ def cell_stats(store: Store, runs: list[Run]) -> Cell:
 class StorageTable:
     params: dict[str, Any]
     columns: list[str]
-    cells: dict[tuple[str, str], Cell]  # (variant, column) -> cell
+    cells: dict[tuple[str, str], StorageCell]  # (variant, column) -> cell
 
 
 def build_tables(store: Store, runs: list[Run]) -> list[StorageTable]:

@@ -32,7 +32,7 @@ import numpy as np
 from .. import sysinfo
 from ..errors import UsageError, choices
 from ..samplefile import Column, SampleFile, make_header
-from . import Importer, register
+from .base import Importer
 
 FORMS = ("json", "histogram", "verbose")
 VARIANTS = ("absolute", "relative")
@@ -493,9 +493,10 @@ def converter(form: str | None):
     return convert
 
 
-register(Importer("cyclictest", "rt-tests cyclictest output: --json, -h histogram text or -v samples "
-                                "(autodetected; --set unit=ns for -N text logs)", converter(None)))
-register(Importer("cyclictest-json", "rt-tests cyclictest --json output", converter("json")))
-register(Importer("cyclictest-histogram", "rt-tests cyclictest -h/-H histogram text", converter("histogram")))
-register(Importer("cyclictest-verbose", "rt-tests cyclictest -v samples (thread: cycle: value)",
-                  converter("verbose")))
+IMPORTERS = (
+    Importer("cyclictest", "rt-tests cyclictest output: --json, -h histogram text or -v samples "
+                           "(autodetected; --set unit=ns for -N text logs)", converter(None)),
+    Importer("cyclictest-json", "rt-tests cyclictest --json output", converter("json")),
+    Importer("cyclictest-histogram", "rt-tests cyclictest -h/-H histogram text", converter("histogram")),
+    Importer("cyclictest-verbose", "rt-tests cyclictest -v samples (thread: cycle: value)", converter("verbose")),
+)

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import UsageError, choices
 from ..samplefile import Column, SampleFile, make_header
-from . import Importer, register
+from .base import Importer
 
 VARIANTS = ("write_sync", "write", "read")
 READS = ("read", "randread")
@@ -164,4 +164,6 @@ def convert(path: Path, variant: str | None, settings: dict) -> list[SampleFile]
     return [convert_job(report, job, str(path), variant, settings) for job in report["jobs"]]
 
 
-register(Importer("fio", "fio --output-format=json+ reports (storage runs, one per job)", convert))
+IMPORTERS = (
+    Importer("fio", "fio --output-format=json+ reports (storage runs, one per job)", convert),
+)

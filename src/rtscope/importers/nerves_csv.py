@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import UsageError, choices
 from ..samplefile import Column, SampleFile, make_header
 from ..workloads import WORKLOADS
-from . import Importer, register
+from .base import Importer
 
 REQUIRED = ("count", "time")
 SIDE = ("heap_size", "minor_gcs")
@@ -58,4 +58,6 @@ def convert(path: Path, variant: str | None, settings: dict) -> list[SampleFile]
     return [SampleFile(header, columns, data, {"notes": ["imported from a nerves_rt_perf CSV: µs resolution"]})]
 
 
-register(Importer("nerves-csv", "nerves_rt_perf CSV (count,time,heap_size,minor_gcs; time in µs)", convert))
+IMPORTERS = (
+    Importer("nerves-csv", "nerves_rt_perf CSV (count,time,heap_size,minor_gcs; time in µs)", convert),
+)

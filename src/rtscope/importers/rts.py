@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import samplefile
-from . import Importer, register
+from .base import Importer
 
 
 def convert(path: Path, variant: str | None, settings: dict) -> list[samplefile.SampleFile]:
@@ -14,4 +14,6 @@ def convert(path: Path, variant: str | None, settings: dict) -> list[samplefile.
     return [sf]
 
 
-register(Importer("rts", "rtscope sample files (.rts)", convert))
+IMPORTERS = (
+    Importer("rts", "rtscope sample files (.rts)", convert),
+)

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..errors import UsageError
 from ..samplefile import Column, SampleFile, make_header
-from . import Importer, register
+from .base import Importer
 
 US = 1000  # ns per µs: latency prints microseconds with 3 decimals, i.e. whole ns
 MODES = {"periodic user-mode task": "user", "in-kernel periodic task": "kernel", "in-kernel timer handler": "irq"}
@@ -156,5 +156,7 @@ def convert(path: Path, variant: str | None, extra: dict) -> list[SampleFile]:
     return [to_samplefile(parse(text, path), settings=extra, path=Path(path))]
 
 
-register(Importer("xenomai", "Xenomai's latency tool output: RTD/RTS lines, -h histograms (negative latencies kept)",
-                  convert))
+IMPORTERS = (
+    Importer("xenomai", "Xenomai's latency tool output: RTD/RTS lines, -h histograms (negative latencies kept)",
+             convert),
+)

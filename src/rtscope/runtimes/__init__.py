@@ -1,23 +1,14 @@
 """Runtime adapters: how to launch a workload's code in each runtime and collect its sample file.
 
-Adapters register themselves in RUNTIMES when their module is imported; the
-lists of modules below are the one place that knows them all. The system
-settings (valid for every runtime) are registered here too, since every run
-goes through an adapter.
+Each adapter module defines its `RUNTIME`; RUNTIMES below is the one list of them.
 """
 
 from __future__ import annotations
 
-import importlib
+from . import beam, cyclictest, fio, native, xenomai
+from .base import Runtime
 
-from .base import RUNTIMES, Runtime, register
+RUNTIMES: dict[str, Runtime] = {rt.name: rt for rt in (
+    native.RUNTIME, fio.RUNTIME, cyclictest.RUNTIME, beam.RUNTIME, xenomai.RUNTIME)}
 
-ADAPTER_MODULES = ["native", "fio", "cyclictest", "beam", "xenomai"]
-SYSTEM_SETTING_MODULES = ["governor", "loadgen", "environments"]
-
-for _name in SYSTEM_SETTING_MODULES:
-    importlib.import_module(f"rtscope.{_name}")
-for _name in ADAPTER_MODULES:
-    importlib.import_module(f"{__name__}.{_name}")
-
-__all__ = ["RUNTIMES", "Runtime", "register"]
+__all__ = ["RUNTIMES", "Runtime"]

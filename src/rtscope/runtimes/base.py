@@ -78,9 +78,3 @@ class Runtime:
         return None
 
 
-RUNTIMES: dict[str, Runtime] = {}
-
-
-def register(rt: Runtime) -> Runtime:
-    RUNTIMES[rt.name] = rt
-    return rt

@@ -12,39 +12,30 @@ harness checks again that they are in force and records them. A VM that dies (ou
 flag) exits non-zero with its message on stderr, which the runner reports; nothing is stored.
 
 Settings of this runtime: the measuring process's spawn options (fullsweep_after, min_heap_size,
-priority, message_queue_data), vm_flags, and model for workload tasks. They and workload msgq (which
-only this runtime runs) are registered here, with the adapter that understands them; so are the three
-BEAM variants of workload timer.
+priority, message_queue_data), vm_flags, and model for workload tasks (defined in settings.py, the
+VM flag rules in erlang_flags.py); workload msgq, which only this runtime runs, and the three BEAM
+variants of workload timer are in workloads.py.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import os
 import re
 import shutil
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from .. import paths
 from ..errors import RtscopeError, UsageError, choices
-from ..options import Option, integer, one_of
-from ..settings import SETTINGS, Setting
-from ..settings import register as register_setting
-from ..workloads import WORKLOADS, Workload, check_task_request
-from ..workloads import register as register_workload
 from ..targets import Target
-from .base import RunRequest, Runtime, Site, register
+from ..workloads import BEAM_TIMER_VARIANTS, MSGQ_PARAMS, check_task_request
+from .base import RunRequest, Runtime, Site
 
 BUILD_HINT = "cd beam && MIX_ENV=prod mix compile (or: make beam)"
 CLEARED_ENV = ("ERL_FLAGS", "ERL_AFLAGS", "ERL_ZFLAGS", "ELIXIR_ERL_OPTIONS")
-MAX_SMALL = (1 << 59) - 1  # the VM's largest small integer (64-bit): its limit for spawn option values
 
 SPAWN_SETTINGS = ("fullsweep_after", "min_heap_size", "priority", "message_queue_data")
-BEAM_TIMER_VARIANTS = ("send_after", "receive_after", "timer_sleep")
 
 
 # --- where things are ---------------------------------------------------------------------------------
@@ -67,105 +58,6 @@ def elixir() -> str:
     if found is None:
         raise RtscopeError("elixir is not installed: sudo apt-get install -y elixir erlang-dev")
     return found
-
-
-# --- VM flags: the allowlist shared with the harness (beam/priv/vm_flags.json) --------------------------
-
-@lru_cache(maxsize=1)
-def vm_flag_allowlist() -> dict[str, dict]:
-    path = paths.repo_file("beam", "priv", "vm_flags.json")
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise RtscopeError(f"cannot read the VM flag allowlist {path}: {e}") from None
-    return {f["flag"]: f for f in data["flags"]}
-
-
-def _describe(spec: dict) -> str:
-    if "values" in spec:
-        return f"valid values are {', '.join(spec['values'])}"
-    return f"the value must match {spec['pattern']} ({spec['doc']})"
-
-
-def parse_vm_flags(raw: Any) -> str:
-    """'+sbwt none  +sbt db' -> '+sbwt none +sbt db'; ValueError naming the bad flag and the valid ones.
-    The same rules as RtScope.VmFlags.parse/1: one value per flag, as a separate word, no repeats."""
-    if not isinstance(raw, str):
-        raise ValueError("not a string of VM flags")
-    allow = vm_flag_allowlist()
-    words, pairs, seen = raw.split(), [], set()
-    i = 0
-    while i < len(words):
-        flag = words[i]
-        if flag not in allow:
-            raise ValueError(f"unknown VM flag {flag!r}; valid flags: {', '.join(allow)}")
-        spec = allow[flag]
-        if i + 1 >= len(words) or words[i + 1].startswith("+"):
-            raise ValueError(f"VM flag {flag} needs a value: {_describe(spec)}")
-        value = words[i + 1]
-        ok = value in spec["values"] if "values" in spec else re.fullmatch(spec["pattern"], value) is not None
-        if not ok:
-            raise ValueError(f"invalid value {value!r} for VM flag {flag}: {_describe(spec)}")
-        if flag in seen:
-            raise ValueError(f"VM flag {flag} given twice")
-        seen.add(flag)
-        pairs.append(f"{flag} {value}")
-        i += 2
-    return " ".join(pairs)
-
-
-# --- registry entries of this runtime -------------------------------------------------------------------
-
-BEAM_SETTINGS = (
-    Setting("fullsweep_after", integer(0, MAX_SMALL), "an integer >= 0 (minor collections)",
-            "beam: full-sweep GC after this many minor collections (VM default 65535)"),
-    Setting("min_heap_size", integer(0, MAX_SMALL), "an integer >= 0 (words)",
-            "beam: minimum heap of the measuring process; the VM rounds up to its next heap size (default 233)"),
-    Setting("priority", one_of("low", "normal", "high", "max"), "one of low, normal, high, max",
-            "beam: process priority of the measuring process"),
-    Setting("message_queue_data", one_of("on_heap", "off_heap"), "on_heap or off_heap",
-            "beam: where the measuring/receiving process keeps its message queue"),
-    Setting("vm_flags", parse_vm_flags,
-            "Erlang VM flags from beam/priv/vm_flags.json, e.g. '+sbwt none +hmqd off_heap'",
-            "beam: flags the VM is started with (elixir --erl); see docs/beam.md"),
-)
-
-MSGQ = Workload(
-    name="msgq",
-    help="message passing with the receiver's queue on_heap or off_heap (study 3): pmap = Task.async/await "
-         "parallel map, fan_in = many senders, one busy receiver; runtime beam; see docs/beam.md",
-    variants=("pmap", "fan_in"),
-    params=(
-        Option("elements", integer(1), "an integer >= 1", "pmap: list length (one task per element)"),
-        Option("iterations", integer(1), "an integer >= 1",
-               "pmap: recorded pmap calls (one more warms up); fan_in: rounds, each sender sends `messages` per round"),
-        Option("senders", integer(1), "an integer >= 1", "fan_in: sending processes"),
-        Option("messages", integer(1), "an integer >= 1", "fan_in: messages per sender"),
-        Option("message_words", integer(0), "an integer >= 0", "fan_in: payload words per message"),
-        Option("work", integer(0), "an integer >= 0", "fan_in: receiver work per message (sum 1..work)"),
-        Option("send_interval_ms", integer(0), "an integer >= 0", "fan_in: pause of a sender between messages"),
-        Option("queue_sample_every", integer(1), "an integer >= 1",
-               "fan_in: read the receiver's queue length and memory every N messages"),
-    ),
-    variant_defaults={
-        "pmap": {"elements": 10_000, "iterations": 10},
-        "fan_in": {"senders": 100, "messages": 100, "iterations": 1, "message_words": 16, "work": 1000,
-                   "send_interval_ms": 0, "queue_sample_every": 100},
-    },
-)
-MSGQ_PARAMS = {"pmap": ("elements", "iterations"),
-               "fan_in": ("senders", "messages", "iterations", "message_words", "work", "send_interval_ms",
-                          "queue_sample_every")}
-
-for _s in BEAM_SETTINGS:
-    if _s.name not in SETTINGS:
-        register_setting(_s)
-if "msgq" not in WORKLOADS:
-    register_workload(MSGQ)
-if "timer" in WORKLOADS and not set(BEAM_TIMER_VARIANTS) <= set(WORKLOADS["timer"].variants):
-    _timer = WORKLOADS["timer"]
-    register_workload(dataclasses.replace(_timer, variants=_timer.variants + tuple(
-        v for v in BEAM_TIMER_VARIANTS if v not in _timer.variants)))
 
 
 # --- the adapter --------------------------------------------------------------------------------------
@@ -262,10 +154,10 @@ class Beam(Runtime):
         return f"rtscope-beam {m.group(1)}" if m else None
 
 
-register(Beam(
+RUNTIME = Beam(
     name="beam",
     help=f"BEAM harness in a fresh Erlang VM per run (build: {BUILD_HINT})",
     workloads={"exec": ("sum", "fib", "sleep", "nothing"), "timer": BEAM_TIMER_VARIANTS,
                "msgq": ("pmap", "fan_in"), "tasks": ("memory", "switch")},
     settings=(*SPAWN_SETTINGS, "vm_flags", "model"),
-))
+)

@@ -25,7 +25,7 @@ from ..errors import ProbeError, RtscopeError, UsageError
 from ..importers import cyclictest as parser
 from ..workloads import check_timer_request, format_cpus, timer_cpus
 from ..targets import LocalTarget, Target
-from .base import RunRequest, Runtime, Site, register
+from .base import RunRequest, Runtime, Site
 
 DEFAULT_LOOPS = 10_000  # as rtprobe timer
 PROBE_SETTINGS = ("rt_priority", "cpu", "mlock")
@@ -138,9 +138,9 @@ class Cyclictest(Runtime):
         return m.group(1) if m else None
 
 
-register(Cyclictest(
+RUNTIME = Cyclictest(
     name="cyclictest",
     help="rt-tests cyclictest, the reference for workload timer (apt-get install rt-tests)",
     workloads={"timer": ("absolute", "relative")},
     settings=PROBE_SETTINGS,
-))
+)

@@ -22,7 +22,7 @@ from .. import environments, samplefile
 from ..errors import ProbeError, RtscopeError
 from ..importers.fio import convert_job, load_report
 from ..targets import LocalTarget, Target
-from .base import RunRequest, Runtime, Site, register
+from .base import RunRequest, Runtime, Site
 
 REPORT = "fio.json"
 INSTALL = "sudo apt-get install -y fio"
@@ -117,9 +117,9 @@ class Fio(Runtime):
         return res.stdout.strip() or None
 
 
-register(Fio(
+RUNTIME = Fio(
     name="fio",
     help=f"fio, the reference storage benchmark, running the job equivalent to rtprobe storage ({INSTALL})",
     workloads={"storage": ("write_sync", "write", "read")},
     settings=("cpu",),
-))
+)

@@ -10,7 +10,7 @@ from ..settings import system_settings
 from ..workloads import check_task_request
 from ..workloads import check_timer_request
 from ..targets import LocalTarget, Target
-from .base import RunRequest, Runtime, Site, register
+from .base import RunRequest, Runtime, Site
 
 # Probe settings -> rtprobe flags.
 FLAG_SETTINGS = {"rt_priority": "--priority", "cpu": "--cpu"}
@@ -87,10 +87,10 @@ class Native(Runtime):
         return res.stdout.strip() or None
 
 
-register(Native(
+RUNTIME = Native(
     name="native",
     help="C probe rtprobe (build: make -C probes)",
     workloads={"exec": ("sum", "fib", "sleep", "nothing"), "tasks": ("memory", "switch"),
                "storage": ("write_sync", "write", "read"), "timer": ("absolute", "relative")},
     settings=("rt_priority", "cpu", "mlock", "model"),
-))
+)

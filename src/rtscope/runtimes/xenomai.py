@@ -23,7 +23,7 @@ from ..errors import UsageError
 from ..importers import xenomai as parser
 from ..targets import LocalTarget, Target
 from ..workloads import check_timer_request
-from .base import RunRequest, Runtime, Site, register
+from .base import RunRequest, Runtime, Site
 
 PLACES = ("/usr/xenomai/bin/latency", "latency")  # Xenomai's own prefix first, then PATH
 DEFAULT_LOOPS = 10_000
@@ -90,9 +90,9 @@ class Xenomai(Runtime):
         return f"xenomai {found.strip()}" if found else None
 
 
-register(Xenomai(
+RUNTIME = Xenomai(
     name="xenomai",
     help=f"Xenomai's latency tool, the reference on a Xenomai kernel (needs {INSTALL})",
     workloads={"timer": ("absolute",)},
     settings=("rt_priority", "cpu"),
-))
+)
