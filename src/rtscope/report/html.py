@@ -108,25 +108,15 @@ def box_figure(g, shown: str, scale: float) -> dict:
                                             f"{g.cells[0].config.measure} ({shown})")}
 
 
-def histogram_figure(g, shown: str) -> dict:
+def histogram_figure(g, shown: str, curves=None, title: str = "histogram") -> dict:
+    """Histogram curves (the group's, or e.g. one configuration's per CPU) as steps, log y."""
     data = []
-    for i, c in enumerate(g.histograms):
+    for i, c in enumerate(g.histograms if curves is None else curves):
         y = np.append(c.y, c.y[-1]) if len(c.y) else c.y
         data.append({"type": "scatter", "mode": "lines", "line": {"shape": "hv", "color": _color(i), "width": 1.5},
                      "name": t(c.label), "x": c.x * display_unit(g.unit)[1],
                      "y": [v if v > 0 else None for v in y.tolist()]})
-    return {"data": data, "layout": _layout(f"{g.title}: histogram", f"{g.cells[0].config.measure} ({shown})",
-                                            f"samples per {shown}", yaxis={"type": "log"})}
-
-
-def per_thread_figure(g, label: str, curves, shown: str) -> dict:
-    data = []
-    for i, c in enumerate(curves):
-        y = np.append(c.y, c.y[-1]) if len(c.y) else c.y
-        data.append({"type": "scatter", "mode": "lines", "line": {"shape": "hv", "color": _color(i), "width": 1.2},
-                     "name": t(c.label), "x": c.x * display_unit(g.unit)[1],
-                     "y": [v if v > 0 else None for v in y.tolist()]})
-    return {"data": data, "layout": _layout(f"{g.title}: {label}, per CPU", f"{g.cells[0].config.measure} ({shown})",
+    return {"data": data, "layout": _layout(f"{g.title}: {title}", f"{g.cells[0].config.measure} ({shown})",
                                             f"samples per {shown}", yaxis={"type": "log"})}
 
 
@@ -292,7 +282,7 @@ def render(report: Report, plotly_gz: str | None = None) -> str:
             entries.append(plot(histogram_figure(g, shown), f"Samples per {shown} on a log scale; empty buckets "
                                                             "are left blank."))
         for label, curves in g.per_thread:
-            entries.append(plot(per_thread_figure(g, label, curves, shown), "One curve per CPU (per thread when its "
+            entries.append(plot(histogram_figure(g, shown, curves, f"{label}, per CPU"), "One curve per CPU (per thread when its "
                                                                             "CPU is not known), log y, as OSADL "
                                                                             "plots latency."))
         if g.cdfs:
