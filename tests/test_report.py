@@ -39,7 +39,7 @@ def test_report_sections_and_escaping(cli, mixed, tmp_path):
     r = cli("report", "--db", mixed, "-o", out, "--baseline", "priority=normal", "--baseline", "kernel=normal")
     assert r.code == 0, r.err
     page = out.read_text()
-    for section in ("Environment", "Statistics per configuration", "Comparisons against priority=normal kernel=normal",
+    for section in ("Machines", "Statistics per configuration", "Comparisons against priority=normal kernel=normal",
                     "Distributions", "Samples in measurement order", "Memory per task"):
         assert section in page
     # self-contained: plotly embedded once (gzip + base64, unpacked by the page), nothing fetched

@@ -31,7 +31,7 @@ def clean_registry():
 
 
 def fake_run(settings: dict, runtime: str = "native") -> Run:
-    return Run(1, {"settings": settings, "runtime": runtime})
+    return Run(1, settings=settings, runtime=runtime)
 
 
 def test_column_labels():

@@ -51,7 +51,7 @@ class Dataset:
     def samples(self) -> "pd.DataFrame":
         if self._samples is None:
             import pandas as pd
-            frames = [self.samples_of(r.id) for r in self.run_list if r["n_samples"] > 0]
+            frames = [self.samples_of(r.id) for r in self.run_list if r.n_samples > 0]
             self._samples = pd.concat(frames, ignore_index=True) if frames else \
                 pd.DataFrame({"run_id": pd.Series(dtype="int64"), "sample": pd.Series(dtype="int64"),
                               "value": pd.Series(dtype="float64")})
@@ -71,7 +71,7 @@ class Dataset:
         n = len(data.get(primary, ()))
         cols = {"run_id": np.full(n, run.id, dtype=np.int64), "sample": np.arange(n, dtype=np.int64),
                 "value": data.get(primary, np.empty(0))}
-        cols.update({c["name"]: data[c["name"]] for c in run["columns"][1:] if c["name"] in data})
+        cols.update({c["name"]: data[c["name"]] for c in run.columns[1:] if c["name"] in data})
         return pd.DataFrame(cols)
 
     def stats(self) -> "pd.DataFrame":
@@ -111,15 +111,15 @@ def load(db: str | None = None, experiment: str | int | None = None, workload: s
     labels = short_labels(configs.values())
     rows = []
     for r in found:
-        row = {"run_id": r.id, "experiment_id": r["experiment_id"], "cell": r["cell"], "repetition": r["repetition"],
-               "workload": r["workload"], "variant": r["variant"], "runtime": r["runtime"],
+        row = {"run_id": r.id, "experiment_id": r.experiment_id, "cell": r.cell, "repetition": r.repetition,
+               "workload": r.workload, "variant": r.variant, "runtime": r.runtime,
                "configuration": labels[configs[r.id]], "measure": r.primary["name"],
-               "unit": r.primary.get("unit", ""), "n_samples": r["n_samples"], "tool": r["tool"],
-               "tool_version": r["tool_version"], "started_at": r["started_at"], "finished_at": r["finished_at"],
-               "tags": list(r["tags"])}
-        for name, value in r["settings"].items():
+               "unit": r.primary.get("unit", ""), "n_samples": r.n_samples, "tool": r.tool,
+               "tool_version": r.tool_version, "started_at": r.started_at, "finished_at": r.finished_at,
+               "tags": list(r.tags)}
+        for name, value in r.settings.items():
             row[f"setting.{name}" if name in FIXED else name] = value
-        for name, value in r["params"].items():
+        for name, value in r.params.items():
             row[f"param.{name}"] = value
         rows.append(row)
     return Dataset(store, found, pd.DataFrame(rows))

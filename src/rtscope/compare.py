@@ -251,7 +251,7 @@ class Cell:
 
     @property
     def hist_runs(self) -> list[Run]:
-        return [r for r in self.runs if r["n_samples"] == 0]
+        return [r for r in self.runs if r.n_samples == 0]
 
     @property
     def sorted(self) -> np.ndarray:

@@ -85,14 +85,14 @@ def memory_series(store, runs, column: str | None = None) -> list[Series]:
     of `column` (default: each run's primary column) against the `tasks` column."""
     groups: dict[tuple, list] = {}
     for run in runs:
-        groups.setdefault((run["runtime"], tuple(sorted(run["settings"].items()))), []).append(run)
+        groups.setdefault((run.runtime, tuple(sorted(run.settings.items()))), []).append(run)
     varying = varying_settings([dict(k[1]) for k in groups])
     out = []
     for (runtime, settings), members in groups.items():
         settings = dict(settings)
         tasks, values, wanted = [], [], set()
         for run in members:
-            names = [c["name"] for c in run["columns"]]
+            names = [c["name"] for c in run.columns]
             want = column or run.primary["name"]
             wanted.add(want)
             for needed in ("tasks", want):

@@ -74,9 +74,9 @@ class Configuration:
     @classmethod
     def of(cls, run: Run) -> "Configuration":
         primary = run.primary
-        return cls(run["workload"], run["variant"], run["runtime"],
-                   tuple(sorted((k, _hashable(v)) for k, v in run["settings"].items())),
-                   tuple(sorted((k, _hashable(v)) for k, v in run["params"].items() if k not in COUNT_PARAMS)),
+        return cls(run.workload, run.variant, run.runtime,
+                   tuple(sorted((k, _hashable(v)) for k, v in run.settings.items())),
+                   tuple(sorted((k, _hashable(v)) for k, v in run.params.items() if k not in COUNT_PARAMS)),
                    primary["name"], primary.get("unit", ""))
 
     @property
@@ -209,13 +209,13 @@ def select_runs(store: Store, sel: Selection) -> list[Run]:
             _check_known(dim, want, {r[dim] for r in pool})
             runs = [r for r in runs if r[dim] == want]
     for tag in sel.tags:
-        _check_known("tag", tag, {t for r in pool for t in r["tags"]})
-        runs = [r for r in runs if tag in r["tags"]]
+        _check_known("tag", tag, {t for r in pool for t in r.tags})
+        runs = [r for r in runs if tag in r.tags]
     wanted: dict[str, list[str]] = {}
     for name, value in sel.where:
         wanted.setdefault(name, []).append(value)
     for name, values in wanted.items():
-        known_names = {k for r in pool for k in (*r["settings"], *r["params"])}
+        known_names = {k for r in pool for k in (*r.settings, *r.params)}
         _check_known("setting or parameter", name, known_names)
         runs = [r for r in runs if any(value_matches(_lookup(r, name), v) for v in values)]
         if not runs:
@@ -228,7 +228,7 @@ def select_runs(store: Store, sel: Selection) -> list[Run]:
 
 
 def _lookup(run: Run, name: str) -> Any:
-    return run["settings"][name] if name in run["settings"] else run["params"].get(name)
+    return run.settings[name] if name in run.settings else run.params.get(name)
 
 
 def _check_known(kind: str, value: str, known: set) -> None:

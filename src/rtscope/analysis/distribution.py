@@ -38,13 +38,13 @@ def of_run(store: Store, run: Run, *, per_thread: bool = False) -> Distribution 
 
     per_thread: for a run of several threads, its worst thread's (the highest maximum) instead of all of them.
     """
-    if run["n_samples"] == 0:
+    if run.n_samples == 0:
         found = thread_histograms(run)
         hist = max(found, key=lambda item: item[2].get("max", 0))[2] if per_thread and len(found) > 1 else \
             run_histogram(run)
         return Distribution(stats.summarize_histogram(hist), histogram=hist) if hist is not None else None
     values = store.primary_samples(run)
-    if per_thread and "thread" in {c["name"] for c in run["columns"]}:
+    if per_thread and "thread" in {c["name"] for c in run.columns}:
         thread = store.samples(run.id, ["thread"])["thread"]
         indices = np.unique(thread)
         if len(indices) > 1:

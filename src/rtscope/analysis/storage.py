@@ -33,17 +33,17 @@ GROUP_PARAMS = ("size", "block_size", "direct", "fdatasync", "drop_caches")
 def column_label(run: Run) -> str:
     """The environment a run was measured in (a VM target is one too), with its runtime and other settings when
     they differ."""
-    settings = dict(run["settings"])
+    settings = dict(run.settings)
     env, target = str(settings.pop("env", "local")), str(settings.pop("target", "local"))
     label = env if target == "local" else target if env == "local" else f"{env}@{target}"
-    if run["runtime"] != "native":
-        label += f" ({run['runtime']})"
+    if run.runtime != "native":
+        label += f" ({run.runtime})"
     extra = [f"{k}={v}" for k, v in sorted(settings.items()) if not (k == "mlock" and v is False)]
     return label + (f" [{', '.join(extra)}]" if extra else "")
 
 
 def group_key(run: Run) -> tuple:
-    p = run["params"]
+    p = run.params
     return tuple(p.get(k) for k in GROUP_PARAMS)
 
 
@@ -68,18 +68,18 @@ class StorageCell:
 
 def cell_stats(store: Store, runs: list[Run]) -> StorageCell:
     cell = StorageCell(runs=runs)
-    size = runs[0]["params"].get("size")
-    passes_native = [store.primary_samples(r) for r in runs if r["runtime"] == "native"]
+    size = runs[0].params.get("size")
+    passes_native = [store.primary_samples(r) for r in runs if r.runtime == "native"]
     if passes_native and len(passes_native) == len(runs):
         s = stats.summarize(np.concatenate(passes_native))
         cell.pass_mean, cell.pass_p50, cell.pass_p99, cell.passes = s["mean"], s["p50"], s["p99"], s["n"]
-        merged = merge_histograms([(r["trailer"].get("histograms") or {}).get("block") for r in runs
-                                   if (r["trailer"].get("histograms") or {}).get("block")])
+        merged = merge_histograms([(r.trailer.get("histograms") or {}).get("block") for r in runs
+                                   if (r.trailer.get("histograms") or {}).get("block")])
         if merged and merged["n"]:
             b = stats.summarize_histogram(merged)
             cell.block_p50, cell.block_p99 = b["p50"], b["p99"]
     elif not passes_native:
-        counters = [r["trailer"].get("counters") or {} for r in runs]
+        counters = [r.trailer.get("counters") or {} for r in runs]
         passes = sum(int(c.get("passes", 0)) for c in counters)
         runtime = sum(int(c.get("runtime_ns", 0)) for c in counters)
         cell.passes = passes
@@ -103,7 +103,7 @@ class StorageTable:
 def build_tables(store: Store, runs: list[Run]) -> list[StorageTable]:
     groups: dict[tuple, dict[tuple[str, str], list[Run]]] = {}
     for r in runs:
-        groups.setdefault(group_key(r), {}).setdefault((r["variant"], column_label(r)), []).append(r)
+        groups.setdefault(group_key(r), {}).setdefault((r.variant, column_label(r)), []).append(r)
     tables = []
     for key, cells in groups.items():
         # local first, then the environments in the order they were measured (a spec's env list order).

@@ -13,7 +13,7 @@ def switch_rows(store: Store, runs: list[Run]) -> list[dict]:
     """Per task model: ns per switch over every batch of its runs (median, p99 and the rest of stats)."""
     groups: dict[tuple, list] = {}
     for run in runs:
-        groups.setdefault((run["runtime"], tuple(sorted(run["settings"].items()))), []).append(run)
+        groups.setdefault((run.runtime, tuple(sorted(run.settings.items()))), []).append(run)
     rows = []
     varying = varying_settings([dict(k[1]) for k in groups])
     for (runtime, settings), members in groups.items():

@@ -33,8 +33,8 @@ class ThreadPart:
 
 def thread_histograms(run: Run) -> list[tuple[int, int | None, dict]]:
     """(thread index, CPU, histogram) of each trailer histogram, in thread order."""
-    hists = run["trailer"].get("histograms") or {}
-    listed = {t.get("thread"): t for t in run["trailer"].get("threads", []) if isinstance(t, dict)}
+    hists = run.trailer.get("histograms") or {}
+    listed = {t.get("thread"): t for t in run.trailer.get("threads", []) if isinstance(t, dict)}
     out = []
     for position, (name, h) in enumerate(hists.items()):
         suffix = name.removeprefix("thread")
@@ -52,11 +52,11 @@ def run_histogram(run: Run) -> dict | None:
 
 def breakdown(store: Store, run: Run) -> list[ThreadPart]:
     """Each thread of a multi-thread run; empty for a run of one thread (or none recorded)."""
-    if run["n_samples"] == 0:
+    if run.n_samples == 0:
         parts = [ThreadPart(i, cpu, stats.summarize_histogram(h), int(h.get("overflow", 0)))
                  for i, cpu, h in thread_histograms(run)]
         return parts if len(parts) > 1 else []
-    names = {c["name"] for c in run["columns"]}
+    names = {c["name"] for c in run.columns}
     if "thread" not in names:
         return []
     primary = run.primary["name"]

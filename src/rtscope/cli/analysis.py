@@ -156,7 +156,7 @@ def recommend(
 
 def report_title(store, runs, sel: Selection) -> str:
     """The selection, and the experiment's name when the runs are of one experiment."""
-    ids = {r["experiment_id"] for r in runs}
+    ids = {r.experiment_id for r in runs}
     if len(ids) == 1 and None not in ids:
         from ..experiment import get
         return f"rtscope report: {get(store, ids.pop()).name} ({sel.describe()})"

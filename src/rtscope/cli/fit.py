@@ -203,14 +203,14 @@ def tasks_table(
     """Memory per task (table by task count, least-squares slopes, r, r²) and switch cost of stored tasks runs."""
     store = open_store(db)
     runs = select_runs(store, Selection(experiment=experiment, workload="tasks", run_ids=list(run_ids or [])))
-    memory_runs = [r for r in runs if r["variant"] == "memory"]
-    switch_runs = [r for r in runs if r["variant"] == "switch"]
+    memory_runs = [r for r in runs if r.variant == "memory"]
+    switch_runs = [r for r in runs if r.variant == "switch"]
     series = sorted(memory_series(store, memory_runs, column) if memory_runs else [], key=_order)
     # Without --column each run shows its primary column (taskmem: rss_bytes; the BEAM: bytes).
     columns = sorted({s.column for s in series})
     shown = column or (columns[0] if len(columns) == 1 else None)
     label = shown or "each run's primary column"
-    units = {c.get("unit", "") for r in memory_runs for c in r["columns"] if c["name"] in (column or columns)}
+    units = {c.get("unit", "") for r in memory_runs for c in r.columns if c["name"] in (column or columns)}
     unit = units.pop() if len(units) == 1 else "bytes"
     switches = sorted(switch_rows(store, switch_runs) if switch_runs else [], key=_order)
     if figure is not None:

@@ -25,8 +25,8 @@ COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "red")
 
 
 def run_label(run) -> str:
-    knobs = settings_text({k: v for k, v in run["settings"].items() if k != "cpu_dma_latency_us"})
-    return f"run {run.id}: {run['workload']} {run['variant']} ({run['runtime']}; {knobs})"
+    knobs = settings_text({k: v for k, v in run.settings.items() if k != "cpu_dma_latency_us"})
+    return f"run {run.id}: {run.workload} {run.variant} ({run.runtime}; {knobs})"
 
 
 def stats_rows(series: list[lat.LatencySeries], ids: list[int]) -> Table:

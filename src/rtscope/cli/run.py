@@ -131,7 +131,7 @@ def print_results(store: Store, outcome: exp_mod.Outcome, spec: spec_mod.Spec, t
     one row each). What every cell of a block shares goes into the table's title."""
     by_cell: dict[str, list] = {}
     for run in store.runs(experiment_id=outcome.experiment.id):
-        by_cell.setdefault(run["cell"] or run.label, []).append(run)
+        by_cell.setdefault(run.cell or run.label, []).append(run)
     block_of = {p.cell: p.block for p in outcome.experiment.plan}
     position = {c.key: i for i, c in enumerate(spec.cells)}
     blocks: dict[int, list[str]] = {}
@@ -142,9 +142,9 @@ def print_results(store: Store, outcome: exp_mod.Outcome, spec: spec_mod.Spec, t
         head = title + (f", block {block + 1}" if len(blocks) > 1 and block >= 0 else "")
         by_unit: dict[str, list] = {}
         for cell in cells:
-            group = sorted(by_cell[cell], key=lambda r: r["repetition"] or 0)
+            group = sorted(by_cell[cell], key=lambda r: r.repetition or 0)
             unit = group[0].primary["unit"]
-            if all(r["n_samples"] > 0 for r in group):
+            if all(r.n_samples > 0 for r in group):
                 reps = f" ×{len(group)}" if len(group) > 1 else ""
                 by_unit.setdefault(unit, []).append((labels[cell] + reps, pooled_stats(store, group)))
             else:

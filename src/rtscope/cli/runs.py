@@ -21,11 +21,10 @@ from .common import DbOption, JsonOption, app, console, escape, open_store, prin
 
 
 def run_summary(run: Run) -> dict:
-    r = run.row
-    return {"id": run.id, "workload": r["workload"], "variant": r["variant"], "runtime": r["runtime"],
-            "settings": r["settings"], "params": r["params"], "n_samples": r["n_samples"],
-            "started_at": r["started_at"], "finished_at": r["finished_at"], "tags": r["tags"],
-            "experiment_id": r["experiment_id"], "cell": r["cell"], "repetition": r["repetition"]}
+    return {"id": run.id, "workload": run.workload, "variant": run.variant, "runtime": run.runtime,
+            "settings": run.settings, "params": run.params, "n_samples": run.n_samples,
+            "started_at": run.started_at, "finished_at": run.finished_at, "tags": run.tags,
+            "experiment_id": run.experiment_id, "cell": run.cell, "repetition": run.repetition}
 
 
 @app.command("runs")
@@ -45,8 +44,8 @@ def list_runs(
     for col in ("id", "workload", "variant", "runtime", "settings", "samples", "started (UTC)", "experiment"):
         table.add_column(col, justify="right" if col in ("id", "samples") else "left")
     for r in found:
-        table.add_row(str(r.id), r["workload"], r["variant"], r["runtime"], escape(settings_text(r["settings"])),
-                      f"{r['n_samples']:,}", r["started_at"][:19], str(r["experiment_id"] or ""))
+        table.add_row(str(r.id), r.workload, r.variant, r.runtime, escape(settings_text(r.settings)),
+                      f"{r.n_samples:,}", r.started_at[:19], str(r.experiment_id or ""))
     console.print(table)
     if not found:
         console.print("no runs yet: try `rtscope demo`")
@@ -76,13 +75,13 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
     parts = threads.breakdown(store, run)
     if json_out:
         summary = run_summary(run)
-        summary.update(environment=run["environment"], trailer=run["trailer"], tool=run["tool"],
-                       tool_version=run["tool_version"], columns=run["columns"],
+        summary.update(environment=run.machine, trailer=run.trailer, tool=run.tool,
+                       tool_version=run.tool_version, columns=run.columns,
                        percentile_definition=stats.PERCENTILE_DEFINITION, unit=run.primary["unit"])
-        print_json({"run": summary, "settings": run["settings"], "stats": st, "resolution": bucket,
+        print_json({"run": summary, "settings": run.settings, "stats": st, "resolution": bucket,
                     "threads": [p.to_json() for p in parts]})
         return
-    env = run["environment"]
+    env = run.machine
     console.print(f"[bold]run {run.id}[/]: {escape(run.label)}  tool {escape(run['tool'])} {escape(run['tool_version'])}")
     console.print(f"settings: {escape(settings_text(run['settings']))}")
     console.print(f"params:   {escape(settings_text(run['params']))}")
@@ -103,9 +102,9 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
         rows = [(f"thread {p.thread}" + ("" if p.cpu is None else f" (CPU {p.cpu})"), p.stats) for p in parts]
         console.print(stats_table(f"per thread, {run.primary['name']}", [*rows, ("whole run", st)],
                                   run.primary["unit"]))
-    for name, count in (run["trailer"].get("counters") or {}).items():
+    for name, count in (run.trailer.get("counters") or {}).items():
         console.print(f"{name}: {count:,}" if isinstance(count, int) else f"{name}: {count}")
-    for note in run["trailer"].get("notes", []) + sysinfo.warnings(env):
+    for note in run.trailer.get("notes", []) + sysinfo.warnings(env):
         console.print(f"[yellow]warning:[/] {escape(note)}")
 
 
@@ -121,7 +120,7 @@ class Units(str, Enum):
 
 def export_columns(run: Run, data: dict, units: Units) -> tuple[list[str], list]:
     """Column names and arrays; `us` gives the nerves_rt_perf layout count,time,... in µs."""
-    cols = [c["name"] for c in run["columns"]]
+    cols = [c["name"] for c in run.columns]
     arrays = [data[c] for c in cols]
     n = len(arrays[0]) if arrays else 0
     import numpy as np
@@ -151,7 +150,7 @@ def export(
         w.writerows(zip(*(a.tolist() for a in arrays)))
         text = buf.getvalue()
     else:
-        text = json.dumps({"run": run_summary(run), "columns": run["columns"], "units": units.value,
+        text = json.dumps({"run": run_summary(run), "columns": run.columns, "units": units.value,
                            "samples": {n: a.tolist() for n, a in zip(names, arrays)}}) + "\n"
     if output is None:
         typer.echo(text, nl=False)

@@ -87,7 +87,7 @@ def storage_table(
         missing = sorted(set(runs) - {r.id for r in found})
         if missing:
             raise UsageError(f"no run {missing[0]} in store {store.url} (see `rtscope runs --workload storage`)")
-        other = [r for r in found if r["workload"] != "storage"]
+        other = [r for r in found if r.workload != "storage"]
         if other:
             raise UsageError(f"run {other[0].id} is a {other[0]['workload']} run, not storage")
     else:

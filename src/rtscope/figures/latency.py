@@ -94,7 +94,7 @@ def from_run(store, run, label: str | None = None) -> LatencySeries:
     if run.primary.get("unit") != "ns":
         raise UsageError(f"run {run.id} measures {run.primary['name']} in {run.primary.get('unit') or 'no unit'}, "
                          "not a time: no latency histogram")
-    missed = (run["trailer"].get("counters") or {}).get("missed_periods")
+    missed = (run.trailer.get("counters") or {}).get("missed_periods")
     dist = of_run(store, run)
     if dist is None:
         raise UsageError(f"run {run.id} has neither samples nor histograms")

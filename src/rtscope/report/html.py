@@ -324,7 +324,7 @@ def render(report: Report, plotly_gz: str | None = None) -> str:
                              lstrip_blocks=True)
     template = env.from_string(TEMPLATE)
     return template.render(
-        r=report, version=__version__, plotly_gz=plotly_gz, environments=report.environments,
+        r=report, version=__version__, plotly_gz=plotly_gz, machines=report.machines,
         stats_tables=stats_tables(report), comparisons=comparison_rows(report), groups=groups, series=series,
         series_omitted=report.series_omitted, task=task, plots=plots, monitoring=monitoring,
         fleet=fleet_table(report),

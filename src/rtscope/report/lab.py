@@ -33,11 +33,11 @@ class MonitorView:
 
 def monitor_views(runs: list[Run]) -> list[MonitorView]:
     views: dict[int, MonitorView] = {}
-    for run in sorted((r for r in runs if "monitor" in (r["tags"] or [])), key=lambda r: (r["experiment_id"] or 0,
-                                                                                           r["plan_index"] or 0)):
-        settings = run["settings"]
-        view = views.setdefault(run["experiment_id"] or 0, MonitorView(
-            f"monitoring {run['experiment_id']}", str(settings.get("target", "local"))))
+    for run in sorted((r for r in runs if "monitor" in (r.tags or [])), key=lambda r: (r.experiment_id or 0,
+                                                                                           r.plan_index or 0)):
+        settings = run.settings
+        view = views.setdefault(run.experiment_id or 0, MonitorView(
+            f"monitoring {run.experiment_id}", str(settings.get("target", "local"))))
         maxima: dict[int, float] = {}
         for index, cpu, h in thread_histograms(run):
             cpu = index if cpu is None else cpu
@@ -45,7 +45,7 @@ def monitor_views(runs: list[Run]) -> list[MonitorView]:
             if merged is not None:
                 view.histograms[cpu] = merged
             maxima[cpu] = float(h.get("max", 0))
-        view.intervals.append((run["plan_index"] or 0, run["finished_at"] or "", str(settings.get("load", "none")),
+        view.intervals.append((run.plan_index or 0, run.finished_at or "", str(settings.get("load", "none")),
                                maxima))
     return list(views.values())
 
@@ -67,13 +67,13 @@ def fleet_rows(store: Store, runs: list[Run]) -> list[FleetRow]:
     """One row per target when the runs span several; [] otherwise."""
     by_target: dict[str, list[Run]] = {}
     for r in runs:
-        by_target.setdefault(str(r["settings"].get("target", "local")), []).append(r)
+        by_target.setdefault(str(r.settings.get("target", "local")), []).append(r)
     if len(by_target) < 2:
         return []
     rows = []
     for name, members in sorted(by_target.items()):
-        env = members[-1]["environment"] or {}
-        latency = [r for r in members if r["workload"] in LATENCY_WORKLOADS]
+        env = members[-1].machine or {}
+        latency = [r for r in members if r.workload in LATENCY_WORKLOADS]
         summaries = [run_stats(store, r) for r in latency]
         maxima = [s["max"] for s in summaries if s.get("max") is not None]
         tails = [s["p9999"] for s in summaries if s.get("p9999") is not None]

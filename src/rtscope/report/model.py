@@ -38,8 +38,8 @@ GC_COLUMNS = ("minor_gcs", "heap_size")
 
 def is_task_memory(run: Run) -> bool:
     """Runs of study 5's memory-per-task measurement: analysed by a fit, not as a distribution."""
-    return run["workload"] == "tasks" and run["variant"] == "memory" and \
-        any(c["name"] == "tasks" for c in run["columns"])
+    return run.workload == "tasks" and run.variant == "memory" and \
+        any(c["name"] == "tasks" for c in run.columns)
 
 
 @dataclass
@@ -98,7 +98,9 @@ class TimeSeries:
 
 
 @dataclass
-class Environment:
+class Machine:
+    """One machine state the runs were measured on (their machine records grouped), for the report."""
+
     fields: list[tuple[str, str]]
     run_ids: list[int]
     warnings: list[str]
@@ -122,7 +124,7 @@ class ExperimentInfo:
 
 def experiment_infos(store: Store, runs: list[Run]) -> list[ExperimentInfo]:
     out = []
-    for exp_id in sorted({r["experiment_id"] for r in runs if r["experiment_id"]}):
+    for exp_id in sorted({r.experiment_id for r in runs if r.experiment_id}):
         exp = experiment.get(store, exp_id)
         parsed = exp.spec.get("parsed") or {}
         tags = parsed.get("tags") or []
@@ -138,7 +140,7 @@ class Report:
     generated_at: str
     selection: str
     runs: list[Run]
-    environments: list[Environment]
+    machines: list[Machine]
     cells: list[Cell]
     labels: dict[Configuration, str]
     groups: list[Group]
@@ -186,11 +188,11 @@ def per_thread_curves(store: Store, cell: Cell, unit_scale: float) -> list[Curve
     hists: dict[str, list[dict]] = {}
     arrays: dict[str, list[np.ndarray]] = {}
     for run in cell.runs:
-        if run["n_samples"] == 0:
+        if run.n_samples == 0:
             for index, cpu, h in thread_histograms(run):
                 hists.setdefault(f"CPU {cpu}" if cpu is not None else f"thread {index}", []).append(h)
-        elif "thread" in {c["name"] for c in run["columns"]}:
-            names = {c["name"] for c in run["columns"]}
+        elif "thread" in {c["name"] for c in run.columns}:
+            names = {c["name"] for c in run.columns}
             data = store.samples(run.id, [run.primary["name"], "thread", *(["cpu"] if "cpu" in names else [])])
             for t in np.unique(data["thread"]).tolist():
                 mine = data["thread"] == t
@@ -304,7 +306,7 @@ def time_series(store: Store, cell: Cell, label: str) -> TimeSeries:
     """The first repetition's samples in measurement order, with its GC events."""
     run = cell.sample_runs[0]
     values = cell.run_samples(run)
-    names = [c["name"] for c in run["columns"]]
+    names = [c["name"] for c in run.columns]
     side = store.samples(run.id, [c for c in GC_COLUMNS if c in names]) if any(c in names for c in GC_COLUMNS) \
         else {}
     events, source = gc_events(side)
@@ -338,22 +340,22 @@ def env_text(key: str, value) -> str:
     return str(value)
 
 
-def environments(runs: list[Run]) -> list[Environment]:
+def machines(runs: list[Run]) -> list[Machine]:
     """One entry per distinct machine state (host, kernel, CPU, board, governors)."""
     groups: dict[tuple, list[Run]] = {}
     for r in runs:
-        e = r["environment"] or {}
+        e = r.machine or {}
         key = (e.get("target"), e.get("target_description"), e.get("hostname"), e.get("kernel_release"), e.get("cpu_model"), e.get("board"),
                tuple(sorted(set((e.get("governors") or {}).values()))), e.get("preemption"), e.get("note"))
         groups.setdefault(key, []).append(r)
     out = []
     for members in groups.values():
-        e = members[0]["environment"] or {}
+        e = members[0].machine or {}
         fields = [(head, env_text(k, e[k])) for k, head in ENV_FIELDS if k in e]
         govs = sorted(set((e.get("governors") or {}).values()))
         if govs:
             fields.insert(4, ("CPU governors", ", ".join(govs)))
-        out.append(Environment(fields, [r.id for r in members], sysinfo.warnings(e) if "kernel_release" in e else []))
+        out.append(Machine(fields, [r.id for r in members], sysinfo.warnings(e) if "kernel_release" in e else []))
     return out
 
 
@@ -420,6 +422,6 @@ def build(store: Store, runs: list[Run], *, title: str, selection: str, baseline
     for c in cells:
         notes += [f"{labels[c.config]}: {n}" for n in c.notes]
     return Report(title, datetime.now(timezone.utc).isoformat(timespec="seconds"), selection, runs,
-                  environments(runs), cells, labels, plot_groups, series, omitted, task_series,
+                  machines(runs), cells, labels, plot_groups, series, omitted, task_series,
                   units.pop() if len(units) == 1 else "bytes", comparisons, notes,
                   experiment_infos(store, runs), lab.monitor_views(runs), lab.fleet_rows(store, runs))

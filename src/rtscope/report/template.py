@@ -49,8 +49,8 @@ Times are shown in µs; percentiles use {{ percentile_definition }}; variance us
 <br><span class="note">started {{ x.created_at }}, {{ x.status }}</span></p>
 {% endfor %}
 
-<h2 id="environment">Environment</h2>
-{% for e in environments %}
+<h2 id="machines">Machines</h2>
+{% for e in machines %}
 <table>
   <tr><th class="l" colspan="2">machine {{ loop.index }}: runs {{ e.runs_text }}</th></tr>
   {% for k, v in e.fields %}

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import os
 from contextlib import contextmanager
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
@@ -119,23 +120,57 @@ def _check_sqlite_file(path: Path) -> None:
         raise UsageError(f"cannot write store {path}: {target} is not writable")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Run:
-    """A stored run's metadata (samples are loaded separately with Store.samples)."""
+    """A stored run's metadata, typed (samples are loaded separately with Store.samples).
+
+    `machine` is the machine record read from the target (sysinfo), kept in the table's column
+    `environment` for stores made by earlier versions. `run["name"]` reads a field too.
+    """
 
     id: int
-    row: dict[str, Any]
+    workload: str = ""
+    variant: str = ""
+    runtime: str = ""
+    tool: str = ""
+    tool_version: str = ""
+    rtscope_version: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    columns: list[dict] = field(default_factory=list)
+    header: dict[str, Any] = field(default_factory=dict)
+    trailer: dict[str, Any] = field(default_factory=dict)
+    machine: dict[str, Any] = field(default_factory=dict)
+    tags: list[str] = field(default_factory=list)
+    n_samples: int = 0
+    started_at: str = ""
+    finished_at: str | None = None
+    stored_at: str = ""
+    experiment_id: int | None = None
+    plan_index: int | None = None
+    cell: str | None = None
+    repetition: int | None = None
+    source: str | None = None
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> "Run":
+        values = {k: v for k, v in row.items() if k in RUN_FIELDS}
+        values["machine"] = row.get("environment") or {}
+        return cls(**values)
 
     def __getitem__(self, key: str) -> Any:
-        return self.row[key]
+        return self.machine if key == "environment" else getattr(self, key)
 
     @property
     def primary(self) -> dict:
-        return self.row["columns"][0]
+        return self.columns[0]
 
     @property
     def label(self) -> str:
-        return f"{self.row['workload']} {self.row['variant']} ({self.row['runtime']})"
+        return f"{self.workload} {self.variant} ({self.runtime})"
+
+
+RUN_FIELDS = {f.name for f in dataclasses.fields(Run)} - {"machine"}
 
 
 class Store:
@@ -246,7 +281,7 @@ class Store:
         if ids is not None:
             q = q.where(runs.c.id.in_(ids))
         with self.engine.connect() as c:
-            return [Run(r["id"], dict(r)) for r in c.execute(q).mappings()]
+            return [Run.from_row(dict(r)) for r in c.execute(q).mappings()]
 
     def get_run(self, run_id: int) -> Run:
         found = self.runs(ids=[run_id])

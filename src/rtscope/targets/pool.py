@@ -13,6 +13,7 @@ class Pool:
     def __init__(self, wait_for_place: float = 0.0):
         self._targets: dict[str, Target] = {}
         self._lock = threading.Lock()
+        self._opening: dict[str, threading.Lock] = {}  # one per target: two threads never open it twice
         self.wait_for_place = wait_for_place  # seconds a lab target may wait for its place (labgrid)
 
     def get(self, name: str | None) -> Target:
@@ -25,7 +26,12 @@ class Pool:
                 if hasattr(target, "wait_for_place"):
                     target.wait_for_place = self.wait_for_place
                 self._targets[name] = target
-        target.open()
+                self._opening[name] = threading.Lock()
+            opening = self._opening[name]
+        # Different targets open in parallel (a fleet boots its VMs at once); one target only once, or a
+        # second thread would boot a second guest and lose the first.
+        with opening:
+            target.open()
         return target
 
     def interrupt(self) -> None:
@@ -33,9 +39,17 @@ class Pool:
             target.interrupt()
 
     def close(self) -> None:
+        """Close every target, also when closing one of them fails (the first error is raised after)."""
+        errors = []
         for target in list(self._targets.values()):
-            target.close()
+            try:
+                target.close()
+            except Exception as e:  # noqa: BLE001  (re-raised below, after the others are closed)
+                errors.append(e)
         self._targets.clear()
+        self._opening.clear()
+        if errors:
+            raise errors[0]
 
     def __enter__(self) -> "Pool":
         return self

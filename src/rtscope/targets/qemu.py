@@ -101,10 +101,12 @@ class QemuTarget(SshTarget):
             raise
 
     def close(self) -> None:
-        super().close()
-        if self.guest is not None:
-            self.guest.stop()
-            self.guest = None
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
+        try:
+            super().close()
+        finally:  # the guest stops even when the SSH side fails to close
+            if self.guest is not None:
+                self.guest.stop()
+                self.guest = None
+            if self._dir is not None:
+                shutil.rmtree(self._dir, ignore_errors=True)
+                self._dir = None
