@@ -74,10 +74,14 @@ pct = fn values, p ->
   lo + (Enum.at(s, ceil(h)) - lo) * (h - floor(h))
 end
 
-for model <- RtScope.Tasks.models() do
-  b = RtScope.Tasks.switch(model, 30)
-  IO.puts("switch, #{String.pad_trailing(model, 16)}        median #{round(pct.(b, 50))} ns, p99 #{round(pct.(b, 99))} ns")
-end
+medians =
+  for model <- RtScope.Tasks.models(), into: %{} do
+    b = RtScope.Tasks.switch(model, 30)
+    IO.puts("switch, #{String.pad_trailing(model, 16)}        median #{round(pct.(b, 50))} ns, p99 #{round(pct.(b, 99))} ns")
+    {model, pct.(b, 50)}
+  end
+
+IO.puts("switch, callback thread / Erlang process: #{Float.round(medians["callback_thread"] / medians["erlang_process"], 2)} x (medians of this run; goal <= 1.0)")
 
 slope = fn records ->
   xs = Enum.map(records, & &1["tasks"])

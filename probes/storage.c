@@ -527,21 +527,14 @@ static void io_error(const struct storage_config *cfg, const char *what, int64_t
                     : "");
 }
 
-/* --read-back: drop the file's (clean, synced) pages, then read it back in
- * order, so readahead fills the cache as it does for any sequential reader.
- * Not timed. */
-static int read_back(const struct storage_config *cfg, int fd, char *buf)
+/* One untimed pass over the whole file (preparing it); `what` names it in errors. */
+static int untimed_pass(const struct storage_config *cfg, int fd, char *buf, bool reading, const char *what)
 {
-    int e = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    if (e != 0) {
-        fprintf(stderr, RTPROBE_NAME " storage: --read-back: dropping the file from the page cache failed: %s\n",
-                strerror(e));
-        return -1;
-    }
     for (int64_t off = 0; off < cfg->size; off += cfg->block_size) {
-        ssize_t n = pread(fd, buf, (size_t)cfg->block_size, off);
+        ssize_t n = reading ? pread(fd, buf, (size_t)cfg->block_size, off)
+                            : pwrite(fd, buf, (size_t)cfg->block_size, off);
         if (n != cfg->block_size) {
-            io_error(cfg, "read (reading the file back)", off, n, errno);
+            io_error(cfg, what, off, n, errno);
             return -1;
         }
         if (rtp_stop_signal)
@@ -550,23 +543,26 @@ static int read_back(const struct storage_config *cfg, int fd, char *buf)
     return 0;
 }
 
-/* Write the whole file once, then sync (and with --read-back read it back): not timed. */
+/* Write the whole file once, then sync: not timed. With --read-back, then
+ * drop the file's (clean, synced) pages and read it back in order, so
+ * readahead fills the cache as it does for any sequential reader. */
 static int lay_out(const struct storage_config *cfg, int fd, char *buf)
 {
-    for (int64_t off = 0; off < cfg->size; off += cfg->block_size) {
-        ssize_t n = pwrite(fd, buf, (size_t)cfg->block_size, off);
-        if (n != cfg->block_size) {
-            io_error(cfg, "write (preparing the file)", off, n, errno);
-            return -1;
-        }
-        if (rtp_stop_signal)
-            return -1;
-    }
+    if (untimed_pass(cfg, fd, buf, false, "write (preparing the file)") != 0)
+        return -1;
     if (fsync(fd) != 0) {
         fprintf(stderr, RTPROBE_NAME " storage: fsync (preparing the file) failed: %s\n", strerror(errno));
         return -1;
     }
-    return cfg->read_back ? read_back(cfg, fd, buf) : 0;
+    if (!cfg->read_back)
+        return 0;
+    int e = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    if (e != 0) {
+        fprintf(stderr, RTPROBE_NAME " storage: --read-back: dropping the file from the page cache failed: %s\n",
+                strerror(e));
+        return -1;
+    }
+    return untimed_pass(cfg, fd, buf, true, "read (reading the file back)");
 }
 
 static int drop_caches(int fd)
