@@ -24,6 +24,13 @@ two ratios is each tool's own work between calls (fio's per-I/O
 bookkeeping, large at 4 KiB blocks). Not available with --fio-gtod-reduce
 (fio then records no latencies).
 
+For reads rtprobe runs with --read-back, so both tools read pages in the same
+state (fio drops the file after laying it out and reads it back with
+pre_read; pages left by 4 KiB writes cost up to 4x more per copy on this
+kernel); --rtprobe-own-pages reads the pages rtprobe's writes left, as
+rtprobe does by default. What each tool does per call, measured with strace
+and perf, is in docs/storage.md.
+
     .venv/bin/python bench/storage_vs_fio.py --dir /var/tmp --size 1G --repetitions 3 --rounds 3
 
 Needs `make -C probes` and fio. A 1 GiB run writes 1 GiB per pass: keep
@@ -66,12 +73,14 @@ def mib(bytes_per_s: float) -> str:
     return f"{bytes_per_s / 2**20:9.1f} MiB/s"
 
 
-def run_rtprobe(req: RunRequest, out: Path) -> Throughput:
+def run_rtprobe(req: RunRequest, out: Path, read_back: bool) -> Throughput:
     p = req.params
     argv = [str(paths.rtprobe()), "storage", req.variant, "--dir", p["dir"], "--size", str(p["size"]),
             "--block-size", str(p["block_size"]), "--repetitions", str(p["repetitions"]), "--output", str(out)]
     if p["direct"]:
         argv.append("--direct")
+    elif read_back and req.variant == "read":
+        argv.append("--read-back")
     if "cpu" in req.settings:
         argv += ["--cpu", str(req.settings["cpu"])]
     if "rt_priority" in req.settings:
@@ -119,6 +128,9 @@ def main() -> int:
     ap.add_argument("--cpu", type=int, help="pin both tools to this CPU")
     ap.add_argument("--rt-priority", type=int, help="run both tools under SCHED_FIFO at this priority (root): "
                                                     "the rest of a busy machine then disturbs them less")
+    ap.add_argument("--rtprobe-own-pages", action="store_true",
+                    help="reads: rtprobe reads the pages its own writes left (its default) instead of the file "
+                         "dropped and read back as fio's pre_read leaves it (--read-back)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON too")
     ap.add_argument("--fio-gtod-reduce", action="store_true",
                     help="run fio with --gtod_reduce=1 (its throughput mode: no per-I/O timestamps), to separate "
@@ -138,7 +150,8 @@ def main() -> int:
         check_storage(mode, params)
     print(f"rtprobe storage vs fio: dir {params['dir']}, size {params['size']:,} bytes, block {params['block_size']:,}, "
           f"{a.repetitions} passes per run, {a.rounds} rounds, direct={a.direct}, cpu={a.cpu}, "
-          f"rt_priority={a.rt_priority}, fio extra options {fio_extra or 'none'}; "
+          f"rt_priority={a.rt_priority}, fio extra options {fio_extra or 'none'}, "
+          f"rtprobe reads {'its own written pages' if a.rtprobe_own_pages else 'the file read back (--read-back)'}; "
           f"load average {os.getloadavg()[0]:.1f} (others on the machine disturb both tools)")
     results = {}
     with tempfile.TemporaryDirectory(prefix="rtscope-bench-") as tmp:
@@ -152,7 +165,7 @@ def main() -> int:
                 got, wall_s = {}, {}
                 for tool in order:
                     t0 = time.monotonic()
-                    got[tool] = run_rtprobe(req, work / "run.rts") if tool == "rtprobe" else run_fio(req, work, fio_extra)
+                    got[tool] = run_rtprobe(req, work / "run.rts", not a.rtprobe_own_pages) if tool == "rtprobe" else run_fio(req, work, fio_extra)
                     wall_s[tool] = time.monotonic() - t0
                 row = {"rtprobe": asdict(got["rtprobe"]), "fio": asdict(got["fio"]), "seconds": wall_s,
                        "wall_ratio": got["rtprobe"].wall / got["fio"].wall,

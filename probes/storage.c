@@ -9,7 +9,11 @@
  *
  * The file is written once in full before the first timed pass (not timed),
  * so every pass overwrites or reads allocated blocks and the passes are
- * alike. The probe removes the file on every exit path it controls,
+ * alike. With --read-back (read mode) the file is then dropped from the page
+ * cache and read back once, untimed: the timed reads find the pages a
+ * sequential read of the file leaves (what fio's pre_read does), not the
+ * pages the writes left, which on some kernels are smaller folios and
+ * cost up to 4x more per 4 KiB copy (docs/storage.md). The probe removes the file on every exit path it controls,
  * including SIGINT, SIGTERM and SIGHUP. */
 #include <errno.h>
 #include <fcntl.h>
@@ -60,6 +64,7 @@ struct storage_config {
     bool direct;
     bool fdatasync;
     bool drop_caches;
+    bool read_back;
     int64_t bucket_ns;
     int64_t buckets;
     struct rtp_rt_options rt;
@@ -101,13 +106,17 @@ static void print_help(void)
            "  --fdatasync          write_sync only: fdatasync instead of fsync\n"
            "  --drop-caches        read only: drop the page cache before each pass\n"
            "                       (cold reads; needs root)\n"
+           "  --read-back          read only: after writing the file, drop it from the page\n"
+           "                       cache and read it back once (untimed), so the timed\n"
+           "                       reads find the pages a sequential read leaves, as\n"
+           "                       fio's pre_read does\n"
            "  --hist-bucket-ns N   block histogram bucket width in ns (default 100)\n"
            "  --hist-buckets N     block histogram buckets (default 20000: 0..2 ms; slower\n"
            "                       blocks are counted as overflow, with exact max)\n"
            "%s"
            "  --help               this text\n"
            "\n"
-           "The three boolean options also take =true/=false (or a separate true/false).\n"
+           "The four boolean options also take =true/=false (or a separate true/false).\n"
            "exit codes: 0 written, 1 run failed (directory missing or not writable, not\n"
            "enough free space, I/O error, refused setting), 2 usage error\n",
            STORAGE_MAX_REPETITIONS, STORAGE_DIRECT_MULTIPLE, rtp_rt_options_help);
@@ -220,6 +229,7 @@ static int parse_args(int argc, char **argv, struct storage_config *cfg)
         if ((m = bool_option(argc, argv, &i, "--direct", &cfg->direct)) != 0 ||
             (m = bool_option(argc, argv, &i, "--fdatasync", &cfg->fdatasync)) != 0 ||
             (m = bool_option(argc, argv, &i, "--drop-caches", &cfg->drop_caches)) != 0 ||
+            (m = bool_option(argc, argv, &i, "--read-back", &cfg->read_back)) != 0 ||
             (m = rtp_option_nonempty("storage", argc, argv, &i, "--dir", &cfg->dir)) != 0) {
             if (m < 0)
                 return RTP_EXIT_USAGE;
@@ -283,6 +293,11 @@ static int parse_args(int argc, char **argv, struct storage_config *cfg)
     }
     if (cfg->drop_caches && cfg->mode != MODE_READ) {
         fprintf(stderr, RTPROBE_NAME " storage: --drop-caches applies to mode read only\n");
+        return RTP_EXIT_USAGE;
+    }
+    if (cfg->read_back && (cfg->mode != MODE_READ || cfg->direct || cfg->drop_caches)) {
+        fprintf(stderr, RTPROBE_NAME " storage: --read-back applies to mode read through the page cache only "
+                                     "(not with --direct or --drop-caches)\n");
         return RTP_EXIT_USAGE;
     }
     return 0;
@@ -512,23 +527,42 @@ static void io_error(const struct storage_config *cfg, const char *what, int64_t
                     : "");
 }
 
-/* Write the whole file once, then sync: not timed. */
-static int lay_out(const struct storage_config *cfg, int fd, const char *buf)
+/* One untimed pass over the whole file (preparing it); `what` names it in errors. */
+static int untimed_pass(const struct storage_config *cfg, int fd, char *buf, bool reading, const char *what)
 {
     for (int64_t off = 0; off < cfg->size; off += cfg->block_size) {
-        ssize_t n = pwrite(fd, buf, (size_t)cfg->block_size, off);
+        ssize_t n = reading ? pread(fd, buf, (size_t)cfg->block_size, off)
+                            : pwrite(fd, buf, (size_t)cfg->block_size, off);
         if (n != cfg->block_size) {
-            io_error(cfg, "write (preparing the file)", off, n, errno);
+            io_error(cfg, what, off, n, errno);
             return -1;
         }
         if (rtp_stop_signal)
             return -1;
     }
+    return 0;
+}
+
+/* Write the whole file once, then sync: not timed. With --read-back, then
+ * drop the file's (clean, synced) pages and read it back in order, so
+ * readahead fills the cache as it does for any sequential reader. */
+static int lay_out(const struct storage_config *cfg, int fd, char *buf)
+{
+    if (untimed_pass(cfg, fd, buf, false, "write (preparing the file)") != 0)
+        return -1;
     if (fsync(fd) != 0) {
         fprintf(stderr, RTPROBE_NAME " storage: fsync (preparing the file) failed: %s\n", strerror(errno));
         return -1;
     }
-    return 0;
+    if (!cfg->read_back)
+        return 0;
+    int e = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    if (e != 0) {
+        fprintf(stderr, RTPROBE_NAME " storage: --read-back: dropping the file from the page cache failed: %s\n",
+                strerror(e));
+        return -1;
+    }
+    return untimed_pass(cfg, fd, buf, true, "read (reading the file back)");
 }
 
 static int drop_caches(int fd)
@@ -612,6 +646,8 @@ static void build_json(const struct storage_config *cfg, struct rtp_json *settin
     rtp_json_bool(params, "direct", cfg->direct);
     rtp_json_bool(params, "fdatasync", cfg->fdatasync);
     rtp_json_bool(params, "drop_caches", cfg->drop_caches);
+    if (cfg->read_back) /* only when set: runs without it keep the parameters they always had */
+        rtp_json_bool(params, "read_back", true);
     rtp_json_end_object(params);
 }
 
