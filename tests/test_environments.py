@@ -21,7 +21,8 @@ from rtscope import environments as envs
 from rtscope.environments import define_environment, load_environments, load_environments_file, resolve
 from rtscope.errors import ProbeError, RtscopeError, UsageError
 from rtscope.paths import rtprobe as rtprobe_path
-from rtscope.runner import build_request, execute
+from rtscope.runner import execute
+from rtscope.spec import build_request
 from rtscope.runtimes import RUNTIMES
 from rtscope.store import Store
 
@@ -229,7 +230,8 @@ def test_sigterm_inside_a_chroot_leaves_nothing(tmp_path, rtprobe):
     script = tmp_path / "run.py"
     script.write_text(textwrap.dedent(f"""
         from rtscope.environments import define_environment
-        from rtscope.runner import build_request, execute
+        from rtscope.runner import execute
+        from rtscope.spec import build_request
         from rtscope.store import Store
         define_environment("jail", ["chroot", {str(jail)!r}], root={str(jail)!r})
         req = build_request("storage", "write_sync", "native", {{"size": "64K", "repetitions": 10000000, "dir": "/"}},

@@ -40,6 +40,8 @@ def table(name: str, arch: str, kernel: str, **extra) -> str:
 
 
 def qemu_processes(marker: str) -> list[int]:
+    """QEMU processes whose command line holds `marker`; guests of this test only when the marker holds
+    its own guest directory (see `own_guest_dirs`), not those of another test run on the machine."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -57,7 +59,20 @@ def forget_targets(clean_targets):
     yield
 
 
-def test_four_guests_timer_and_storage_runs(tmp_path, cli):
+@pytest.fixture(autouse=True)
+def guests(monkeypatch):
+    """The directory this test's guests are made in (rtscope makes them under the temporary directory),
+    short enough for QEMU's unix sockets; `guests + "/rtscope-vm-"` marks only this test's guests."""
+    import shutil
+    import tempfile
+    mine = tempfile.mkdtemp(prefix="rtsq-", dir="/tmp")
+    monkeypatch.setattr(tempfile, "tempdir", mine)
+    monkeypatch.setenv("TMPDIR", mine)  # for an rtscope started as a subprocess
+    yield mine
+    shutil.rmtree(mine, ignore_errors=True)
+
+
+def test_four_guests_timer_and_storage_runs(tmp_path, cli, guests):
     """Study 2's matrix in one spec: two kernels on two machines, each booted once, runs made in the guests."""
     spec = tmp_path / "kernels.toml"
     spec.write_text('name = "kernels"\ntarget = ["x86-stock", "x86-rt", "pi3-stock", "pi3-rt"]\n'
@@ -85,10 +100,10 @@ def test_four_guests_timer_and_storage_runs(tmp_path, cli):
         assert env["host_kernel"] == os.uname().release
         assert (env["preemption"] == "PREEMPT_RT") == (kernel == "debian:rt"), env["kernel_version"]
         assert run["n_samples"] > 0
-    assert qemu_processes("rtscope-vm-") == []  # every guest shut down
+    assert qemu_processes(f"{guests}/rtscope-vm-") == []  # every guest shut down
 
 
-def test_the_virtual_pi3_has_a_gpio_controller_and_the_record_says_tcg(tmp_path):
+def test_the_virtual_pi3_has_a_gpio_controller_and_the_record_says_tcg(tmp_path, guests):
     targets.define("pi3", {"kind": "qemu", "arch": "aarch64", "kernel": "debian:stock", "accel": "tcg"})
     with targets.Pool() as pool:
         t = pool.get("pi3")
@@ -96,11 +111,11 @@ def test_the_virtual_pi3_has_a_gpio_controller_and_the_record_says_tcg(tmp_path)
                       ]).stdout.startswith("/dev/gpiochip0")
         snap = t.snapshot()
     assert snap["machine"] == "aarch64" and snap["accelerator"] == "tcg" and snap["vcpus"] == 2
-    assert qemu_processes("rtscope-vm-pi3-") == []
+    assert qemu_processes(f"{guests}/rtscope-vm-pi3-") == []
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
-def test_killing_rtscope_leaves_no_qemu(tmp_path, sig):
+def test_killing_rtscope_leaves_no_qemu(tmp_path, sig, guests):
     name = f"killed{sig}"
     spec = tmp_path / "k.toml"
     spec.write_text(f'name = "k"\ntarget = "{name}"\n' + table(name, "x86_64", "debian:stock")
@@ -108,7 +123,7 @@ def test_killing_rtscope_leaves_no_qemu(tmp_path, sig):
                       '[workload.params]\ninterval_us = 1000\nloops = 60000\n')
     proc = subprocess.Popen([sys.executable, "-m", "rtscope", "run", str(spec), "--db", str(tmp_path / "s.db")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
-    marker = f"rtscope-vm-{name}-"
+    marker = f"{guests}/rtscope-vm-{name}-"
     deadline = time.monotonic() + 300
     while not qemu_processes(marker):
         assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
@@ -122,7 +137,7 @@ def test_killing_rtscope_leaves_no_qemu(tmp_path, sig):
     assert qemu_processes(marker) == []
 
 
-def test_a_guest_that_panics_gives_the_panic_line(tmp_path, cli):
+def test_a_guest_that_panics_gives_the_panic_line(tmp_path, cli, guests):
     spec = tmp_path / "p.toml"
     spec.write_text('name = "p"\ntarget = "broken"\n'
                     + table("broken", "x86_64", "debian:stock", kernel_args="rdinit=/no/such/init init=/no/such")
@@ -130,7 +145,7 @@ def test_a_guest_that_panics_gives_the_panic_line(tmp_path, cli):
     r = cli("run", spec, "--db", str(tmp_path / "s.db"))
     assert r.code == 1
     assert "stopped during boot" in r.err and "Kernel panic" in r.err
-    assert qemu_processes("rtscope-vm-broken-") == []
+    assert qemu_processes(f"{guests}/rtscope-vm-broken-") == []
     assert not (tmp_path / "s.db").exists() or Store(str(tmp_path / "s.db")).runs() == []
 
 

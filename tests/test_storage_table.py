@@ -15,7 +15,8 @@ from rtscope.analysis.storage import column_label, merge_histograms
 from rtscope.cli.storage import human_time
 from rtscope.environments import define_environment
 from rtscope.paths import repo_file
-from rtscope.runner import build_request, execute
+from rtscope.runner import execute
+from rtscope.spec import build_request
 from rtscope.store import Run, Store
 
 FIXTURES = repo_file("tests", "fixtures", "fio")

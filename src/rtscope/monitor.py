@@ -25,7 +25,7 @@ from . import experiment as exp_mod
 from . import spec as spec_mod
 from .analysis.threads import thread_histograms
 from .errors import UsageError
-from .runner import build_request
+from .spec import build_request
 from .stats import summarize_histogram
 from .store import Run
 

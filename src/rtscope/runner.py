@@ -1,8 +1,9 @@
-"""Execute runs: validate, apply settings, launch the probe, ingest, always undo.
+"""Execute runs: apply settings, launch the probe, hand the sample file on, always undo.
 
-The lifecycle of one run (DESIGN.md's data flow):
-  build_request -> apply system settings -> probe process -> sample file
-  -> store (one transaction) -> undo settings (also on error, Ctrl-C, SIGTERM)
+The lifecycle of one run (DESIGN.md's data flow), for a request spec.build_request made:
+  apply system settings -> probe process -> sample file
+  -> the store the caller passed (one transaction) -> undo settings (also on error, Ctrl-C, SIGTERM)
+The runner sits below the store: it knows only the `add_run` it is given.
 """
 
 from __future__ import annotations
@@ -12,46 +13,24 @@ import tempfile
 import threading
 from contextlib import ExitStack, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from . import samplefile
-from .errors import ProbeError, RtscopeError, UsageError, choices
-from .options import lookup
+from .errors import ProbeError, RtscopeError
 from .signals import sigterm_raises
 from .runtimes import RUNTIMES
 from .runtimes.base import RunRequest, Site
-from .settings import SETTINGS, RunContext, system_settings
-from .store import Store
+from .settings import SETTINGS, RunContext
 from .targets import Completed, LocalTarget, Target, TargetError
-from .workloads import WORKLOADS
 
 PROBE_STDERR_TAIL = 2000  # characters of a failed probe's output kept in the error
 
 
-def build_request(workload: str, variant: str, runtime: str, params: dict[str, Any] | None = None,
-                  settings: dict[str, Any] | None = None, tags: tuple[str, ...] = (), where: str = "") -> RunRequest:
-    """Validate names and values against the registries; fill in defaults."""
-    w = lookup(WORKLOADS, "workload", workload, where)
-    if variant not in w.variants:
-        raise UsageError(f"unknown {workload} variant {variant!r}{' in ' + where if where else ''}; "
-                         f"valid variants: {choices(w.variants)}")
-    rt = lookup(RUNTIMES, "runtime", runtime, where)
-    if workload not in rt.workloads or variant not in rt.workloads[workload]:
-        able = sorted(name for name, r in RUNTIMES.items() if variant in r.workloads.get(workload, ()))
-        raise UsageError(f"runtime {runtime!r} cannot run {workload} {variant}; runtimes that can: {choices(able)}")
-    full = w.defaults(variant)
-    for name, raw in (params or {}).items():
-        full[name] = w.param(name).value(raw, where)
-    if w.check:
-        try:
-            w.check(variant, full)
-        except UsageError as e:
-            raise UsageError(f"{e}{' in ' + where if where else ''}") from None
-    accepted = {**{n: SETTINGS[n] for n in rt.settings}, **system_settings()}
-    parsed = {}
-    for name, raw in (settings or {}).items():
-        parsed[name] = lookup(accepted, f"setting for runtime {runtime}", name, where).value(raw, where)
-    return RunRequest(workload, variant, runtime, full, parsed, tuple(tags))
+class RunSink(Protocol):
+    """Where a finished run goes (the Store, handed down by the layer above): it returns the run's id."""
+
+    def add_run(self, sf: samplefile.SampleFile, environment: dict, *, tags: list[str] | None = None,
+                source: str | None = None, **kwargs: Any) -> int: ...
 
 
 def check_probe(argv: list[str], proc: Completed, name: str | None = None) -> None:
@@ -82,7 +61,7 @@ def _fetch_outputs(rt, req: RunRequest, ctx: RunContext, out: str) -> None:
                     raise  # a missing optional output is for collect() to judge; a lost connection is not
 
 
-def execute(req: RunRequest, store: Store, *, timeout: float | None = None, target: Target | None = None,
+def execute(req: RunRequest, store: RunSink, *, timeout: float | None = None, target: Target | None = None,
             store_lock: threading.Lock | None = None, **store_kwargs) -> int:
     """Run one request end to end on `target` (this machine by default) and store it; return the run id.
     Nothing is stored on failure; every setting is undone on the target, also on Ctrl-C and SIGTERM."""
