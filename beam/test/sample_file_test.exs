@@ -92,6 +92,15 @@ defmodule RtScope.SampleFileTest do
     refute File.exists?(path)
   end
 
+  test "a path that is a FIFO (or a device, or a directory) is refused, not replaced", %{tmp_dir: dir} do
+    fifo = Path.join(dir, "fifo")
+    {_, 0} = System.cmd("mkfifo", [fifo])
+    assert {:error, msg} = SampleFile.write(fifo, @header, <<>>, %{})
+    assert msg =~ "exists and is not a regular file"
+    assert {:ok, %File.Stat{type: :other}} = File.lstat(fifo)
+    assert {:error, _} = SampleFile.write(dir, @header, <<>>, %{})
+  end
+
   test "write/5 packs rows of i64, u64 and f64 and fills the BEAM defaults", %{tmp_dir: dir} do
     path = Path.join(dir, "rows.rts")
 

@@ -175,6 +175,13 @@ struct rtp_sf_writer *rtp_sf_open(const char *path, const struct rtp_sf_header *
         set_err(err, errlen, "too many columns");
         return NULL;
     }
+    /* The file is renamed over `path` at the end: never over a device, FIFO or directory (as root,
+     * `--output /dev/null` would otherwise replace the device with a regular file). */
+    struct stat st;
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        set_err(err, errlen, "%s exists and is not a regular file: give the name of a file to write", path);
+        return NULL;
+    }
     struct rtp_sf_writer *w = calloc(1, sizeof *w);
     char *hdr = build_header(header);
     if (!w || !hdr) {

@@ -92,5 +92,11 @@ expect_stopped 0.5 "no sample file written" "$TMP/killed.rts" -- \
     "$PROBE" exec sleep --ms 20 --iterations 1000 --pause-ms 0 --output "$TMP/killed.rts"
 ls "$TMP" | grep -q partial && fail "SIGTERM left a partial file" || ok
 
+# An output path that is not a regular file (here a FIFO; as root /dev/null alike) is refused, not replaced.
+mkfifo "$TMP/fifo"
+expect 1 "output onto a FIFO refused" -- "$PROBE" exec nothing --iterations 1 --pause-ms 0 --output "$TMP/fifo"
+grep_in "$TMP/err" "is not a regular file" "not-a-regular-file message"
+[ -p "$TMP/fifo" ] && ok || fail "the FIFO was replaced"
+
 echo "test_cli.sh: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

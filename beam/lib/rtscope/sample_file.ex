@@ -157,6 +157,18 @@ defmodule RtScope.SampleFile do
   def write_atomically(path, iodata) do
     path = Path.expand(path)
 
+    # Renamed over `path` at the end: never over a device, FIFO or directory (as root, an output of
+    # /dev/null would otherwise replace the device with a regular file).
+    case File.lstat(path) do
+      {:ok, %File.Stat{type: type}} when type != :regular ->
+        {:error, "#{path} exists and is not a regular file: give the name of a file to write"}
+
+      _ ->
+        rename_into_place(path, iodata)
+    end
+  end
+
+  defp rename_into_place(path, iodata) do
     tmp =
       Path.join(
         Path.dirname(path),
