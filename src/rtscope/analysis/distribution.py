@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import stats
 from ..store import Run, Store
-from .threads import run_histogram, thread_histograms
+from .threads import run_histogram, thread_histograms, thread_samples
 
 
 @dataclass
@@ -43,11 +43,7 @@ def of_run(store: Store, run: Run, *, per_thread: bool = False) -> Distribution 
         hist = max(found, key=lambda item: item[2].get("max", 0))[2] if per_thread and len(found) > 1 else \
             run_histogram(run)
         return Distribution(stats.summarize_histogram(hist), histogram=hist) if hist is not None else None
-    values = store.primary_samples(run)
-    if per_thread and "thread" in {c["name"] for c in run.columns}:
-        thread = store.samples(run.id, ["thread"])["thread"]
-        indices = np.unique(thread)
-        if len(indices) > 1:
-            worst = max(indices.tolist(), key=lambda t: int(values[thread == t].max()))
-            values = values[thread == worst]
+    threads = thread_samples(store, run) if per_thread else []
+    values = max((v for _, _, v in threads), key=lambda v: int(v.max())) if len(threads) > 1 else \
+        store.primary_samples(run)
     return Distribution(stats.summarize(values), samples=values)

@@ -50,28 +50,30 @@ def run_histogram(run: Run) -> dict | None:
     return stats.merge_histograms([h for _, _, h in thread_histograms(run)])
 
 
+def thread_samples(store: Store, run: Run) -> list[tuple[int, int | None, np.ndarray]]:
+    """(thread index, CPU, primary samples) of each thread of a raw run with a `thread` column, in thread
+    order; the CPU is where the thread ran most (an unpinned thread may migrate), None when not recorded."""
+    names = {c["name"] for c in run.columns}
+    if run.n_samples == 0 or "thread" not in names:
+        return []
+    primary = run.primary["name"]
+    data = store.samples(run.id, [primary, "thread", *(["cpu"] if "cpu" in names else [])])
+    out = []
+    for t in np.unique(data["thread"]).tolist():
+        mine = data["thread"] == t
+        cpu = None
+        if "cpu" in data:
+            cpus, counts = np.unique(data["cpu"][mine], return_counts=True)
+            cpu = int(cpus[np.argmax(counts)])
+        out.append((int(t), cpu, data[primary][mine]))
+    return out
+
+
 def breakdown(store: Store, run: Run) -> list[ThreadPart]:
     """Each thread of a multi-thread run; empty for a run of one thread (or none recorded)."""
     if run.n_samples == 0:
         parts = [ThreadPart(i, cpu, stats.summarize_histogram(h), int(h.get("overflow", 0)))
                  for i, cpu, h in thread_histograms(run)]
-        return parts if len(parts) > 1 else []
-    names = {c["name"] for c in run.columns}
-    if "thread" not in names:
-        return []
-    primary = run.primary["name"]
-    data = store.samples(run.id, [primary, "thread", *(["cpu"] if "cpu" in names else [])])
-    threads = data["thread"]
-    indices = np.unique(threads)
-    if len(indices) < 2:
-        return []
-    parts = []
-    for t in indices.tolist():
-        mine = threads == t
-        cpu = None
-        if "cpu" in data:
-            cpus, counts = np.unique(data["cpu"][mine], return_counts=True)
-            cpu = int(cpus[np.argmax(counts)])  # where the thread ran most (it may migrate unpinned)
-        parts.append(ThreadPart(int(t), cpu, stats.summarize(data[primary][mine])))
-    return parts
-
+    else:
+        parts = [ThreadPart(i, cpu, stats.summarize(values)) for i, cpu, values in thread_samples(store, run)]
+    return parts if len(parts) > 1 else []

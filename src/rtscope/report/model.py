@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from .. import experiment, stats, sysinfo
-from ..analysis.threads import run_histogram, thread_histograms
+from ..analysis.threads import run_histogram, thread_histograms, thread_samples
 from ..compare import (RESAMPLES, SEED, Baseline, Cell, ComparisonSet, check_options, compare,
                        load_cells)
 from ..errors import UsageError
@@ -191,14 +191,9 @@ def per_thread_curves(store: Store, cell: Cell, unit_scale: float) -> list[Curve
         if run.n_samples == 0:
             for index, cpu, h in thread_histograms(run):
                 hists.setdefault(f"CPU {cpu}" if cpu is not None else f"thread {index}", []).append(h)
-        elif "thread" in {c["name"] for c in run.columns}:
-            names = {c["name"] for c in run.columns}
-            data = store.samples(run.id, [run.primary["name"], "thread", *(["cpu"] if "cpu" in names else [])])
-            for t in np.unique(data["thread"]).tolist():
-                mine = data["thread"] == t
-                cpus = np.unique(data["cpu"][mine]) if "cpu" in data else []
-                key = f"CPU {int(cpus[0])}" if len(cpus) == 1 else f"thread {t}"
-                arrays.setdefault(key, []).append(data[run.primary["name"]][mine])
+        else:
+            for index, cpu, values in thread_samples(store, run):
+                arrays.setdefault(f"CPU {cpu}" if cpu is not None else f"thread {index}", []).append(values)
     curves = []
     if arrays:
         joined = {k: np.concatenate(v) for k, v in arrays.items()}
