@@ -39,9 +39,10 @@ def of_run(store: Store, run: Run, *, per_thread: bool = False) -> Distribution 
     per_thread: for a run of several threads, its worst thread's (the highest maximum) instead of all of them.
     """
     if run.n_samples == 0:
-        found = thread_histograms(run)
-        hist = max(found, key=lambda item: item[2].get("max", 0))[2] if per_thread and len(found) > 1 else \
-            run_histogram(run)
+        if per_thread and len(found := thread_histograms(run)) > 1:
+            hist = max(found, key=lambda item: item[2].get("max", 0))[2]
+        else:
+            hist = run_histogram(run)
         return Distribution(stats.summarize_histogram(hist), histogram=hist) if hist is not None else None
     threads = thread_samples(store, run) if per_thread else []
     values = max((v for _, _, v in threads), key=lambda v: int(v.max())) if len(threads) > 1 else \

@@ -30,8 +30,8 @@ from ..fileio import write_atomic
 from ..compare import METRICS, TESTS
 from ..recommend import change, p_text
 from ..results import DISPLAY, display_unit, fmt
-from . import lab
 from ..select import value_text
+from . import lab
 from .model import MAX_OUTLIERS, TAIL_LEVELS, Report, id_ranges
 from .template import TEMPLATE
 

@@ -23,8 +23,8 @@ from ..errors import UsageError
 from ..fit import Series, memory_series
 from ..select import Configuration, short_labels
 from ..stats import merge_histograms
-from . import lab
 from ..store import Run, Store
+from . import lab
 
 MAX_OUTLIERS = 500          # outliers drawn per box (thinned evenly by rank beyond that)
 MAX_HIST_BINS = 400
@@ -182,6 +182,29 @@ def nice_width(span: float, bins: int) -> float:
     return 10.0 ** (exp + 1)
 
 
+def sample_curves(named: dict[str, np.ndarray], unit_scale: float) -> list[Curve]:
+    """Raw samples as histograms on common buckets (a nice width in display units), samples per display unit."""
+    if not named:
+        return []
+    lo = min(float(a.min()) for a in named.values())
+    hi = max(float(a.max()) for a in named.values())
+    width = nice_width((hi - lo) * unit_scale, MAX_HIST_BINS) / unit_scale
+    start = math.floor(lo / width) * width
+    nb = max(1, int(math.floor((hi - start) / width)) + 1)
+    curves = []
+    for label, a in named.items():
+        h = stats.histogram(a, width, nb, start)
+        curves.append(Curve(label, h.edges, h.counts / (width * unit_scale)))
+    return curves
+
+
+def histogram_curve(label: str, merged: dict, unit_scale: float) -> Curve:
+    """A kept histogram in its own buckets, as samples per display unit (comparable with sample_curves)."""
+    w = float(merged["bucket_width"])
+    edges = float(merged.get("min_value", 0)) + w * np.arange(len(merged["counts"]) + 1)
+    return Curve(label, edges, np.asarray(merged["counts"], float) / (w * unit_scale))
+
+
 def per_thread_curves(store: Store, cell: Cell, unit_scale: float) -> list[Curve]:
     """A configuration's multi-thread runs as one histogram curve per CPU (thread when the CPU is unknown),
     as OSADL draws its latency plots; [] when its runs have one thread."""
@@ -194,24 +217,9 @@ def per_thread_curves(store: Store, cell: Cell, unit_scale: float) -> list[Curve
         else:
             for index, cpu, values in thread_samples(store, run):
                 arrays.setdefault(f"CPU {cpu}" if cpu is not None else f"thread {index}", []).append(values)
-    curves = []
-    if arrays:
-        joined = {k: np.concatenate(v) for k, v in arrays.items()}
-        lo = min(float(a.min()) for a in joined.values())
-        hi = max(float(a.max()) for a in joined.values())
-        width = nice_width((hi - lo) * unit_scale, MAX_HIST_BINS) / unit_scale
-        start = math.floor(lo / width) * width
-        nb = max(1, int(math.floor((hi - start) / width)) + 1)
-        for key, a in joined.items():
-            h = stats.histogram(a, width, nb, start)
-            curves.append(Curve(key, h.edges, h.counts / (width * unit_scale)))
-    for key, hs in hists.items():
-        merged = merge_histograms(hs)
-        if merged is None:
-            continue
-        w = float(merged["bucket_width"])
-        edges = float(merged.get("min_value", 0)) + w * np.arange(len(merged["counts"]) + 1)
-        curves.append(Curve(key, edges, np.asarray(merged["counts"], float) / (w * unit_scale)))
+    curves = sample_curves({k: np.concatenate(v) for k, v in arrays.items()}, unit_scale)
+    curves += [histogram_curve(key, merged, unit_scale) for key, hs in hists.items()
+               if (merged := merge_histograms(hs)) is not None]
     curves.sort(key=lambda c: (c.label.split()[0], int(c.label.split()[1])))
     return curves if len(curves) > 1 else []
 
@@ -222,17 +230,7 @@ def histogram_curves(cells: list[Cell], labels: dict, unit_scale: float) -> tupl
     Histogram-only configurations keep their own buckets; dividing by the bucket width
     makes all of them comparable on one axis (samples per µs, as study 2 plotted)."""
     notes = []
-    with_samples = [c for c in cells if len(c.samples)]
-    curves = []
-    if with_samples:
-        lo = min(float(c.sorted[0]) for c in with_samples)
-        hi = max(float(c.sorted[-1]) for c in with_samples)
-        width = nice_width((hi - lo) * unit_scale, MAX_HIST_BINS) / unit_scale
-        start = math.floor(lo / width) * width
-        nb = max(1, int(math.floor((hi - start) / width)) + 1)
-        for c in with_samples:
-            h = stats.histogram(c.samples, width, nb, start)
-            curves.append(Curve(labels[c.config], h.edges, h.counts / (width * unit_scale)))
+    curves = sample_curves({labels[c.config]: c.samples for c in cells if len(c.samples)}, unit_scale)
     for c in cells:
         if len(c.samples) or not c.hist_runs:
             continue
@@ -240,9 +238,7 @@ def histogram_curves(cells: list[Cell], labels: dict, unit_scale: float) -> tupl
         if merged is None:
             notes.append(f"{labels[c.config]}: histograms with different buckets cannot be overlaid")
             continue
-        w = float(merged["bucket_width"])
-        edges = float(merged.get("min_value", 0)) + w * np.arange(len(merged["counts"]) + 1)
-        curve = Curve(labels[c.config], edges, np.asarray(merged["counts"], float) / (w * unit_scale))
+        curve = histogram_curve(labels[c.config], merged, unit_scale)
         if merged["overflow"]:
             curve.note = f"{merged['overflow']:,} values beyond the last bucket (max {merged['max']})"
             notes.append(f"{labels[c.config]}: {curve.note}")
@@ -340,8 +336,9 @@ def machines(runs: list[Run]) -> list[Machine]:
     groups: dict[tuple, list[Run]] = {}
     for r in runs:
         e = r.machine or {}
-        key = (e.get("target"), e.get("target_description"), e.get("hostname"), e.get("kernel_release"), e.get("cpu_model"), e.get("board"),
-               tuple(sorted(set((e.get("governors") or {}).values()))), e.get("preemption"), e.get("note"))
+        key = (e.get("target"), e.get("target_description"), e.get("hostname"), e.get("kernel_release"),
+               e.get("cpu_model"), e.get("board"), tuple(sorted(set((e.get("governors") or {}).values()))),
+               e.get("preemption"), e.get("note"))
         groups.setdefault(key, []).append(r)
     out = []
     for members in groups.values():

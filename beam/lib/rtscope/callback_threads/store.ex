@@ -61,29 +61,19 @@ defmodule RtScope.CallbackThreads.Store do
     :ets.insert(queue, {:erlang.unique_integer([:monotonic]), tid, item})
   end
 
-  @doc "Remove and return the oldest queued item, or `:empty`."
-  @spec pop(t()) :: {tid(), item()} | :empty
-  def pop(%__MODULE__{queue: queue}) do
+  @doc """
+  Remove and return the oldest queued item, or `:empty`; with `before`, only an
+  item older than that sequence number (the Worker's own queue holds the rest).
+  """
+  @spec pop(t(), integer() | nil) :: {tid(), item()} | :empty
+  def pop(%__MODULE__{queue: queue}, before \\ nil) do
     case :ets.first(queue) do
-      :"$end_of_table" ->
-        :empty
-
-      key ->
-        [{_, tid, item}] = :ets.take(queue, key)
-        {tid, item}
-    end
-  end
-
-  @doc "Remove and return the oldest queued item if it is older than `seq`, else `:none`."
-  @spec pop_before(t(), integer()) :: {tid(), item()} | :none
-  def pop_before(%__MODULE__{queue: queue}, seq) do
-    case :ets.first(queue) do
-      key when is_integer(key) and key < seq ->
+      key when is_integer(key) and (before == nil or key < before) ->
         [{_, tid, item}] = :ets.take(queue, key)
         {tid, item}
 
       _ ->
-        :none
+        :empty
     end
   end
 

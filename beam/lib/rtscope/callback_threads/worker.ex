@@ -164,8 +164,8 @@ defmodule RtScope.CallbackThreads.Worker do
         {tid, item, own_left - 1}
 
       {:value, {seq, tid, item}} ->
-        case Store.pop_before(store, seq) do
-          :none ->
+        case Store.pop(store, seq) do
+          :empty ->
             Process.put(@own, :queue.drop(own))
             {tid, item, @own_run - 1}
 
