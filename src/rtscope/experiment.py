@@ -29,7 +29,7 @@ from .runtimes.base import RunRequest
 from .settings import SETTINGS
 from .spec import Spec
 from .store import DuplicateRun, Store, to_jsonable
-from .targets import LOCAL, Pool, resolve
+from .targets import LOCAL, Pool, redact_spec, resolve
 
 BOOTED_KINDS = ("qemu",)  # targets rtscope boots itself: `rtscope check` does not
 
@@ -127,8 +127,9 @@ def spec_identity(path: str | Path) -> str:
 def start(store: Store, spec: Spec, planned: list[PlannedRun], seed: int, spec_path: str | None,
           targets: list[str] | None = None) -> Experiment:
     """Record a new experiment (status running) with its seed, whole plan and the --target choice."""
-    doc = {"text": spec.text, "scale": spec.scale, "order": spec.order, "source": spec.source,
-           "parsed": to_jsonable(spec.raw), "targets": targets or None}
+    text, raw = redact_spec(spec.text, spec.raw)  # a node's cookie is never stored
+    doc = {"text": text, "scale": spec.scale, "order": spec.order, "source": spec.source,
+           "parsed": to_jsonable(raw), "targets": targets or None}
     row = {"name": spec.name, "spec": doc, "spec_path": spec_path, "seed": seed,
            "plan": [p.to_json() for p in planned], "status": RUNNING, "created_at": _now()}
     return get(store, store.add_experiment(row))

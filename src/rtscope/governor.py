@@ -133,8 +133,7 @@ def plan(file: str, value: Any, target: Target) -> list[tuple[str, str, str]]:
             text = str(khz)
         path = posixpath.join(cpufreq_dir(target, c), file)
         writes.append((path, text, read(c, file)))
-    unwritable = target.run(["sh", "-c", 'for f; do test -w "$f" || echo "$f"; done', "sh",
-                             *(p for p, _, _ in writes)], timeout=60).stdout.split()
+    unwritable = target.unwritable([p for p, _, _ in writes])
     if unwritable:
         raise Unavailable(f"cannot write {unwritable[0]}: permission denied (run as root)")
     return writes

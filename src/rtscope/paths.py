@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 from .errors import RtscopeError
+from .sysinfo import ARCHES
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_DIR = PACKAGE_DIR.parent.parent  # src/rtscope -> repo root in a checkout
@@ -43,7 +44,6 @@ def taskmem() -> Path:
 
 
 def host_arch() -> str:
-    from .targets.base import ARCHES
     machine = platform.machine()
     return ARCHES.get(machine, machine)
 
@@ -63,3 +63,26 @@ def for_arch(tool: str, arch: str, this_machine: bool = False) -> Path:
         return native()
     raise RtscopeError(f"{tool} for {arch} is not built: run `make cross` (static builds for x86_64, aarch64, "
                        "armhf with Debian's cross compilers)")
+
+
+BEAM_BUILD_HINT = "cd beam && MIX_ENV=prod mix compile (or: make beam)"
+
+
+def beam_ebin() -> Path:
+    """The compiled BEAM harness: $RTSCOPE_BEAM_EBIN, else the checkout's prod build."""
+    if os.environ.get("RTSCOPE_BEAM_EBIN"):
+        path = Path(os.environ["RTSCOPE_BEAM_EBIN"])
+        if not (path / "rtscope.app").is_file():
+            raise RtscopeError(f"RTSCOPE_BEAM_EBIN={path} holds no rtscope.app (a compiled BEAM harness)")
+        return path
+    path = repo_file("beam", "_build", "prod", "lib", "rtscope", "ebin")
+    if not (path / "rtscope.app").is_file():
+        raise RtscopeError(f"the BEAM harness is not built: run `{BEAM_BUILD_HINT}`")
+    return path
+
+
+def elixir() -> str:
+    found = shutil.which("elixir")
+    if found is None:
+        raise RtscopeError("elixir is not installed: sudo apt-get install -y elixir erlang-dev")
+    return found

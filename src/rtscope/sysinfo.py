@@ -17,6 +17,10 @@ from typing import Callable
 
 from .version import __version__
 
+# Debian architecture names <- `uname -m`; the cross builds are made for these.
+ARCHES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64",
+          "armv7l": "armhf", "armv8l": "armhf", "armv6l": "armhf", "armhf": "armhf"}
+
 NOT_AVAILABLE = "not available"
 
 

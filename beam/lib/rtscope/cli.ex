@@ -9,6 +9,9 @@ defmodule RtScope.CLI do
   `main/1` runs and halts the VM with the exit status: 0 done, 1 the
   measurement failed (nothing written), 2 bad usage (nothing measured,
   nothing written). `run/1` does the same but returns the status, for tests.
+  `execute/1` prints nothing: it returns the status and the text for stdout
+  and stderr, for a node that runs the harness on rtscope's behalf
+  (`RtScope.Remote`), whose standard error is the device's console.
   See `usage/0` for the commands and options.
   """
 
@@ -46,22 +49,34 @@ defmodule RtScope.CLI do
 
   @doc "Runs the command line in `argv`; returns the exit status."
   @spec run([String.t()]) :: 0 | 1 | 2
-  def run(["--" | argv]), do: run(argv)
-  def run([h | _]) when h in ["help", "--help", "-h"], do: say(usage())
+  def run(argv) do
+    {status, out, err} = execute(argv)
+    IO.write(out)
+    IO.write(:stderr, err)
+    status
+  end
 
-  def run([v | _]) when v in ["version", "--version"],
+  @typedoc "An exit status with what goes to stdout and to stderr."
+  @type outcome :: {0 | 1 | 2, String.t(), String.t()}
+
+  @doc "Runs the command line in `argv` without printing: `{status, stdout_text, stderr_text}`."
+  @spec execute([String.t()]) :: outcome()
+  def execute(["--" | argv]), do: execute(argv)
+  def execute([h | _]) when h in ["help", "--help", "-h"], do: say(usage())
+
+  def execute([v | _]) when v in ["version", "--version"],
     do: say("#{Harness.tool()} #{VmInfo.tool_version()}")
 
-  def run(["vm-flags" | _]), do: say(RtScope.JSON.encode!(VmFlags.allowlist()))
+  def execute(["vm-flags" | _]), do: say(RtScope.JSON.encode!(VmFlags.allowlist()))
 
-  def run(["tasks" | rest]) do
+  def execute(["tasks" | rest]) do
     case RtScope.Tasks.cli(rest) do
-      :ok -> 0
+      :ok -> {0, "", ""}
       {:error, msg} -> usage_error(msg)
     end
   end
 
-  def run([workload, variant | rest]) when workload in ["exec", "timer", "msgq"] do
+  def execute([workload, variant | rest]) when workload in ["exec", "timer", "msgq"] do
     with {:ok, switches} <- switches(workload, variant),
          {:ok, opts} <- parse(rest, switches, "#{workload} #{variant}"),
          :ok <- require_output(opts) do
@@ -72,19 +87,19 @@ defmodule RtScope.CLI do
     end
   end
 
-  def run([workload]) when workload in ["exec", "timer", "msgq"],
+  def execute([workload]) when workload in ["exec", "timer", "msgq"],
     do:
       usage_error(
         "missing #{workload} variant: valid choices are #{Enum.join(variants(workload), ", ")}"
       )
 
-  def run([other | _]),
+  def execute([other | _]),
     do:
       usage_error(
         "unknown workload #{inspect(other)}: valid choices are #{Enum.join(@workloads, ", ")}"
       )
 
-  def run([]),
+  def execute([]),
     do: usage_error("missing workload: valid choices are #{Enum.join(@workloads, ", ")}")
 
   defp variants("exec"), do: Exec.variants()
@@ -155,30 +170,24 @@ defmodule RtScope.CLI do
   defp call("msgq", variant, opts), do: MsgQ.run([{:variant, variant} | opts])
 
   defp report(workload, variant, {:ok, result}) do
-    for note <- result.trailer[:notes], do: IO.puts(:stderr, "#{Harness.tool()}: note: #{note}")
+    notes = Enum.map(result.trailer[:notes], &"#{Harness.tool()}: note: #{&1}\n")
 
-    say(
-      "#{Harness.tool()}: #{workload} #{variant}: #{result.count} samples written to #{result.output}"
-    )
+    {0,
+     "#{Harness.tool()}: #{workload} #{variant}: #{result.count} samples written to #{result.output}\n",
+     Enum.join(notes)}
   end
 
   defp report(_workload, _variant, {:error, {:invalid, msg}}), do: usage_error(msg)
 
-  defp report(workload, variant, {:error, {:failed, msg}}) do
-    IO.puts(:stderr, "#{Harness.tool()}: #{workload} #{variant} failed: #{msg}")
-    1
-  end
+  defp report(workload, variant, {:error, {:failed, msg}}),
+    do: {1, "", "#{Harness.tool()}: #{workload} #{variant} failed: #{msg}\n"}
 
-  defp say(text) do
-    IO.puts(text)
-    0
-  end
+  defp say(text), do: {0, text <> "\n", ""}
 
-  defp usage_error(msg) do
-    IO.puts(:stderr, "#{Harness.tool()}: error: #{msg}")
-    IO.puts(:stderr, "#{Harness.tool()}: run with 'help' for usage")
-    2
-  end
+  defp usage_error(msg),
+    do:
+      {2, "",
+       "#{Harness.tool()}: error: #{msg}\n#{Harness.tool()}: run with 'help' for usage\n"}
 
   @doc "The usage text."
   @spec usage() :: String.t()

@@ -50,14 +50,11 @@ defmodule RtScope.VmInfo do
   defp available(n) when is_integer(n), do: n
   defp available(_unknown), do: nil
 
-  @doc "This harness's version (the `:rtscope` application version)."
-  @spec tool_version() :: String.t()
-  def tool_version do
-    _ = Application.load(:rtscope)
+  # Compiled in rather than read from rtscope.app: on a BEAM node target the
+  # modules are loaded one by one, with no application file.
+  @version Mix.Project.config()[:version]
 
-    case Application.spec(:rtscope, :vsn) do
-      nil -> "unknown"
-      vsn -> List.to_string(vsn)
-    end
-  end
+  @doc "This harness's version (the `:rtscope` project version)."
+  @spec tool_version() :: String.t()
+  def tool_version, do: @version
 end

@@ -19,45 +19,20 @@ variants of workload timer are in workloads.py.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from .. import paths
 from ..errors import RtscopeError, UsageError, choices
 from ..targets import Target
+from ..targets.beam_node import HARNESS, BeamNodeTarget
 from ..workloads import BEAM_TIMER_VARIANTS, MSGQ_PARAMS, check_task_request
 from .base import RunRequest, Runtime, Site
 
-BUILD_HINT = "cd beam && MIX_ENV=prod mix compile (or: make beam)"
 CLEARED_ENV = ("ERL_FLAGS", "ERL_AFLAGS", "ERL_ZFLAGS", "ELIXIR_ERL_OPTIONS")
 
 SPAWN_SETTINGS = ("fullsweep_after", "min_heap_size", "priority", "message_queue_data")
-
-
-# --- where things are ---------------------------------------------------------------------------------
-
-def ebin() -> Path:
-    """The compiled harness: $RTSCOPE_BEAM_EBIN, else the checkout's prod build."""
-    if os.environ.get("RTSCOPE_BEAM_EBIN"):
-        path = Path(os.environ["RTSCOPE_BEAM_EBIN"])
-        if not (path / "rtscope.app").is_file():
-            raise RtscopeError(f"RTSCOPE_BEAM_EBIN={path} holds no rtscope.app (a compiled BEAM harness)")
-        return path
-    path = paths.repo_file("beam", "_build", "prod", "lib", "rtscope", "ebin")
-    if not (path / "rtscope.app").is_file():
-        raise RtscopeError(f"the BEAM harness is not built: run `{BUILD_HINT}`")
-    return path
-
-
-def elixir() -> str:
-    found = shutil.which("elixir")
-    if found is None:
-        raise RtscopeError("elixir is not installed: sudo apt-get install -y elixir erlang-dev")
-    return found
 
 
 # --- the adapter --------------------------------------------------------------------------------------
@@ -100,12 +75,14 @@ def harness_args(req: RunRequest) -> list[str]:
 class Beam(Runtime):
     def unavailable(self, target: Target | None = None) -> str | None:
         try:
-            if target is None or target.is_local:
-                elixir()
+            if isinstance(target, BeamNodeTarget):
+                pass  # the node is the VM; its modules come from this host's build
+            elif target is None or target.is_local:
+                paths.elixir()
             elif target.which("elixir") is None:
                 return (f"elixir is not installed on target {target.name}: sudo apt-get install -y elixir "
                         "(the harness needs only elixir/erl there; rtscope copies its compiled modules)")
-            ebin()
+            paths.beam_ebin()
         except RtscopeError as e:
             return str(e)
         return None
@@ -138,16 +115,18 @@ class Beam(Runtime):
         harness_args(req)
 
     def command(self, req: RunRequest, out: str, site: Site) -> list[str]:
+        if isinstance(site.target, BeamNodeTarget):  # a running node: the harness is loaded there already
+            return [HARNESS, *harness_args(req), "--output", out]
         env = ["env", *(a for name in CLEARED_ENV for a in ("-u", name)), "ERL_CRASH_DUMP_SECONDS=0"]
         vm = ["--erl", req.settings["vm_flags"]] if req.settings.get("vm_flags") else []
-        exe = elixir() if site.target.is_local else "elixir"
-        harness = site.tool("beam_ebin", lambda target: ebin(), tree=True)  # BEAM files run on any arch
+        exe = paths.elixir() if site.target.is_local else "elixir"
+        harness = site.tool("beam_ebin", lambda target: paths.beam_ebin(), tree=True)  # BEAM files run on any arch
         return [*env, exe, *vm, "-pa", harness, "-e", "RtScope.CLI.main(System.argv())", "--",
                 *harness_args(req), "--output", out]
 
     def version(self, site: Site | None = None) -> str | None:
         try:
-            app = (ebin() / "rtscope.app").read_text()
+            app = (paths.beam_ebin() / "rtscope.app").read_text()
         except (OSError, RtscopeError):
             return None
         m = re.search(r'\{vsn,\s*"([^"]+)"\}', app)
@@ -156,7 +135,7 @@ class Beam(Runtime):
 
 RUNTIME = Beam(
     name="beam",
-    help=f"BEAM harness in a fresh Erlang VM per run (build: {BUILD_HINT})",
+    help=f"BEAM harness in a fresh Erlang VM per run (build: {paths.BEAM_BUILD_HINT})",
     workloads={"exec": ("sum", "fib", "sleep", "nothing"), "timer": BEAM_TIMER_VARIANTS,
                "msgq": ("pmap", "fan_in"), "tasks": ("memory", "switch")},
     settings=(*SPAWN_SETTINGS, "vm_flags", "model"),

@@ -6,7 +6,8 @@ from .base import ARCHES, Completed, Target, TargetError
 from .local import LOCAL, LocalTarget
 from .pool import Pool
 from .registry import KINDS, TARGETS, TargetDefinition, define, load_env_file, load_file, load_table, \
-    parse_target, resolve
+    parse_target, redact_spec, resolve
 
 __all__ = ["ARCHES", "Completed", "Target", "TargetError", "LOCAL", "LocalTarget", "Pool", "KINDS", "TARGETS",
-           "TargetDefinition", "define", "load_env_file", "load_file", "load_table", "parse_target", "resolve"]
+           "TargetDefinition", "define", "load_env_file", "load_file", "load_table", "parse_target", "redact_spec",
+           "resolve"]

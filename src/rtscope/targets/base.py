@@ -12,18 +12,14 @@ from __future__ import annotations
 import posixpath
 import shlex
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import ClassVar, Protocol
 from urllib.parse import urlsplit
 
 from .. import sysinfo
+from ..sysinfo import ARCHES
 from ..errors import RtscopeError, UsageError
 
 OUTPUT_TAIL = 2000  # characters of a failed command's output kept in errors
-
-# Debian architecture names <- `uname -m`; the cross builds are made for these.
-ARCHES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64",
-          "armv7l": "armhf", "armv8l": "armhf", "armv6l": "armhf", "armhf": "armhf"}
-
 
 def parse_url(url: str) -> tuple[str | None, str, int]:
     """ssh://[user@]host[:port] -> (user, host, port)."""
@@ -79,6 +75,7 @@ class Target:
     workdir: str = "/var/tmp/rtscope"   # on the target: run directories and the deploy cache
     sysfs_root: str = "/"               # where /proc and /sys are read and written (a fake tree in tests)
     kind: str = "local"
+    runtimes: ClassVar[tuple[str, ...] | None] = None  # the runtimes it can run; None: any
     facts: dict = field(default_factory=dict)  # extra machine-record facts of this kind (a VM's host side)
     deployed: dict = field(default_factory=dict)  # what deploy.py has placed there during this connection
 
@@ -130,6 +127,11 @@ class Target:
     def write_file(self, path: str, text: str) -> None:
         """Write `text` to an existing file such as a sysfs attribute (no temp file, no rename)."""
         raise NotImplementedError
+
+    def unwritable(self, paths: list[str]) -> list[str]:
+        """Those of `paths` this connection may not write."""
+        return self.run(["sh", "-c", 'for f; do test -w "$f" || echo "$f"; done', "sh", *paths],
+                        timeout=60).stdout.split()
 
     def which(self, command: str) -> str | None:
         raise NotImplementedError

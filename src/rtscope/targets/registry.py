@@ -28,6 +28,10 @@ SYSFS_ROOT_VAR = "RTSCOPE_SYSFS_ROOT"  # the local target's /proc and /sys root 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 COMMON_KEYS = ("kind", "url", "description", "workdir", "sysfs_root")
 SSH_KEYS = ("identity", "known_hosts")
+COOKIE_KEYS = ("cookie", "cookie_file")
+SECRET_KEYS = ("cookie",)  # never stored with an experiment nor printed
+_SECRET_LINE = re.compile(r"^(\s*(?:%s)\s*=\s*).*$" % "|".join(SECRET_KEYS), re.M)
+SECRET_SHOWN = "(secret, not shown)"
 
 
 @dataclass(frozen=True)
@@ -43,7 +47,7 @@ class TargetDefinition:
 
     def to_dict(self) -> dict:
         return {"name": self.name, "kind": self.kind, "url": self.url, "description": self.description,
-                **self.options}
+                **redact_table(self.options)}
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,21 @@ def _check_labgrid(d: TargetDefinition) -> None:
     check_table(d)
 
 
+def _erlang(d: TargetDefinition) -> Target:
+    from .beam_node import ErlangNodeTarget, read_cookie
+    o = d.options
+    return ErlangNodeTarget(d.name, d.url, cookie=read_cookie(o, f"[targets.{d.name}]"), workdir=o.get("workdir"),
+                            description=d.description, sysfs_root=o.get("sysfs_root"))
+
+
+def _check_node(d: TargetDefinition) -> None:
+    from .beam_node import parse_node_url
+    if not d.url:
+        raise UsageError(f"[targets.{d.name}]: a BEAM node target needs url = \"erlang://NAME@HOST\" "
+                         "(or nerves+ssh://HOST:PORT)")
+    parse_node_url(d.url, d.url.partition("://")[0])
+
+
 KINDS: dict[str, Kind] = {
     "local": Kind("local", "this machine (the default)", (), _local),
     "ssh": Kind("ssh", "a board or host over SSH", SSH_KEYS, _ssh, ("ssh",)),
@@ -97,9 +116,23 @@ KINDS: dict[str, Kind] = {
                  check=_check_qemu),
     "labgrid": Kind("labgrid", "a board of a labgrid place, reached through its NetworkService with SSH",
                     ("coordinator", "power_cycle", *SSH_KEYS), _labgrid, ("labgrid",), check=_check_labgrid),
+    "erlang": Kind("erlang", "a running BEAM node (a Nerves device, an Elixir service) over Erlang distribution",
+                   COOKIE_KEYS, _erlang, ("erlang",), check=_check_node),
 }
 
 TARGETS: dict[str, TargetDefinition] = {LOCAL: TargetDefinition(LOCAL, "local", description="this machine")}
+
+
+def redact_table(table: dict) -> dict:
+    return {k: SECRET_SHOWN if k in SECRET_KEYS else v for k, v in table.items()}
+
+
+def redact_spec(text: str, raw: dict) -> tuple[str, dict]:
+    """A spec's text and parsed tables without the secrets of its [targets] tables, as stored."""
+    tables = raw.get("targets")
+    if isinstance(tables, dict):
+        raw = {**raw, "targets": {n: redact_table(t) if isinstance(t, dict) else t for n, t in tables.items()}}
+    return _SECRET_LINE.sub(lambda m: m.group(1) + f'"{SECRET_SHOWN}"', text), raw
 
 
 def register_kind(kind: Kind) -> Kind:
@@ -142,7 +175,7 @@ def define(name: str, table: dict, where: str = "", *, replace: bool = False) ->
     for key in ("workdir", "sysfs_root"):
         if key in table and (not isinstance(table[key], str) or not table[key].startswith("/")):
             raise UsageError(f"{place}: {key} must be an absolute path on the target, got {table[key]!r}")
-    for key in (*SSH_KEYS, "description", "kernel", "memory", "arch", "accel", "kernel_args", "coordinator"):
+    for key in (*SSH_KEYS, *COOKIE_KEYS, "description", "kernel", "memory", "arch", "accel", "kernel_args", "coordinator"):
         if key in table and not isinstance(table[key], str):
             raise UsageError(f"{place}: {key} must be a string")
     if kind_name == "labgrid" and url and not url.startswith("labgrid://"):
