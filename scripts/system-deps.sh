@@ -31,6 +31,7 @@ done
 [ -f /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)   # cbtask's tests
 [ -x /usr/bin/time ] || missing+=(time)                         # `command -v time` finds the shell builtin
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)              # not on a user's PATH
+compgen -G "/usr/lib/erlang/lib/ssh-*" >/dev/null || missing+=(erlang-ssh)  # the nerves+ssh target's tests
 [ -x /usr/bin/qemu-aarch64-static ] || missing+=(qemu-user-static)  # arm64 guest images (binfmt_misc)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)  # the PostgreSQL store's tests
 mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u | sed '/^$/d')

@@ -81,10 +81,17 @@ class Board:
         lines += [f'{k} = "{v}"' for k, v in extra.items()]
         return "\n".join(lines) + "\n"
 
+    def nerves_table(self, name: str) -> str:
+        d = self.base / "ssh"
+        return (f'[targets.{name}]\nurl = "nerves+ssh://root@127.0.0.1:{self.ssh_port}"\n'
+                f'identity = "{d / "id_ed25519"}"\nknown_hosts = "{d / "known_hosts"}"\n')
+
     def start(self) -> "Board":
         home = self.base / "home"
         home.mkdir(exist_ok=True)
-        setup = [f"mount -t tmpfs -o size=1m tmpfs {REPO_DIR}"]
+        # No checkout, and a /tmp/rtscope (where runs write) of the board's own.
+        setup = [f"mount -t tmpfs -o size=1m tmpfs {REPO_DIR}", "mkdir -p /tmp/rtscope",
+                 "mount -t tmpfs -o size=64m tmpfs /tmp/rtscope"]
         if self.fake_cpufreq:
             cpufreq = self.sysfs / "sys/devices/system/cpu/cpu0/cpufreq"
             setup += [f"mount -t tmpfs -o size=1m tmpfs {self.sysfs}", f"mkdir -p {cpufreq}",
@@ -170,8 +177,9 @@ def _listening(port: int) -> bool:
 # What nerves_ssh gives a Nerves device: an SSH daemon in the firmware's VM whose exec channel evaluates
 # Elixir, with an SFTP subsystem. Keys from the test's directory; only the user key is accepted.
 NERVES_SSH = (
-    "Application.ensure_all_started(:ssh); "
-    "exec = fn cmd -> {{result, _}} = Code.eval_string(to_string(cmd)); IO.puts(inspect(result)) end; "
+    "{{:ok, _}} = Application.ensure_all_started(:ssh); "
+    "exec = fn cmd -> try do {{result, _}} = Code.eval_string(to_string(cmd)); {{:ok, inspect(result)}} "
+    "catch kind, value -> {{:error, Exception.format(kind, value, __STACKTRACE__)}} end end; "
     "{{:ok, _}} = :ssh.daemon({{127, 0, 0, 1}}, {port}, system_dir: ~c\"{dir}\", user_dir: ~c\"{dir}\", "
     "auth_methods: ~c\"publickey\", exec: {{:direct, exec}}, "
     "subsystems: [:ssh_sftpd.subsystem_spec(cwd: ~c\"/\")]); "

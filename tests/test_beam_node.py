@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import beamnode
+import sshd
 from proc_helpers import default_signals
 from rtscope import targets
 from rtscope.errors import UsageError
@@ -174,6 +175,7 @@ def start_run(spec: Path, db: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_signals)
 
 
+RUN_DIRS = 'IO.write(inspect(File.ls!("/tmp/rtscope")))'
 LONG_SLEEP = '[[workload]]\nname = "exec"\nvariants = "sleep"\nruntime = "beam"\n' \
              '[workload.params]\nn = 10\niterations = 3000\npause_ms = 0\n'
 
@@ -222,6 +224,7 @@ def test_stopping_rtscope_mid_run_leaves_the_node_clean(board, tmp_path, sig):
         assert time.monotonic() < deadline, (board.leftovers(), relays())
         time.sleep(0.5)
     assert board.alive() and Store(db).runs() == []
+    assert board.inspect(RUN_DIRS) == "[]"  # the guard removed the session's run directories too
 
 
 def test_node_urls_and_tables(tmp_path):
@@ -237,3 +240,54 @@ def test_node_urls_and_tables(tmp_path):
     d = targets.define("m", {"url": "erlang://rtscope@nerves.local", "cookie_file": str(tmp_path / "none")})
     with pytest.raises(UsageError, match="cannot read the cookie file"):
         d.make()
+
+
+# ---- the nerves_ssh way: an SSH daemon in the node (Elixir exec channel, SFTP) -------------------------------
+
+@pytest.fixture(scope="module")
+def nerves(tmp_path_factory):
+    b = beamnode.Board(tmp_path_factory.mktemp("nerves"), ssh_port=sshd.free_port()).start()
+    yield b
+    b.stop()
+
+
+NOTHING_IN_TMP = 'IO.write(inspect(Path.wildcard("/tmp/rtscope-code-*") ++ Path.wildcard("/tmp/rtscope/*")))'
+
+
+def test_a_run_through_nerves_ssh(nerves, cli, tmp_path):
+    db = str(tmp_path / "s.db")
+    spec = spec_file(tmp_path, nerves.nerves_table("device"), EXEC_SUM, target="device")
+    r = cli("run", spec, "--db", db)
+    assert r.code == 0, r.out + r.err
+    shown = run_json(cli, db)
+    assert shown["stats"]["n"] == 300 and shown["stats"]["min"] > 0
+    env = shown["environment"]
+    assert env["target_kind"] == "nerves_ssh" and env["node_access"] == "nerves_ssh"
+    assert env["hostname"] == beamnode.HOST and env["kernel_release"]
+    # The object code went to /tmp only while loading; the run directory is gone too.
+    assert nerves.leftovers() == CLEAN and nerves.inspect(NOTHING_IN_TMP) == "[]"
+
+
+def test_nerves_ssh_verifies_the_host_key(nerves, cli, tmp_path):
+    table = nerves.nerves_table("device").replace(str(nerves.base / "ssh" / "known_hosts"), str(tmp_path / "kh"))
+    (tmp_path / "kh").write_text("")
+    err = _error(cli, tmp_path, spec_file(tmp_path, table, EXEC_SUM, target="device"))
+    assert "unknown host key (ssh-ed25519 SHA256:" in err and "never accepted blindly" in err, err
+    assert nerves.leftovers() == CLEAN
+
+
+def test_killing_rtscope_mid_run_on_nerves_ssh(nerves, tmp_path):
+    db = str(tmp_path / "s.db")
+    proc = start_run(spec_file(tmp_path, nerves.nerves_table("device"), LONG_SLEEP, target="device"), db)
+    try:
+        wait_for_the_harness(nerves, proc)
+        proc.kill()
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    deadline = time.monotonic() + 30
+    while nerves.leftovers() != CLEAN:
+        assert time.monotonic() < deadline, nerves.leftovers()
+        time.sleep(0.5)
+    assert nerves.alive() and Store(db).runs() == [] and nerves.inspect(RUN_DIRS) == "[]"

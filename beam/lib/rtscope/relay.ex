@@ -14,7 +14,8 @@ defmodule RtScope.Relay do
   The cookie arrives in the `connect` request, never in argv or a file.
 
       {"op": "connect", "node": "rtscope@nerves.local", "cookie": "..."}
-      {"op": "load", "ebin": "/path/to/ebin"}      # object code -> node, starts the guard
+      {"op": "load", "ebin": "/path/to/ebin", "session_dir": "/tmp/rtscope/rtscope-XXXX"}
+                                                   # object code -> node, starts the guard
       {"op": "call", "fun": "read_files", "args": [[...]], "timeout_ms": 60000}
       {"op": "get", "remote": "/tmp/x/run.rts", "local": "/tmp/y/run.rts"}
       {"op": "unload"}                             # modules gone, their processes stopped
@@ -88,7 +89,8 @@ defmodule RtScope.Relay do
     end
   end
 
-  defp handle("load", %{"ebin" => ebin}, %{node: node} = state) when node != nil do
+  defp handle("load", %{"ebin" => ebin, "session_dir" => dir}, %{node: node} = state)
+       when node != nil do
     modules = harness_modules(ebin)
 
     case Enum.find(modules, fn {mod, _} -> loaded?(node, mod) end) do
@@ -99,13 +101,13 @@ defmodule RtScope.Relay do
          state}
 
       nil ->
-        load_all(node, modules, state)
+        load_all(node, modules, dir, state)
     end
   end
 
   defp handle("call", %{"fun" => fun, "args" => args} = req, %{node: node} = state)
        when node != nil do
-    case Enum.find(RtScope.Remote.__info__(:functions), fn {f, a} ->
+    case Enum.find(RtScope.Remote.calls(), fn {f, a} ->
            Atom.to_string(f) == fun and a == length(args)
          end) do
       {f, _arity} ->
@@ -176,7 +178,7 @@ defmodule RtScope.Relay do
 
   defp loaded?(node, mod), do: :erpc.call(node, :code, :is_loaded, [mod]) != false
 
-  defp load_all(node, modules, state) do
+  defp load_all(node, modules, session_dir, state) do
     loaded =
       Enum.reduce_while(modules, [], fn {mod, bin}, done ->
         case :erpc.call(node, :code, :load_binary, [mod, ~c"rtscope:#{mod}", bin]) do
@@ -197,7 +199,7 @@ defmodule RtScope.Relay do
          state}
 
       mods ->
-        guard = Node.spawn(node, RtScope.Remote, :guard, [node(), mods])
+        guard = Node.spawn(node, RtScope.Remote, :guard, [self(), mods, session_dir])
         {{:ok, length(mods)}, %{state | modules: mods, guard: guard}}
     end
   end
@@ -210,7 +212,7 @@ defmodule RtScope.Relay do
   defp unload(%{modules: []}), do: []
 
   defp unload(%{node: node, modules: mods, guard: guard}) do
-    send(guard, {:stop, node()})
+    send(guard, {:stop, self()})
     remove(node, mods)
     Enum.filter(mods, &(loaded?(node, &1) or :erpc.call(node, :erlang, :check_old_code, [&1])))
   catch

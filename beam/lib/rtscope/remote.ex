@@ -16,7 +16,14 @@ defmodule RtScope.Remote do
   """
 
   import Bitwise
-  alias RtScope.CLI
+  alias RtScope.{CLI, JSON}
+
+  @reply "rtscope-remote: "
+  # What json_call may call.
+  @calls [harness: 1, read_files: 1, write_file: 2, unwritable: 1, mkdtemp: 2, remove_tree: 1, uname: 0]
+
+  @doc "The functions rtscope may call here, with their arities."
+  def calls, do: @calls
 
   @doc """
   Runs the harness's command line `argv` (as `RtScope.CLI`) on this node;
@@ -126,19 +133,64 @@ defmodule RtScope.Remote do
   end
 
   @doc """
-  The guard: waits until rtscope says `:stop` or its node (`owner`)
-  disconnects, then removes `modules` from this node.
+  The guard: waits until `owner` (rtscope's relay process, or the SSH
+  channel that `hold/1` keeps open) says `:stop` or goes away — rtscope
+  exited, the connection dropped — then removes `modules` from this node,
+  and the directory `session_dir` where the session's runs wrote.
   """
-  @spec guard(node(), [module()]) :: no_return()
-  def guard(owner, modules) do
-    :erlang.monitor_node(owner, true)
+  @spec guard(pid(), [module()], String.t()) :: :ok
+  def guard(owner, modules, session_dir) do
+    ref = Process.monitor(owner)
 
     receive do
-      {:nodedown, ^owner} -> :ok
+      {:DOWN, ^ref, :process, ^owner, _reason} -> :ok
       {:stop, ^owner} -> :ok
     end
 
+    File.rm_rf(session_dir)
     remove(modules)
+  end
+
+  @doc """
+  For nerves_ssh: keeps this exec channel's process waiting, with a guard
+  on it, until rtscope closes the channel (or loses the connection).
+  """
+  @spec hold([String.t()], String.t()) :: :ok
+  def hold(module_names, session_dir) do
+    # The exec runs in a process of its own that outlives the channel; the channel's IO server, its
+    # group leader, ends with the channel.
+    channel = Process.group_leader()
+    modules = Enum.map(module_names, &String.to_existing_atom/1)
+    spawn(fn -> guard(channel, modules, session_dir) end)
+    IO.puts(@reply <> JSON.encode!(%{"ok" => true}))
+    # Stopped by the guard, which removes this module.
+    receive do
+      :never -> :ok
+    end
+  end
+
+  @doc """
+  For nerves_ssh: calls `fun` of this module with the JSON array `args`
+  (base64, so the exec command needs no quoting) and prints one line
+  `rtscope-remote: {"ok": result}` or `{"error": message}` on the channel.
+  Printed, not returned: nerves_ssh shows a result through `inspect`,
+  which shortens long strings.
+  """
+  @spec json_call(String.t(), String.t()) :: :ok
+  def json_call(fun, args_b64) do
+    reply =
+      try do
+        {:ok, args} = args_b64 |> Base.decode64!() |> JSON.decode()
+
+        case Enum.find(calls(), fn {f, a} -> Atom.to_string(f) == fun and a == length(args) end) do
+          {f, _} -> %{"ok" => apply(__MODULE__, f, args)}
+          nil -> %{"error" => "RtScope.Remote has no call #{fun}/#{length(args)}"}
+        end
+      rescue
+        e -> %{"error" => "on node #{node()}: " <> Exception.message(e)}
+      end
+
+    IO.puts(@reply <> JSON.encode!(reply))
   end
 
   @doc """

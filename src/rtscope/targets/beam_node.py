@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import queue
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -92,6 +94,8 @@ class BeamNodeTarget(Target):
                          sysfs_root=sysfs_root or "/", kind=kind)
         self.node = node
         self.facts = {"node": node}
+        # Run directories go below it; the node's guard removes it with the modules.
+        self.session_dir = posixpath.join(self.workdir, f"rtscope-{secrets.token_hex(5)}")
         self._uname: dict[str, str] | None = None
 
     # -- what a subclass provides
@@ -132,7 +136,7 @@ class BeamNodeTarget(Target):
         return None
 
     def mkdtemp(self, prefix="rtscope-run-", parent=None) -> str:
-        return self.call("mkdtemp", parent or self.workdir, prefix)
+        return self.call("mkdtemp", parent or self.session_dir, prefix)
 
     def remove_tree(self, path: str) -> None:
         self.call("remove_tree", path)
@@ -230,7 +234,7 @@ class ErlangNodeTarget(BeamNodeTarget):
         self._relay = Relay(paths.beam_ebin(), where)
         try:
             self._relay.request("connect", CALL_TIMEOUT, node=self.node, cookie=self._cookie)
-            self._relay.request("load", CALL_TIMEOUT, ebin=str(paths.beam_ebin()))
+            self._relay.request("load", CALL_TIMEOUT, ebin=str(paths.beam_ebin()), session_dir=self.session_dir)
         except BaseException:
             self.close()
             raise

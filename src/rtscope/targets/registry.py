@@ -100,12 +100,25 @@ def _erlang(d: TargetDefinition) -> Target:
                             description=d.description, sysfs_root=o.get("sysfs_root"))
 
 
-def _check_node(d: TargetDefinition) -> None:
+def _check_erlang(d: TargetDefinition) -> None:
     from .beam_node import parse_node_url
     if not d.url:
-        raise UsageError(f"[targets.{d.name}]: a BEAM node target needs url = \"erlang://NAME@HOST\" "
-                         "(or nerves+ssh://HOST:PORT)")
-    parse_node_url(d.url, d.url.partition("://")[0])
+        raise UsageError(f"[targets.{d.name}]: an erlang target needs url = \"erlang://NAME@HOST\"")
+    parse_node_url(d.url)
+
+
+def _nerves_ssh(d: TargetDefinition) -> Target:
+    from .nerves_ssh import NervesSshTarget
+    o = d.options
+    return NervesSshTarget(d.name, d.url, identity=o.get("identity"), known_hosts=o.get("known_hosts"),
+                           workdir=o.get("workdir"), description=d.description, sysfs_root=o.get("sysfs_root"))
+
+
+def _check_nerves_ssh(d: TargetDefinition) -> None:
+    from .nerves_ssh import parse_nerves_url
+    if not d.url:
+        raise UsageError(f"[targets.{d.name}]: a nerves_ssh target needs url = \"nerves+ssh://HOST:PORT\"")
+    parse_nerves_url(d.url)
 
 
 KINDS: dict[str, Kind] = {
@@ -117,7 +130,9 @@ KINDS: dict[str, Kind] = {
     "labgrid": Kind("labgrid", "a board of a labgrid place, reached through its NetworkService with SSH",
                     ("coordinator", "power_cycle", *SSH_KEYS), _labgrid, ("labgrid",), check=_check_labgrid),
     "erlang": Kind("erlang", "a running BEAM node (a Nerves device, an Elixir service) over Erlang distribution",
-                   COOKIE_KEYS, _erlang, ("erlang",), check=_check_node),
+                   COOKIE_KEYS, _erlang, ("erlang",), check=_check_erlang),
+    "nerves_ssh": Kind("nerves_ssh", "a running BEAM node through its nerves_ssh daemon (Elixir exec, SFTP)",
+                       SSH_KEYS, _nerves_ssh, ("nerves+ssh",), check=_check_nerves_ssh),
 }
 
 TARGETS: dict[str, TargetDefinition] = {LOCAL: TargetDefinition(LOCAL, "local", description="this machine")}

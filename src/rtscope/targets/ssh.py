@@ -28,6 +28,7 @@ import socket
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import paramiko
 
@@ -96,6 +97,57 @@ class _Refuse(paramiko.MissingHostKeyPolicy):
         raise paramiko.SSHException(f"unknown host key for {hostname}")
 
 
+def connect(fail: Callable[[str], TargetError], host: str, port: int, user: str | None, identity: str | None,
+            known_hosts: str | None) -> paramiko.SSHClient:
+    """An SSH connection whose host key is verified against known_hosts (never accepted blindly);
+    every failure is fail(message)."""
+    client = paramiko.SSHClient()
+    policy = _Refuse()
+    client.set_missing_host_key_policy(policy)
+    known = known_hosts or os.path.expanduser("~/.ssh/known_hosts")
+    try:
+        client.load_host_keys(known)
+    except FileNotFoundError:
+        raise fail(f"known_hosts file {known} does not exist; host keys are verified, never accepted "
+                   "blindly: add the target's key first (check its fingerprint on the target)") from None
+    except (OSError, paramiko.SSHException) as e:
+        raise fail(f"cannot read known_hosts file {known}: {e}") from None
+    if identity and not os.path.isfile(identity):
+        raise fail(f"identity file {identity} does not exist")
+    try:
+        client.connect(host, port, username=user, key_filename=identity,
+                       timeout=CONNECT_TIMEOUT, banner_timeout=CONNECT_TIMEOUT, auth_timeout=CONNECT_TIMEOUT,
+                       allow_agent=identity is None, look_for_keys=identity is None)
+    except paramiko.BadHostKeyException as e:
+        client.close()
+        raise fail(f"the host key CHANGED: it offers {_fingerprint(e.key)}, but {known} records "
+                   f"{_fingerprint(e.expected_key)}; if the target was reinstalled, remove the old key "
+                   f"(ssh-keygen -R '[{host}]:{port}' -f {known}) and add the new one after "
+                   "checking it on the target") from None
+    except paramiko.AuthenticationException:
+        client.close()
+        raise fail(f"authentication failed for user {user or os.environ.get('USER', '?')} "
+                   f"({'key ' + identity if identity else 'agent and default keys'})") from None
+    except paramiko.SSHException as e:
+        client.close()
+        if policy.offered is not None:
+            raise fail(f"unknown host key ({_fingerprint(policy.offered)}): it is not in {known}; "
+                             "host keys are verified, never accepted blindly: check the fingerprint on the "
+                             f"target, then add it (ssh-keyscan -p {port} {host} >> {known})") from None
+        raise fail(f"SSH failed: {e}") from None
+    except (socket.timeout, TimeoutError):
+        client.close()
+        raise fail(f"unreachable: no answer within {CONNECT_TIMEOUT:.0f} s") from None
+    except (OSError, paramiko.ssh_exception.NoValidConnectionsError) as e:
+        client.close()
+        reason = getattr(e, "strerror", None) or str(e)
+        if isinstance(e, paramiko.ssh_exception.NoValidConnectionsError):
+            reason = "connection refused"
+        raise fail(f"unreachable: {reason}") from None
+    client.get_transport().set_keepalive(KEEPALIVE)
+    return client
+
+
 class SshTarget(Target):
     def __init__(self, name: str, url: str, *, identity: str | None = None, known_hosts: str | None = None,
                  workdir: str | None = None, description: str = "", sysfs_root: str | None = None,
@@ -123,50 +175,7 @@ class SshTarget(Target):
     def open(self) -> None:
         if self._client is not None and self._client.get_transport() and self._client.get_transport().is_active():
             return
-        client = paramiko.SSHClient()
-        policy = _Refuse()
-        client.set_missing_host_key_policy(policy)
-        known = self.known_hosts or os.path.expanduser("~/.ssh/known_hosts")
-        try:
-            client.load_host_keys(known)
-        except FileNotFoundError:
-            raise self._fail(f"known_hosts file {known} does not exist; host keys are verified, never accepted "
-                             "blindly: add the target's key first (check its fingerprint on the target)") from None
-        except (OSError, paramiko.SSHException) as e:
-            raise self._fail(f"cannot read known_hosts file {known}: {e}") from None
-        if self.identity and not os.path.isfile(self.identity):
-            raise self._fail(f"identity file {self.identity} does not exist")
-        try:
-            client.connect(self.host, self.port, username=self.user, key_filename=self.identity,
-                           timeout=CONNECT_TIMEOUT, banner_timeout=CONNECT_TIMEOUT, auth_timeout=CONNECT_TIMEOUT,
-                           allow_agent=self.identity is None, look_for_keys=self.identity is None)
-        except paramiko.BadHostKeyException as e:
-            client.close()
-            raise self._fail(f"the host key CHANGED: it offers {_fingerprint(e.key)}, but {known} records "
-                             f"{_fingerprint(e.expected_key)}; if the target was reinstalled, remove the old key "
-                             f"(ssh-keygen -R '[{self.host}]:{self.port}' -f {known}) and add the new one after "
-                             "checking it on the target") from None
-        except paramiko.AuthenticationException:
-            client.close()
-            raise self._fail(f"authentication failed for user {self.user or os.environ.get('USER', '?')} "
-                             f"({'key ' + self.identity if self.identity else 'agent and default keys'})") from None
-        except paramiko.SSHException as e:
-            client.close()
-            if policy.offered is not None:
-                raise self._fail(f"unknown host key ({_fingerprint(policy.offered)}): it is not in {known}; "
-                                 "host keys are verified, never accepted blindly: check the fingerprint on the "
-                                 f"target, then add it (ssh-keyscan -p {self.port} {self.host} >> {known})") from None
-            raise self._fail(f"SSH failed: {e}") from None
-        except (socket.timeout, TimeoutError):
-            client.close()
-            raise self._fail(f"unreachable: no answer within {CONNECT_TIMEOUT:.0f} s") from None
-        except (OSError, paramiko.ssh_exception.NoValidConnectionsError) as e:
-            client.close()
-            reason = getattr(e, "strerror", None) or str(e)
-            if isinstance(e, paramiko.ssh_exception.NoValidConnectionsError):
-                reason = "connection refused"
-            raise self._fail(f"unreachable: {reason}") from None
-        client.get_transport().set_keepalive(KEEPALIVE)
+        client = connect(self._fail, self.host, self.port, self.user, self.identity, self.known_hosts)
         self._client = client
         self._check_basics()
 
