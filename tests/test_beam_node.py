@@ -119,6 +119,20 @@ def test_callback_threads_on_the_node(board, cli, tmp_path):
     assert board.leftovers() == CLEAN
 
 
+@pytest.mark.parametrize("variant", ["spawn_each", "spawn_recursive"])
+def test_spawning_processes_on_the_node(board, cli, tmp_path, variant):
+    db = str(tmp_path / "s.db")
+    spec = spec_file(tmp_path, board.table("board"), f'[[workload]]\nname = "exec"\nvariants = "{variant}"\n'
+                     'runtime = "beam"\n[workload.params]\nn = 500\niterations = 40\npause_ms = 0\n')
+    r = cli("run", spec, "--db", db)
+    assert r.code == 0, r.out + r.err
+    shown = run_json(cli, db)
+    assert shown["variant"] == variant and shown["params"]["n"] == 500 and shown["stats"]["n"] == 40
+    # 500 processes cannot start in less than a nanosecond each
+    assert shown["stats"]["min"] > 500 and shown["environment"]["node"] == board.node
+    assert board.leftovers() == CLEAN
+
+
 # ---- errors: one clear message, nothing stored, the node unharmed ------------------------------------------
 
 def _error(cli, tmp_path, spec: Path) -> str:

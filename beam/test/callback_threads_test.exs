@@ -69,6 +69,7 @@ defmodule RtScope.CallbackThreadsTest do
 
       CT.spawn(rt, fn _ -> spin.(spin, 0) end)
       assert_receive {:spun, 1000}, 2000
+
       # The spinning thread's items never leave the Worker's own queue; the shared one is still served.
       CT.spawn(rt, fn tid -> Kernel.send(parent, {:got, tid}) end)
       assert collect(1) == [1]

@@ -3,6 +3,7 @@ defmodule RtScope.ExecTest do
   use ExUnit.Case, async: false
 
   alias RtScope.Exec
+  alias RtScope.Exec.Workloads
   alias RtScope.Test.SampleReader
 
   doctest RtScope.Exec.Workloads
@@ -113,17 +114,30 @@ defmodule RtScope.ExecTest do
     assert fib.header[:params] == %{iterations: 20, pause_ms: 0, warmup_calls: 1, n: 15}
   end
 
+  test "spawning: every process runs before the call returns, and more processes take longer" do
+    {:ok, few} = Exec.run(:spawn_each, iterations: 15, pause_ms: 0, n: 10)
+    {:ok, many} = Exec.run(:spawn_each, iterations: 15, pause_ms: 0, n: 5000)
+    {:ok, chain} = Exec.run(:spawn_recursive, iterations: 15, pause_ms: 0, n: 5000)
+    assert median(many) > median(few)
+    assert chain.count == 15 and median(chain) > 0
+    assert chain.header[:params] == %{iterations: 15, pause_ms: 0, warmup_calls: 1, n: 5000}
+    # Nothing left over: each spawned process has run and ended.
+    refute_received :spawned
+    assert Workloads.spawn_recursive(3) == :ok and Workloads.spawn_each(3) == :ok
+  end
+
   test "bad options are refused before anything runs" do
     assert {:error,
             {:invalid,
-             "unknown exec workload \"summ\": valid choices are sum, fib, sleep, nothing"}} =
-             Exec.run("summ", [])
+             "unknown exec workload \"summ\": valid choices are sum, fib, sleep, nothing, " <>
+               "spawn_each, spawn_recursive"}} = Exec.run("summ", [])
 
     assert {:error, {:invalid, "invalid iterations 0: must be an integer >= 1"}} =
              Exec.run(:sum, iterations: 0)
 
     assert {:error,
-            {:invalid, "option n does not apply to exec nothing (only to sum, fib, sleep)"}} =
+            {:invalid,
+             "option n does not apply to exec nothing (only to sum, fib, sleep, spawn_each, spawn_recursive)"}} =
              Exec.run(:nothing, n: 3)
 
     assert {:error, {:invalid, "unknown option sleep_ms for exec" <> _}} =

@@ -92,7 +92,9 @@ defmodule RtScope.SampleFileTest do
     refute File.exists?(path)
   end
 
-  test "a path that is a FIFO (or a device, or a directory) is refused, not replaced", %{tmp_dir: dir} do
+  test "a path that is a FIFO (or a device, or a directory) is refused, not replaced", %{
+    tmp_dir: dir
+  } do
     fifo = Path.join(dir, "fifo")
     {_, 0} = System.cmd("mkfifo", [fifo])
     assert {:error, msg} = SampleFile.write(fifo, @header, <<>>, %{})

@@ -194,6 +194,8 @@ class Availability:
         if not self.boot and resolve(name).kind in BOOTED_KINDS:
             return None
         target = self.pool.get(name)  # an unreachable target is an error, not a reason to skip
+        if target.cannot_run(req.runtime):
+            return target.cannot_run(req.runtime)
         missing = self._ask(("runtime", name, req.runtime), lambda: RUNTIMES[req.runtime].unavailable(target))
         if missing:
             return f"runtime {req.runtime} is not available: {missing}"

@@ -67,9 +67,8 @@ def execute(req: RunRequest, store: RunSink, *, timeout: float | None = None, ta
     Nothing is stored on failure; every setting is undone on the target, also on Ctrl-C and SIGTERM."""
     target = target or LocalTarget()
     rt = RUNTIMES[req.runtime]
-    if target.runtimes is not None and req.runtime not in target.runtimes:
-        raise UsageError(f"target {target.name} ({target.kind}) runs runtime {', '.join(target.runtimes)} only, "
-                         f"not {req.runtime}")
+    if target.cannot_run(req.runtime):
+        raise UsageError(target.cannot_run(req.runtime))
     missing = rt.unavailable(target)
     if missing:
         raise RtscopeError(f"runtime {req.runtime} is not available: {missing}")

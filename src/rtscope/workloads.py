@@ -41,15 +41,17 @@ def register(w: Workload) -> Workload:
 
 register(Workload(
     name="exec",
-    help="execution time of a function called repeatedly (study 1: sum, fib, sleep; nothing = overhead)",
-    variants=("sum", "fib", "sleep", "nothing"),
+    help="execution time of a function called repeatedly (study 1: sum, fib, sleep; nothing = overhead; "
+         "spawn_each / spawn_recursive = spawning n processes, BEAM only)",
+    variants=("sum", "fib", "sleep", "nothing", "spawn_each", "spawn_recursive"),
     params=(
-        Option("n", integer(0), "an integer >= 0", "problem size: sum 1..n, fib(n), sleep n ms"),
+        Option("n", integer(0), "an integer >= 0", "problem size: sum 1..n, fib(n), sleep n ms, spawn n processes"),
         Option("iterations", integer(1), "an integer >= 1", "recorded calls (one extra warm-up call is not recorded)",
                10_000),
         Option("pause_ms", number(0), "a number of ms >= 0", "pause between calls", 5),
     ),
-    variant_defaults={"sum": {"n": 4000}, "fib": {"n": 20}, "sleep": {"n": 5}},
+    variant_defaults={"sum": {"n": 4000}, "fib": {"n": 20}, "sleep": {"n": 5}, "spawn_each": {"n": 1000},
+                      "spawn_recursive": {"n": 1000}},
     check=lambda variant, params: _check_exec(variant, params),
 ))
 

@@ -186,8 +186,7 @@ defmodule RtScope.CLI do
 
   defp usage_error(msg),
     do:
-      {2, "",
-       "#{Harness.tool()}: error: #{msg}\n#{Harness.tool()}: run with 'help' for usage\n"}
+      {2, "", "#{Harness.tool()}: error: #{msg}\n#{Harness.tool()}: run with 'help' for usage\n"}
 
   @doc "The usage text."
   @spec usage() :: String.t()
@@ -196,8 +195,9 @@ defmodule RtScope.CLI do
     usage: #{Harness.tool()} WORKLOAD VARIANT [OPTIONS] --output FILE.rts
 
     workloads and variants:
-      exec  sum | fib | sleep | nothing     execution time of a call
-            --iterations N (10000)  --pause-ms MS (5)  --n N (sum 4000, fib 20, sleep 5 ms)
+      exec  sum | fib | sleep | nothing | spawn_each | spawn_recursive    execution time of a call
+            --iterations N (10000)  --pause-ms MS (5)
+            --n N (sum 4000, fib 20, sleep 5 ms, spawn_* 1000 processes)
             --csv FILE.csv (also write count,time,heap_size,minor_gcs)
       timer send_after | receive_after | timer_sleep    wake-up latency
             --cycles N (10000)  --interval-ms MS (1)

@@ -34,7 +34,10 @@ defmodule RtScope.Exec do
     * `:iterations` – timed calls (default 10 000, >= 1)
     * `:pause_ms` – pause between calls in ms (default 5, 0 = none)
     * `:n` – the problem size: `sum` 1..n (default 4000), `fib(n)`
-      (default 20), `sleep` n ms (default 5)
+      (default 20), `sleep` n ms (default 5), `spawn_each` and
+      `spawn_recursive` n processes (default 1000: one by one from the
+      measuring process, or each spawning the next; timed until the last
+      one has run)
     * `:csv` – also write the study's CSV (`RtScope.Exec.CSV`)
     * the common options of `RtScope.Options` (`:output`, spawn options,
       `:expect_vm_flags`)
@@ -50,7 +53,7 @@ defmodule RtScope.Exec do
 
   alias RtScope.{Exec.CSV, Exec.Workloads, Harness, Options, SpawnOpts}
 
-  @variants [:sum, :fib, :sleep, :nothing]
+  @variants [:sum, :fib, :sleep, :nothing, :spawn_each, :spawn_recursive]
   @keys [:iterations, :pause_ms, :n, :csv]
 
   @columns [
@@ -83,7 +86,7 @@ defmodule RtScope.Exec do
   def validate(workload, opts) do
     with {:ok, variant} <- Options.variant(workload, "exec workload", @variants),
          :ok <- Options.check_keys(opts, "exec", @keys),
-         :ok <- Options.only_for(opts, :n, variant, [:sum, :fib, :sleep], "exec"),
+         :ok <- Options.only_for(opts, :n, variant, @variants -- [:nothing], "exec"),
          {:ok, iterations} <- Options.integer(opts, :iterations, 10_000, 1),
          {:ok, pause_ms} <- Options.integer(opts, :pause_ms, 5, 0),
          {:ok, arg} <- argument(variant, opts),
@@ -104,6 +107,9 @@ defmodule RtScope.Exec do
   defp argument(:fib, opts), do: Options.integer(opts, :n, 20, 0)
   defp argument(:sleep, opts), do: Options.integer(opts, :n, 5, 0)
   defp argument(:nothing, _opts), do: {:ok, nil}
+
+  defp argument(spawn, opts) when spawn in [:spawn_each, :spawn_recursive],
+    do: Options.integer(opts, :n, 1000, 1)
 
   defp params(%{variant: v, arg: arg} = cfg) do
     base = %{iterations: cfg.iterations, pause_ms: cfg.pause_ms, warmup_calls: 1}
@@ -138,6 +144,8 @@ defmodule RtScope.Exec do
   defp workload_fun(:fib, n), do: fn -> Workloads.fib(n) end
   defp workload_fun(:sleep, ms), do: fn -> Workloads.sleep(ms) end
   defp workload_fun(:nothing, nil), do: fn -> Workloads.nothing() end
+  defp workload_fun(:spawn_each, n), do: fn -> Workloads.spawn_each(n) end
+  defp workload_fun(:spawn_recursive, n), do: fn -> Workloads.spawn_recursive(n) end
 
   # The measuring loop. Only the call sits between the two clock reads;
   # Process.info, the send to the output process and the pause come after.

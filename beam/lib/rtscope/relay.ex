@@ -233,8 +233,11 @@ defmodule RtScope.Relay do
     message = Exception.message(Exception.normalize(:error, reason, stack))
 
     case stack do
-      [entry | _] -> "on node #{node}: #{message} (in #{Exception.format_stacktrace_entry(entry)})"
-      _ -> "on node #{node}: #{message}"
+      [entry | _] ->
+        "on node #{node}: #{message} (in #{Exception.format_stacktrace_entry(entry)})"
+
+      _ ->
+        "on node #{node}: #{message}"
     end
   end
 

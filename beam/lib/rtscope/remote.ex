@@ -20,7 +20,15 @@ defmodule RtScope.Remote do
 
   @reply "rtscope-remote: "
   # What json_call may call.
-  @calls [harness: 1, read_files: 1, write_file: 2, unwritable: 1, mkdtemp: 2, remove_tree: 1, uname: 0]
+  @calls [
+    harness: 1,
+    read_files: 1,
+    write_file: 2,
+    unwritable: 1,
+    mkdtemp: 2,
+    remove_tree: 1,
+    uname: 0
+  ]
 
   @doc "The functions rtscope may call here, with their arities."
   def calls, do: @calls
@@ -74,7 +82,10 @@ defmodule RtScope.Remote do
   @spec unwritable([String.t()]) :: [String.t()]
   def unwritable(paths) do
     Enum.reject(paths, fn path ->
-      match?({:ok, %File.Stat{access: access}} when access in [:write, :read_write], File.stat(path))
+      match?(
+        {:ok, %File.Stat{access: access}} when access in [:write, :read_write],
+        File.stat(path)
+      )
     end)
   end
 
@@ -127,8 +138,11 @@ defmodule RtScope.Remote do
   # `uname -m` from the VM's architecture triple, e.g. aarch64-unknown-linux-gnu -> aarch64.
   defp machine(arch) do
     case String.split(arch, "-") do
-      ["arm" <> _ | rest] -> if Enum.any?(rest, &String.ends_with?(&1, "hf")), do: "armv7l", else: "armv6l"
-      [cpu | _] -> cpu
+      ["arm" <> _ | rest] ->
+        if Enum.any?(rest, &String.ends_with?(&1, "hf")), do: "armv7l", else: "armv6l"
+
+      [cpu | _] ->
+        cpu
     end
   end
 

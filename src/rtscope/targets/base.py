@@ -96,6 +96,12 @@ class Target:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def cannot_run(self, runtime: str) -> str | None:
+        """Why this target cannot run `runtime` at all (a BEAM node has no shell), else None."""
+        if self.runtimes is None or runtime in self.runtimes:
+            return None
+        return f"target {self.name} ({self.kind}) runs runtime {', '.join(self.runtimes)} only, not {runtime}"
+
     # -- commands
     def run(self, argv: list[str], *, timeout: float | None = None, stdin: bytes | None = None,
             cwd: str | None = None, binary: bool = False) -> Completed:

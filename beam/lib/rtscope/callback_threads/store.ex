@@ -104,7 +104,9 @@ defmodule RtScope.CallbackThreads.Store do
   @doc "Threads running, or with an item queued, when the Worker died (see `RtScope.CallbackThreads.Worker`)."
   @spec running(t()) :: [{tid(), term()}]
   def running(%__MODULE__{threads: threads}) do
-    for state <- [:running, :ready], [tid, mb] <- :ets.match(threads, {:"$1", state, :"$2"}), do: {tid, mb}
+    for state <- [:running, :ready],
+        [tid, mb] <- :ets.match(threads, {:"$1", state, :"$2"}),
+        do: {tid, mb}
   end
 
   @spec count(t(), :finished | :crashed | :dead_letters, integer()) :: integer()

@@ -66,7 +66,11 @@ defmodule RtScope.CallbackThreads.Worker do
   # Inside a callback (the Worker's process): queue an item on the Worker's own run queue.
   @spec push_own(Store.tid(), Store.item()) :: :ok
   def push_own(tid, item) do
-    Process.put(@own, :queue.in({:erlang.unique_integer([:monotonic]), tid, item}, Process.get(@own)))
+    Process.put(
+      @own,
+      :queue.in({:erlang.unique_integer([:monotonic]), tid, item}, Process.get(@own))
+    )
+
     :ok
   end
 

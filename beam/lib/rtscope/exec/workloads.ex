@@ -24,6 +24,35 @@ defmodule RtScope.Exec.Workloads do
   @spec sleep(non_neg_integer()) :: :ok
   def sleep(ms), do: :timer.sleep(ms)
 
+  @doc """
+  Spawns `n` processes one after the other (nerves_rt_perf's spawn "each");
+  returns when every one of them has run.
+  """
+  @spec spawn_each(pos_integer()) :: :ok
+  def spawn_each(n) do
+    me = self()
+    for _ <- 1..n, do: spawn(fn -> send(me, :spawned) end)
+    await_spawned(n)
+  end
+
+  defp await_spawned(0), do: :ok
+  defp await_spawned(k), do: receive(do: (:spawned -> await_spawned(k - 1)))
+
+  @doc """
+  Spawns a chain of `n` processes, each spawning the next and exiting
+  (nerves_rt_perf's spawn "recursive"); returns when the last one has run.
+  """
+  @spec spawn_recursive(pos_integer()) :: :ok
+  def spawn_recursive(n) do
+    me = self()
+    ref = make_ref()
+    spawn(fn -> chain(n - 1, me, ref) end)
+    receive(do: ({:spawned_all, ^ref} -> :ok))
+  end
+
+  defp chain(0, me, ref), do: send(me, {:spawned_all, ref})
+  defp chain(k, me, ref), do: spawn(fn -> chain(k - 1, me, ref) end)
+
   @doc "An empty call: what the measurement itself costs."
   @spec nothing() :: :ok
   def nothing, do: :ok
