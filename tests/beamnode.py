@@ -156,6 +156,18 @@ class Board:
     def leftovers(self) -> str:
         return self.inspect(LEFTOVERS).strip()
 
+    def programs(self) -> list[str]:
+        """Command lines of the processes in the board's mount namespace (its VM and whatever it started)."""
+        ns = os.readlink(f"/proc/{self.proc.pid}/ns/mnt")
+        found = []
+        for entry in os.listdir("/proc"):
+            try:
+                if entry.isdigit() and int(entry) != self.proc.pid and os.readlink(f"/proc/{entry}/ns/mnt") == ns:
+                    found.append(Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+            except OSError:
+                continue  # it ended meanwhile
+        return found
+
     def kill(self) -> None:
         """Like pulling the board's plug."""
         if self.proc is not None and self.proc.poll() is None:

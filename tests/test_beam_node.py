@@ -133,6 +133,19 @@ def test_spawning_processes_on_the_node(board, cli, tmp_path, variant):
     assert board.leftovers() == CLEAN
 
 
+def test_connecting_to_another_node_from_the_node(board, cli, tmp_path):
+    db = str(tmp_path / "s.db")
+    spec = spec_file(tmp_path, board.table("board"), '[[workload]]\nname = "exec"\nvariants = "nodeconnect"\n'
+                     'runtime = "beam"\n[workload.params]\niterations = 30\npause_ms = 0\n')
+    r = cli("run", spec, "--db", db)
+    assert r.code == 0, r.out + r.err
+    shown = run_json(cli, db)
+    assert shown["variant"] == "nodeconnect" and shown["stats"]["n"] == 30
+    assert shown["stats"]["min"] > 10_000  # a handshake over TCP takes more than 10 µs
+    assert board.leftovers() == CLEAN
+    assert [p for p in board.programs() if "rtscope_peer" in p] == []  # the peer node was stopped
+
+
 # ---- errors: one clear message, nothing stored, the node unharmed ------------------------------------------
 
 def _error(cli, tmp_path, spec: Path) -> str:

@@ -130,7 +130,10 @@ defmodule RtScope.ExecTest do
     assert {:error,
             {:invalid,
              "unknown exec workload \"summ\": valid choices are sum, fib, sleep, nothing, " <>
-               "spawn_each, spawn_recursive"}} = Exec.run("summ", [])
+               "spawn_each, spawn_recursive, nodeconnect"}} = Exec.run("summ", [])
+
+    assert {:error, {:invalid, "exec nodeconnect needs a VM with distribution started" <> _}} =
+             Exec.run(:nodeconnect, iterations: 3)
 
     assert {:error, {:invalid, "invalid iterations 0: must be an integer >= 1"}} =
              Exec.run(:sum, iterations: 0)

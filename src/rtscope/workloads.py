@@ -41,9 +41,9 @@ def register(w: Workload) -> Workload:
 
 register(Workload(
     name="exec",
-    help="execution time of a function called repeatedly (study 1: sum, fib, sleep; nothing = overhead; "
-         "spawn_each / spawn_recursive = spawning n processes, BEAM only)",
-    variants=("sum", "fib", "sleep", "nothing", "spawn_each", "spawn_recursive"),
+    help="execution time of a function called repeatedly (study 1: sum, fib, sleep; nothing = overhead; BEAM "
+         "only: spawn_each / spawn_recursive = spawning n processes, nodeconnect = connecting to another node)",
+    variants=("sum", "fib", "sleep", "nothing", "spawn_each", "spawn_recursive", "nodeconnect"),
     params=(
         Option("n", integer(0), "an integer >= 0", "problem size: sum 1..n, fib(n), sleep n ms, spawn n processes"),
         Option("iterations", integer(1), "an integer >= 1", "recorded calls (one extra warm-up call is not recorded)",
@@ -57,8 +57,8 @@ register(Workload(
 
 
 def _check_exec(variant: str, params: dict[str, Any]) -> None:
-    if variant == "nothing" and "n" in params:
-        raise UsageError("parameter n does not apply to exec nothing (an empty call)")
+    if variant in ("nothing", "nodeconnect") and "n" in params:
+        raise UsageError(f"parameter n does not apply to exec {variant}")
 
 
 # --- tasks (study 5): memory per task and switch cost --------------------------------------------------------

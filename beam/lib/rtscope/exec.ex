@@ -53,7 +53,7 @@ defmodule RtScope.Exec do
 
   alias RtScope.{Exec.CSV, Exec.Workloads, Harness, Options, SpawnOpts}
 
-  @variants [:sum, :fib, :sleep, :nothing, :spawn_each, :spawn_recursive]
+  @variants [:sum, :fib, :sleep, :nothing, :spawn_each, :spawn_recursive, :nodeconnect]
   @keys [:iterations, :pause_ms, :n, :csv]
 
   @columns [
@@ -86,7 +86,9 @@ defmodule RtScope.Exec do
   def validate(workload, opts) do
     with {:ok, variant} <- Options.variant(workload, "exec workload", @variants),
          :ok <- Options.check_keys(opts, "exec", @keys),
-         :ok <- Options.only_for(opts, :n, variant, @variants -- [:nothing], "exec"),
+         :ok <-
+           Options.only_for(opts, :n, variant, @variants -- [:nothing, :nodeconnect], "exec"),
+         :ok <- distributed(variant),
          {:ok, iterations} <- Options.integer(opts, :iterations, 10_000, 1),
          {:ok, pause_ms} <- Options.integer(opts, :pause_ms, 5, 0),
          {:ok, arg} <- argument(variant, opts),
@@ -107,6 +109,7 @@ defmodule RtScope.Exec do
   defp argument(:fib, opts), do: Options.integer(opts, :n, 20, 0)
   defp argument(:sleep, opts), do: Options.integer(opts, :n, 5, 0)
   defp argument(:nothing, _opts), do: {:ok, nil}
+  defp argument(:nodeconnect, _opts), do: {:ok, nil}
 
   defp argument(spawn, opts) when spawn in [:spawn_each, :spawn_recursive],
     do: Options.integer(opts, :n, 1000, 1)
@@ -114,11 +117,24 @@ defmodule RtScope.Exec do
   defp params(%{variant: v, arg: arg} = cfg) do
     base = %{iterations: cfg.iterations, pause_ms: cfg.pause_ms, warmup_calls: 1}
 
-    if v == :nothing, do: base, else: Map.put(base, :n, arg)
+    if v in [:nothing, :nodeconnect], do: base, else: Map.put(base, :n, arg)
   end
 
+  defp distributed(:nodeconnect) do
+    if Node.alive?(),
+      do: :ok,
+      else:
+        {:error,
+         {:invalid,
+          "exec nodeconnect needs a VM with distribution started (a BEAM node target, " <>
+            "docs/nerves.md): this VM has no node name"}}
+  end
+
+  defp distributed(_variant), do: :ok
+
   defp spec(cfg) do
-    fun = workload_fun(cfg.variant, cfg.arg)
+    variant = cfg.variant
+    arg = cfg.arg
     iterations = cfg.iterations
     pause_ms = cfg.pause_ms
 
@@ -131,14 +147,31 @@ defmodule RtScope.Exec do
       spawn_options: SpawnOpts.spawn_options(cfg.requested),
       body: fn collector ->
         observed = SpawnOpts.observe()
-        _warmup = fun.()
-        t0 = :erlang.monotonic_time(:nanosecond)
-        loop(fun, collector, iterations, pause_ms)
-        loop_ns = :erlang.monotonic_time(:nanosecond) - t0
-        %{process: observed, counters: %{warmup_calls: 1, loop_ns: loop_ns}, notes: []}
+        {fun, after_call, finish} = workload(variant, arg)
+
+        try do
+          _warmup = fun.()
+          after_call.()
+          t0 = :erlang.monotonic_time(:nanosecond)
+          loop(fun, after_call, collector, iterations, pause_ms)
+          loop_ns = :erlang.monotonic_time(:nanosecond) - t0
+          %{process: observed, counters: %{warmup_calls: 1, loop_ns: loop_ns}, notes: []}
+        after
+          finish.()
+        end
       end
     }
   end
+
+  # The timed call; what follows each call, untimed; what ends the run.
+  defp workload(:nodeconnect, nil) do
+    peer = Workloads.start_peer()
+
+    {fn -> Workloads.nodeconnect(peer.node) end, fn -> Node.disconnect(peer.node) end,
+     fn -> Workloads.stop_peer(peer) end}
+  end
+
+  defp workload(variant, arg), do: {workload_fun(variant, arg), fn -> :ok end, fn -> :ok end}
 
   defp workload_fun(:sum, n), do: fn -> Workloads.sum(n) end
   defp workload_fun(:fib, n), do: fn -> Workloads.fib(n) end
@@ -149,9 +182,9 @@ defmodule RtScope.Exec do
 
   # The measuring loop. Only the call sits between the two clock reads;
   # Process.info, the send to the output process and the pause come after.
-  defp loop(_fun, _collector, 0, _pause_ms), do: :ok
+  defp loop(_fun, _after_call, _collector, 0, _pause_ms), do: :ok
 
-  defp loop(fun, collector, left, pause_ms) do
+  defp loop(fun, after_call, collector, left, pause_ms) do
     t0 = :erlang.monotonic_time(:nanosecond)
     fun.()
     t1 = :erlang.monotonic_time(:nanosecond)
@@ -161,8 +194,9 @@ defmodule RtScope.Exec do
 
     {:minor_gcs, minor} = :lists.keyfind(:minor_gcs, 1, gc)
     send(collector, {:s, t1 - t0, heap, minor})
+    after_call.()
     if pause_ms > 0, do: :timer.sleep(pause_ms)
-    loop(fun, collector, left - 1, pause_ms)
+    loop(fun, after_call, collector, left - 1, pause_ms)
   end
 
   defp write_csv(_result, nil), do: :ok

@@ -136,7 +136,7 @@ class Beam(Runtime):
 RUNTIME = Beam(
     name="beam",
     help=f"BEAM harness in a fresh Erlang VM per run (build: {paths.BEAM_BUILD_HINT})",
-    workloads={"exec": ("sum", "fib", "sleep", "nothing", "spawn_each", "spawn_recursive"),
+    workloads={"exec": ("sum", "fib", "sleep", "nothing", "spawn_each", "spawn_recursive", "nodeconnect"),
                "timer": BEAM_TIMER_VARIANTS,
                "msgq": ("pmap", "fan_in"), "tasks": ("memory", "switch")},
     settings=(*SPAWN_SETTINGS, "vm_flags", "model"),

@@ -53,6 +53,42 @@ defmodule RtScope.Exec.Workloads do
   defp chain(0, me, ref), do: send(me, {:spawned_all, ref})
   defp chain(k, me, ref), do: spawn(fn -> chain(k - 1, me, ref) end)
 
+  @doc """
+  Connects this node to `peer` (nerves_rt_perf's nodeconnect): the
+  distribution handshake, including the port lookup in epmd.
+  """
+  @spec nodeconnect(node()) :: true
+  def nodeconnect(peer) do
+    true = Node.connect(peer)
+  end
+
+  @doc """
+  Starts a peer node on this machine for `nodeconnect`, controlled over its
+  standard input and output (so a dropped distribution connection does not
+  stop it) and hidden (not in anyone's `Node.list/0`). The cookie is set
+  over that control channel: it never appears in the peer's command line.
+  """
+  @spec start_peer() :: %{pid: pid(), node: node()}
+  def start_peer do
+    name = :peer.random_name(:rtscope_peer)
+
+    {:ok, pid, node} =
+      :peer.start(%{
+        name: name,
+        host: node() |> Atom.to_string() |> String.split("@") |> List.last() |> to_charlist(),
+        longnames: :net_kernel.longnames(),
+        connection: :standard_io,
+        args: [~c"-hidden", ~c"-setcookie", ~c"rtscope_placeholder"]
+      })
+
+    :peer.call(pid, :erlang, :set_cookie, [Node.get_cookie()])
+    %{pid: pid, node: node}
+  end
+
+  @doc "Stops a peer started by `start_peer/0`."
+  @spec stop_peer(%{pid: pid()}) :: :ok
+  def stop_peer(%{pid: pid}), do: :peer.stop(pid)
+
   @doc "An empty call: what the measurement itself costs."
   @spec nothing() :: :ok
   def nothing, do: :ok
