@@ -11,7 +11,8 @@
 #define SUBCOMMANDS(X) \
     X(exec, "time repeated calls of a workload (sum, fib, sleep, nothing)") \
     X(timer, "timer wake-up latency: clock_nanosleep on an absolute schedule (absolute, relative)") \
-    X(storage, "time passes of block reads/writes over one file (write_sync, write, read)")
+    X(storage, "time passes of block reads/writes over one file (write_sync, write, read)") \
+    X(gpio, "GPIO write/read latency and an LED blink loop, GPIO character device (write, read, blink, port)")
 
 #define DECLARE_SUBCOMMAND(name, help) int rtp_cmd_##name(int argc, char **argv);
 SUBCOMMANDS(DECLARE_SUBCOMMAND)

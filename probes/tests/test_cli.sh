@@ -39,6 +39,23 @@ expect 1 "output in a missing directory" -- "$PROBE" exec sum --iterations 3 --p
 grep_in "$TMP/err" "No such file or directory" "missing directory message"
 [ ! -e "$OUT" ] && ok || fail "a failed run left $OUT"
 
+# gpio: usage errors and the machine's answers that need no GPIO hardware (the virtual Raspberry Pi 3's
+# PL061 runs it for real: tests/test_gpio.py).
+expect 2 "gpio without a variant" -- "$PROBE" gpio --output "$OUT"
+grep_in "$TMP/err" "no variant given; valid variants: write, read, blink, port" "gpio variant message"
+expect 2 "gpio unknown variant" -- "$PROBE" gpio toggle --output "$OUT"
+grep_in "$TMP/err" "unknown variant 'toggle'; valid variants: write, read, blink, port" "gpio unknown variant message"
+expect 2 "gpio without --output" -- "$PROBE" gpio write
+grep_in "$TMP/err" "--output FILE is required" "gpio --output message"
+expect 2 "gpio bad line" -- "$PROBE" gpio write --line -1 --output "$OUT"
+expect 1 "gpio chip that does not exist" -- "$PROBE" gpio write --chip "$TMP/gpiochip9" --output "$OUT"
+grep_in "$TMP/err" "no GPIO chip $TMP/gpiochip9; chips here: " "gpio missing chip message"
+expect 1 "gpio chip that is not a chip" -- "$PROBE" gpio read --chip /dev/zero --output "$OUT"
+grep_in "$TMP/err" "/dev/zero is not a GPIO chip" "gpio not a chip message"
+[ ! -e "$OUT" ] && ok || fail "a failed gpio run left $OUT"
+expect 1 "gpio port, chip that does not exist" -- "$PROBE" gpio port --chip "$TMP/gpiochip9"
+grep_in "$TMP/out" "Eno GPIO chip $TMP/gpiochip9" "gpio port error frame"
+
 # Every workload, end to end.
 for w in sum fib nothing; do
     expect 0 "exec $w" -- "$PROBE" exec "$w" --iterations 20 --pause-ms 0 --output "$TMP/$w.rts"

@@ -342,3 +342,34 @@ register(Workload(
 MSGQ_PARAMS = {"pmap": ("elements", "iterations"),
                "fan_in": ("senders", "messages", "iterations", "message_words", "work", "send_interval_ms",
                           "queue_sample_every")}
+
+
+# --- gpio (study 1, nerves_rt_perf): GPIO writes and reads through the Linux GPIO character device ---------------
+
+GPIO_TIMED = ("write", "read", "genserver_write")  # variants timed per call (pause_ms); blink keeps a period
+
+
+def check_gpio(variant: str, params: dict[str, Any]) -> None:
+    if not str(params["chip"]).startswith("/"):
+        raise UsageError(f"gpio chip must be an absolute path such as /dev/gpiochip0, got {params['chip']!r}")
+    if variant == "blink" and "pause_ms" in params:
+        raise UsageError("parameter pause_ms does not apply to gpio blink (it keeps period_ms)")
+    if variant != "blink" and "period_ms" in params:
+        raise UsageError(f"parameter period_ms applies to gpio blink only, not {variant}")
+
+
+register(Workload(
+    name="gpio",
+    help="GPIO write/read latency per call, an LED blink loop, a GenServer writing GPIO (study 1's nerves_rt_perf); "
+         "see docs/gpio.md",
+    variants=("write", "read", "blink", "genserver_write"),
+    params=(
+        Option("chip", str, "a GPIO chip device path", "the GPIO chip", "/dev/gpiochip0"),
+        Option("line", integer(0, 511), "an integer 0..511", "the line's offset on the chip", 0),
+        Option("iterations", integer(1, 100_000_000), "an integer >= 1", "recorded calls (blink: periods)", 1000),
+        Option("pause_ms", number(0), "a number of ms >= 0", "pause between calls (write, read, genserver_write)"),
+        Option("period_ms", positive_number(3_600_000), "a number of ms > 0", "blink: the LED's period"),
+    ),
+    variant_defaults={**{v: {"pause_ms": 1} for v in GPIO_TIMED}, "blink": {"period_ms": 10}},
+    check=check_gpio,
+))

@@ -91,6 +91,7 @@ RUNTIME = Native(
     name="native",
     help="C probe rtprobe (build: make -C probes)",
     workloads={"exec": ("sum", "fib", "sleep", "nothing"), "tasks": ("memory", "switch"),
-               "storage": ("write_sync", "write", "read"), "timer": ("absolute", "relative")},
+               "storage": ("write_sync", "write", "read"), "timer": ("absolute", "relative"),
+               "gpio": ("write", "read", "blink")},
     settings=("rt_priority", "cpu", "mlock", "model"),
 )
