@@ -185,6 +185,14 @@ def test_a_runtime_that_needs_a_shell(board, cli, tmp_path):
     assert board.leftovers() == CLEAN
 
 
+def test_gpio_needs_what_a_node_does_not_have(board, cli, tmp_path):
+    spec = spec_file(tmp_path, board.table("board"), '[[workload]]\nname = "gpio"\nvariants = "write"\n'
+                     'runtime = "beam"\n')
+    err = _error(cli, tmp_path, spec)
+    assert "workload gpio cannot run on target board, a running BEAM node" in err, err
+    assert board.leftovers() == CLEAN
+
+
 def test_a_workload_raising_on_the_node(tmp_path, cli):
     # The node caps process heaps: a measuring process asked for a larger minimum heap cannot be spawned.
     b = beamnode.Board(tmp_path / "capped", erl_flags="+hmax 20000000").start()

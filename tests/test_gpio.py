@@ -1,8 +1,9 @@
 """GPIO workloads on real kernel GPIO: the virtual Raspberry Pi 3 (qemu-system-aarch64 -M virt, Debian's arm64
 kernel) has a PL061 controller, /dev/gpiochip0 with 8 lines. This machine's own kernel has no GPIO.
 
-One guest is booted for the module; runs go through rtscope's runner on it like on a board (rtprobe deployed
-over SSH, cross-built for aarch64).
+One guest is booted for the module, with Erlang and Elixir for arm64 in its root file system (the target's
+`packages`); runs go through rtscope's runner on it like on a board: rtprobe deployed over SSH (cross-built for
+aarch64), the BEAM harness's compiled modules copied there, a fresh VM per BEAM run.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ def pi3(tmp_path_factory):
     saved = tempfile.tempdir
     tempfile.tempdir = str(tmp_path_factory.mktemp("guest"))  # this module's guest, nobody else's
     before = dict(targets.TARGETS)
-    targets.define("pi3", {"kind": "qemu", "arch": "aarch64", "kernel": "debian:stock", "accel": "tcg"},
-                   replace=True)
+    targets.define("pi3", {"kind": "qemu", "arch": "aarch64", "kernel": "debian:stock", "accel": "tcg",
+                           "packages": ["elixir"]}, replace=True)
     try:
         with targets.Pool() as pool:
             yield pool.get("pi3")
@@ -74,10 +75,10 @@ def test_blink_keeps_its_period(pi3, tmp_path):
     assert (data["lateness"] >= 0).all()
 
 
-def _failure(pi3, tmp_path, **params) -> str:
+def _failure(pi3, tmp_path, runtime: str = "native", **params) -> str:
     with pytest.raises(ProbeError) as e:
-        measure(pi3, tmp_path, "write", iterations=5, **params)
-    return str(e.value)
+        measure(pi3, tmp_path, "write", runtime, iterations=5, **params)
+    return " ".join(str(e.value).split())
 
 
 def test_a_line_or_chip_that_does_not_exist(pi3, tmp_path):
@@ -103,3 +104,39 @@ def test_a_busy_line_and_no_permission(pi3, tmp_path):
     denied = pi3.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", probe, "gpio", "write",
                       "--output", "/tmp/denied.rts"])
     assert denied.returncode == 1 and "no permission to open /dev/gpiochip0" in denied.stderr, denied.stderr
+
+
+def test_the_port_program_reads_back_what_it_wrote(pi3):
+    """The BEAM's way to the line: {packet,2} frames; the PL061 reads an output line back."""
+    probe = place_file(pi3, paths.for_arch("rtprobe", "aarch64"))
+    for value in "10":
+        frames = f"\\000\\001{value}\\000\\001r"  # set VALUE, then read
+        r = pi3.run(["sh", "-c", f"printf '{frames}' | {probe} gpio port --line 6 | od -An -c"])
+        assert r.returncode == 0 and r.stdout.split() == ["\\0", "005", "r", "e", "a", "d", "y", "\\0", "001", "k",
+                                                          "\\0", "001", value], r.stdout
+
+
+# ---- the BEAM: the harness in a fresh Erlang VM in the guest, the line through rtprobe's port -------------------
+
+def test_beam_write_latency_and_the_nerves_csv(pi3, tmp_path, cli):
+    run, data = measure(pi3, tmp_path, "write", "beam", iterations=100, pause_ms=0, line=1)
+    assert [c["name"] for c in run.columns] == ["write_1", "write_0", "heap_size", "minor_gcs"]
+    assert run.n_samples == 100 and (data["write_1"] > 0).all() and (data["heap_size"] > 0).all()
+    assert run.machine["machine"] == "aarch64" and run.settings["otp_release"]
+    r = cli("export", str(run.id), "--units", "us", "--db", str(tmp_path / "s.db"))
+    lines = r.out.splitlines()
+    assert lines[0] == "count,time_for_write_1,time_for_write_0,heap_size,minor_gcs" and len(lines) == 101
+
+
+def test_beam_read_blink_and_genserver(pi3, tmp_path):
+    run, data = measure(pi3, tmp_path, "read", "beam", iterations=50, pause_ms=0, line=1)
+    assert run.n_samples == 50 and (data["duration"] > 0).all()
+    run, data = measure(pi3, tmp_path, "blink", "beam", iterations=30, period_ms=20, line=4)
+    assert run.n_samples == 30 and abs(statistics.mean(data["period"]) - 20e6) < 3e6, statistics.mean(data["period"])
+    run, data = measure(pi3, tmp_path, "genserver_write", "beam", iterations=50, pause_ms=0, line=7)
+    assert run.n_samples == 50 and (data["write_0"] > 0).all()
+
+
+def test_beam_errors_name_the_line(pi3, tmp_path):
+    assert "has 8 lines, 0..7" in _failure(pi3, tmp_path, "beam", line=99)
+    assert "no GPIO chip /dev/gpiochip7" in _failure(pi3, tmp_path, "beam", chip="/dev/gpiochip7")

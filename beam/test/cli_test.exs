@@ -95,7 +95,7 @@ defmodule RtScope.CLITest do
     end
 
     assert {2, "", err} = cli(~w(iot sum --output #{out}))
-    assert err =~ "unknown workload \"iot\": valid choices are exec, timer, msgq, tasks"
+    assert err =~ "unknown workload \"iot\": valid choices are exec, timer, msgq, gpio, tasks"
     assert {2, "", err} = cli(~w(exec sum --iterations 3))
     assert err =~ "missing --output FILE"
     assert {2, "", err} = cli(~w(exec sum --output #{dir}/no/such/dir/x.rts))

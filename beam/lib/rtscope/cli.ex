@@ -15,7 +15,7 @@ defmodule RtScope.CLI do
   See `usage/0` for the commands and options.
   """
 
-  alias RtScope.{Exec, Harness, MsgQ, Timer, VmFlags, VmInfo}
+  alias RtScope.{Exec, Gpio, Harness, MsgQ, Timer, VmFlags, VmInfo}
 
   @common [
     output: :string,
@@ -29,6 +29,15 @@ defmodule RtScope.CLI do
   @switches %{
     "exec" => [iterations: :integer, pause_ms: :integer, n: :integer, csv: :string],
     "timer" => [cycles: :integer, interval_ms: :integer],
+    "gpio" => [
+      rtprobe: :string,
+      chip: :string,
+      line: :integer,
+      iterations: :integer,
+      pause_ms: :integer,
+      period_ms: :integer,
+      csv: :string
+    ],
     {"msgq", "pmap"} => [elements: :integer, iterations: :integer],
     {"msgq", "fan_in"} => [
       senders: :integer,
@@ -41,7 +50,8 @@ defmodule RtScope.CLI do
     ]
   }
 
-  @workloads ["exec", "timer", "msgq", "tasks"]
+  @workloads ["exec", "timer", "msgq", "gpio", "tasks"]
+  @measured ["exec", "timer", "msgq", "gpio"]
 
   @doc "Runs the command line in `argv` and halts the VM with its exit status."
   @spec main([String.t()]) :: no_return()
@@ -76,7 +86,7 @@ defmodule RtScope.CLI do
     end
   end
 
-  def execute([workload, variant | rest]) when workload in ["exec", "timer", "msgq"] do
+  def execute([workload, variant | rest]) when workload in @measured do
     with {:ok, switches} <- switches(workload, variant),
          {:ok, opts} <- parse(rest, switches, "#{workload} #{variant}"),
          :ok <- require_output(opts) do
@@ -87,7 +97,7 @@ defmodule RtScope.CLI do
     end
   end
 
-  def execute([workload]) when workload in ["exec", "timer", "msgq"],
+  def execute([workload]) when workload in @measured,
     do:
       usage_error(
         "missing #{workload} variant: valid choices are #{Enum.join(variants(workload), ", ")}"
@@ -105,6 +115,7 @@ defmodule RtScope.CLI do
   defp variants("exec"), do: Exec.variants()
   defp variants("timer"), do: Timer.variants()
   defp variants("msgq"), do: MsgQ.variants()
+  defp variants("gpio"), do: Gpio.variants()
 
   defp switches(workload, variant) do
     valid = Enum.map(variants(workload), &Atom.to_string/1)
@@ -168,6 +179,7 @@ defmodule RtScope.CLI do
   defp call("exec", variant, opts), do: Exec.run(variant, opts)
   defp call("timer", variant, opts), do: Timer.run([{:variant, variant} | opts])
   defp call("msgq", variant, opts), do: MsgQ.run([{:variant, variant} | opts])
+  defp call("gpio", variant, opts), do: Gpio.run(variant, opts)
 
   defp report(workload, variant, {:ok, result}) do
     notes = Enum.map(result.trailer[:notes], &"#{Harness.tool()}: note: #{&1}\n")
@@ -207,9 +219,12 @@ defmodule RtScope.CLI do
             --senders N (100)  --messages N (100, per sender and round)  --iterations N (1 round)
             --message-words N (16)
             --work N (1000)  --send-interval-ms MS (0)  --queue-sample-every N (100)
+      gpio  write | read | blink | genserver_write    GPIO latency (see RtScope.Gpio)
+            --rtprobe PATH (the port program)  --chip PATH (/dev/gpiochip0)  --line N (0)
+            --iterations N (1000)  --pause-ms MS (1)  --period-ms MS (blink, 10)  --csv FILE.csv
       tasks memory | switch                 memory per task, switch cost (see RtScope.Tasks)
 
-    options of the measuring process (exec, timer, msgq):
+    options of the measuring process (exec, timer, msgq, gpio):
       --fullsweep-after N   --min-heap-size WORDS
       --priority #{Enum.join(RtScope.SpawnOpts.priorities(), "|")}
       --message-queue-data #{Enum.join(RtScope.SpawnOpts.message_queue_data_values(), "|")}

@@ -125,9 +125,16 @@ def export_columns(run: Run, data: dict, units: Units) -> tuple[list[str], list]
     n = len(arrays[0]) if arrays else 0
     import numpy as np
     if units is Units.us:
-        primary = run.primary
-        first = arrays[0] / 1000.0 if primary["unit"] == "ns" else arrays[0]
-        return ["count", "time", *cols[1:]], [np.arange(1, n + 1), first, *arrays[1:]]
+        # The leading time columns in µs: one is `time`; several (gpio write's write_1, write_0) are
+        # time_for_<name>, as nerves_rt_perf's GPIO CSV has them.
+        times = 0
+        while times < len(cols) and run.columns[times].get("unit") == "ns":
+            times += 1
+        if times <= 1:
+            first = arrays[0] / 1000.0 if times else arrays[0]
+            return ["count", "time", *cols[1:]], [np.arange(1, n + 1), first, *arrays[1:]]
+        return (["count", *(f"time_for_{c}" for c in cols[:times]), *cols[times:]],
+                [np.arange(1, n + 1), *(a / 1000.0 for a in arrays[:times]), *arrays[times:]])
     return ["index", *cols], [np.arange(n), *arrays]
 
 

@@ -29,6 +29,7 @@ from ..targets import Target
 from ..targets.beam_node import HARNESS, BeamNodeTarget
 from ..workloads import BEAM_TIMER_VARIANTS, MSGQ_PARAMS, check_task_request
 from .base import RunRequest, Runtime, Site
+from .native import rtprobe
 
 CLEARED_ENV = ("ERL_FLAGS", "ERL_AFLAGS", "ERL_ZFLAGS", "ELIXIR_ERL_OPTIONS")
 
@@ -63,6 +64,9 @@ def harness_args(req: RunRequest) -> list[str]:
                  "--cycles", str(p.get("loops", 10_000))]
     elif req.workload == "msgq":
         argv += [a for name in MSGQ_PARAMS[req.variant] for a in (_flag(name), str(p[name]))]
+    elif req.workload == "gpio":
+        for name, value in p.items():  # pause_ms, period_ms: whole ms (ERTS timers)
+            argv += [_flag(name), str(_whole(value, name) if name.endswith("_ms") else value)]
     for name in SPAWN_SETTINGS:
         if name in s:
             argv += [_flag(name), str(s[name])]
@@ -99,6 +103,8 @@ class Beam(Runtime):
             raise UsageError("setting model applies to workload tasks only")
         if req.workload == "exec":
             _whole(p["pause_ms"], "pause_ms")
+        if req.workload == "gpio" and p.get("period_ms", 10) < 2:
+            raise UsageError(f"runtime beam takes period_ms >= 2 for gpio blink (ERTS timers), got {p['period_ms']}")
         if req.workload == "timer":
             unsupported = sorted({"duration_s", "threads", "histogram_us"} & set(p))
             if unsupported:
@@ -115,14 +121,20 @@ class Beam(Runtime):
         harness_args(req)
 
     def command(self, req: RunRequest, out: str, site: Site) -> list[str]:
-        if isinstance(site.target, BeamNodeTarget):  # a running node: the harness is loaded there already
-            return [HARNESS, *harness_args(req), "--output", out]
+        node = isinstance(site.target, BeamNodeTarget)
+        if node and req.workload == "gpio":
+            raise UsageError(f"workload gpio cannot run on target {site.target.name}, a running BEAM node: its port "
+                             "program (rtprobe) would have to be installed on the device, and rtscope installs "
+                             "nothing there; measure GPIO on the board's Linux through an ssh target")
+        gpio = ["--rtprobe", rtprobe(site)] if req.workload == "gpio" else []  # the GPIO port program
+        if node:  # a running node: the harness is loaded there already
+            return [HARNESS, *harness_args(req), *gpio, "--output", out]
         env = ["env", *(a for name in CLEARED_ENV for a in ("-u", name)), "ERL_CRASH_DUMP_SECONDS=0"]
         vm = ["--erl", req.settings["vm_flags"]] if req.settings.get("vm_flags") else []
         exe = paths.elixir() if site.target.is_local else "elixir"
         harness = site.tool("beam_ebin", lambda target: paths.beam_ebin(), tree=True)  # BEAM files run on any arch
         return [*env, exe, *vm, "-pa", harness, "-e", "RtScope.CLI.main(System.argv())", "--",
-                *harness_args(req), "--output", out]
+                *harness_args(req), *gpio, "--output", out]
 
     def version(self, site: Site | None = None) -> str | None:
         try:
@@ -138,6 +150,7 @@ RUNTIME = Beam(
     help=f"BEAM harness in a fresh Erlang VM per run (build: {paths.BEAM_BUILD_HINT})",
     workloads={"exec": ("sum", "fib", "sleep", "nothing", "spawn_each", "spawn_recursive", "nodeconnect"),
                "timer": BEAM_TIMER_VARIANTS,
-               "msgq": ("pmap", "fan_in"), "tasks": ("memory", "switch")},
+               "msgq": ("pmap", "fan_in"), "tasks": ("memory", "switch"),
+               "gpio": ("write", "read", "blink", "genserver_write")},
     settings=(*SPAWN_SETTINGS, "vm_flags", "model"),
 )

@@ -20,6 +20,8 @@ host side: accelerator, QEMU version, vCPU pinning, host kernel.
 
 from __future__ import annotations
 
+import re
+
 import shutil
 import tempfile
 from pathlib import Path
@@ -29,6 +31,7 @@ from .registry import TargetDefinition
 from .ssh import SshTarget
 
 ARCHES = ("x86_64", "aarch64")
+PACKAGE_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
 
 
 def check_table(d: TargetDefinition) -> None:
@@ -44,6 +47,10 @@ def check_table(d: TargetDefinition) -> None:
         raise UsageError(f"[targets.{d.name}]: cpus must be an integer >= 1, got {cpus!r}")
     if "disk" in o:
         parse_size(o["disk"])
+    packages = o.get("packages", [])
+    if not isinstance(packages, list) or not all(isinstance(p, str) and PACKAGE_RE.match(p) for p in packages):
+        raise UsageError(f"[targets.{d.name}]: packages must be a list of Debian package names, e.g. "
+                         "[\"elixir\"]")
     pin = o.get("pin", [])
     if not isinstance(pin, list) or not all(isinstance(c, int) and c >= 0 for c in pin):
         raise UsageError(f"[targets.{d.name}]: pin must be a list of host CPU numbers, e.g. [0, 1]")
@@ -71,6 +78,7 @@ class QemuTarget(SshTarget):
         self.pin = list(o.get("pin", []))
         self.kernel_args = str(o.get("kernel_args", ""))
         self.disk_size = parse_size(o["disk"]) if "disk" in o else None
+        self.packages = tuple(o.get("packages", ()))  # Debian packages added to the guest's image
         self.guest = None
         self._dir: Path | None = None
         description = d.description or f"QEMU {self.arch_name} VM, kernel {self.kernel_name}"
@@ -82,7 +90,7 @@ class QemuTarget(SshTarget):
             return super().open()
         from ..vm import images, kernels, qemu
         kernel = kernels.fetch(self.kernel_name, self.arch_name)
-        image = images.build(self.arch_name, kernel)
+        image = images.build(self.arch_name, kernel, self.packages)
         self._dir = Path(tempfile.mkdtemp(prefix=f"rtscope-vm-{self.name}-"))
         self.guest = qemu.Guest(self.arch_name, kernel, image, self.cpus, self.memory, self.accel, self.pin,
                                 self.kernel_args, workdir=self._dir)

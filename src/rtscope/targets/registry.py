@@ -125,7 +125,7 @@ KINDS: dict[str, Kind] = {
     "local": Kind("local", "this machine (the default)", (), _local),
     "ssh": Kind("ssh", "a board or host over SSH", SSH_KEYS, _ssh, ("ssh",)),
     "qemu": Kind("qemu", "a VM rtscope boots with QEMU: a kernel of your choice, x86_64 or a virtual Raspberry Pi 3",
-                 ("arch", "kernel", "cpus", "memory", "accel", "pin", "kernel_args", "disk"), _qemu,
+                 ("arch", "kernel", "cpus", "memory", "accel", "pin", "kernel_args", "disk", "packages"), _qemu,
                  check=_check_qemu),
     "labgrid": Kind("labgrid", "a board of a labgrid place, reached through its NetworkService with SSH",
                     ("coordinator", "power_cycle", *SSH_KEYS), _labgrid, ("labgrid",), check=_check_labgrid),

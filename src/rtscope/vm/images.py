@@ -129,20 +129,25 @@ def enable_binfmt(arch: str) -> None:
         raise RtscopeError("binfmt_misc has no qemu-aarch64 handler after update-binfmts --enable")
 
 
-def rootfs(arch: str) -> Path:
-    """The Debian root file system tarball for `arch` (cached)."""
-    key = digest("rootfs", arch, SUITE, PACKAGES)
+def _with(extra: tuple[str, ...]) -> tuple:
+    """What a cache key holds of the package list: unchanged when there are no extra packages."""
+    return (PACKAGES,) if not extra else (PACKAGES, tuple(sorted(extra)))
+
+
+def rootfs(arch: str, extra: tuple[str, ...] = ()) -> Path:
+    """The Debian root file system tarball for `arch` (cached), with the target's `extra` packages."""
+    key = digest("rootfs", arch, SUITE, *_with(extra))
     out = cache_dir("rootfs") / f"{SUITE}-{arch}-{key}.tar"
     with building(out):
-        return out if out.exists() else _build_rootfs(arch, out)
+        return out if out.exists() else _build_rootfs(arch, out, extra)
 
 
-def _build_rootfs(arch: str, out: Path) -> Path:
+def _build_rootfs(arch: str, out: Path, extra: tuple[str, ...]) -> Path:
     need_space(out.parent, ROOTFS_BYTES, f"the {arch} guest root file system")
     enable_binfmt(arch)
     tmp = out.with_suffix(".part")
     _run(["mmdebstrap", "--variant=essential", f"--architectures={DEBIAN_ARCH[arch]}",
-          f"--include={','.join(PACKAGES)}", "--dpkgopt=path-exclude=/usr/share/doc/*",
+          f"--include={','.join(PACKAGES + tuple(sorted(extra)))}", "--dpkgopt=path-exclude=/usr/share/doc/*",
           "--dpkgopt=path-exclude=/usr/share/man/*", "--dpkgopt=path-exclude=/usr/share/locale/*",
           "--format=tar", SUITE, str(tmp)], f"building the {arch} guest root file system (mmdebstrap)")
     tmp.rename(out)
@@ -177,21 +182,21 @@ def _keys(work: Path) -> tuple[Path, str, Path]:
     return host, " ".join(Path(f"{host}.pub").read_text().split()[:2]), user
 
 
-def build(arch: str, kernel: Kernel) -> Image:
-    """The initramfs for `arch` with `kernel`'s modules (cached by content)."""
-    key = digest("image", arch, SUITE, PACKAGES, kernel.package or str(kernel.image), MODULE_PATHS, INIT, INITTAB,
-                 SSHD_CONFIG)
+def build(arch: str, kernel: Kernel, extra: tuple[str, ...] = ()) -> Image:
+    """The initramfs for `arch` with `kernel`'s modules and the `extra` packages (cached by content)."""
+    key = digest("image", arch, SUITE, *_with(extra), kernel.package or str(kernel.image), MODULE_PATHS, INIT,
+                 INITTAB, SSHD_CONFIG)
     base = cache_dir("images", f"{arch}-{key}")
     with building(base):
-        return _build_image(arch, kernel, key, base)
+        return _build_image(arch, kernel, key, base, extra)
 
 
-def _build_image(arch: str, kernel: Kernel, key: str, base: Path) -> Image:
+def _build_image(arch: str, kernel: Kernel, key: str, base: Path, extra: tuple[str, ...]) -> Image:
     image = Image(arch, base / "initramfs.cpio.gz", base / "id_ed25519",
                   (base / "host_key.pub").read_text().strip() if (base / "host_key.pub").exists() else "", key)
     if image.initramfs.exists() and image.host_public_key:
         return image
-    tar = rootfs(arch)
+    tar = rootfs(arch, extra)
     need_space(base, ROOTFS_BYTES, f"the {arch} guest image")
     tree = base / "tree"
     shutil.rmtree(tree, ignore_errors=True)

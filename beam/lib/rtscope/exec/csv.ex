@@ -18,34 +18,40 @@ defmodule RtScope.Exec.CSV do
       "count,time,heap_size,minor_gcs\\n1,1,233,0\\n2,3,376,1\\n"
   """
   @spec encode(binary()) :: iodata()
-  def encode(records), do: ["count,time,heap_size,minor_gcs\n" | lines(records, 1, [])]
+  def encode(records), do: encode(records, ["time", "heap_size", "minor_gcs"], 1)
 
-  defp lines(
-         <<d::little-signed-64, h::little-signed-64, g::little-signed-64, rest::binary>>,
-         i,
-         acc
-       ) do
-    line = [
-      Integer.to_string(i),
-      ?,,
-      Integer.to_string(us(d)),
-      ?,,
-      Integer.to_string(h),
-      ?,,
-      Integer.to_string(g),
-      ?\n
-    ]
+  @doc """
+  The same layout for other records: `count` then `columns` (their CSV
+  names), the first `times` of them durations in ns written in µs. The
+  GPIO workload's nerves_rt_perf layout is
+  `count,time_for_write_1,time_for_write_0,heap_size,minor_gcs`.
 
-    lines(rest, i + 1, [acc | line])
+      iex> recs = <<1499::little-signed-64, 700::little-signed-64, 233::little-signed-64>>
+      iex> recs |> RtScope.Exec.CSV.encode(["t1", "t0", "heap_size"], 2) |> IO.iodata_to_binary()
+      "count,t1,t0,heap_size\\n1,1,1,233\\n"
+  """
+  @spec encode(binary(), [String.t()], non_neg_integer()) :: iodata()
+  def encode(records, columns, times) do
+    size = 8 * length(columns)
+
+    rows =
+      for {<<row::binary-size(size)>>, i} <- Enum.with_index(chunks(records, size), 1) do
+        values = for <<v::little-signed-64 <- row>>, do: v
+        {durations, rest} = Enum.split(values, times)
+        Enum.map_join([i | Enum.map(durations, &us/1) ++ rest], ",", &Integer.to_string/1) <> "\n"
+      end
+
+    [Enum.join(["count" | columns], ","), "\n" | rows]
   end
 
-  defp lines(<<>>, _i, acc), do: acc
+  defp chunks(bin, size), do: for(<<c::binary-size(size) <- bin>>, do: c)
 
   # Round half up on the magnitude.
   defp us(ns) when ns >= 0, do: div(ns + 500, 1000)
   defp us(ns), do: -us(-ns)
 
   @doc "Writes the CSV atomically (temp file, fsync, rename)."
-  @spec write(Path.t(), binary()) :: :ok | {:error, String.t()}
+  @spec write(Path.t(), iodata()) :: :ok | {:error, String.t()}
+  def write(path, csv) when is_list(csv), do: SampleFile.write_atomically(path, csv)
   def write(path, records), do: SampleFile.write_atomically(path, encode(records))
 end
