@@ -33,7 +33,8 @@ def test_intervals_alternate_idle_and_load_and_keep_per_cpu_histograms(cli, db):
 
 def test_a_crash_loses_at_most_one_interval_and_resume_continues(tmp_path):
     db = str(tmp_path / "m.db")
-    argv = [sys.executable, "-m", "rtscope", "monitor", "--duration", "8s", "--interval", "2s", "--db", db]
+    # Six intervals: on a loaded machine the first run may be seen stored only a few intervals late.
+    argv = [sys.executable, "-m", "rtscope", "monitor", "--duration", "12s", "--interval", "2s", "--db", db]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=default_signals)
     deadline = time.monotonic() + 60
@@ -43,11 +44,11 @@ def test_a_crash_loses_at_most_one_interval_and_resume_continues(tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.communicate()
     before = len(Store(db).runs())
-    assert 1 <= before < 4
+    assert 1 <= before < 6
     r = subprocess.run(argv[:4] + ["--resume", "--db", db], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert f"{before} stored already" in r.stdout
-    assert sorted(x["plan_index"] for x in Store(db).runs()) == [0, 1, 2, 3]
+    assert sorted(x["plan_index"] for x in Store(db).runs()) == list(range(6))
 
 
 @pytest.mark.parametrize("args, message", [
