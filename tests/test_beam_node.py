@@ -185,12 +185,15 @@ def test_a_runtime_that_needs_a_shell(board, cli, tmp_path):
     assert board.leftovers() == CLEAN
 
 
-def test_gpio_needs_what_a_node_does_not_have(board, cli, tmp_path):
-    spec = spec_file(tmp_path, board.table("board"), '[[workload]]\nname = "gpio"\nvariants = "write"\n'
-                     'runtime = "beam"\n')
+@pytest.mark.parametrize("way", ["erlang", "nerves_ssh"])
+def test_gpio_on_a_node_runs_the_port_program_there(board, nerves, cli, tmp_path, way):
+    """This machine has no GPIO: the port program, sent into the session's directory on the node, says so from
+    there; the directory goes with the session."""
+    b, table = (board, board.table("board")) if way == "erlang" else (nerves, nerves.nerves_table("board"))
+    spec = spec_file(tmp_path, table, '[[workload]]\nname = "gpio"\nvariants = "write"\nruntime = "beam"\n')
     err = _error(cli, tmp_path, spec)
-    assert "workload gpio cannot run on target board, a running BEAM node" in err, err
-    assert board.leftovers() == CLEAN
+    assert "no GPIO chip /dev/gpiochip0; chips here: none" in err, err
+    assert b.leftovers() == CLEAN and b.inspect(RUN_DIRS) == "[]"
 
 
 def test_a_workload_raising_on_the_node(tmp_path, cli):

@@ -27,7 +27,8 @@ defmodule RtScope.Remote do
     unwritable: 1,
     mkdtemp: 2,
     remove_tree: 1,
-    uname: 0
+    uname: 0,
+    place_program: 2
   ]
 
   @doc "The functions rtscope may call here, with their arities."
@@ -87,6 +88,18 @@ defmodule RtScope.Remote do
         File.stat(path)
       )
     end)
+  end
+
+  @doc """
+  Writes a program (base64) to `path`, executable: the GPIO port program,
+  into the session's directory, which the guard removes.
+  """
+  @spec place_program(String.t(), String.t()) :: String.t()
+  def place_program(path, b64) do
+    File.mkdir_p!(Path.dirname(path))
+    File.write!(path, Base.decode64!(b64))
+    File.chmod!(path, 0o755)
+    "ok"
   end
 
   @doc "Makes a fresh directory below `parent`; returns its path."

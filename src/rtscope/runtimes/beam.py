@@ -75,6 +75,14 @@ def harness_args(req: RunRequest) -> list[str]:
     return argv
 
 
+def gpio_port_program(site: Site) -> str:
+    """rtprobe, the GPIO port program, where the harness runs: deployed like runtime native's, or on a running
+    node into the session's directory (removed with the harness)."""
+    if isinstance(site.target, BeamNodeTarget):
+        return site.target.place_program(paths.for_arch("rtprobe", site.target.arch))
+    return rtprobe(site)
+
+
 @dataclass
 class Beam(Runtime):
     def unavailable(self, target: Target | None = None) -> str | None:
@@ -122,11 +130,7 @@ class Beam(Runtime):
 
     def command(self, req: RunRequest, out: str, site: Site) -> list[str]:
         node = isinstance(site.target, BeamNodeTarget)
-        if node and req.workload == "gpio":
-            raise UsageError(f"workload gpio cannot run on target {site.target.name}, a running BEAM node: its port "
-                             "program (rtprobe) would have to be installed on the device, and rtscope installs "
-                             "nothing there; measure GPIO on the board's Linux through an ssh target")
-        gpio = ["--rtprobe", rtprobe(site)] if req.workload == "gpio" else []  # the GPIO port program
+        gpio = ["--rtprobe", gpio_port_program(site)] if req.workload == "gpio" else []
         if node:  # a running node: the harness is loaded there already
             return [HARNESS, *harness_args(req), *gpio, "--output", out]
         env = ["env", *(a for name in CLEARED_ENV for a in ("-u", name)), "ERL_CRASH_DUMP_SECONDS=0"]

@@ -23,6 +23,7 @@ RtScope.Relay); nerves_ssh.py has the SSH way.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import posixpath
@@ -121,7 +122,21 @@ class BeamNodeTarget(Target):
 
     # -- files
     def put(self, local_path, remote_path, mode=0o644) -> None:
-        raise TargetError(f"target {self.name} is a running BEAM node: rtscope installs nothing there")
+        raise TargetError(f"target {self.name} is a running BEAM node: rtscope installs nothing there (only "
+                          "programs a run needs, into the session's directory: place_program)")
+
+    def place_program(self, local: Path) -> str:
+        """`local` (a static program: the GPIO port program) in this session's directory on the node, which
+        the node's guard removes with the modules; once per session."""
+        key = ("program", str(local))
+        if key not in self.deployed:
+            remote = posixpath.join(self.session_dir, "bin", local.name)
+            self._send_program(local, remote)
+            self.deployed[key] = remote
+        return self.deployed[key]
+
+    def _send_program(self, local: Path, remote: str) -> None:
+        self.call("place_program", remote, base64.b64encode(local.read_bytes()).decode())
 
     def read_files(self, paths: list[str]) -> dict[str, str | None]:
         return self.call("read_files", list(paths))

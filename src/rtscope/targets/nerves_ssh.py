@@ -188,6 +188,20 @@ class NervesSshTarget(BeamNodeTarget):
         except (OSError, paramiko.SSHException) as e:
             raise self._fail(f"cannot fetch {remote_path}: {getattr(e, 'strerror', None) or e}") from None
 
+    def _send_program(self, local, remote: str) -> None:
+        """Over SFTP: a program is too large for an exec command."""
+        try:
+            with self._client.open_sftp() as sftp:
+                for d in (self.session_dir, posixpath.dirname(remote)):
+                    try:
+                        sftp.mkdir(d, 0o700)
+                    except OSError:
+                        pass  # it exists
+                sftp.put(str(local), remote)
+                sftp.chmod(remote, 0o755)
+        except (OSError, paramiko.SSHException) as e:
+            raise self._fail(f"cannot copy {local.name} to {remote} over SFTP: {e}") from None
+
     def _start(self, code: str, client: paramiko.SSHClient | None = None) -> paramiko.Channel:
         try:
             transport = (client or self._client).get_transport()
