@@ -9,7 +9,13 @@ aarch64), the BEAM harness's compiled modules copied there, a fresh VM per BEAM 
 from __future__ import annotations
 
 import os
+import socket
 import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +26,9 @@ from rtscope.runner import execute
 from rtscope.spec import build_request
 from rtscope.store import Store
 from rtscope.targets.deploy import place_file
+
+sys.path.insert(0, str(Path(__file__).parent))
+import beamnode  # noqa: E402  (nerves_ssh as the test boards run it)
 
 WHY = None
 if os.geteuid() != 0:
@@ -36,7 +45,7 @@ def pi3(tmp_path_factory):
     tempfile.tempdir = str(tmp_path_factory.mktemp("guest"))  # this module's guest, nobody else's
     before = dict(targets.TARGETS)
     targets.define("pi3", {"kind": "qemu", "arch": "aarch64", "kernel": "debian:stock", "accel": "tcg",
-                           "packages": ["elixir"]}, replace=True)
+                           "packages": ["elixir", "erlang-ssh"]}, replace=True)
     try:
         with targets.Pool() as pool:
             yield pool.get("pi3")
@@ -140,3 +149,80 @@ def test_beam_read_blink_and_genserver(pi3, tmp_path):
 def test_beam_errors_name_the_line(pi3, tmp_path):
     assert "has 8 lines, 0..7" in _failure(pi3, tmp_path, "beam", line=99)
     assert "no GPIO chip /dev/gpiochip7" in _failure(pi3, tmp_path, "beam", chip="/dev/gpiochip7")
+
+
+# ---- a Nerves-like device: a BEAM node with nerves_ssh's daemon, in the arm64 guest, GPIO through it ----------
+
+def forward(pi3, port: int) -> tuple[int, socket.socket]:
+    """127.0.0.1:P here -> 127.0.0.1:port in the guest, through the guest's SSH connection."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+
+    def pump(src, dst):
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (src, dst):
+                try:
+                    end.close()
+                except OSError:
+                    pass
+
+    def accept():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            chan = pi3.transport.open_channel("direct-tcpip", ("127.0.0.1", port), ("127.0.0.1", 0))
+            threading.Thread(target=pump, args=(conn, chan), daemon=True).start()
+            threading.Thread(target=pump, args=(chan, conn), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return server.getsockname()[1], server
+
+
+def test_gpio_on_a_nerves_like_device(pi3, tmp_path, cli):
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    for key in ("ssh_host_ed25519_key", "id_ed25519"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / key)], check=True)
+    (keys / "authorized_keys").write_text((keys / "id_ed25519.pub").read_text())
+    pi3.check(["mkdir", "-p", "/tmp/nerves"], "making the daemon's directory")
+    for name in ("ssh_host_ed25519_key", "ssh_host_ed25519_key.pub", "authorized_keys"):
+        pi3.put(str(keys / name), f"/tmp/nerves/{name}", 0o600)
+    code = beamnode.NERVES_SSH.format(port=2222, dir="/tmp/nerves") + "Process.sleep(:infinity)"
+    device = pi3.spawn(["elixir", "-e", code], cwd="/tmp", log="/tmp/nerves/vm.log")
+    local_port, listener = forward(pi3, 2222)
+    host_key = " ".join((keys / "ssh_host_ed25519_key.pub").read_text().split()[:2])
+    (keys / "known_hosts").write_text(f"[127.0.0.1]:{local_port} {host_key}\n")
+    try:
+        deadline = time.monotonic() + 120  # the VM starts in the emulator
+        while pi3.run(["grep", "-qi", ":08AE 00000000:0000 0A", "/proc/net/tcp"]).returncode != 0:  # 2222 listens
+            assert device.running() and time.monotonic() < deadline, device.log_tail()
+            time.sleep(0.5)
+        spec = tmp_path / "device.toml"
+        spec.write_text(f'name = "device"\ntarget = "device"\n[targets.device]\n'
+                        f'url = "nerves+ssh://root@127.0.0.1:{local_port}"\nidentity = "{keys / "id_ed25519"}"\n'
+                        f'known_hosts = "{keys / "known_hosts"}"\n'
+                        '[[workload]]\nname = "gpio"\nvariants = ["write", "genserver_write"]\nruntime = "beam"\n'
+                        '[workload.params]\nline = 3\niterations = 200\npause_ms = 0\n')
+        db = str(tmp_path / "device.db")
+        r = cli("run", spec, "--db", db)
+        assert r.code == 0, r.out + r.err
+        runs = Store(db).runs()
+        assert sorted(run["variant"] for run in runs) == ["genserver_write", "write"]
+        for run in runs:
+            env = run["environment"]
+            assert run["n_samples"] == 200 and env["target_kind"] == "nerves_ssh" and env["machine"] == "aarch64"
+        # Nothing of rtscope's left in the device's /tmp: no session directory, no port program.
+        assert pi3.run(["sh", "-c", "ls -A /tmp/rtscope 2>/dev/null; ls -d /tmp/rtscope-code-* 2>/dev/null"]
+                       ).stdout.strip() == ""
+        assert device.running()  # the device's VM keeps running
+    finally:
+        listener.close()
+        device.stop()
