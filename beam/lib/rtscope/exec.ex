@@ -167,7 +167,7 @@ defmodule RtScope.Exec do
   defp workload(:nodeconnect, nil) do
     peer = Workloads.start_peer()
 
-    {fn -> Workloads.nodeconnect(peer.node) end, fn -> Node.disconnect(peer.node) end,
+    {fn -> Workloads.nodeconnect(peer.node) end, fn -> Workloads.disconnect_peer(peer) end,
      fn -> Workloads.stop_peer(peer) end}
   end
 

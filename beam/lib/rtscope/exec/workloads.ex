@@ -85,6 +85,27 @@ defmodule RtScope.Exec.Workloads do
     %{pid: pid, node: node}
   end
 
+  @doc """
+  Disconnects from the peer and waits until the peer has dropped the
+  connection too: a connect while it still holds the old one is refused.
+  """
+  @spec disconnect_peer(%{pid: pid(), node: node()}) :: :ok
+  def disconnect_peer(%{pid: pid, node: peer}) do
+    Node.disconnect(peer)
+    await_dropped(pid, 5000)
+  end
+
+  defp await_dropped(_pid, 0), do: raise("the peer node still holds its connection to #{node()}")
+
+  defp await_dropped(pid, tries) do
+    if node() in :peer.call(pid, :erlang, :nodes, [:connected]) do
+      Process.sleep(1)
+      await_dropped(pid, tries - 1)
+    else
+      :ok
+    end
+  end
+
   @doc "Stops a peer started by `start_peer/0`."
   @spec stop_peer(%{pid: pid()}) :: :ok
   def stop_peer(%{pid: pid}), do: :peer.stop(pid)
