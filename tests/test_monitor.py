@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
-import time
+import threading
 
 import pytest
 
@@ -33,14 +34,18 @@ def test_intervals_alternate_idle_and_load_and_keep_per_cpu_histograms(cli, db):
 
 def test_a_crash_loses_at_most_one_interval_and_resume_continues(tmp_path):
     db = str(tmp_path / "m.db")
-    # Six intervals: on a loaded machine the first run may be seen stored only a few intervals late.
     argv = [sys.executable, "-m", "rtscope", "monitor", "--duration", "12s", "--interval", "2s", "--db", db]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=default_signals)
-    deadline = time.monotonic() + 60
-    while not Store(db).runs() if (tmp_path / "m.db").exists() else True:
-        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
-        time.sleep(0.1)
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=default_signals)
+    # The monitor prints an interval's line once it is stored: kill it then, mid-monitoring. (Polling the
+    # store from here instead raced with a loaded machine: the monitoring could end before a poll saw a run.)
+    watchdog = threading.Timer(60, proc.kill)
+    watchdog.start()
+    try:
+        first = next((line for line in proc.stdout if line.startswith("[1/6]")), None)
+    finally:
+        watchdog.cancel()
+    assert first is not None, proc.communicate()
     proc.send_signal(signal.SIGKILL)
     proc.communicate()
     before = len(Store(db).runs())
