@@ -74,7 +74,7 @@ defmodule RtScope.Exec do
   def run(workload, opts \\ []) do
     with {:ok, cfg} <- validate(workload, opts),
          {:ok, result} <- Harness.run(spec(cfg)),
-         :ok <- write_csv(result, cfg.csv),
+         :ok <- CSV.write_run(cfg.csv, result.records),
          :ok <- Harness.write(result, cfg.output) do
       {:ok, Map.merge(result, %{output: cfg.output, csv: cfg.csv})}
     end
@@ -197,14 +197,5 @@ defmodule RtScope.Exec do
     after_call.()
     if pause_ms > 0, do: :timer.sleep(pause_ms)
     loop(fun, after_call, collector, left - 1, pause_ms)
-  end
-
-  defp write_csv(_result, nil), do: :ok
-
-  defp write_csv(result, path) do
-    case CSV.write(path, result.records) do
-      :ok -> :ok
-      {:error, msg} -> {:error, {:failed, msg}}
-    end
   end
 end

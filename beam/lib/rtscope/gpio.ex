@@ -37,6 +37,9 @@ defmodule RtScope.Gpio do
     %{name: "write_0", unit: "ns", type: "i64"}
   ]
 
+  # nerves_rt_perf's GPIO CSV
+  @csv ["time_for_write_1", "time_for_write_0", "heap_size", "minor_gcs"]
+
   @doc "The variants `run/2` accepts."
   def variants, do: @variants
 
@@ -47,7 +50,7 @@ defmodule RtScope.Gpio do
     with {:ok, cfg} <- validate(variant, opts),
          :ok <- line_available(cfg),
          {:ok, result} <- Harness.run(spec(cfg)),
-         :ok <- write_csv(result, cfg.csv),
+         :ok <- CSV.write_run(cfg.csv, result.records, @csv, 2),
          :ok <- Harness.write(result, cfg.output) do
       {:ok, Map.merge(result, %{output: cfg.output, csv: cfg.csv})}
     end
@@ -228,21 +231,5 @@ defmodule RtScope.Gpio do
 
   defp spin(deadline) do
     if :erlang.monotonic_time(:nanosecond) < deadline, do: spin(deadline), else: :ok
-  end
-
-  defp write_csv(_result, nil), do: :ok
-
-  defp write_csv(result, path) do
-    csv =
-      CSV.encode(
-        result.records,
-        ["time_for_write_1", "time_for_write_0", "heap_size", "minor_gcs"],
-        2
-      )
-
-    case CSV.write(path, csv) do
-      :ok -> :ok
-      {:error, msg} -> {:error, {:failed, msg}}
-    end
   end
 end

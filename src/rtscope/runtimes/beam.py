@@ -11,6 +11,9 @@ records what it was asked for), validated against beam/priv/vm_flags.json before
 harness checks again that they are in force and records them. A VM that dies (out of memory, a bad
 flag) exits non-zero with its message on stderr, which the runner reports; nothing is stored.
 
+On a BEAM node target (targets/beam_node.py, docs/nerves.md) no VM is started: the same harness command
+line runs inside the running node, which holds the harness's modules for the session.
+
 Settings of this runtime: the measuring process's spawn options (fullsweep_after, min_heap_size,
 priority, message_queue_data), vm_flags, and model for workload tasks (defined in settings.py, the
 VM flag rules in erlang_flags.py); workload msgq, which only this runtime runs, and the three BEAM
@@ -129,9 +132,8 @@ class Beam(Runtime):
         harness_args(req)
 
     def command(self, req: RunRequest, out: str, site: Site) -> list[str]:
-        node = isinstance(site.target, BeamNodeTarget)
         gpio = ["--rtprobe", gpio_port_program(site)] if req.workload == "gpio" else []
-        if node:  # a running node: the harness is loaded there already
+        if isinstance(site.target, BeamNodeTarget):  # a running node: the harness is loaded there already
             return [HARNESS, *harness_args(req), *gpio, "--output", out]
         env = ["env", *(a for name in CLEARED_ENV for a in ("-u", name)), "ERL_CRASH_DUMP_SECONDS=0"]
         vm = ["--erl", req.settings["vm_flags"]] if req.settings.get("vm_flags") else []
@@ -151,7 +153,7 @@ class Beam(Runtime):
 
 RUNTIME = Beam(
     name="beam",
-    help=f"BEAM harness in a fresh Erlang VM per run (build: {paths.BEAM_BUILD_HINT})",
+    help=f"BEAM harness in a fresh Erlang VM per run, or in a running node target (build: {paths.BEAM_BUILD_HINT})",
     workloads={"exec": ("sum", "fib", "sleep", "nothing", "spawn_each", "spawn_recursive", "nodeconnect"),
                "timer": BEAM_TIMER_VARIANTS,
                "msgq": ("pmap", "fan_in"), "tasks": ("memory", "switch"),

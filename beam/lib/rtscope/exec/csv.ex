@@ -50,8 +50,20 @@ defmodule RtScope.Exec.CSV do
   defp us(ns) when ns >= 0, do: div(ns + 500, 1000)
   defp us(ns), do: -us(-ns)
 
-  @doc "Writes the CSV atomically (temp file, fsync, rename)."
-  @spec write(Path.t(), iodata()) :: :ok | {:error, String.t()}
-  def write(path, csv) when is_list(csv), do: SampleFile.write_atomically(path, csv)
-  def write(path, records), do: SampleFile.write_atomically(path, encode(records))
+  @doc """
+  Writes a run's CSV atomically (temp file, fsync, rename) when the run
+  asked for one (`path` not nil), as `encode/3` lays it out; a failure is
+  the run's `{:error, {:failed, message}}`.
+  """
+  @spec write_run(Path.t() | nil, binary(), [String.t()], non_neg_integer()) ::
+          :ok | {:error, {:failed, String.t()}}
+  def write_run(path, records, columns \\ ["time", "heap_size", "minor_gcs"], times \\ 1)
+  def write_run(nil, _records, _columns, _times), do: :ok
+
+  def write_run(path, records, columns, times) do
+    case SampleFile.write_atomically(path, encode(records, columns, times)) do
+      :ok -> :ok
+      {:error, msg} -> {:error, {:failed, msg}}
+    end
+  end
 end
