@@ -79,6 +79,15 @@ def test_a_run_executes_in_the_node_and_leaves_nothing_there(board, cli, tmp_pat
     assert relays() == []
 
 
+def test_rtscope_targets_checks_a_node(board, cli, tmp_path):
+    spec = spec_file(tmp_path, board.table("board"), EXEC_SUM)
+    r = cli("targets", "--spec", spec, "--json")
+    [row] = [t for t in json.loads(r.out) if t["name"] == "board"]
+    assert row["reachable"] and row["hostname"] == beamnode.HOST and row["runtimes"]["beam"] == "ok"
+    assert row["runtimes"]["native"] == "target board (erlang) runs runtime beam only, not native"
+    assert board.leftovers() == CLEAN
+
+
 def test_the_cookie_is_never_stored_nor_shown(board, cli, tmp_path):
     db = str(tmp_path / "s.db")
     table = board.table("board").replace(f'cookie_file = "{board.cookie_file}"', f'cookie = "{board.cookie}"')

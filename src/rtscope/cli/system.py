@@ -56,7 +56,8 @@ def check_target(definition: targets_mod.TargetDefinition) -> dict:
         snap = target.snapshot()
         row.update(reachable=True, arch=target.arch, hostname=snap["hostname"], kernel=snap["kernel_release"],
                    preemption=snap["preemption"], cpus=snap["cpu_count"],
-                   runtimes={name: rt.unavailable(target) or "ok" for name, rt in sorted(RUNTIMES.items())})
+                   runtimes={name: target.cannot_run(name) or rt.unavailable(target) or "ok"
+                             for name, rt in sorted(RUNTIMES.items())})
     except RtscopeError as e:
         row["error"] = str(e)
     finally:
