@@ -106,7 +106,7 @@ defmodule RtScope.CallbackThreads do
   def spawn(fun) when is_function(fun, 1) do
     {store, _} = context!(:spawn)
     tid = Store.new_tid(store)
-    Worker.push_own(tid, {:start, fun})
+    :ok = Worker.push(tid, {:start, fun})
     tid
   end
 
@@ -124,8 +124,7 @@ defmodule RtScope.CallbackThreads do
   @doc "Inside a callback: send `msg` to thread `tid` of the same runtime."
   @spec send(tid(), term()) :: :ok
   def send(tid, msg) when is_integer(tid) do
-    context!(:send)
-    Worker.push_own(tid, {:message, msg})
+    with :error <- Worker.push(tid, {:message, msg}), do: outside!(:send)
   end
 
   @doc "Inside a callback: the tid of the thread it belongs to."
@@ -175,15 +174,11 @@ defmodule RtScope.CallbackThreads do
   @spec worker(runtime()) :: pid() | nil
   def worker(rt), do: Store.worker(GenServer.call(rt, :store))
 
-  defp context!(what) do
-    case Process.get(Worker.context_key()) do
-      {%Store{}, _} = ctx ->
-        ctx
+  defp context!(what), do: Worker.current() || outside!(what)
 
-      _ ->
-        raise ArgumentError,
-              "RtScope.CallbackThreads.#{what} works only inside a callback thread; " <>
-                "from other processes use the runtime handle (spawn/2, send/3)"
-    end
+  defp outside!(what) do
+    raise ArgumentError,
+          "RtScope.CallbackThreads.#{what} works only inside a callback thread; " <>
+            "from other processes use the runtime handle (spawn/2, send/3)"
   end
 end

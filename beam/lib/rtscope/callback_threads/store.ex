@@ -89,6 +89,29 @@ defmodule RtScope.CallbackThreads.Store do
     end
   end
 
+  @doc """
+  The row of thread `tid` as `{state, mailbox}`, marked `:running` with an
+  empty mailbox in the table (the Worker keeps the copy), or `nil`.
+  """
+  @spec check_out(t(), tid()) :: {term(), term()} | nil
+  def check_out(%__MODULE__{threads: threads}, tid) do
+    case :ets.lookup(threads, tid) do
+      [{_, state, mailbox}] ->
+        :ets.update_element(threads, tid, [{2, :running}, {3, :empty}])
+        {state, mailbox}
+
+      [] ->
+        nil
+    end
+  end
+
+  @doc "Write back the rows the Worker kept (`%{tid => {state, mailbox}}`)."
+  @spec put_threads(t(), %{tid() => {term(), term()}}) :: true
+  def put_threads(_store, rows) when rows == %{}, do: true
+
+  def put_threads(%__MODULE__{threads: threads}, rows),
+    do: :ets.insert(threads, for({tid, {state, mailbox}} <- rows, do: {tid, state, mailbox}))
+
   @spec put_thread(t(), tid(), term(), term()) :: true
   def put_thread(%__MODULE__{threads: threads}, tid, state, mailbox),
     do: :ets.insert(threads, {tid, state, mailbox})

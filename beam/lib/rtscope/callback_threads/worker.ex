@@ -43,6 +43,7 @@ defmodule RtScope.CallbackThreads.Worker do
 
   # Callbacks run per turn before the Worker looks at its own mailbox
   # again (keeps calls such as await_idle answerable under endless work).
+  # A turn is also the window in which thread rows are kept in process memory.
   @slice 1000
   # Idle garbage collection: after this many callbacks, or when the heap grew
   # beyond this many words (four growth steps above the default 233).
@@ -52,43 +53,56 @@ defmodule RtScope.CallbackThreads.Worker do
   # Look at the shared queue at least once per this many items of the Worker's own queue.
   @own_run 16
 
-  @context :"$rtscope_callback_thread"
-  # The Worker's own run queue, an Erlang :queue of {seq, tid, item}.
-  @own :"$rtscope_callback_thread_queue"
+  # Process-dictionary keys: what callbacks reach without an argument.
+  # @out: items the running callback queued, newest first ({seq, tid, item});
+  # present (a list) only in the Worker, so it also tells a callback from any other code.
+  @out :"$rtscope_callback_thread_out"
+  @tid :"$rtscope_callback_thread_tid"
+  @store :"$rtscope_callback_thread_store"
 
   @spec start_link(Store.t()) :: GenServer.on_start()
   def start_link(%Store{} = store), do: GenServer.start_link(__MODULE__, store)
 
   @doc false
-  def context_key, do: @context
+  # Inside a callback (the Worker's process): queue an item on the Worker's own
+  # run queue. Returns :error anywhere else.
+  @spec push(Store.tid(), Store.item()) :: :ok | :error
+  def push(tid, item) do
+    case Process.get(@out) do
+      out when is_list(out) ->
+        Process.put(@out, [{:erlang.unique_integer([:monotonic]), tid, item} | out])
+        :ok
+
+      nil ->
+        :error
+    end
+  end
 
   @doc false
-  # Inside a callback (the Worker's process): queue an item on the Worker's own run queue.
-  @spec push_own(Store.tid(), Store.item()) :: :ok
-  def push_own(tid, item) do
-    Process.put(
-      @own,
-      :queue.in({:erlang.unique_integer([:monotonic]), tid, item}, Process.get(@own))
-    )
-
-    :ok
+  # Inside a callback: {store, tid of the running thread}; nil anywhere else.
+  @spec current() :: {Store.t(), Store.tid()} | nil
+  def current do
+    case Process.get(@store) do
+      nil -> nil
+      store -> {store, Process.get(@tid)}
+    end
   end
 
   @impl true
   def init(store) do
     Store.set_worker(store, self())
     recover(store)
-    Process.put(@context, {store, nil})
-    Process.put(@own, :queue.new())
+    Process.put(@store, store)
+    Process.put(@out, [])
     Kernel.send(self(), :wake)
-    {:ok, %{store: store, waiters: [], since_gc: 0}}
+    {:ok, %{store: store, own: {[], []}, waiters: [], since_gc: 0}}
   end
 
   # Threads left :running or :ready by a Worker that died: their callback was in
-  # flight, or their next item was in its own queue.
+  # flight, they ran during its last turn, or their next item was in its own queue.
   defp recover(store) do
     for {tid, mailbox} <- Store.running(store) do
-      log_crash(tid, "the worker died while running it or with its next callback queued")
+      log_crash(tid, "the worker died while running it, or it ran or had a callback queued in the worker's last turn")
       Store.delete_thread(store, tid)
       Store.count(store, :crashed)
       drop_mailbox(store, mailbox)
@@ -98,14 +112,17 @@ defmodule RtScope.CallbackThreads.Worker do
   @impl true
   def handle_info(:wake, state) do
     flush_wakes()
+    {result, own, touched, left} = run(state.store, state.own, %{}, @slice, 0)
+    Store.put_threads(state.store, touched)
+    state = %{state | own: own, since_gc: state.since_gc + @slice - left}
 
-    case run(state.store, @slice) do
+    case result do
       :more ->
         Kernel.send(self(), :wake)
-        {:noreply, %{state | since_gc: state.since_gc + @slice}}
+        {:noreply, state}
 
-      {:empty, left} ->
-        {:noreply, idle(%{state | since_gc: state.since_gc + @slice - left})}
+      :empty ->
+        {:noreply, idle(state)}
     end
   end
 
@@ -113,7 +130,7 @@ defmodule RtScope.CallbackThreads.Worker do
 
   @impl true
   def handle_call(:await_idle, from, state) do
-    if Store.empty?(state.store) and :queue.is_empty(Process.get(@own)) do
+    if Store.empty?(state.store) and state.own == {[], []} do
       {:reply, :ok, state}
     else
       {:noreply, %{state | waiters: [from | state.waiters]}}
@@ -144,145 +161,173 @@ defmodule RtScope.CallbackThreads.Worker do
     words
   end
 
-  defp run(store, budget), do: run(store, budget, 0)
+  # One turn: up to `budget` callbacks. `own` is the Worker's own run queue
+  # ({front, rear} lists of {seq, tid, item}); `touched` holds the rows
+  # (tid => {state, mailbox}) of the threads that ran in this turn, whose
+  # ETS rows say :running until the turn ends (see the moduledoc).
+  defp run(_store, own, touched, 0, _own_left), do: {:more, own, touched, 0}
 
-  defp run(_store, 0, _own_left), do: :more
-
-  defp run(store, budget, own_left) do
-    case next(store, Process.get(@own), own_left) do
+  defp run(store, own, touched, budget, own_left) do
+    case next(store, own, own_left) do
       :empty ->
-        {:empty, budget}
+        {:empty, own, touched, budget}
 
-      {tid, item, own_left} ->
-        step(store, tid, item)
-        run(store, budget - 1, own_left)
+      {tid, item, own, own_left} ->
+        touched = step(store, touched, tid, item)
+        run(store, append(own, Process.put(@out, [])), touched, budget - 1, own_left)
     end
   end
 
   # The older head of the two run queues; the shared one is looked at when the
   # Worker's own queue is empty or `own_left` items of it have run since the last look.
   defp next(store, own, own_left) do
-    case :queue.peek(own) do
-      {:value, {_seq, tid, item}} when own_left > 0 ->
-        Process.put(@own, :queue.drop(own))
-        {tid, item, own_left - 1}
+    case pop(own) do
+      {{_seq, tid, item}, rest} when own_left > 0 ->
+        {tid, item, rest, own_left - 1}
 
-      {:value, {seq, tid, item}} ->
+      {{seq, tid, item}, rest} ->
         case Store.pop(store, seq) do
-          :empty ->
-            Process.put(@own, :queue.drop(own))
-            {tid, item, @own_run - 1}
-
-          {shared_tid, shared_item} ->
-            {shared_tid, shared_item, 0}
+          :empty -> {tid, item, rest, @own_run - 1}
+          {shared_tid, shared_item} -> {shared_tid, shared_item, own, 0}
         end
 
       :empty ->
         case Store.pop(store) do
           :empty -> :empty
-          {tid, item} -> {tid, item, @own_run}
+          {tid, item} -> {tid, item, own, @own_run}
         end
     end
   end
 
-  defp step(store, tid, {:start, fun}) do
-    Store.put_thread(store, tid, :running, :empty)
-    settle(store, tid, invoke(store, tid, fun, [tid]), :empty)
+  defp pop({[item | front], rear}), do: {item, {front, rear}}
+  defp pop({[], []}), do: :empty
+  defp pop({[], rear}), do: pop({:lists.reverse(rear), []})
+
+  # `out` is newest first, as the rear list.
+  defp append(own, []), do: own
+  defp append({front, rear}, out), do: {front, out ++ rear}
+
+  # The row of a thread: this turn's copy, or the ETS row, which is then
+  # marked :running (so a Worker crash counts the thread) and copied here.
+  defp fetch(store, touched, tid) do
+    case touched do
+      %{^tid => row} -> row
+      _ -> Store.check_out(store, tid)
+    end
   end
 
-  defp step(store, tid, {:message, msg}) do
-    case Store.thread(store, tid) do
+  defp step(store, touched, tid, {:start, fun}) do
+    Store.put_thread(store, tid, :running, :empty)
+    settle(store, touched, tid, invoke(tid, fun, tid), :empty)
+  end
+
+  defp step(store, touched, tid, {:message, msg}) do
+    case fetch(store, touched, tid) do
       nil ->
         Store.count(store, :dead_letters)
+        touched
 
-      {_, fun, :empty} when is_function(fun) ->
-        Store.mark_running(store, tid)
-        settle(store, tid, invoke(store, tid, fun, receive_args(fun, msg, tid)), :empty)
+      {fun, :empty} when is_function(fun) ->
+        settle(store, touched, tid, invoke_receive(tid, fun, msg), :empty)
 
-      {_, thread_state, mailbox} ->
+      {thread_state, mailbox} ->
         # Not waiting yet: keep the message until the thread returns {:receive, f}.
-        Store.put_thread(store, tid, thread_state, enqueue(mailbox, msg))
+        Map.put(touched, tid, {thread_state, enqueue(mailbox, msg)})
     end
   end
 
-  defp step(store, tid, {:continue, fun}) do
-    case Store.thread(store, tid) do
-      {_, :ready, mailbox} ->
-        Store.mark_running(store, tid)
-
-        settle(
-          store,
-          tid,
-          invoke(store, tid, fun, if(is_function(fun, 1), do: [tid], else: [])),
-          mailbox
-        )
-
-      _ ->
-        :ok
+  defp step(store, touched, tid, {:continue, fun}) do
+    case fetch(store, touched, tid) do
+      {:ready, mailbox} -> settle(store, touched, tid, invoke_continue(tid, fun), mailbox)
+      _ -> touched
     end
   end
 
-  defp step(store, tid, {:deliver, fun, msg}) do
-    case Store.thread(store, tid) do
-      {_, :ready, mailbox} ->
-        Store.mark_running(store, tid)
-        settle(store, tid, invoke(store, tid, fun, receive_args(fun, msg, tid)), mailbox)
-
-      _ ->
-        :ok
+  defp step(store, touched, tid, {:deliver, fun, msg}) do
+    case fetch(store, touched, tid) do
+      {:ready, mailbox} -> settle(store, touched, tid, invoke_receive(tid, fun, msg), mailbox)
+      _ -> touched
     end
   end
 
-  defp receive_args(fun, msg, tid), do: if(is_function(fun, 2), do: [msg, tid], else: [msg])
+  defp invoke_receive(tid, fun, msg) when is_function(fun, 2), do: invoke(tid, fun, msg, tid)
+  defp invoke_receive(tid, fun, msg), do: invoke(tid, fun, msg)
 
-  defp invoke(store, tid, fun, args) do
-    Process.put(@context, {store, tid})
+  defp invoke_continue(tid, fun) when is_function(fun, 1), do: invoke(tid, fun, tid)
+  defp invoke_continue(tid, fun), do: invoke(tid, fun)
+
+  # One per arity rather than apply/2: no argument list to build per callback.
+  defp invoke(tid, fun) do
+    Process.put(@tid, tid)
 
     try do
-      {:ok, apply(fun, args)}
+      {:ok, fun.()}
     catch
       kind, reason -> {:crashed, kind, reason, __STACKTRACE__}
     end
   end
 
-  defp settle(store, tid, {:ok, {:receive, fun}}, mailbox)
-       when is_function(fun, 1) or is_function(fun, 2) do
-    case mailbox do
-      :empty ->
-        Store.put_thread(store, tid, fun, :empty)
+  defp invoke(tid, fun, a) do
+    Process.put(@tid, tid)
 
-      queue ->
-        {{:value, msg}, rest} = :queue.out(queue)
-        Store.put_thread(store, tid, :ready, if(:queue.is_empty(rest), do: :empty, else: rest))
-        push_own(tid, {:deliver, fun, msg})
+    try do
+      {:ok, fun.(a)}
+    catch
+      kind, reason -> {:crashed, kind, reason, __STACKTRACE__}
     end
   end
 
-  defp settle(store, tid, {:ok, {:yield, fun}}, mailbox)
+  defp invoke(tid, fun, a, b) do
+    Process.put(@tid, tid)
+
+    try do
+      {:ok, fun.(a, b)}
+    catch
+      kind, reason -> {:crashed, kind, reason, __STACKTRACE__}
+    end
+  end
+
+  defp settle(_store, touched, tid, {:ok, {:receive, fun}}, mailbox)
+       when is_function(fun, 1) or is_function(fun, 2) do
+    case mailbox do
+      :empty ->
+        Map.put(touched, tid, {fun, :empty})
+
+      messages ->
+        {{:value, msg}, rest} = :queue.out(messages)
+        push(tid, {:deliver, fun, msg})
+        Map.put(touched, tid, {:ready, if(:queue.is_empty(rest), do: :empty, else: rest)})
+    end
+  end
+
+  defp settle(_store, touched, tid, {:ok, {:yield, fun}}, mailbox)
        when is_function(fun, 0) or is_function(fun, 1) do
-    Store.put_thread(store, tid, :ready, mailbox)
-    push_own(tid, {:continue, fun})
+    push(tid, {:continue, fun})
+    Map.put(touched, tid, {:ready, mailbox})
   end
 
-  defp settle(store, tid, {:ok, {tag, _} = bad}, mailbox) when tag in [:receive, :yield] do
-    crashed(store, tid, :error, {:bad_return, bad}, [], mailbox)
+  defp settle(store, touched, tid, {:ok, {tag, _} = bad}, mailbox)
+       when tag in [:receive, :yield] do
+    crashed(store, touched, tid, :error, {:bad_return, bad}, [], mailbox)
   end
 
-  defp settle(store, tid, {:ok, _done}, mailbox) do
+  defp settle(store, touched, tid, {:ok, _done}, mailbox) do
     Store.delete_thread(store, tid)
     Store.count(store, :finished)
     drop_mailbox(store, mailbox)
+    Map.delete(touched, tid)
   end
 
-  defp settle(store, tid, {:crashed, kind, reason, stack}, mailbox) do
-    crashed(store, tid, kind, reason, stack, mailbox)
+  defp settle(store, touched, tid, {:crashed, kind, reason, stack}, mailbox) do
+    crashed(store, touched, tid, kind, reason, stack, mailbox)
   end
 
-  defp crashed(store, tid, kind, reason, stack, mailbox) do
+  defp crashed(store, touched, tid, kind, reason, stack, mailbox) do
     log_crash(tid, Exception.format(kind, reason, stack))
     Store.delete_thread(store, tid)
     Store.count(store, :crashed)
     drop_mailbox(store, mailbox)
+    Map.delete(touched, tid)
   end
 
   # :logger (kernel), so the library needs no application beyond OTP's own.
