@@ -68,12 +68,13 @@ defmodule RtScope.CallbackThreads.Worker do
   # run queue. Returns :error anywhere else.
   @spec push(Store.tid(), Store.item()) :: :ok | :error
   def push(tid, item) do
-    case Process.get(@out) do
+    # :erlang.get/put rather than Process.get/put: this runs once per send.
+    case :erlang.get(@out) do
       out when is_list(out) ->
-        Process.put(@out, [{:erlang.unique_integer([:monotonic]), tid, item} | out])
+        :erlang.put(@out, [{:erlang.unique_integer([:monotonic]), tid, item} | out])
         :ok
 
-      nil ->
+      :undefined ->
         :error
     end
   end
@@ -174,9 +175,21 @@ defmodule RtScope.CallbackThreads.Worker do
 
       {tid, item, own, own_left} ->
         touched = step(store, touched, tid, item)
-        run(store, append(own, Process.put(@out, [])), touched, budget - 1, own_left)
+        continue(store, own, :erlang.put(@out, []), touched, budget - 1, own_left)
     end
   end
+
+  # The direct path: when the callback just run queued one item and the own
+  # queue is otherwise empty, that item is the next one anyway (unless it is
+  # time to look at the shared queue): run it without queueing it.
+  defp continue(store, {[], []} = own, [{_seq, tid, item}], touched, budget, own_left)
+       when budget > 0 and own_left > 0 do
+    touched = step(store, touched, tid, item)
+    continue(store, own, :erlang.put(@out, []), touched, budget - 1, own_left - 1)
+  end
+
+  defp continue(store, own, out, touched, budget, own_left),
+    do: run(store, append(own, out), touched, budget, own_left)
 
   # The older head of the two run queues; the shared one is looked at when the
   # Worker's own queue is empty or `own_left` items of it have run since the last look.
@@ -201,10 +214,12 @@ defmodule RtScope.CallbackThreads.Worker do
 
   defp pop({[item | front], rear}), do: {item, {front, rear}}
   defp pop({[], []}), do: :empty
+  defp pop({[], [item]}), do: {item, {[], []}}
   defp pop({[], rear}), do: pop({:lists.reverse(rear), []})
 
-  # `out` is newest first, as the rear list.
+  # `out` is newest first, as the rear list. Most callbacks queue one item or none.
   defp append(own, []), do: own
+  defp append({front, rear}, [item]), do: {front, [item | rear]}
   defp append({front, rear}, out), do: {front, out ++ rear}
 
   # The row of a thread: this turn's copy, or the ETS row, which is then
@@ -218,7 +233,7 @@ defmodule RtScope.CallbackThreads.Worker do
 
   defp step(store, touched, tid, {:start, fun}) do
     Store.put_thread(store, tid, :running, :empty)
-    settle(store, touched, tid, invoke(tid, fun, tid), :empty)
+    invoke(store, touched, tid, :empty, fun, tid)
   end
 
   defp step(store, touched, tid, {:message, msg}) do
@@ -228,7 +243,7 @@ defmodule RtScope.CallbackThreads.Worker do
         touched
 
       {fun, :empty} when is_function(fun) ->
-        settle(store, touched, tid, invoke_receive(tid, fun, msg), :empty)
+        invoke(store, touched, tid, :empty, fun, msg)
 
       {thread_state, mailbox} ->
         # Not waiting yet: keep the message until the thread returns {:receive, f}.
@@ -238,56 +253,38 @@ defmodule RtScope.CallbackThreads.Worker do
 
   defp step(store, touched, tid, {:continue, fun}) do
     case fetch(store, touched, tid) do
-      {:ready, mailbox} -> settle(store, touched, tid, invoke_continue(tid, fun), mailbox)
+      {:ready, mailbox} -> invoke(store, touched, tid, mailbox, fun, tid)
       _ -> touched
     end
   end
 
   defp step(store, touched, tid, {:deliver, fun, msg}) do
     case fetch(store, touched, tid) do
-      {:ready, mailbox} -> settle(store, touched, tid, invoke_receive(tid, fun, msg), mailbox)
+      {:ready, mailbox} -> invoke(store, touched, tid, mailbox, fun, msg)
       _ -> touched
     end
   end
 
-  defp invoke_receive(tid, fun, msg) when is_function(fun, 2), do: invoke(tid, fun, msg, tid)
-  defp invoke_receive(tid, fun, msg), do: invoke(tid, fun, msg)
-
-  defp invoke_continue(tid, fun) when is_function(fun, 1), do: invoke(tid, fun, tid)
-  defp invoke_continue(tid, fun), do: invoke(tid, fun)
-
-  # One per arity rather than apply/2: no argument list to build per callback.
-  defp invoke(tid, fun) do
-    Process.put(@tid, tid)
+  # Run one callback; only the call itself is inside the try (a callback
+  # that raises ends its own thread), its result is settled outside it.
+  defp invoke(store, touched, tid, mailbox, fun, arg) do
+    :erlang.put(@tid, tid)
 
     try do
-      {:ok, fun.()}
+      call(fun, arg, tid)
     catch
-      kind, reason -> {:crashed, kind, reason, __STACKTRACE__}
+      kind, reason -> crashed(store, touched, tid, kind, reason, __STACKTRACE__, mailbox)
+    else
+      result -> settle(store, touched, tid, result, mailbox)
     end
   end
 
-  defp invoke(tid, fun, a) do
-    Process.put(@tid, tid)
+  # `arg` is the message (receive callbacks), or the tid (start and continue callbacks).
+  defp call(fun, arg, tid) when is_function(fun, 2), do: fun.(arg, tid)
+  defp call(fun, arg, _tid) when is_function(fun, 1), do: fun.(arg)
+  defp call(fun, _arg, _tid), do: fun.()
 
-    try do
-      {:ok, fun.(a)}
-    catch
-      kind, reason -> {:crashed, kind, reason, __STACKTRACE__}
-    end
-  end
-
-  defp invoke(tid, fun, a, b) do
-    Process.put(@tid, tid)
-
-    try do
-      {:ok, fun.(a, b)}
-    catch
-      kind, reason -> {:crashed, kind, reason, __STACKTRACE__}
-    end
-  end
-
-  defp settle(_store, touched, tid, {:ok, {:receive, fun}}, mailbox)
+  defp settle(_store, touched, tid, {:receive, fun}, mailbox)
        when is_function(fun, 1) or is_function(fun, 2) do
     case mailbox do
       :empty ->
@@ -300,26 +297,21 @@ defmodule RtScope.CallbackThreads.Worker do
     end
   end
 
-  defp settle(_store, touched, tid, {:ok, {:yield, fun}}, mailbox)
+  defp settle(_store, touched, tid, {:yield, fun}, mailbox)
        when is_function(fun, 0) or is_function(fun, 1) do
     push(tid, {:continue, fun})
     Map.put(touched, tid, {:ready, mailbox})
   end
 
-  defp settle(store, touched, tid, {:ok, {tag, _} = bad}, mailbox)
-       when tag in [:receive, :yield] do
+  defp settle(store, touched, tid, {tag, _} = bad, mailbox) when tag in [:receive, :yield] do
     crashed(store, touched, tid, :error, {:bad_return, bad}, [], mailbox)
   end
 
-  defp settle(store, touched, tid, {:ok, _done}, mailbox) do
+  defp settle(store, touched, tid, _done, mailbox) do
     Store.delete_thread(store, tid)
     Store.count(store, :finished)
     drop_mailbox(store, mailbox)
     Map.delete(touched, tid)
-  end
-
-  defp settle(store, touched, tid, {:crashed, kind, reason, stack}, mailbox) do
-    crashed(store, touched, tid, kind, reason, stack, mailbox)
   end
 
   defp crashed(store, touched, tid, kind, reason, stack, mailbox) do
