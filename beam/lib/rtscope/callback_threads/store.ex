@@ -105,12 +105,19 @@ defmodule RtScope.CallbackThreads.Store do
     end
   end
 
-  @doc "Write back the rows the Worker kept (`%{tid => {state, mailbox}}`)."
-  @spec put_threads(t(), %{tid() => {term(), term()}}) :: true
+  @doc """
+  Write back the rows the Worker kept: `%{tid => {state, mailbox}}`, or
+  `tid => fun` for a thread that waits with an empty mailbox.
+  """
+  @spec put_threads(t(), %{tid() => {term(), term()} | function()}) :: true
   def put_threads(_store, rows) when rows == %{}, do: true
 
-  def put_threads(%__MODULE__{threads: threads}, rows),
-    do: :ets.insert(threads, for({tid, {state, mailbox}} <- rows, do: {tid, state, mailbox}))
+  def put_threads(%__MODULE__{threads: threads}, rows) do
+    :ets.insert(threads, for({tid, row} <- rows, do: full_row(tid, row)))
+  end
+
+  defp full_row(tid, {state, mailbox}), do: {tid, state, mailbox}
+  defp full_row(tid, fun) when is_function(fun), do: {tid, fun, :empty}
 
   @spec put_thread(t(), tid(), term(), term()) :: true
   def put_thread(%__MODULE__{threads: threads}, tid, state, mailbox),
