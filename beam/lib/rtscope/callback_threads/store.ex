@@ -116,6 +116,10 @@ defmodule RtScope.CallbackThreads.Store do
     :ets.insert(threads, for({tid, row} <- rows, do: full_row(tid, row)))
   end
 
+  @doc "Write back one row the Worker kept (as in `put_threads/2`)."
+  @spec put_row(t(), tid(), {term(), term()} | function()) :: true
+  def put_row(%__MODULE__{threads: threads}, tid, row), do: :ets.insert(threads, full_row(tid, row))
+
   defp full_row(tid, {state, mailbox}), do: {tid, state, mailbox}
   defp full_row(tid, fun) when is_function(fun), do: {tid, fun, :empty}
 
