@@ -235,6 +235,46 @@ defmodule RtScope.CallbackThreadsTest do
       assert %{crashed: 2, finished: 1, threads: 0} = CT.info(rt)
     end
 
+    test "a thread that ran in the Worker's last turn is lost with it; one that only waited is kept",
+         %{rt: rt} do
+      parent = self()
+
+      echo = fn echo ->
+        {:receive,
+         fn msg ->
+           Kernel.send(parent, {:got, msg})
+           echo.(echo)
+         end}
+      end
+
+      log =
+        capture_log(fn ->
+          a = CT.spawn(rt, fn _ -> echo.(echo) end)
+          b = CT.spawn(rt, fn _ -> echo.(echo) end)
+          # Idle: both wait, their rows are in ETS.
+          :ok = CT.await_idle(rt)
+
+          # One turn: a gets a message and waits again, then thread 3 kills the Worker.
+          CT.spawn(rt, fn _ ->
+            CT.send(a, :before_the_crash)
+            CT.spawn(fn _ -> Process.exit(self(), :kill) end)
+          end)
+
+          assert collect(1) == [:before_the_crash]
+          CT.send(rt, b, :after_the_crash)
+          assert collect(1) == [:after_the_crash]
+          CT.send(rt, a, :too_late)
+          :ok = CT.await_idle(rt)
+          send(parent, {:tids, a, b})
+        end)
+
+      assert_received {:tids, a, b}
+      assert log =~ "callback thread #{a} crashed: the worker died"
+      assert log =~ "callback thread 3 crashed: the worker died"
+      refute log =~ "callback thread #{b} crashed"
+      assert %{threads: 1, crashed: 2, finished: 1, dead_letters: 1} = CT.info(rt)
+    end
+
     test "a callback that kills the Worker does not take the queue down", %{rt: rt} do
       parent = self()
 
@@ -281,6 +321,32 @@ defmodule RtScope.CallbackThreadsTest do
       assert ets2 == ets1
       assert worker1 <= base_worker + 2048, "worker holds #{worker1} bytes, #{base_worker} before"
       assert worker2 <= base_worker + 2048
+    end
+
+    test "a busy Worker's larger minimum heap is given back when it goes idle", %{rt: rt} do
+      parent = self()
+      :ok = CT.await_idle(rt)
+      worker = CT.worker(rt)
+      {:min_heap_size, default} = Process.info(worker, :min_heap_size)
+
+      # One thread that yields 5,000 times: several turns of work in a row.
+      spin = fn
+        _spin, 0 ->
+          {:min_heap_size, busy} = Process.info(self(), :min_heap_size)
+          Kernel.send(parent, {:got, busy})
+
+        spin, i ->
+          {:yield, fn -> spin.(spin, i - 1) end}
+      end
+
+      CT.spawn(rt, fn _ -> spin.(spin, 5000) end)
+      [busy] = collect(1)
+      :ok = CT.await_idle(rt)
+
+      assert busy > default
+      assert {:min_heap_size, ^default} = Process.info(worker, :min_heap_size)
+      {:total_heap_size, words} = Process.info(worker, :total_heap_size)
+      assert words < busy, "#{words} words after going idle, #{busy} while busy"
     end
 
     test "an idle runtime does not poll", %{rt: rt} do
