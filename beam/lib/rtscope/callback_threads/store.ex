@@ -11,9 +11,12 @@ defmodule RtScope.CallbackThreads.Store do
       `{:deliver, fun, msg}`.
     * `threads` (`set`): one row per live thread, `{tid, state, mailbox}`;
       `state` is a receive callback (the thread waits for a message),
-      `:ready` (an item of the thread is queued) or `:running`. `mailbox`
-      is `:empty` or an Erlang `:queue` of messages that arrived while the
-      thread was not waiting. Only the Worker writes this table.
+      `:ready` (an item of the thread is queued) or `:running` (its
+      callback runs, or it ran in the Worker's current turn and the Worker
+      holds its row until the turn ends: see
+      `RtScope.CallbackThreads.Worker`). `mailbox` is `:empty` or an Erlang
+      `:queue` of messages that arrived while the thread was not waiting.
+      Only the Worker writes this table.
     * `meta` (`set`): the tid counter, the Worker's pid and the counters
       `finished`, `crashed` and `dead_letters`.
 
@@ -118,7 +121,8 @@ defmodule RtScope.CallbackThreads.Store do
 
   @doc "Write back one row the Worker kept (as in `put_threads/2`)."
   @spec put_row(t(), tid(), {term(), term()} | function()) :: true
-  def put_row(%__MODULE__{threads: threads}, tid, row), do: :ets.insert(threads, full_row(tid, row))
+  def put_row(%__MODULE__{threads: threads}, tid, row),
+    do: :ets.insert(threads, full_row(tid, row))
 
   defp full_row(tid, {state, mailbox}), do: {tid, state, mailbox}
   defp full_row(tid, fun) when is_function(fun), do: {tid, fun, :empty}

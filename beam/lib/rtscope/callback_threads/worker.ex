@@ -4,16 +4,28 @@ defmodule RtScope.CallbackThreads.Worker do
 
   Two run queues feed the Worker: the shared one in ETS
   (`RtScope.CallbackThreads.Store`), where the Receptor appends what other
-  processes ask for, and the Worker's own, in its process memory, where
-  everything a callback queues goes (`spawn/1`, `send/2`, a `:yield`
-  continuation, a delivery to a thread that waits). A switch between two
-  threads of one runtime is then a function call in this process with no
-  trip through a shared table. Items carry a node-wide increasing number;
-  the Worker takes the older head of the two queues, looking at the shared
+  processes ask for, and the Worker's own, two lists it passes from call to
+  call, where everything a callback queues goes (`spawn/1`, `send/2`, a
+  `:yield` continuation, a delivery to a thread that waits). A callback
+  appends to an outbox in the process dictionary, which the Worker takes
+  when the callback returns. Items carry a node-wide increasing number; the
+  Worker takes the older head of the two queues, looking at the shared
   queue at least every 16 items of its own, so a request from outside
-  waits behind at most that many items queued later. When both are empty
-  it blocks in `receive` until the Receptor wakes it: an idle Worker uses
-  no CPU at all.
+  waits behind at most that many items queued later. When a callback
+  queued exactly one item and the own queue is otherwise empty, that item
+  is the next one anyway: it runs at once without being queued (the direct
+  path of a message to a thread that waits, or of a `:yield`). When both
+  queues are empty the Worker blocks in `receive` until the Receptor wakes
+  it: an idle Worker uses no CPU at all.
+
+  Thread rows: every thread has a row in the Store's ETS table. The Worker
+  runs in turns of at most 1,000 callbacks (between two looks at its
+  mailbox; a turn also ends when the Worker runs out of work). A thread
+  that runs in a turn is checked out once: its ETS row is marked `:running`
+  and the Worker works on a copy in its own memory, written back in one
+  insert when the turn ends. A switch between threads that already ran in
+  the turn therefore touches no ETS table. A new thread's row is written
+  as soon as its first callback returns.
 
   Fault handling:
 
@@ -21,20 +33,27 @@ defmodule RtScope.CallbackThreads.Worker do
       (counted as `crashed`, logged) and the queue goes on;
     * if the Worker itself dies (killed from outside, or a callback that
       kills its process), its supervisor restarts it; the shared queue and
-      the threads live in ETS tables owned by the supervisor, so what other
-      processes queued is kept, and so is every thread that waits for a
-      message. Lost with the Worker are the thread whose callback was
-      running and the threads with an item in the Worker's own queue (each
-      marked crashed), and the messages callbacks had sent that were not yet
-      delivered (dead letters, uncounted). A Worker killed from outside
-      between taking an item from the shared queue and running it loses
-      that one item.
+      the threads' rows live in ETS tables owned by the supervisor, so what
+      other processes queued is kept, and so is every thread that waits for
+      a message and has not run in the Worker's current turn. Lost with the
+      Worker, each counted as crashed and logged, are the thread whose
+      callback was running, every thread that ran in the current turn (even
+      if it waits again: its row says `:running` until the turn ends, the
+      price of switches without ETS writes) and the threads with an item in
+      the Worker's own queue. Lost uncounted are the messages callbacks had
+      sent that were not yet delivered, the messages kept for the threads
+      lost, and threads a callback spawned that had not started yet. A
+      Worker killed from outside between taking an item from the shared
+      queue and running it loses that one item.
 
-  When it goes idle after 1,000 callbacks or more since its last
+  Memory: when it goes idle after 1,000 callbacks or more since its last
   collection, or with a heap grown beyond 1,598 words, the Worker collects
   its garbage, so the memory that finished callbacks used is given back
   rather than kept until some later collection; a Worker that handles a
-  trickle of work does not collect on every wake-up.
+  trickle of work does not collect on every wake-up. While busy (a turn
+  ended with work left) it runs with a minimum heap of 4,181 words (33 KB
+  on 64 bits) and collects less often; going idle, it returns to the VM's
+  default and collects.
   """
 
   use GenServer
@@ -49,9 +68,9 @@ defmodule RtScope.CallbackThreads.Worker do
   # beyond this many words (four growth steps above the default 233).
   @gc_callbacks 1000
   @gc_words 1598
-  # Minimum heap while busy (more than one turn of work in a row): a minor
-  # collection costs about as much as ten switches, and at the default
-  # 233 words the Worker collected once per 7 switches. Given back when idle.
+  # Minimum heap while busy (a turn ended with work left). In the ping-pong
+  # of RtScope.Tasks, at the default 233 words the Worker collected once per
+  # 13 switches and a switch cost ~165 ns; with this heap once per 60 and ~145 ns.
   @busy_heap_words 4181
 
   # Look at the shared queue at least once per this many items of the Worker's own queue.
@@ -104,10 +123,14 @@ defmodule RtScope.CallbackThreads.Worker do
   end
 
   # Threads left :running or :ready by a Worker that died: their callback was in
-  # flight, they ran during its last turn, or their next item was in its own queue.
+  # flight, they had run in its last turn, or their next item was in its own queue.
   defp recover(store) do
     for {tid, mailbox} <- Store.running(store) do
-      log_crash(tid, "the worker died while running it, or it ran or had a callback queued in the worker's last turn")
+      log_crash(
+        tid,
+        "the worker died while it ran, after it ran in the same turn, or with its next callback queued"
+      )
+
       Store.delete_thread(store, tid)
       Store.count(store, :crashed)
       drop_mailbox(store, mailbox)
