@@ -83,15 +83,6 @@ defmodule RtScope.CallbackThreads.Store do
   @spec empty?(t()) :: boolean()
   def empty?(%__MODULE__{queue: queue}), do: :ets.first(queue) == :"$end_of_table"
 
-  @doc "The row of thread `tid`, or `nil` when no such thread lives."
-  @spec thread(t(), tid()) :: {tid(), term(), term()} | nil
-  def thread(%__MODULE__{threads: threads}, tid) do
-    case :ets.lookup(threads, tid) do
-      [row] -> row
-      [] -> nil
-    end
-  end
-
   @doc """
   The row of thread `tid` as `{state, mailbox}`, marked `:running` with an
   empty mailbox in the table (the Worker keeps the copy), or `nil`.
@@ -119,7 +110,7 @@ defmodule RtScope.CallbackThreads.Store do
     :ets.insert(threads, for({tid, row} <- rows, do: full_row(tid, row)))
   end
 
-  @doc "Write back one row the Worker kept (as in `put_threads/2`)."
+  @doc "Write one row (`{state, mailbox}` or a receive callback, as in `put_threads/2`)."
   @spec put_row(t(), tid(), {term(), term()} | function()) :: true
   def put_row(%__MODULE__{threads: threads}, tid, row),
     do: :ets.insert(threads, full_row(tid, row))
@@ -127,19 +118,10 @@ defmodule RtScope.CallbackThreads.Store do
   defp full_row(tid, {state, mailbox}), do: {tid, state, mailbox}
   defp full_row(tid, fun) when is_function(fun), do: {tid, fun, :empty}
 
-  @spec put_thread(t(), tid(), term(), term()) :: true
-  def put_thread(%__MODULE__{threads: threads}, tid, state, mailbox),
-    do: :ets.insert(threads, {tid, state, mailbox})
-
-  @doc "Mark a thread's row `:running` (in place: its callback is not copied again)."
-  @spec mark_running(t(), tid()) :: true
-  def mark_running(%__MODULE__{threads: threads}, tid),
-    do: :ets.update_element(threads, tid, {2, :running})
-
   @spec delete_thread(t(), tid()) :: true
   def delete_thread(%__MODULE__{threads: threads}, tid), do: :ets.delete(threads, tid)
 
-  @doc "Threads running, or with an item queued, when the Worker died (see `RtScope.CallbackThreads.Worker`)."
+  @doc "Threads `:running` or `:ready` when the Worker died (see `RtScope.CallbackThreads.Worker`)."
   @spec running(t()) :: [{tid(), term()}]
   def running(%__MODULE__{threads: threads}) do
     for state <- [:running, :ready],

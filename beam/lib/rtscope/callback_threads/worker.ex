@@ -273,7 +273,7 @@ defmodule RtScope.CallbackThreads.Worker do
   end
 
   defp step(store, touched, tid, {:start, fun}) do
-    Store.put_thread(store, tid, :running, :empty)
+    Store.put_row(store, tid, {:running, :empty})
 
     # A new thread's row is replaced at once rather than at the turn's end:
     # a turn's worth of :running rows freed only after the rows that replace
