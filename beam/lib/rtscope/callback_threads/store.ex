@@ -35,6 +35,12 @@ defmodule RtScope.CallbackThreads.Store do
           | {:continue, function()}
           | {:deliver, function(), term()}
 
+  @typedoc """
+  A thread's row as the Worker holds it: `{state, mailbox}`, or for a
+  thread that waits (its mailbox is then empty) just its receive callback.
+  """
+  @type row :: {term(), term()} | function()
+
   @counters [:finished, :crashed, :dead_letters]
 
   @doc "Create the tables, owned by the calling process (the runtime's supervisor)."
@@ -84,34 +90,30 @@ defmodule RtScope.CallbackThreads.Store do
   def empty?(%__MODULE__{queue: queue}), do: :ets.first(queue) == :"$end_of_table"
 
   @doc """
-  The row of thread `tid` as `{state, mailbox}`, marked `:running` with an
-  empty mailbox in the table (the Worker keeps the copy), or `nil`.
+  The row of thread `tid` (see `t:row/0`), marked `:running` with an empty
+  mailbox in the table (the Worker keeps the copy), or `nil`.
   """
-  @spec check_out(t(), tid()) :: {term(), term()} | nil
+  @spec check_out(t(), tid()) :: row() | nil
   def check_out(%__MODULE__{threads: threads}, tid) do
     case :ets.lookup(threads, tid) do
       [{_, state, mailbox}] ->
         :ets.update_element(threads, tid, [{2, :running}, {3, :empty}])
-        {state, mailbox}
+        if is_function(state), do: state, else: {state, mailbox}
 
       [] ->
         nil
     end
   end
 
-  @doc """
-  Write back the rows the Worker kept: `%{tid => {state, mailbox}}`, or
-  `tid => fun` for a thread that waits with an empty mailbox.
-  """
-  @spec put_threads(t(), %{tid() => {term(), term()} | function()}) :: true
+  @doc "Write back the rows the Worker kept, `%{tid => row}`."
+  @spec put_threads(t(), %{tid() => row()}) :: true
   def put_threads(_store, rows) when rows == %{}, do: true
 
   def put_threads(%__MODULE__{threads: threads}, rows) do
     :ets.insert(threads, for({tid, row} <- rows, do: full_row(tid, row)))
   end
 
-  @doc "Write one row (`{state, mailbox}` or a receive callback, as in `put_threads/2`)."
-  @spec put_row(t(), tid(), {term(), term()} | function()) :: true
+  @spec put_row(t(), tid(), row()) :: true
   def put_row(%__MODULE__{threads: threads}, tid, row),
     do: :ets.insert(threads, full_row(tid, row))
 

@@ -297,9 +297,6 @@ defmodule RtScope.CallbackThreads.Worker do
       fun when is_function(fun) ->
         invoke(store, touched, tid, :empty, fun, msg)
 
-      {fun, :empty} when is_function(fun) ->
-        invoke(store, touched, tid, :empty, fun, msg)
-
       {thread_state, mailbox} ->
         # Not waiting yet: keep the message until the thread returns {:receive, f}.
         Map.put(touched, tid, {thread_state, enqueue(mailbox, msg)})
