@@ -2,7 +2,8 @@
 # Benchmark of rtscope's callback-thread library (beam/lib/rtscope/callback_threads):
 #   - spawn throughput: threads spawned from another process (through the Receptor) and from a callback;
 #   - yield and switch cost: a thread that yields, and ping-pong between two threads, beside two Erlang
-#     processes (median and p99 ns per switch over 30 batches of 1,000 round trips);
+#     processes (median and p99 ns per switch over 30 batches of 1,000 round trips), and the floor of any
+#     Elixir-level dispatcher (the same ping-pong with a map of callbacks and a try, nothing else);
 #   - memory per waiting thread against an Erlang process, in one VM run (least-squares slope of the
 #     :erlang.memory(:total) delta over 1,000 .. 50,000 tasks).
 #
@@ -82,6 +83,48 @@ medians =
   end
 
 IO.puts("switch, callback thread / Erlang process:  #{Float.round(medians["callback_thread"] / medians["erlang_process"], 2)}x (medians, this VM run; goal <= 1.0x)")
+
+# The floor of an Elixir-level dispatcher, for comparison: the same ping-pong with the receivers'
+# callbacks in a map and one try per callback; no run queue, no sequence numbers, no ETS, no Worker.
+defmodule Floor do
+  def send(tid, msg), do: :erlang.put(:floor_out, [{tid, msg} | :erlang.get(:floor_out)])
+
+  def run(_waiting, 0), do: :ok
+
+  def run(waiting, n) do
+    [{tid, msg}] = :erlang.put(:floor_out, [])
+    %{^tid => fun} = waiting
+
+    try do
+      fun.(msg)
+    catch
+      kind, reason -> {kind, reason}
+    else
+      {:receive, next} -> run(Map.put(waiting, tid, next), n - 1)
+    end
+  end
+
+  def pong({:ping, from}) do
+    Floor.send(from, :pong)
+    {:receive, &pong/1}
+  end
+
+  def ping(pong, me) do
+    Floor.send(pong, {:ping, me})
+    {:receive, fn :pong -> ping(pong, me) end}
+  end
+
+  def batch do
+    :erlang.put(:floor_out, [])
+    {:receive, ping} = ping(1, 0)
+    t0 = System.monotonic_time(:nanosecond)
+    run(%{0 => ping, 1 => &pong/1}, 2000)
+    (System.monotonic_time(:nanosecond) - t0) / 2000
+  end
+end
+
+b = tl(for _ <- 0..30, do: Floor.batch())
+IO.puts("switch, floor (a map of callbacks, a try; no queue, no ETS): median #{round(pct.(b, 50))} ns")
 
 slope = fn records ->
   xs = Enum.map(records, & &1["tasks"])
