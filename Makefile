@@ -45,7 +45,7 @@ demo: setup
 test: setup test-probes test-cbtask test-cross test-beam check-specs check-imports test-python
 
 test-python: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -rs
 
 # Every shipped spec must validate (runs this machine cannot make are skipped by the specs themselves).
 check-specs: setup

@@ -22,6 +22,8 @@ declare -A NEEDED=(
   # VM targets: QEMU, Debian kernels unpacked and guest images built here (docs/kernels.md)
   [qemu-system-x86_64]=qemu-system-x86 [qemu-system-aarch64]=qemu-system-arm [mmdebstrap]=mmdebstrap
   [cpio]=cpio [depmod]=kmod [arch-test]=arch-test [update-binfmts]=binfmt-support
+  # container environments (docs/environments.md); runc where crun may not set rlimits (nested sandboxes)
+  [podman]=podman [runc]=runc
 )
 missing=()
 for cmd in "${!NEEDED[@]}"; do
