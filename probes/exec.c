@@ -68,18 +68,12 @@ static const struct exec_variant variants[] = {
 };
 #define NVARIANTS (sizeof variants / sizeof variants[0])
 
+static const struct rtp_choices choices = {"exec", "workload", variants, NVARIANTS, sizeof variants[0]};
+
 const struct exec_variant *exec_find_variant(const char *name)
 {
-    for (size_t k = 0; k < NVARIANTS; k++)
-        if (strcmp(variants[k].name, name) == 0)
-            return &variants[k];
-    return NULL;
-}
-
-static void print_variant_names(FILE *f)
-{
-    for (size_t k = 0; k < NVARIANTS; k++)
-        fprintf(f, "%s%s", k ? ", " : "", variants[k].name);
+    int k = rtp_choice_find(&choices, name);
+    return k < 0 ? NULL : &variants[k];
 }
 
 static void print_help(void)
@@ -110,18 +104,10 @@ static void print_help(void)
 
 static int set_variant(struct exec_config *cfg, const char *name)
 {
-    if (cfg->variant) {
-        fprintf(stderr, RTPROBE_NAME " exec: workload given twice ('%s' and '%s')\n",
-                cfg->variant->name, name);
+    int k = cfg->variant ? (int)(cfg->variant - variants) : -1;
+    if (rtp_choice_set(&choices, name, &k) != 0)
         return -1;
-    }
-    cfg->variant = exec_find_variant(name);
-    if (!cfg->variant) {
-        fprintf(stderr, RTPROBE_NAME " exec: unknown workload '%s'; valid workloads: ", name);
-        print_variant_names(stderr);
-        fputc('\n', stderr);
-        return -1;
-    }
+    cfg->variant = &variants[k];
     return 0;
 }
 
@@ -169,12 +155,8 @@ int exec_parse_args(int argc, char **argv, struct exec_config *cfg)
     if (cfg->help)
         return 0;
 
-    if (!cfg->variant) {
-        fprintf(stderr, RTPROBE_NAME " exec: no workload given; valid workloads: ");
-        print_variant_names(stderr);
-        fputc('\n', stderr);
-        return RTP_EXIT_USAGE;
-    }
+    if (!cfg->variant)
+        return rtp_choice_missing(&choices);
     if (!cfg->output) {
         fprintf(stderr, RTPROBE_NAME " exec: --output FILE is required\n");
         return RTP_EXIT_USAGE;

@@ -59,11 +59,7 @@ struct gpio_config {
     int help;
 };
 
-static void print_variant_names(FILE *f)
-{
-    for (size_t k = 0; k < NVARIANTS; k++)
-        fprintf(f, "%s%s", k ? ", " : "", variants[k].name);
-}
+static const struct rtp_choices choices = {"gpio", "variant", variants, NVARIANTS, sizeof variants[0]};
 
 static void print_help(void)
 {
@@ -99,6 +95,7 @@ static int parse_args(int argc, char **argv, struct gpio_config *cfg)
     cfg->period_ms = 10.0;
     rtp_rt_options_init(&cfg->rt);
     const struct rtp_common_args common = {"gpio", &cfg->help, &cfg->rt, &cfg->output};
+    int chosen = -1;
 
     for (int i = 1; i < argc && !cfg->help; i++) {
         const char *v;
@@ -122,32 +119,15 @@ static int parse_args(int argc, char **argv, struct gpio_config *cfg)
         } else if ((m = rtp_option_value(argc, argv, &i, "--period-ms", &v)) != 0) {
             if (m < 0 || rtp_option_f64("--period-ms", v, 0.01, GPIO_MAX_MS, &cfg->period_ms) != 0)
                 return RTP_EXIT_USAGE;
-        } else if (rtp_unknown_option("gpio", argv[i])) {
+        } else if (rtp_unknown_option("gpio", argv[i]) || rtp_choice_set(&choices, argv[i], &chosen) != 0) {
             return RTP_EXIT_USAGE;
-        } else if (cfg->variant) {
-            fprintf(stderr, RTPROBE_NAME " gpio: unexpected argument '%s' (variant is %s)\n", argv[i],
-                    cfg->variant->name);
-            return RTP_EXIT_USAGE;
-        } else {
-            for (size_t k = 0; k < NVARIANTS; k++)
-                if (strcmp(variants[k].name, argv[i]) == 0)
-                    cfg->variant = &variants[k];
-            if (!cfg->variant) {
-                fprintf(stderr, RTPROBE_NAME " gpio: unknown variant '%s'; valid variants: ", argv[i]);
-                print_variant_names(stderr);
-                fputc('\n', stderr);
-                return RTP_EXIT_USAGE;
-            }
         }
     }
     if (cfg->help)
         return 0;
-    if (!cfg->variant) {
-        fprintf(stderr, RTPROBE_NAME " gpio: no variant given; valid variants: ");
-        print_variant_names(stderr);
-        fputc('\n', stderr);
-        return RTP_EXIT_USAGE;
-    }
+    if (chosen < 0)
+        return rtp_choice_missing(&choices);
+    cfg->variant = &variants[chosen];
     if (cfg->variant->sample_file && !cfg->output) {
         fprintf(stderr, RTPROBE_NAME " gpio: --output FILE is required\n");
         return RTP_EXIT_USAGE;

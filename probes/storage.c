@@ -73,11 +73,7 @@ struct storage_config {
 
 /* ---- arguments ------------------------------------------------------------ */
 
-static void print_mode_names(FILE *f)
-{
-    for (int k = 0; k < NMODES; k++)
-        fprintf(f, "%s%s", k ? ", " : "", modes[k].name);
-}
+static const struct rtp_choices choices = {"storage", "mode", modes, NMODES, sizeof modes[0]};
 
 static void print_help(void)
 {
@@ -189,20 +185,7 @@ static int bool_option(int argc, char **argv, int *i, const char *name, bool *ou
 
 static int set_mode(struct storage_config *cfg, const char *name)
 {
-    if (cfg->mode >= 0) {
-        fprintf(stderr, RTPROBE_NAME " storage: mode given twice ('%s' and '%s')\n",
-                modes[cfg->mode].name, name);
-        return -1;
-    }
-    for (int k = 0; k < NMODES; k++)
-        if (strcmp(modes[k].name, name) == 0) {
-            cfg->mode = k;
-            return 0;
-        }
-    fprintf(stderr, RTPROBE_NAME " storage: unknown mode '%s'; valid modes: ", name);
-    print_mode_names(stderr);
-    fputc('\n', stderr);
-    return -1;
+    return rtp_choice_set(&choices, name, &cfg->mode);
 }
 
 static int parse_args(int argc, char **argv, struct storage_config *cfg)
@@ -259,12 +242,8 @@ static int parse_args(int argc, char **argv, struct storage_config *cfg)
     if (cfg->help)
         return 0;
 
-    if (cfg->mode < 0) {
-        fprintf(stderr, RTPROBE_NAME " storage: no mode given; valid modes: ");
-        print_mode_names(stderr);
-        fputc('\n', stderr);
-        return RTP_EXIT_USAGE;
-    }
+    if (cfg->mode < 0)
+        return rtp_choice_missing(&choices);
     if (!cfg->output) {
         fprintf(stderr, RTPROBE_NAME " storage: --output FILE is required\n");
         return RTP_EXIT_USAGE;

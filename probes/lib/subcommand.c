@@ -44,6 +44,51 @@ bool rtp_unknown_option(const char *cmd, const char *arg)
     return true;
 }
 
+static const char *choice_name(const struct rtp_choices *c, size_t k)
+{
+    return *(const char *const *)((const char *)c->table + k * c->size);
+}
+
+static void print_choice_names(const struct rtp_choices *c)
+{
+    fprintf(stderr, "valid %ss: ", c->what);
+    for (size_t k = 0; k < c->count; k++)
+        fprintf(stderr, "%s%s", k ? ", " : "", choice_name(c, k));
+    fputc('\n', stderr);
+}
+
+int rtp_choice_find(const struct rtp_choices *c, const char *name)
+{
+    for (size_t k = 0; k < c->count; k++)
+        if (strcmp(choice_name(c, k), name) == 0)
+            return (int)k;
+    return -1;
+}
+
+int rtp_choice_set(const struct rtp_choices *c, const char *name, int *chosen)
+{
+    if (*chosen >= 0) {
+        fprintf(stderr, RTPROBE_NAME " %s: %s given twice ('%s' and '%s')\n", c->cmd, c->what,
+                choice_name(c, (size_t)*chosen), name);
+        return -1;
+    }
+    int k = rtp_choice_find(c, name);
+    if (k < 0) {
+        fprintf(stderr, RTPROBE_NAME " %s: unknown %s '%s'; ", c->cmd, c->what, name);
+        print_choice_names(c);
+        return -1;
+    }
+    *chosen = k;
+    return 0;
+}
+
+int rtp_choice_missing(const struct rtp_choices *c)
+{
+    fprintf(stderr, RTPROBE_NAME " %s: no %s given; ", c->cmd, c->what);
+    print_choice_names(c);
+    return RTP_EXIT_USAGE;
+}
+
 int rtp_subcommand_main(int parse_rc, int help, void (*print_help)(void),
                         int (*run)(const void *cfg), const void *cfg)
 {

@@ -33,6 +33,28 @@ int rtp_option_nonempty(const char *cmd, int argc, char **argv, int *i, const ch
  * option ("-x", not "-"). */
 bool rtp_unknown_option(const char *cmd, const char *arg);
 
+/* The one choice a subcommand takes as its first argument (exec's workload,
+ * storage's mode, gpio's variant), from a table of structs whose first member
+ * is the name (const char *). */
+struct rtp_choices {
+    const char *cmd;   /* "exec": names the subcommand in messages */
+    const char *what;  /* "workload": names the choice in messages */
+    const void *table;
+    size_t count;      /* entries in table */
+    size_t size;       /* sizeof one entry */
+};
+
+/* Index of the entry called name, or -1. */
+int rtp_choice_find(const struct rtp_choices *c, const char *name);
+
+/* Take name as the choice: its index into *chosen, which is -1 until a choice
+ * is made. 0, or -1 after printing why (chosen twice, or no such name: the
+ * valid names follow). */
+int rtp_choice_set(const struct rtp_choices *c, const char *name, int *chosen);
+
+/* Print that no choice was given, with the valid names; returns RTP_EXIT_USAGE. */
+int rtp_choice_missing(const struct rtp_choices *c);
+
 /* The body of rtp_cmd_<name> after parsing: the exit code of a bad command
  * line, or the help, or run(cfg). */
 int rtp_subcommand_main(int parse_rc, int help, void (*print_help)(void),
