@@ -131,20 +131,12 @@ syntax:
     return -1;
 }
 
-static int set_variant(struct timer_config *cfg, const char *name)
-{
-    if (strcmp(name, "absolute") == 0) {
-        cfg->mode = TIMER_MODE_ABSOLUTE;
-    } else if (strcmp(name, "relative") == 0) {
-        cfg->mode = TIMER_MODE_RELATIVE;
-    } else {
-        fprintf(stderr, RTPROBE_NAME " timer: unknown variant '%s'; valid variants: absolute, relative\n",
-                name);
-        return -1;
-    }
-    cfg->variant = name[0] == 'a' ? "absolute" : "relative";
-    return 0;
-}
+static const struct {
+    const char *name;
+    enum timer_mode mode;
+} variants[] = {{"absolute", TIMER_MODE_ABSOLUTE}, {"relative", TIMER_MODE_RELATIVE}};
+static const struct rtp_choices choices = {"timer", "variant", variants, sizeof variants / sizeof variants[0],
+                                           sizeof variants[0]};
 
 int timer_parse_args(int argc, char **argv, struct timer_config *cfg)
 {
@@ -155,7 +147,7 @@ int timer_parse_args(int argc, char **argv, struct timer_config *cfg)
     cfg->loops = TIMER_DEFAULT_LOOPS;
     cfg->overflow_cycles = TIMER_DEFAULT_OVERFLOW_CYCLES;
     rtp_rt_options_init(&cfg->rt);
-    bool variant_given = false;
+    int chosen = -1; /* absolute unless given */
     char err[256];
     const struct rtp_common_args common = {"timer", &cfg->help, &cfg->rt, &cfg->output};
 
@@ -168,9 +160,8 @@ int timer_parse_args(int argc, char **argv, struct timer_config *cfg)
             continue;
         }
         if ((m = rtp_option_value(argc, argv, &i, "--variant", &v)) != 0) {
-            if (m < 0 || set_variant(cfg, v) != 0)
+            if (m < 0 || rtp_choice_set(&choices, v, &chosen) != 0)
                 return RTP_EXIT_USAGE;
-            variant_given = true;
         } else if ((m = rtp_option_value(argc, argv, &i, "--interval-us", &v)) != 0) {
             if (m < 0 || rtp_option_f64("--interval-us", v, 0.0, TIMER_MAX_INTERVAL_US, &cfg->interval_us) != 0)
                 return RTP_EXIT_USAGE;
@@ -200,18 +191,13 @@ int timer_parse_args(int argc, char **argv, struct timer_config *cfg)
             if (m < 0 || rtp_option_i64("--overflow-cycles", v, 0, TIMER_MAX_OVERFLOW_CYCLES,
                                         &cfg->overflow_cycles) != 0)
                 return RTP_EXIT_USAGE;
-        } else if (rtp_unknown_option("timer", argv[i])) {
+        } else if (rtp_unknown_option("timer", argv[i]) || rtp_choice_set(&choices, argv[i], &chosen) != 0) {
             return RTP_EXIT_USAGE;
-        } else {
-            if (variant_given) {
-                fprintf(stderr, RTPROBE_NAME " timer: variant given twice ('%s' and '%s')\n", cfg->variant,
-                        argv[i]);
-                return RTP_EXIT_USAGE;
-            }
-            if (set_variant(cfg, argv[i]) != 0)
-                return RTP_EXIT_USAGE;
-            variant_given = true;
         }
+    }
+    if (chosen >= 0) {
+        cfg->mode = variants[chosen].mode;
+        cfg->variant = variants[chosen].name;
     }
     if (cfg->help)
         return 0;

@@ -31,6 +31,8 @@ grep_in "$TMP/err" "allowed CPUs: " "--cpu message"
 expect 2 "bad CPU list" -- "$PROBE" timer --threads 1-0 --output "$OUT"
 expect 2 "unknown variant" -- "$PROBE" timer posix --output "$OUT"
 grep_in "$TMP/err" "valid variants: absolute, relative" "variant message"
+expect 2 "variant twice" -- "$PROBE" timer relative --variant absolute --output "$OUT"
+grep_in "$TMP/err" "timer: variant given twice ('relative' and 'absolute')" "variant twice message"
 expect 2 "missing --output" -- "$PROBE" timer --loops 10
 [ ! -e "$OUT" ] && ok || fail "a refused run left $OUT"
 
