@@ -353,6 +353,7 @@ Task Scheduler::commit_compact(Slot* c, std::int64_t deadline_ns) {
     destroy_task(c);
     throw;
   }
+  ++compact_sleepers_;
   return Task(this, c, c->serial, chunk_of(c)->slot_bytes);
 }
 
@@ -428,6 +429,7 @@ Node* Scheduler::promote(Slot* c) {
     const std::uint32_t i = c->heap_index();
     heap_[i].id = id_of(n);
     n->set_heap_index(i);
+    --compact_sleepers_;
   }
   n->set_state(c->state());
   free_slot(c);
@@ -482,7 +484,10 @@ void Scheduler::destroy_task(Slot* s) noexcept {
 // A compact slot holds a sleeper (or, while it is being started, a task
 // owned by its creator): only its callable to destroy.
 void Scheduler::destroy_compact(Slot* c) noexcept {
-  if (c->state() == State::Sleeping) heap_erase(c);
+  if (c->state() == State::Sleeping) {
+    heap_erase(c);
+    --compact_sleepers_;
+  }
   c->serial = 0;
   c->set_state(State::Dying);
   chunk_of(c)->ops->destroy(*this, detail::compact_storage(c));
@@ -869,6 +874,7 @@ Stats Scheduler::stats() const noexcept {
   s.tasks = tasks_;
   s.ready = ready_;
   s.sleeping = heap_.size();
+  s.compact = compact_sleepers_;
   s.receiving = receiving_;
   s.messages = messages_;
   s.chunks = chunks_.size();

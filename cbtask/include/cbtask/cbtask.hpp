@@ -370,6 +370,7 @@ struct Stats {
   std::size_t tasks = 0;      // live tasks (every state)
   std::size_t ready = 0;      // in the run queue
   std::size_t sleeping = 0;   // in the sleep heap
+  std::size_t compact = 0;    // of those, in compact slots
   std::size_t receiving = 0;  // waiting for a message
   std::size_t messages = 0;   // queued in mailboxes, not yet received
   std::size_t chunks = 0;     // slab chunks mapped (including one kept spare)
@@ -695,6 +696,7 @@ class Scheduler {
   std::size_t tasks_ = 0;
   std::size_t ready_ = 0;
   std::size_t receiving_ = 0;
+  std::size_t compact_sleepers_ = 0;
   std::size_t messages_ = 0;
   std::size_t aux_bytes_ = 0;
   std::size_t cache_bytes_ = 0;

@@ -1,0 +1,282 @@
+// Compact sleepers: tasks started sleeping outside a callback with an inline
+// callback live in compact slots (one chunk per callback type) until they
+// wake or get a message; cancellation, handles and the sleep order work as
+// for full slots.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "helpers.hpp"
+
+using cbtask::FakeClock;
+using cbtask::Scheduler;
+using cbtask::Task;
+using cbtask_test::kMs;
+using cbtask_test::live_blocks;
+using cbtask_test::Tracker;
+
+namespace {
+
+void bump(int* n) { ++*n; }
+int ran = 0;
+void bump_c(void* n) { ++*static_cast<int*>(n); }
+
+// A callback too big for inline storage: its sleepers always take full slots.
+struct Big {
+  std::string* out;
+  char tag;
+  std::array<char, 32> pad{};
+  void operator()() const { *out += tag; }
+};
+
+}  // namespace
+
+TEST(Compact, SleepersStartedOutsideCallbacksTakeCompactSlotsAfterTheThreshold) {
+  FakeClock clock;
+  Scheduler s(clock);
+  EXPECT_EQ(s.compact_after(), Scheduler::kDefaultCompactAfter);
+  int n = 0;
+  for (unsigned i = 0; i < Scheduler::kDefaultCompactAfter; ++i) s.sleep(5, cbtask::call<bump>(&n));
+  EXPECT_EQ(s.stats().compact, 0u);  // the first ones of a type take full slots
+  s.sleep(5, cbtask::call<bump>(&n));
+  EXPECT_EQ(s.stats().compact, 1u);
+  s.set_compact_after(0);
+  s.sleep(5, [&n] { n += 10; });  // another type: compact from the first
+  s.sleep(5, bump_c, &n);
+  s.sleep(5, Big{nullptr, 'x'});  // boxed: never compact
+  s.fork([&] { s.sleep(1, [&n] { n += 100; }); });  // continues a full slot
+  EXPECT_EQ(s.stats().compact, 3u);
+  EXPECT_EQ(s.stats().sleeping, Scheduler::kDefaultCompactAfter + 4);
+}
+
+TEST(Compact, EightByteSleepersTakeTwentyFourByteSlotsAndNoHeapBlocks) {
+  FakeClock clock;
+  Scheduler s(clock);
+  s.set_compact_after(0);
+  int n = 0;
+  s.sleep(1, cbtask::call<bump>(&n));  // maps the chunk of this type
+  const std::int64_t before = live_blocks();
+  for (int i = 0; i < 2000; ++i) s.sleep(1, cbtask::call<bump>(&n));
+  EXPECT_EQ(s.stats().compact, 2001u);
+  EXPECT_EQ(s.stats().chunks, 1u);  // (65536 - 64) / 24 = 2728 slots per chunk
+  EXPECT_EQ(s.stats().aux_bytes, 0u);
+  EXPECT_LE(live_blocks() - before, 0);
+  EXPECT_EQ(s.run(), 2001u);
+  EXPECT_EQ(n, 2001);
+  EXPECT_EQ(s.stats().tasks, 0u);
+  EXPECT_EQ(s.stats().compact, 0u);
+}
+
+TEST(Compact, SixteenByteCallbacksAndTheCStyleSleepRun) {
+  FakeClock clock;
+  Scheduler s(clock);
+  s.set_compact_after(0);
+  int n = 0;
+  std::vector<std::int64_t> at;
+  s.sleep(3, bump_c, &n);
+  s.sleep(std::chrono::milliseconds(2), [&at, &clock] { at.push_back(clock.now_ns()); });
+  s.sleep_until(7 * kMs, [&at, &clock] { at.push_back(clock.now_ns()); });
+  EXPECT_EQ(s.stats().compact, 3u);
+  EXPECT_THROW(s.sleep(1, nullptr, &n), std::invalid_argument);
+  s.run();
+  EXPECT_EQ(n, 1);
+  EXPECT_EQ(at, (std::vector<std::int64_t>{2 * kMs, 7 * kMs}));
+  EXPECT_EQ(s.stats().tasks, 0u);
+}
+
+TEST(Compact, CancelDestroysTheCallbackAndLeavesTheHeap) {
+  FakeClock clock;
+  Scheduler s(clock);
+  s.set_compact_after(0);
+  auto live = std::make_shared<int>(0);
+  std::vector<Task> tasks;
+  ran = 0;
+  // 16 bytes: a Tracker is a shared_ptr.
+  for (int i = 0; i < 100; ++i) tasks.push_back(s.sleep(i % 7, [t = Tracker(live)] { ++ran; }));
+  EXPECT_EQ(s.stats().compact, 100u);
+  EXPECT_EQ(*live, 100);
+  for (std::size_t i = 0; i < tasks.size(); i += 2) EXPECT_TRUE(tasks[i].cancel());
+  EXPECT_EQ(*live, 50);
+  EXPECT_EQ(s.stats().compact, 50u);
+  EXPECT_EQ(s.stats().sleeping, 50u);
+  for (std::size_t i = 0; i < tasks.size(); i += 2) {
+    EXPECT_FALSE(tasks[i].alive());
+    EXPECT_FALSE(tasks[i].cancel());
+    EXPECT_FALSE(tasks[i].send(1));
+  }
+  s.run();
+  EXPECT_EQ(ran, 50);
+  EXPECT_EQ(*live, 0);
+  EXPECT_EQ(s.stats().tasks, 0u);
+}
+
+TEST(Compact, StaleHandlesStayDeadWhenTheSlotIsReusedOrTheChunkUnmapped) {
+  FakeClock clock;
+  Scheduler s(clock);
+  s.set_compact_after(0);
+  int n = 0;
+  Task old = s.sleep(1, cbtask::call<bump>(&n));
+  EXPECT_TRUE(old.cancel());
+  Task reused = s.sleep(1, cbtask::call<bump>(&n));  // most likely the same slot
+  EXPECT_FALSE(old.alive());
+  EXPECT_FALSE(old.cancel());
+  EXPECT_TRUE(reused.alive());
+  EXPECT_NE(old, reused);
+  EXPECT_TRUE(reused.cancel());
+
+  // Two chunks of 24-byte slots; when both empty one is unmapped and the other
+  // kept as the spare, then reused for full slots (another slot size).
+  std::vector<Task> many;
+  for (int i = 0; i < 3000; ++i) many.push_back(s.sleep(1, cbtask::call<bump>(&n)));
+  EXPECT_EQ(s.stats().chunks, 2u);
+  for (Task& t : many) EXPECT_TRUE(t.cancel());
+  EXPECT_EQ(s.stats().chunks, 1u);
+  std::vector<Task> full;
+  for (int i = 0; i < 1500; ++i) full.push_back(s.receive([](int) {}));
+  for (Task& t : many) {
+    EXPECT_FALSE(t.alive());
+    EXPECT_FALSE(t.cancel());
+    EXPECT_FALSE(t.send(1));
+  }
+  for (const Task& t : full) EXPECT_TRUE(t.alive());
+  for (Task& t : full) t.cancel();
+  EXPECT_EQ(n, 0);
+}
+
+TEST(Compact, HandlesFollowTheTaskIntoAFullSlot) {
+  FakeClock clock;
+  Scheduler s(clock);
+  s.set_compact_after(0);
+  struct Ctx {
+    std::string out;
+    Task t;
+  } ctx;
+  std::string& out = ctx.out;
+  Task& t = ctx.t;
+  t = s.sleep(5, [&ctx] {  // 8 bytes
+    ctx.out += "woke ";
+    EXPECT_EQ(cbtask::self(), ctx.t);
+    cbtask::receive([&ctx](int v) { ctx.out += std::to_string(v); });
+  });
+  EXPECT_EQ(s.stats().compact, 1u);
+  s.run();
+  EXPECT_EQ(out, "woke ");
+  EXPECT_EQ(s.stats().compact, 0u);
+  EXPECT_TRUE(t.alive());
+  EXPECT_EQ(s.stats().receiving, 1u);
+  EXPECT_TRUE(t.send(42));
+  s.run();
+  EXPECT_EQ(out, "woke 42");
+  EXPECT_FALSE(t.alive());
+  EXPECT_FALSE(t.send(1));
+  EXPECT_EQ(s.stats().tasks, 0u);
+}
+
+TEST(Compact, AMessageMovesASleeperIntoAFullSlotInItsPlace) {
+  FakeClock clock;
+  Scheduler s(clock);
+  s.set_compact_after(0);
+  std::string out;
+  Task a = s.sleep(10, [&out, &s] {
+    out += 'a';
+    s.receive([&out](std::string m) { out += m; });
+  });
+  s.sleep(10, [&out] { out += 'b'; });
+  EXPECT_TRUE(a.send(std::string("!")));
+  EXPECT_EQ(s.stats().compact, 1u);  // b still compact
+  EXPECT_EQ(s.stats().sleeping, 2u);
+  EXPECT_EQ(s.stats().messages, 1u);
+  s.run();
+  EXPECT_EQ(out, "ab!");  // a kept its place before b
+  EXPECT_EQ(clock.now_ns(), 10 * kMs);
+  EXPECT_FALSE(a.alive());
+}
+
+TEST(Compact, CancelAfterTheMoveAndSelfCancel) {
+  FakeClock clock;
+  Scheduler s(clock);
+  s.set_compact_after(0);
+  auto live = std::make_shared<int>(0);
+  Task a = s.sleep(1, [t = Tracker(live)] { cbtask::receive([](int) {}); });
+  Task b = s.sleep(1, [&s] {
+    EXPECT_TRUE(s.self().cancel());
+    EXPECT_FALSE(s.self().alive());
+    s.sleep(1, [] {});  // discarded
+  });
+  s.run();
+  EXPECT_TRUE(a.alive());
+  EXPECT_FALSE(b.alive());
+  EXPECT_TRUE(a.cancel());
+  EXPECT_FALSE(a.alive());
+  EXPECT_FALSE(a.cancel());
+  EXPECT_EQ(*live, 0);
+  EXPECT_EQ(s.stats().tasks, 0u);
+}
+
+TEST(Compact, EqualDeadlinesWakeInCallOrderAcrossSlotKinds) {
+  FakeClock clock;
+  Scheduler s(clock);
+  s.set_compact_after(3);  // the first three of each type take full slots
+  std::string out;
+  auto small = [&out](char c) { return [&out, c] { out += c; }; };
+  s.sleep(7, small('a'));                   // full
+  s.sleep(7, Big{&out, 'b'});               // full (boxed)
+  s.sleep(7, small('c'));                   // full
+  s.sleep(7, small('d'));                   // full
+  s.sleep(7, small('e'));                   // compact
+  s.sleep(7, Big{&out, 'f'});               // full
+  s.sleep(7, small('g'));                   // compact
+  s.sleep(3, [&] {                          // re-sleeps in its (full) slot, after all of them
+    s.sleep_until(7 * kMs, [&out] { out += 'h'; });
+  });
+  EXPECT_EQ(s.stats().compact, 2u);
+  s.run();
+  EXPECT_EQ(out, "abcdefgh");
+}
+
+TEST(Compact, SequenceNumbersAreRenumberedBeforeTheyWrap) {
+  FakeClock clock;
+  Scheduler s(clock);
+  s.set_compact_after(0);
+  std::vector<int> order;
+  for (int i = 0; i < 5; ++i) s.sleep(9, [&order, i] { order.push_back(i); });
+  s.sleep(2, [&order] { order.push_back(-1); });
+  cbtask::detail::Access::set_sleep_seq(s, 0xFFFFFFFFu - 3);
+  for (int i = 5; i < 10; ++i) s.sleep(9, [&order, i] { order.push_back(i); });  // crosses 2^32 - 1
+  s.sleep(1, [&order] { order.push_back(-2); });
+  s.run();
+  EXPECT_EQ(order, (std::vector<int>{-2, -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+}
+
+TEST(Compact, ExceptionEndsTheTaskAndPropagates) {
+  FakeClock clock;
+  Scheduler s(clock);
+  s.set_compact_after(0);
+  int n = 0;
+  Task t = s.sleep(1, [] { throw std::runtime_error("boom"); });
+  s.sleep(2, cbtask::call<bump>(&n));
+  EXPECT_THROW(s.run(), std::runtime_error);
+  EXPECT_FALSE(t.alive());
+  s.run();
+  EXPECT_EQ(n, 1);
+  EXPECT_EQ(s.stats().tasks, 0u);
+}
+
+TEST(Compact, TeardownDestroysCompactSleepers) {
+  auto live = std::make_shared<int>(0);
+  const std::int64_t before = live_blocks();
+  {
+    FakeClock clock;
+    Scheduler s(clock);
+    s.set_compact_after(0);
+    for (int i = 0; i < 3000; ++i) s.sleep(5 + i, [t = Tracker(live)] {});
+    s.sleep(1, [t = Tracker(live)] { cbtask::receive([](int) {}); });
+    clock.advance_ms(1);
+    s.run_until_idle();  // one woke and moved; the task with the receive waits
+    EXPECT_EQ(*live, 3000);
+  }
+  EXPECT_EQ(*live, 0);
+  EXPECT_EQ(live_blocks(), before);
+}
