@@ -113,8 +113,8 @@ constexpr unsigned kIndexBits = 12;
 constexpr std::uint32_t kIndexMask = (1u << kIndexBits) - 1;
 constexpr std::size_t kMaxChunks = std::size_t{1} << (32 - kIndexBits);
 static_assert((kChunkBytes - kFirstSlot) / sizeof(Slot) <= kIndexMask + 1, "slot index does not fit in an id");
-// The sleep-heap index shares a word with the state and the moved flag (4 bits).
-constexpr std::size_t kMaxSleepers = (std::size_t{1} << 28) - 1;
+// The sleep-heap index shares a word with the state and two flags (5 bits).
+constexpr std::size_t kMaxSleepers = (std::size_t{1} << (32 - Slot::kIndexShift)) - 1;
 
 thread_local Scheduler* tl_running = nullptr;
 
@@ -126,7 +126,6 @@ ChunkHeader* chunk_of(const Slot* n) noexcept {
   return reinterpret_cast<ChunkHeader*>(reinterpret_cast<std::uintptr_t>(n) & ~(kChunkBytes - 1));
 }
 
-bool is_compact(const Slot* n) noexcept { return chunk_of(n)->cls != 0; }
 
 // Under ASan a free slot is cleared (so LeakSanitizer sees no stale pointers
 // in it) and poisoned except its first word (serial and state, which handles
@@ -317,7 +316,7 @@ Slot* Scheduler::alloc_slot(std::uint32_t cls, std::uint32_t bytes, const detail
   if (!c->free && c->bump == c->capacity) unlist_chunk(c);
   if (++last_serial_ == 0) last_serial_ = 1;
   n->serial = last_serial_;
-  n->bits = 0;
+  n->bits = cls != 0 ? Slot::kCompact : 0;
   n->set_state(State::Running);  // owned by its creator until queued somewhere
   n->deadline = 0;
   ++tasks_;
@@ -406,7 +405,7 @@ Slot* Scheduler::target(const Task& t) const {
 Node* Scheduler::target_node(const Task& t) {
   Slot* n = target(t);
   if (!n) return nullptr;
-  return is_compact(n) ? promote(n) : static_cast<Node*>(n);
+  return n->compact() ? promote(n) : static_cast<Node*>(n);
 }
 
 // Moves a compact sleeper into a full slot, in its place in the sleep heap.
@@ -446,7 +445,7 @@ void Scheduler::kill_serial(Node* n) noexcept {
 // Ends a task wherever it is. Its serial is cleared first, so destructors that
 // run here see it as dead.
 void Scheduler::destroy_task(Slot* s) noexcept {
-  if (is_compact(s)) {
+  if (s->compact()) {
     destroy_compact(s);
     return;
   }
@@ -622,8 +621,23 @@ Slot* Scheduler::slot_of(std::uint32_t id) const noexcept { return slot_at(by_nu
 
 std::uint32_t Scheduler::id_of(const Slot* s) noexcept {
   const ChunkHeader* c = chunk_of(s);
-  const auto offset = static_cast<std::size_t>(reinterpret_cast<const char*>(s) - reinterpret_cast<const char*>(c));
-  return c->number << kIndexBits | static_cast<std::uint32_t>((offset - kFirstSlot) / c->slot_bytes);
+  const auto offset = static_cast<std::size_t>(reinterpret_cast<const char*>(s) - reinterpret_cast<const char*>(c)) - kFirstSlot;
+  // Division by a constant is a multiplication: spell out the slot sizes there are.
+  std::size_t index;
+  switch (c->slot_bytes) {
+    case sizeof(Node):
+      index = offset / sizeof(Node);
+      break;
+    case sizeof(Slot) + 8:
+      index = offset / (sizeof(Slot) + 8);
+      break;
+    case sizeof(Slot) + 16:
+      index = offset / (sizeof(Slot) + 16);
+      break;
+    default:
+      index = offset / c->slot_bytes;
+  }
+  return c->number << kIndexBits | static_cast<std::uint32_t>(index);
 }
 
 bool Scheduler::earlier(SleepEntry a, SleepEntry b) const noexcept {
@@ -633,12 +647,13 @@ bool Scheduler::earlier(SleepEntry a, SleepEntry b) const noexcept {
 
 void Scheduler::heap_push(Slot* n) {
   if (heap_.size() >= kMaxSleepers)
-    throw std::length_error("cbtask: more than 268435455 sleeping tasks in one Scheduler");
+    throw std::length_error("cbtask: more than 134217727 sleeping tasks in one Scheduler");
   if (sleep_seq_ == std::numeric_limits<std::uint32_t>::max()) renumber_sleepers();
-  heap_.push_back(SleepEntry{sleep_seq_ + 1, id_of(n)});
+  const SleepEntry e{sleep_seq_ + 1, id_of(n)};
+  heap_.push_back(e);
   ++sleep_seq_;
   n->set_state(State::Sleeping);
-  sift_up(heap_.size() - 1);
+  sift_up(heap_.size() - 1, e, n);
 }
 
 // Sequence numbers are 32 bits: before they wrap, the sleepers are numbered
@@ -651,15 +666,10 @@ void Scheduler::renumber_sleepers() {
   sleep_seq_ = static_cast<std::uint32_t>(order.size());
 }
 
-Slot* Scheduler::heap_pop() noexcept {
-  Slot* top = slot_of(heap_.front().id);
+void Scheduler::heap_pop() noexcept {
   const SleepEntry last = heap_.back();
   heap_.pop_back();
-  if (!heap_.empty()) {
-    heap_[0] = last;
-    sift_down(0);
-  }
-  return top;
+  if (!heap_.empty()) sift_down(0, last, slot_of(last.id));
 }
 
 void Scheduler::heap_erase(Slot* n) noexcept {
@@ -667,42 +677,54 @@ void Scheduler::heap_erase(Slot* n) noexcept {
   const SleepEntry last = heap_.back();
   heap_.pop_back();
   if (i < heap_.size()) {
-    place(i, last);
+    Slot* s = slot_of(last.id);
     if (i > 0 && earlier(last, heap_[(i - 1) / 2]))
-      sift_up(i);
+      sift_up(i, last, s);
     else
-      sift_down(i);
+      sift_down(i, last, s);
   }
 }
 
-void Scheduler::place(std::size_t i, SleepEntry e) noexcept {
-  heap_[i] = e;
-  slot_of(e.id)->set_heap_index(static_cast<std::uint32_t>(i));
-}
-
-void Scheduler::sift_up(std::size_t i) noexcept {
-  const SleepEntry e = heap_[i];
+// The sifts place entry e (of slot s) from the hole at i, and keep every
+// moved slot's heap index up to date. (e is passed, not read back from the
+// hole: it was just written in two halves, and reading it whole would wait.)
+void Scheduler::sift_up(std::size_t i, SleepEntry e, Slot* s) noexcept {
+  const std::int64_t d = s->deadline;
   while (i > 0) {
     const std::size_t parent = (i - 1) / 2;
-    if (!earlier(e, heap_[parent])) break;
-    place(i, heap_[parent]);
+    const SleepEntry p = heap_[parent];
+    Slot* ps = slot_of(p.id);
+    if (!(d < ps->deadline || (d == ps->deadline && e.seq < p.seq))) break;
+    heap_[i] = p;
+    ps->set_heap_index(static_cast<std::uint32_t>(i));
     i = parent;
   }
-  place(i, e);
+  heap_[i] = e;
+  s->set_heap_index(static_cast<std::uint32_t>(i));
 }
 
-void Scheduler::sift_down(std::size_t i) noexcept {
-  const SleepEntry e = heap_[i];
+void Scheduler::sift_down(std::size_t i, SleepEntry e, Slot* s) noexcept {
+  const std::int64_t d = s->deadline;
   const std::size_t size = heap_.size();
   for (;;) {
     std::size_t child = 2 * i + 1;
     if (child >= size) break;
-    if (child + 1 < size && earlier(heap_[child + 1], heap_[child])) ++child;
-    if (!earlier(heap_[child], e)) break;
-    place(i, heap_[child]);
+    Slot* cs = slot_of(heap_[child].id);
+    if (child + 1 < size) {
+      Slot* right = slot_of(heap_[child + 1].id);
+      if (right->deadline < cs->deadline ||
+          (right->deadline == cs->deadline && heap_[child + 1].seq < heap_[child].seq)) {
+        ++child;
+        cs = right;
+      }
+    }
+    if (!(cs->deadline < d || (cs->deadline == d && heap_[child].seq < e.seq))) break;
+    heap_[i] = heap_[child];
+    cs->set_heap_index(static_cast<std::uint32_t>(i));
     i = child;
   }
-  place(i, e);
+  heap_[i] = e;
+  s->set_heap_index(static_cast<std::uint32_t>(i));
 }
 
 // A compact sleeper moves into a full slot before it wakes (which may throw
@@ -711,8 +733,9 @@ void Scheduler::wake_due(std::int64_t now) {
   while (!heap_.empty()) {
     Slot* top = slot_of(heap_.front().id);
     if (top->deadline > now) break;
-    if (is_compact(top)) promote(top);
-    push_ready(static_cast<Node*>(heap_pop()));
+    Node* n = top->compact() ? promote(top) : static_cast<Node*>(top);
+    heap_pop();
+    push_ready(n);
   }
 }
 

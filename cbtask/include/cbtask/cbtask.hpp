@@ -138,7 +138,7 @@ enum class State : std::uint8_t { Free, Ready, Running, Sleeping, Receiving, Dyi
 // The head every task slot starts with, full (Node) or compact: 16 bytes.
 struct Slot {
   std::uint32_t serial;  // 0 when free or dead; handles compare it
-  std::uint32_t bits;    // sleep-heap index << 4 | moved flag (8) | State
+  std::uint32_t bits;    // sleep-heap index << 5 | compact flag (16) | moved flag (8) | State
   union {
     std::int64_t deadline;  // Sleeping (and Running, once sleep() was called)
     Node* prev;             // Ready: run queue (full slots only)
@@ -147,16 +147,22 @@ struct Slot {
 
   static constexpr std::uint32_t kStateMask = 0x7u;
   static constexpr std::uint32_t kMoved = 0x8u;
+  static constexpr std::uint32_t kCompact = 0x10u;
+  static constexpr unsigned kIndexShift = 5;
   State state() const noexcept { return static_cast<State>(bits & kStateMask); }
   void set_state(State s) noexcept { bits = (bits & ~kStateMask) | static_cast<std::uint32_t>(s); }
-  std::uint32_t heap_index() const noexcept { return bits >> 4; }
-  void set_heap_index(std::uint32_t i) noexcept { bits = (i << 4) | (bits & 0xFu); }
+  std::uint32_t heap_index() const noexcept { return bits >> kIndexShift; }
+  void set_heap_index(std::uint32_t i) noexcept {
+    bits = (i << kIndexShift) | (bits & ((1u << kIndexShift) - 1));
+  }
   // A full slot whose task started in a compact one (handles may point there).
   bool moved() const noexcept { return (bits & kMoved) != 0; }
+  // A compact sleeper's slot.
+  bool compact() const noexcept { return (bits & kCompact) != 0; }
 };
 static_assert(sizeof(Slot) == 16, "cbtask: slot head layout changed");
 
-// A full task slot: 56 bytes. Fields are shared by state (a task is in at
+// A full task slot: 56 bytes (48 with 32-bit pointers). Fields are shared by state (a task is in at
 // most one of the run queue, the sleep heap or a free list).
 struct Node : Slot {
   const StepOps* ops;  // pending callback, or nullptr
@@ -164,7 +170,7 @@ struct Node : Slot {
   Node* next;  // Ready: run queue
   Ext* ext;    // loop frames and mailbox, allocated on first use
 };
-static_assert(sizeof(Node) == 56, "cbtask: task node layout changed");
+static_assert(sizeof(Node) == (sizeof(void*) == 8 ? 56 : 48), "cbtask: task node layout changed");
 
 // A compact sleeper is a Slot followed by its callable (8 or 16 bytes), in a
 // chunk whose header holds the callable's StepOps.
@@ -649,11 +655,10 @@ class Scheduler {
   static std::uint32_t id_of(const detail::Slot* s) noexcept;
   bool earlier(detail::SleepEntry a, detail::SleepEntry b) const noexcept;
   void heap_push(detail::Slot* n);
-  detail::Slot* heap_pop() noexcept;
+  void heap_pop() noexcept;
   void heap_erase(detail::Slot* n) noexcept;
-  void place(std::size_t i, detail::SleepEntry e) noexcept;
-  void sift_up(std::size_t i) noexcept;
-  void sift_down(std::size_t i) noexcept;
+  void sift_up(std::size_t i, detail::SleepEntry e, detail::Slot* s) noexcept;
+  void sift_down(std::size_t i, detail::SleepEntry e, detail::Slot* s) noexcept;
   void renumber_sleepers();
   void wake_due(std::int64_t now);
   std::size_t run_loop(std::int64_t limit, bool wait);
