@@ -290,7 +290,8 @@ void Scheduler::unlist_chunk(ChunkHeader* c) noexcept {
   c->listed = false;
 }
 
-Slot* Scheduler::alloc_slot(std::uint32_t cls, std::uint32_t bytes, const detail::StepOps* ops) {
+__attribute__((always_inline)) inline Slot* Scheduler::alloc_slot(std::uint32_t cls, std::uint32_t bytes,
+                                                                   const detail::StepOps* ops) {
   ChunkHeader* c = partial_list(cls);
   if (!c) {
     if (spare_ && spare_->slot_bytes == bytes) {
@@ -318,7 +319,6 @@ Slot* Scheduler::alloc_slot(std::uint32_t cls, std::uint32_t bytes, const detail
   n->serial = last_serial_;
   n->bits = cls != 0 ? Slot::kCompact : 0;
   n->set_state(State::Running);  // owned by its creator until queued somewhere
-  n->deadline = 0;
   ++tasks_;
   return n;
 }
@@ -391,7 +391,11 @@ Slot* Scheduler::resolve(const Slot* n, std::uint32_t serial, std::uint32_t byte
                                           : std::binary_search(chunks_.begin(), chunks_.end(), c, std::less<ChunkHeader*>());
   // A chunk of another slot size (reused since) is not read: n may not be a slot in it.
   if (mapped && c->slot_bytes == bytes && n->serial == serial) return const_cast<Slot*>(n);
-  if (moved_.empty()) return nullptr;
+  return moved_.empty() ? nullptr : moved_node(serial);
+}
+
+// Out of line, so that the fast path of resolve() keeps the serial in a register.
+__attribute__((noinline)) Slot* Scheduler::moved_node(std::uint32_t serial) const noexcept {
   const auto it = moved_.find(serial);
   return it == moved_.end() ? nullptr : it->second.node;
 }

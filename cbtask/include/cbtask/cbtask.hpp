@@ -634,6 +634,7 @@ class Scheduler {
   // (n may point into unmapped memory: it is only read once its chunk is
   // known to be mapped with slots of that size).
   detail::Slot* resolve(const detail::Slot* n, std::uint32_t serial, std::uint32_t bytes) const noexcept;
+  detail::Slot* moved_node(std::uint32_t serial) const noexcept;
   detail::Slot* target(const Task& t) const;
   // target(), moving a compact sleeper into a full slot.
   detail::Node* target_node(const Task& t);
