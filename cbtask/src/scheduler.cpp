@@ -126,7 +126,6 @@ ChunkHeader* chunk_of(const Slot* n) noexcept {
   return reinterpret_cast<ChunkHeader*>(reinterpret_cast<std::uintptr_t>(n) & ~(kChunkBytes - 1));
 }
 
-
 // Under ASan a free slot is cleared (so LeakSanitizer sees no stale pointers
 // in it) and poisoned except its first word (serial and state, which handles
 // and the teardown sweep read).

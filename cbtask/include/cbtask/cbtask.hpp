@@ -730,7 +730,7 @@ struct Access {
   static MsgHeader* take_message(Scheduler& s, Node* n, const void* type) noexcept {
     return s.take_message(n, type);
   }
-  // Tests: the next sleep's sequence number (to reach the renumbering at 2^32 - 1).
+  // Tests: the last sequence number handed out (to reach the renumbering before 2^32).
   static void set_sleep_seq(Scheduler& s, std::uint32_t seq) noexcept { s.sleep_seq_ = seq; }
 };
 
