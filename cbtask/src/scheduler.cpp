@@ -383,7 +383,9 @@ void Scheduler::free_slot(Slot* n) noexcept {
   if (!c->listed) list_chunk(c);
 }
 
-Slot* Scheduler::resolve(const Slot* n, std::uint32_t serial, std::uint32_t bytes) const noexcept {
+// Inlined into its callers (all in this file): send() and cancel() take this path.
+__attribute__((always_inline)) inline Slot* Scheduler::resolve(const Slot* n, std::uint32_t serial,
+                                                                std::uint32_t bytes) const noexcept {
   if (!n || serial == 0) return nullptr;
   ChunkHeader* c = chunk_of(n);
   const bool mapped = chunks_.size() == 1 ? chunks_.front() == c
@@ -399,7 +401,7 @@ __attribute__((noinline)) Slot* Scheduler::moved_node(std::uint32_t serial) cons
   return it == moved_.end() ? nullptr : it->second.node;
 }
 
-Slot* Scheduler::target(const Task& t) const {
+__attribute__((always_inline)) inline Slot* Scheduler::target(const Task& t) const {
   if (!t.sched_) throw std::invalid_argument("cbtask: empty Task handle");
   if (t.sched_ != this) throw std::invalid_argument("cbtask: the Task belongs to another Scheduler");
   return resolve(t.node_, t.serial_, t.slot_bytes_);
