@@ -186,6 +186,11 @@ Scheduler::~Scheduler() {
   tearing_down_ = true;
   // Destructors of callbacks may start new tasks; sweep until none is left.
   while (tasks_ > 0) {
+    // Ready tasks first, from the head: compact ones are unlinked by a walk from there.
+    while (Slot* s = pop_ready()) {
+      s->set_state(State::Running);
+      destroy_task(s);
+    }
     for (std::size_t ci = 0; ci < chunks_.size(); ++ci) {
       ChunkHeader* c = chunks_[ci];
       for (std::uint32_t i = 0; i < c->bump; ++i) {
@@ -344,6 +349,7 @@ Slot* Scheduler::alloc_compact(std::uint32_t type, std::uint32_t bytes, const de
 }
 
 Task Scheduler::commit_compact(Slot* c, std::int64_t deadline_ns) {
+  c->bits |= Slot::kHasStep;
   c->deadline = deadline_ns;
   try {
     heap_push(c);
@@ -351,7 +357,6 @@ Task Scheduler::commit_compact(Slot* c, std::int64_t deadline_ns) {
     destroy_task(c);
     throw;
   }
-  ++compact_sleepers_;
   return Task(this, c, c->serial, chunk_of(c)->slot_bytes);
 }
 
@@ -413,37 +418,66 @@ Node* Scheduler::target_node(const Task& t) {
   return n->compact() ? promote(n) : static_cast<Node*>(n);
 }
 
-// Moves a compact sleeper into a full slot, in its place in the sleep heap.
-// Its serial stays, and moved_ leads its handles to the new slot.
+// Moves a task from its compact slot into a full one, in its place (in the
+// sleep heap, the run queue, or as the running task). Its serial stays, and
+// moved_ leads its handles to the new slot.
 Node* Scheduler::promote(Slot* c) {
   ChunkHeader* ch = chunk_of(c);
   Node* n = alloc_node();
-  try {
-    moved_.emplace(c->serial, Moved{n, c, ch->slot_bytes});
-  } catch (...) {
-    free_slot(n);
-    throw;
+  if (c->serial != 0) {  // (a task that cancelled itself has no handles to lead)
+    try {
+      moved_.emplace(c->serial, Moved{n, c, ch->slot_bytes});
+    } catch (...) {
+      free_slot(n);
+      throw;
+    }
+    n->bits = Slot::kMoved;
+  } else {
+    n->bits = 0;
   }
   n->serial = c->serial;
-  n->bits = Slot::kMoved;
-  n->ops = ch->ops;
-  ch->ops->relocate(detail::compact_storage(c), n->buf);
-  n->deadline = c->deadline;
-  if (c->state() == State::Sleeping) {
-    const std::uint32_t i = c->heap_index();
-    heap_[i].id = id_of(n);
-    n->set_heap_index(i);
-    --compact_sleepers_;
+  if (c->bits & Slot::kHasStep) {
+    n->ops = ch->ops;
+    ch->ops->relocate(detail::compact_storage(c), n->buf);
   }
-  n->set_state(c->state());
+  const State state = c->state();
+  switch (state) {
+    case State::Sleeping: {
+      n->deadline = c->deadline;
+      const std::uint32_t i = c->heap_index();
+      heap_[i].id = id_of(n);
+      n->set_heap_index(i);
+      --compact_sleepers_;
+      break;
+    }
+    case State::Ready:
+      replace_ready(c, n);
+      break;
+    default:  // Running: the task whose callback runs
+      n->deadline = c->deadline;
+      current_ = n;
+      break;
+  }
+  n->set_state(state);
   free_slot(c);
   return n;
 }
 
+bool Scheduler::running_compact(std::uint32_t type) const noexcept { return chunk_of(current_)->cls == type + 1; }
+
+Task Scheduler::other_handle(Slot* n) const noexcept {
+  auto* self = const_cast<Scheduler*>(this);
+  if (n->compact()) return Task(self, n, n->serial, chunk_of(n)->slot_bytes);
+  const Moved& m = moved_.find(n->serial)->second;
+  return Task(self, m.home, n->serial, m.home_bytes);
+}
+
 // The task is dead from now on: handles no longer find it.
-void Scheduler::kill_serial(Node* n) noexcept {
-  if (n->moved()) moved_.erase(n->serial);
-  n->bits &= ~Slot::kMoved;
+void Scheduler::kill_serial(Slot* n) noexcept {
+  if (n->moved()) {
+    moved_.erase(n->serial);
+    n->bits &= ~Slot::kMoved;
+  }
   n->serial = 0;
 }
 
@@ -485,16 +519,24 @@ void Scheduler::destroy_task(Slot* s) noexcept {
   free_slot(n);
 }
 
-// A compact slot holds a sleeper (or, while it is being started, a task
-// owned by its creator): only its callable to destroy.
+// A compact slot has no loops or mailbox: only its callable (if stored) to destroy.
 void Scheduler::destroy_compact(Slot* c) noexcept {
-  if (c->state() == State::Sleeping) {
-    heap_erase(c);
-    --compact_sleepers_;
+  switch (c->state()) {
+    case State::Sleeping:
+      heap_erase(c);
+      break;
+    case State::Ready:
+      unlink_ready(c);
+      break;
+    default:  // Running
+      break;
   }
   c->serial = 0;
   c->set_state(State::Dying);
-  chunk_of(c)->ops->destroy(*this, detail::compact_storage(c));
+  if (c->bits & Slot::kHasStep) {
+    c->bits &= ~Slot::kHasStep;
+    chunk_of(c)->ops->destroy(*this, detail::compact_storage(c));
+  }
   free_slot(c);
 }
 
@@ -584,9 +626,11 @@ void Scheduler::park_receiver(Node* n) noexcept {
 
 // ---- run queue -------------------------------------------------------------------------
 
-void Scheduler::push_ready(Node* n) noexcept {
-  n->next = nullptr;
-  n->prev = tail_;
+// A doubly linked list, except that compact slots (tasks woken from a compact
+// sleep) have no prev link, and the head's prev is not kept (pop_ready does
+// not touch the next task): unlinking a compact slot (cancel, or a message
+// that moves it into a full slot) finds its predecessor by walking from the head.
+__attribute__((always_inline)) inline void Scheduler::append_ready(Slot* n) noexcept {
   if (tail_)
     tail_->next = n;
   else
@@ -596,28 +640,66 @@ void Scheduler::push_ready(Node* n) noexcept {
   ++ready_;
 }
 
-Node* Scheduler::pop_ready() noexcept {
-  Node* n = head_;
+__attribute__((always_inline)) inline void Scheduler::push_full(Node* n) noexcept {
+  n->next = nullptr;
+  n->prev = tail_;
+  append_ready(n);
+}
+
+void Scheduler::push_ready(Slot* n) noexcept {
+  if (!n->compact()) {
+    push_full(static_cast<Node*>(n));
+    return;
+  }
+  n->next = nullptr;
+  append_ready(n);
+}
+
+Slot* Scheduler::pop_ready() noexcept {
+  Slot* n = head_;
   if (!n) return nullptr;
   head_ = n->next;
-  if (head_)
-    head_->prev = nullptr;
-  else
-    tail_ = nullptr;
+  if (!head_) tail_ = nullptr;
   --ready_;
   return n;
 }
 
-void Scheduler::unlink_ready(Node* n) noexcept {
-  if (n->prev)
-    n->prev->next = n->next;
+Slot* Scheduler::ready_prev(Slot* n) const noexcept {
+  if (n == head_) return nullptr;
+  if (!n->compact()) return static_cast<Node*>(n)->prev;
+  Slot* p = head_;
+  while (p->next != n) p = p->next;
+  return p;
+}
+
+void Scheduler::unlink_ready(Slot* n) noexcept {
+  Slot* p = ready_prev(n);
+  Slot* next = n->next;
+  if (p)
+    p->next = next;
   else
-    head_ = n->next;
-  if (n->next)
-    n->next->prev = n->prev;
-  else
-    tail_ = n->prev;
+    head_ = next;
+  if (!next)
+    tail_ = p;
+  else if (!next->compact())
+    static_cast<Node*>(next)->prev = p;
   --ready_;
+}
+
+// n takes old's place in the run queue.
+void Scheduler::replace_ready(Slot* old, Node* n) noexcept {
+  Slot* p = ready_prev(old);
+  Slot* next = old->next;
+  n->next = next;
+  n->prev = p;
+  if (p)
+    p->next = n;
+  else
+    head_ = n;
+  if (!next)
+    tail_ = n;
+  else if (!next->compact())
+    static_cast<Node*>(next)->prev = n;
 }
 
 // ---- sleep heap ----------------------------------------------------------------------------
@@ -657,6 +739,7 @@ void Scheduler::heap_push(Slot* n) {
   const SleepEntry e{sleep_seq_ + 1, id_of(n)};
   heap_.push_back(e);
   ++sleep_seq_;
+  if (n->compact()) ++compact_sleepers_;
   n->set_state(State::Sleeping);
   sift_up(heap_.size() - 1, e, n);
 }
@@ -678,6 +761,7 @@ void Scheduler::heap_pop() noexcept {
 }
 
 void Scheduler::heap_erase(Slot* n) noexcept {
+  if (n->compact()) --compact_sleepers_;
   const std::size_t i = n->heap_index();
   const SleepEntry last = heap_.back();
   heap_.pop_back();
@@ -732,15 +816,13 @@ void Scheduler::sift_down(std::size_t i, SleepEntry e, Slot* s) noexcept {
   s->set_heap_index(static_cast<std::uint32_t>(i));
 }
 
-// A compact sleeper moves into a full slot before it wakes (which may throw
-// std::bad_alloc; it then stays asleep, due, and run() throws).
-void Scheduler::wake_due(std::int64_t now) {
+void Scheduler::wake_due(std::int64_t now) noexcept {
   while (!heap_.empty()) {
     Slot* top = slot_of(heap_.front().id);
     if (top->deadline > now) break;
-    Node* n = top->compact() ? promote(top) : static_cast<Node*>(top);
     heap_pop();
-    push_ready(n);
+    if (top->compact()) --compact_sleepers_;
+    push_ready(top);
   }
 }
 
@@ -782,10 +864,15 @@ bool Task::cancel() { return sched_ ? sched_->cancel(*this) : false; }
 
 // ---- dispatch ----------------------------------------------------------------------------------
 
-// Runs one callback of n: its pending step, or the next iteration of its
-// innermost loop. Then queues n according to the continuation it chose.
-// Inlined into the run loop: this is the hot path of every dispatch.
-__attribute__((always_inline)) inline void Scheduler::execute(Node* n) {
+// Runs one callback of a task: its pending step, or the next iteration of its
+// innermost loop. Then queues the task according to the continuation it
+// chose. Inlined into the run loop: this is the hot path of every dispatch.
+__attribute__((always_inline)) inline void Scheduler::execute(Slot* s) {
+  if (s->compact()) {
+    execute_compact(s);
+    return;
+  }
+  Node* n = static_cast<Node*>(s);
   n->set_state(State::Running);
   current_ = n;
   cont_ = Cont::None;
@@ -814,6 +901,35 @@ __attribute__((always_inline)) inline void Scheduler::execute(Node* n) {
   ++dispatched_;
 }
 
+// A task woken from a compact sleep. Its callback may move it into a full
+// slot (by choosing a continuation other than a sleep with a callable of its
+// type, or by a message to itself); current_ follows it.
+__attribute__((noinline)) void Scheduler::execute_compact(Slot* s) {
+  s->set_state(State::Running);
+  current_ = s;
+  cont_ = Cont::None;
+  try {
+    s->bits &= ~Slot::kHasStep;  // run moves the callable out before calling it
+    chunk_of(s)->ops->run(*this, nullptr, detail::compact_storage(s));
+    s = current_;
+    current_ = nullptr;
+    if (!s->compact()) {
+      settle(static_cast<Node*>(s));
+    } else if (s->serial != 0 && cont_ == Cont::Sleep) {
+      heap_push(s);
+    } else {
+      destroy_task(s);  // finished (no other continuation is chosen in a compact slot), or cancelled
+    }
+  } catch (...) {
+    s = current_;
+    current_ = nullptr;
+    cont_ = Cont::None;
+    destroy_task(s);
+    throw;
+  }
+  ++dispatched_;
+}
+
 __attribute__((always_inline)) inline void Scheduler::settle(Node* n) {
   if (n->serial == 0) {  // cancelled by its own callback
     destroy_task(n);
@@ -822,20 +938,20 @@ __attribute__((always_inline)) inline void Scheduler::settle(Node* n) {
   switch (cont_) {
     case Cont::None:
       if (n->ext && n->ext->frames)
-        push_ready(n);  // next iteration of the innermost loop, after a yield
+        push_full(n);  // next iteration of the innermost loop, after a yield
       else
         destroy_task(n);  // finished
       return;
     case Cont::Yield:
     case Cont::Frame:
-      push_ready(n);
+      push_full(n);
       return;
     case Cont::Sleep:
       heap_push(n);
       return;
     case Cont::Receive:
       if (has_message(n, n->ops->want))
-        push_ready(n);
+        push_full(n);
       else
         park_receiver(n);
       return;
@@ -886,7 +1002,7 @@ bool Scheduler::dispatch() {
     since_poll_ = 0;
     wake_due(clock_->now_ns());
   }
-  Node* n = pop_ready();
+  Slot* n = pop_ready();
   if (!n) return false;
   execute(n);
   return true;

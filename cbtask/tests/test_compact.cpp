@@ -271,3 +271,97 @@ TEST(CompactSlots, TeardownDestroysCompactSleepers) {
   EXPECT_EQ(*live, 0);
   EXPECT_EQ(live_blocks(), before);
 }
+
+namespace {
+// A periodic task: sleeps again with a copy of itself (the same type), `left` times.
+struct Tick {
+  int* left;
+  std::vector<std::int64_t>* at;
+  void operator()() const {
+    at->push_back(cbtask::current_scheduler().now_ns());
+    if (--*left > 0) cbtask::sleep(10, *this);
+  }
+};
+}  // namespace
+
+TEST_F(Compact, APeriodicTaskSleepsOnInItsCompactSlot) {
+  int left = 4;
+  std::vector<std::int64_t> at;
+  Task t = s.sleep(10, Tick{&left, &at});
+  for (int i = 1; i < 4; ++i) {
+    s.run_until(i * 10 * kMs);
+    EXPECT_EQ(s.stats().compact, 1u);
+    EXPECT_EQ(s.stats().chunks, 1u);  // no full slot was ever needed
+    EXPECT_TRUE(t.alive());
+  }
+  s.run();
+  EXPECT_EQ(at, (std::vector<std::int64_t>{10 * kMs, 20 * kMs, 30 * kMs, 40 * kMs}));
+  EXPECT_FALSE(t.alive());
+  EXPECT_EQ(s.stats().tasks, 0u);
+}
+
+TEST_F(Compact, WokenTasksInTheRunQueueCanBeCancelledOrSentTo) {
+  std::string out;
+  Task a, b, c, d;
+  s.sleep(5, [&] {  // first of the five woken: queue A B C D behind it
+    EXPECT_TRUE(c.send(1));   // C (compact, between two full slots) moves into a full slot in place
+    EXPECT_TRUE(b.cancel());  // B (full) follows A (compact)
+  });
+  a = s.sleep(5, [&out] { out += 'A'; });   // compact
+  b = s.sleep(5, Big{&out, 'B'});           // full
+  c = s.sleep(5, [&out] { out += 'C'; });   // compact
+  d = s.sleep(5, Big{&out, 'D'});           // full
+  EXPECT_EQ(s.stats().compact, 3u);
+  s.run();
+  EXPECT_EQ(out, "ACD");
+  EXPECT_EQ(s.stats().messages, 0u);  // C's message went with it
+  EXPECT_EQ(s.stats().tasks, 0u);
+  for (const Task* t : {&a, &b, &c, &d}) EXPECT_FALSE(t->alive());
+}
+
+TEST_F(Compact, CancellingAWokenCompactTaskInTheMiddleOfTheQueue) {
+  std::string out;
+  Task b;
+  s.sleep(5, [&] { EXPECT_TRUE(b.cancel()); });
+  s.sleep(5, [&out] { out += 'a'; });
+  b = s.sleep(5, [&out] { out += 'b'; });
+  s.sleep(5, Big{&out, 'c'});
+  s.sleep(5, [&out] { out += 'd'; });
+  s.run();
+  EXPECT_EQ(out, "acd");
+}
+
+namespace {
+struct TickThenThrow {
+  Tracker t;
+  void operator()() const {
+    cbtask::sleep(1, *this);  // stored in the compact slot again...
+    throw std::runtime_error("after choosing");  // ...and destroyed with the task
+  }
+};
+}  // namespace
+
+TEST_F(Compact, AnExceptionAfterSleepingOnDestroysTheStoredCallback) {
+  auto live = std::make_shared<int>(0);
+  Task t = s.sleep(1, TickThenThrow{Tracker(live)});
+  EXPECT_EQ(*live, 1);
+  EXPECT_THROW(s.run(), std::runtime_error);
+  EXPECT_EQ(*live, 0);
+  EXPECT_FALSE(t.alive());
+  EXPECT_EQ(s.stats().tasks, 0u);
+}
+
+TEST(CompactSlots, TeardownDestroysWokenCompactTasksStillQueued) {
+  auto live = std::make_shared<int>(0);
+  {
+    FakeClock clock;
+    Scheduler s(clock);
+    s.set_compact_after(0);
+    for (int i = 0; i < 1000; ++i) s.sleep(1, [t = Tracker(live)] {});
+    clock.advance_ms(1);
+    EXPECT_TRUE(s.dispatch());  // wakes all, runs one
+    EXPECT_EQ(s.stats().ready, 999u);
+    EXPECT_EQ(*live, 999);
+  }
+  EXPECT_EQ(*live, 0);
+}

@@ -140,15 +140,16 @@ enum class State : std::uint8_t { Free, Ready, Running, Sleeping, Receiving, Dyi
 // The head every task slot starts with, full (Node) or compact: 16 bytes.
 struct Slot {
   std::uint32_t serial;  // 0 when free or dead; handles compare it
-  std::uint32_t bits;    // sleep-heap index << 5 | compact flag (16) | moved flag (8) | State
+  std::uint32_t bits;    // sleep-heap index << 5 | compact flag (16) | moved / has-step flag (8) | State
   union {
     std::int64_t deadline;  // Sleeping (and Running, once sleep() was called)
-    Node* prev;             // Ready: run queue (full slots only)
+    Slot* next;             // Ready: run queue
     Slot* free_next;        // Free: the chunk's free list
   };
 
   static constexpr std::uint32_t kStateMask = 0x7u;
-  static constexpr std::uint32_t kMoved = 0x8u;
+  static constexpr std::uint32_t kMoved = 0x8u;    // full slots: see moved()
+  static constexpr std::uint32_t kHasStep = 0x8u;  // compact slots: a callable is stored
   static constexpr std::uint32_t kCompact = 0x10u;
   static constexpr unsigned kIndexShift = 5;
   State state() const noexcept { return static_cast<State>(bits & kStateMask); }
@@ -158,18 +159,18 @@ struct Slot {
     bits = (i << kIndexShift) | (bits & ((1u << kIndexShift) - 1));
   }
   // A full slot whose task started in a compact one (handles may point there).
-  bool moved() const noexcept { return (bits & kMoved) != 0; }
+  bool moved() const noexcept { return (bits & (kMoved | kCompact)) == kMoved; }
   // A compact sleeper's slot.
   bool compact() const noexcept { return (bits & kCompact) != 0; }
 };
 static_assert(sizeof(Slot) == 16, "cbtask: slot head layout changed");
 
-// A full task slot: 56 bytes (48 with 32-bit pointers). Fields are shared by state (a task is in at
-// most one of the run queue, the sleep heap or a free list).
+// A full task slot: 56 bytes (48 with 32-bit pointers). Fields are shared by
+// state (a task is in at most one of the run queue, the sleep heap or a free list).
 struct Node : Slot {
   const StepOps* ops;  // pending callback, or nullptr
   alignas(8) unsigned char buf[kInlineBytes];
-  Node* next;  // Ready: run queue
+  Slot* prev;  // Ready: run queue (a compact slot in the queue has none; see ready_prev)
   Ext* ext;    // loop frames and mailbox, allocated on first use
 };
 static_assert(sizeof(Node) == (sizeof(void*) == 8 ? 56 : 48), "cbtask: task node layout changed");
@@ -533,21 +534,23 @@ class Scheduler {
     detail::Node* n;
   };
 
-  // The handle of a full slot's task (of the compact slot it started in, if it moved).
-  Task handle(detail::Node* n) const noexcept {
-    if (n->moved()) {
-      const Moved& m = moved_.find(n->serial)->second;
-      return Task(const_cast<Scheduler*>(this), m.home, n->serial, m.home_bytes);
-    }
+  // A task's handle: to the slot it started in (a compact one, if it moved since).
+  Task handle(detail::Slot* n) const noexcept {
+    if (n->bits & (detail::Slot::kMoved | detail::Slot::kCompact)) return other_handle(n);
     return Task(const_cast<Scheduler*>(this), n, n->serial, sizeof(detail::Node));
   }
+  Task other_handle(detail::Slot* n) const noexcept;
   // The running task if called from its callback (after checking that it has
-  // not chosen a continuation yet), else nullptr.
+  // not chosen a continuation yet; moved into a full slot if it ran from a
+  // compact one), else nullptr.
   detail::Node* claim() {
     if (!current_) return nullptr;
     if (cont_ != Cont::None) throw_second_continuation();
-    return current_;
+    if (current_->compact()) return promote(current_);
+    return static_cast<detail::Node*>(current_);
   }
+  // The running task runs from a compact slot of this callable type.
+  bool running_compact(std::uint32_t type) const noexcept;
   [[noreturn]] static void throw_second_continuation();
   std::int64_t deadline_after(std::int64_t ns) const;
   template <class F>
@@ -641,7 +644,7 @@ class Scheduler {
   // target(), moving a compact sleeper into a full slot.
   detail::Node* target_node(const Task& t);
   detail::Node* promote(detail::Slot* c);
-  void kill_serial(detail::Node* n) noexcept;
+  void kill_serial(detail::Slot* n) noexcept;
   void destroy_task(detail::Slot* n) noexcept;
   void destroy_compact(detail::Slot* c) noexcept;
   void destroy_ext(detail::Ext* e) noexcept;
@@ -650,9 +653,13 @@ class Scheduler {
   void deliver(detail::Node* n, detail::MsgHeader* m) noexcept;
   detail::MsgHeader* take_message(detail::Node* n, const void* type) noexcept;
   static bool has_message(const detail::Node* n, const void* type) noexcept;
-  void push_ready(detail::Node* n) noexcept;
-  detail::Node* pop_ready() noexcept;
-  void unlink_ready(detail::Node* n) noexcept;
+  void push_ready(detail::Slot* n) noexcept;
+  void push_full(detail::Node* n) noexcept;
+  void append_ready(detail::Slot* n) noexcept;
+  detail::Slot* pop_ready() noexcept;
+  detail::Slot* ready_prev(detail::Slot* n) const noexcept;
+  void unlink_ready(detail::Slot* n) noexcept;
+  void replace_ready(detail::Slot* old, detail::Node* n) noexcept;
   void park_receiver(detail::Node* n) noexcept;
   detail::Slot* slot_of(std::uint32_t id) const noexcept;
   static std::uint32_t id_of(const detail::Slot* s) noexcept;
@@ -663,21 +670,22 @@ class Scheduler {
   void sift_up(std::size_t i, detail::SleepEntry e, detail::Slot* s) noexcept;
   void sift_down(std::size_t i, detail::SleepEntry e, detail::Slot* s) noexcept;
   void renumber_sleepers();
-  void wake_due(std::int64_t now);
+  void wake_due(std::int64_t now) noexcept;
   std::size_t run_loop(std::int64_t limit, bool wait);
-  void execute(detail::Node* n);
+  void execute(detail::Slot* n);
+  void execute_compact(detail::Slot* n);
   void settle(detail::Node* n);
 
   Clock* clock_;
-  detail::Node* current_ = nullptr;
+  detail::Slot* current_ = nullptr;
   Cont cont_ = Cont::None;
   bool running_ = false;
   bool stop_ = false;
   bool tearing_down_ = false;
   unsigned poll_interval_ = kDefaultPollInterval;
   unsigned since_poll_ = 0;
-  detail::Node* head_ = nullptr;  // run queue (FIFO)
-  detail::Node* tail_ = nullptr;
+  detail::Slot* head_ = nullptr;  // run queue (FIFO)
+  detail::Slot* tail_ = nullptr;
   detail::SleepArray heap_;  // sleepers, binary min-heap on (deadline, seq)
   std::uint32_t sleep_seq_ = 0;  // renumbered before it wraps
   std::uint32_t last_serial_ = 0;
@@ -1034,13 +1042,23 @@ Task Scheduler::sleep(std::chrono::duration<Rep, Period> d, F&& f) {
 template <class F>
 Task Scheduler::sleep_until(std::int64_t deadline_ns, F&& f) {
   detail::require_step<F>();
+  using D = std::decay_t<F>;
+  if constexpr (detail::fits_inline<D>) {
+    // A task running from a compact slot sleeps on in it if the callable is of its type.
+    if (current_ && cont_ == Cont::None && current_->compact() && running_compact(detail::compact_type<D>())) {
+      ::new (detail::compact_storage(current_)) D(std::forward<F>(f));
+      current_->bits |= detail::Slot::kHasStep;
+      current_->deadline = deadline_ns;
+      cont_ = Cont::Sleep;
+      return handle(current_);
+    }
+  }
   if (detail::Node* n = claim()) {
     install_step(n, std::forward<F>(f));
     n->deadline = deadline_ns;
     cont_ = Cont::Sleep;
     return handle(n);
   }
-  using D = std::decay_t<F>;
   if constexpr (detail::fits_inline<D>) {
     if (use_compact(detail::compact_type<D>())) return start_compact<D>(deadline_ns, std::forward<F>(f));
   }
