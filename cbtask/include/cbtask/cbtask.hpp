@@ -36,10 +36,12 @@
 // deadline) plus the callback rounded up to 8 or 16 bytes, in chunks that hold
 // one callback type each (the chunk knows how to run and destroy it). With its
 // heap entry that is 32 bytes for a callback of up to 8 bytes (a function and
-// one context pointer: see call<fn>(ctx)), 40 bytes for 9 to 16. It moves into
-// a 56-byte slot when it wakes or gets a message; its handles stay valid. The
-// first compact_after() sleepers of each callback type (64 by default) take
-// full slots, as a chunk of their own would cost more.
+// one context pointer: see call<fn>(ctx)), 40 bytes for 9 to 16. It wakes,
+// runs and sleeps again there as long as it sleeps with a callable of that
+// type; it moves into a 56-byte slot when it chooses another continuation or
+// gets a message, and its handles stay valid. The first compact_after()
+// sleepers of each callback type (64 by default) take full slots, as a chunk
+// of their own would cost more.
 //
 // Threads: a Scheduler and its tasks belong to one thread. Nothing here is
 // thread-safe; use one Scheduler per thread.
