@@ -484,17 +484,12 @@ void Scheduler::kill_serial(Slot* n) noexcept {
 // Ends a task wherever it is. Its serial is cleared first, so destructors that
 // run here see it as dead.
 void Scheduler::destroy_task(Slot* s) noexcept {
-  if (s->compact()) {
-    destroy_compact(s);
-    return;
-  }
-  Node* n = static_cast<Node*>(s);
-  switch (n->state()) {
+  switch (s->state()) {
     case State::Ready:
-      unlink_ready(n);
+      unlink_ready(s);
       break;
     case State::Sleeping:
-      heap_erase(n);
+      heap_erase(s);
       break;
     case State::Receiving:
       --receiving_;
@@ -506,38 +501,26 @@ void Scheduler::destroy_task(Slot* s) noexcept {
       assert(false && "destroying a dead task");
       return;
   }
-  kill_serial(n);
-  n->set_state(State::Dying);
-  if (const detail::StepOps* ops = n->ops) {
-    n->ops = nullptr;
-    ops->destroy(*this, n->buf);
+  kill_serial(s);
+  s->set_state(State::Dying);
+  if (s->compact()) {
+    // No loops or mailbox: only its callable, if one is stored.
+    if (s->bits & Slot::kHasStep) {
+      s->bits &= ~Slot::kHasStep;
+      chunk_of(s)->ops->destroy(*this, detail::compact_storage(s));
+    }
+  } else {
+    Node* n = static_cast<Node*>(s);
+    if (const detail::StepOps* ops = n->ops) {
+      n->ops = nullptr;
+      ops->destroy(*this, n->buf);
+    }
+    if (Ext* e = n->ext) {
+      n->ext = nullptr;
+      destroy_ext(e);
+    }
   }
-  if (Ext* e = n->ext) {
-    n->ext = nullptr;
-    destroy_ext(e);
-  }
-  free_slot(n);
-}
-
-// A compact slot has no loops or mailbox: only its callable (if stored) to destroy.
-void Scheduler::destroy_compact(Slot* c) noexcept {
-  switch (c->state()) {
-    case State::Sleeping:
-      heap_erase(c);
-      break;
-    case State::Ready:
-      unlink_ready(c);
-      break;
-    default:  // Running
-      break;
-  }
-  c->serial = 0;
-  c->set_state(State::Dying);
-  if (c->bits & Slot::kHasStep) {
-    c->bits &= ~Slot::kHasStep;
-    chunk_of(c)->ops->destroy(*this, detail::compact_storage(c));
-  }
-  free_slot(c);
+  free_slot(s);
 }
 
 void Scheduler::destroy_ext(Ext* e) noexcept {
@@ -672,34 +655,28 @@ Slot* Scheduler::ready_prev(Slot* n) const noexcept {
   return p;
 }
 
-void Scheduler::unlink_ready(Slot* n) noexcept {
-  Slot* p = ready_prev(n);
-  Slot* next = n->next;
-  if (p)
-    p->next = next;
+// Makes b follow a in the run queue (a nullptr a: b is the head; a nullptr b: a is the tail).
+void Scheduler::link_ready(Slot* a, Slot* b) noexcept {
+  if (a)
+    a->next = b;
   else
-    head_ = next;
-  if (!next)
-    tail_ = p;
-  else if (!next->compact())
-    static_cast<Node*>(next)->prev = p;
+    head_ = b;
+  if (!b)
+    tail_ = a;
+  else if (!b->compact())
+    static_cast<Node*>(b)->prev = a;
+}
+
+void Scheduler::unlink_ready(Slot* n) noexcept {
+  link_ready(ready_prev(n), n->next);
   --ready_;
 }
 
 // n takes old's place in the run queue.
 void Scheduler::replace_ready(Slot* old, Node* n) noexcept {
-  Slot* p = ready_prev(old);
   Slot* next = old->next;
-  n->next = next;
-  n->prev = p;
-  if (p)
-    p->next = n;
-  else
-    head_ = n;
-  if (!next)
-    tail_ = n;
-  else if (!next->compact())
-    static_cast<Node*>(next)->prev = n;
+  link_ready(ready_prev(old), n);
+  link_ready(n, next);
 }
 
 // ---- sleep heap ----------------------------------------------------------------------------

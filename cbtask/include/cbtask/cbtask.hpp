@@ -648,7 +648,6 @@ class Scheduler {
   detail::Node* promote(detail::Slot* c);
   void kill_serial(detail::Slot* n) noexcept;
   void destroy_task(detail::Slot* n) noexcept;
-  void destroy_compact(detail::Slot* c) noexcept;
   void destroy_ext(detail::Ext* e) noexcept;
   detail::Ext* ensure_ext(detail::Node* n);
   void push_frame(detail::Node* n, detail::Frame* f) noexcept;
@@ -660,6 +659,7 @@ class Scheduler {
   void append_ready(detail::Slot* n) noexcept;
   detail::Slot* pop_ready() noexcept;
   detail::Slot* ready_prev(detail::Slot* n) const noexcept;
+  void link_ready(detail::Slot* a, detail::Slot* b) noexcept;
   void unlink_ready(detail::Slot* n) noexcept;
   void replace_ready(detail::Slot* old, detail::Node* n) noexcept;
   void park_receiver(detail::Node* n) noexcept;
