@@ -184,36 +184,51 @@ std::vector<double> bench_fork(const Config& c) {
 
 long rss_bytes() { return static_cast<long>(procmem::usage().rss); }
 
+void on_timer(int* sink) { ++*sink; }
+void on_timer_c(void* sink) { ++*static_cast<int*>(sink); }
+
+// Bytes per task of c.idle_tasks tasks started by start(s, i, sink) in a fresh
+// scheduler: accounted and RSS over all of them (one-off pages included), and
+// RSS over the second half only (what one more task costs).
+template <class Start>
+void memory_row(const Config& c, const char* name, Start start) {
+  cbtask::Scheduler s;
+  int sink = 0;
+  const long half = c.idle_tasks / 2;
+  const long rss0 = rss_bytes();
+  const cbtask::Stats s0 = s.stats();
+  for (long i = 0; i < half; ++i) start(s, i, sink);
+  const long rss_half = rss_bytes();
+  for (long i = half; i < c.idle_tasks; ++i) start(s, i, sink);
+  const long rss1 = rss_bytes();
+  const cbtask::Stats s1 = s.stats();
+  const double n = static_cast<double>(c.idle_tasks);
+  std::printf("%-44s %12.1f %12.1f %14.1f\n", name, static_cast<double>(s1.memory_bytes() - s0.memory_bytes()) / n,
+              static_cast<double>(rss1 - rss0) / n,
+              static_cast<double>(rss1 - rss_half) / static_cast<double>(c.idle_tasks - half));
+}
+
 void bench_memory(const Config& c) {
+  constexpr std::int64_t kHour = 3600 * 1000;
   std::printf("\nmemory per idle task (%ld tasks, in this process)\n", c.idle_tasks);
-  std::printf("%-34s %12s %12s\n", "", "accounted B", "RSS B");
-  {
-    cbtask::Scheduler s;
-    int sink = 0;
-    const long rss0 = rss_bytes();
-    const cbtask::Stats s0 = s.stats();
-    for (long i = 0; i < c.idle_tasks; ++i) s.sleep(3600 * 1000, [i, &sink] { sink += static_cast<int>(i); });
-    const long rss1 = rss_bytes();
-    const cbtask::Stats s1 = s.stats();
-    const double n = static_cast<double>(c.idle_tasks);
-    std::printf("%-34s %12.1f %12.1f\n", "sleeping (16-byte callback)",
-                static_cast<double>(s1.memory_bytes() - s0.memory_bytes()) / n, static_cast<double>(rss1 - rss0) / n);
-  }
-  {
-    cbtask::Scheduler s;
-    int sink = 0;
-    const long rss0 = rss_bytes();
-    const cbtask::Stats s0 = s.stats();
-    for (long i = 0; i < c.idle_tasks; ++i) s.receive([&sink](int v) { sink += v; });
-    const long rss1 = rss_bytes();
-    const cbtask::Stats s1 = s.stats();
-    const double n = static_cast<double>(c.idle_tasks);
-    std::printf("%-34s %12.1f %12.1f\n", "waiting for a message", static_cast<double>(s1.memory_bytes() - s0.memory_bytes()) / n,
-                static_cast<double>(rss1 - rss0) / n);
-  }
+  std::printf("%-44s %12s %12s %14s\n", "", "accounted B", "RSS B", "RSS B 2nd half");
+  memory_row(c, "sleeping, 16-byte capture [i, &sink]", [](cbtask::Scheduler& s, long i, int& sink) {
+    s.sleep(kHour, [i, &sink] { sink += static_cast<int>(i); });
+  });
+  memory_row(c, "sleeping, 8-byte capture [&sink]",
+             [](cbtask::Scheduler& s, long, int& sink) { s.sleep(kHour, [&sink] { ++sink; }); });
+  memory_row(c, "sleeping, fn + context call<fn>(ctx)",
+             [](cbtask::Scheduler& s, long, int& sink) { s.sleep(kHour, cbtask::call<on_timer>(&sink)); });
+  memory_row(c, "sleeping, C style sleep(ms, fn, ctx)",
+             [](cbtask::Scheduler& s, long, int& sink) { s.sleep(kHour, on_timer_c, &sink); });
+  memory_row(c, "waiting for a message", [](cbtask::Scheduler& s, long, int& sink) {
+    s.receive([&sink](int v) { sink += v; });
+  });
   std::printf("(accounted = Scheduler::stats().memory_bytes(): mapped slab chunks, sleep heap capacity, heap blocks;\n"
-              " task slot = %zu bytes; run `taskmem memory` for the per-count RSS slope)\n",
-              cbtask::Stats::task_bytes);
+              " RSS B = resident growth / tasks; 2nd half = growth while the second half of the tasks start / their count;\n"
+              " full task slot = %zu bytes, compact sleeper = %zu + callback (8 or 16), sleep-heap entry = %zu;\n"
+              " run `taskmem memory` for the per-count RSS slope)\n",
+              cbtask::Stats::task_bytes, cbtask::Stats::compact_head_bytes, cbtask::Stats::sleep_entry_bytes);
 }
 
 [[noreturn]] void usage(const std::string& problem) {

@@ -43,7 +43,8 @@ for model in cbtask cbtask_receive pthread std_thread; do
     grep -q '^columns: rss_bytes, tasks, vsz_bytes, alloc_bytes$' "$tmp/out" && ok || bad "$model memory columns"
     grep -q '^n: 6$' "$tmp/out" && ok || bad "$model memory should have 6 samples"
 done
-# cbtask: 200 idle tasks hold 64 B each (slot + sleep-heap entry), within a page either way
+# cbtask: 200 idle tasks hold at most 64 B each (the first 64 of the callback type: full slot + sleep-heap
+# entry; then compact slot + entry, 40 B), within a page either way
 "$python" - "$tmp/m-cbtask.rts" <<'PY' && ok || bad "cbtask memory figures"
 import json, struct, sys
 blob = open(sys.argv[1], "rb").read()

@@ -30,7 +30,18 @@
 // grown on demand, returned to the system when empty; no fixed limit). A
 // callback of up to 16 bytes (two pointers) is stored inline in the slot;
 // larger ones, loop frames, mailboxes and messages are heap-allocated. A
-// sleeping task also holds one pointer in the sleep heap.
+// sleeping task also holds one 8-byte entry in the sleep heap. A task started
+// by sleep/sleep_until outside any callback, with a callback stored inline,
+// sleeps in a compact slot instead: 16 bytes (serial, state and heap position,
+// deadline) plus the callback rounded up to 8 or 16 bytes, in chunks that hold
+// one callback type each (the chunk knows how to run and destroy it). With its
+// heap entry that is 32 bytes for a callback of up to 8 bytes (a function and
+// one context pointer: see call<fn>(ctx)), 40 bytes for 9 to 16. It wakes,
+// runs and sleeps again there as long as it sleeps with a callable of that
+// type; it moves into a 56-byte slot when it chooses another continuation or
+// gets a message, and its handles stay valid. The first compact_after()
+// sleepers of each callback type (64 by default) take full slots, as a chunk
+// of their own would cost more.
 //
 // Threads: a Scheduler and its tasks belong to one thread. Nothing here is
 // thread-safe; use one Scheduler per thread.
@@ -46,6 +57,7 @@
 #include <new>
 #include <stdexcept>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -120,33 +132,70 @@ struct StepOps {
   void (*run)(Scheduler&, Node*, void* storage);
   void (*destroy)(Scheduler&, void* storage) noexcept;
   const void* want;  // receive steps: tag of the awaited message type
+  // Inline steps: move the callable from one storage to another (a compact
+  // sleeper moving into a full slot); nullptr for the others.
+  void (*relocate)(void* from, void* to) noexcept;
 };
 
 enum class State : std::uint8_t { Free, Ready, Running, Sleeping, Receiving, Dying };
 
-// One task: 56 bytes. Fields are shared by state (a task is in at most one of
-// the run queue, the sleep heap or a free list).
-struct Node {
+// The head every task slot starts with, full (Node) or compact: 16 bytes.
+struct Slot {
   std::uint32_t serial;  // 0 when free or dead; handles compare it
-  std::uint32_t bits;    // sleep-heap index << 4 | State
-  const StepOps* ops;    // pending callback, or nullptr
-  alignas(8) unsigned char buf[kInlineBytes];
+  std::uint32_t bits;    // sleep-heap index << 5 | compact flag (16) | moved / has-step flag (8) | State
   union {
-    Node* next;         // Ready: run queue; Free: free list
-    std::uint64_t seq;  // Sleeping: FIFO order among equal deadlines
+    std::int64_t deadline;  // Sleeping (and Running, once sleep() was called)
+    Slot* next;             // Ready: run queue
+    Slot* free_next;        // Free: the chunk's free list
   };
-  union {
-    Node* prev;              // Ready: run queue
-    std::int64_t deadline;   // Sleeping (and Running, once sleep() was called)
-  };
-  Ext* ext;  // loop frames and mailbox, allocated on first use
 
-  State state() const noexcept { return static_cast<State>(bits & 0xFu); }
-  void set_state(State s) noexcept { bits = (bits & ~0xFu) | static_cast<std::uint32_t>(s); }
-  std::uint32_t heap_index() const noexcept { return bits >> 4; }
-  void set_heap_index(std::uint32_t i) noexcept { bits = (i << 4) | (bits & 0xFu); }
+  static constexpr std::uint32_t kStateMask = 0x7u;
+  static constexpr std::uint32_t kMoved = 0x8u;    // full slots: see moved()
+  static constexpr std::uint32_t kHasStep = 0x8u;  // compact slots: a callable is stored
+  static constexpr std::uint32_t kCompact = 0x10u;
+  static constexpr unsigned kIndexShift = 5;
+  State state() const noexcept { return static_cast<State>(bits & kStateMask); }
+  void set_state(State s) noexcept { bits = (bits & ~kStateMask) | static_cast<std::uint32_t>(s); }
+  std::uint32_t heap_index() const noexcept { return bits >> kIndexShift; }
+  void set_heap_index(std::uint32_t i) noexcept {
+    bits = (i << kIndexShift) | (bits & ((1u << kIndexShift) - 1));
+  }
+  // A full slot whose task started in a compact one (handles may point there).
+  bool moved() const noexcept { return (bits & (kMoved | kCompact)) == kMoved; }
+  // A compact sleeper's slot.
+  bool compact() const noexcept { return (bits & kCompact) != 0; }
 };
-static_assert(sizeof(Node) == 56, "cbtask: task node layout changed");
+static_assert(sizeof(Slot) == 16, "cbtask: slot head layout changed");
+
+// A full task slot: 56 bytes (48 with 32-bit pointers). Fields are shared by
+// state (a task is in at most one of the run queue, the sleep heap or a free list).
+struct Node : Slot {
+  const StepOps* ops;  // pending callback, or nullptr
+  alignas(8) unsigned char buf[kInlineBytes];
+  Slot* prev;  // Ready: run queue (a compact slot in the queue has none; see ready_prev)
+  Ext* ext;    // loop frames and mailbox, allocated on first use
+};
+static_assert(sizeof(Node) == (sizeof(void*) == 8 ? 56 : 48), "cbtask: task node layout changed");
+
+// A compact sleeper is a Slot followed by its callable (8 or 16 bytes), in a
+// chunk whose header holds the callable's StepOps.
+template <class F>
+inline constexpr std::uint32_t compact_bytes = sizeof(Slot) + (sizeof(F) <= 8 ? 8 : 16);
+inline void* compact_storage(Slot* s) noexcept { return reinterpret_cast<unsigned char*>(s) + sizeof(Slot); }
+// A process-wide number per callable type of compact sleepers.
+std::uint32_t new_compact_type() noexcept;
+template <class F>
+std::uint32_t compact_type() noexcept {
+  static const std::uint32_t type = new_compact_type();
+  return type;
+}
+
+// One sleeper in the sleep heap: its slot (chunk number and index) and its
+// place in the call order among equal deadlines. The deadline is in the slot.
+struct SleepEntry {
+  std::uint32_t seq;
+  std::uint32_t id;
+};
 
 // A running loop of a task; frames of nested loops form a stack.
 class Frame {
@@ -173,35 +222,36 @@ struct MsgHeader {
   void (*destroy)(Scheduler&, MsgHeader*) noexcept;
 };
 
-// A growable array of node pointers for the sleep heap. On Linux it is an
-// anonymous mapping grown with mremap: growing neither copies nor leaves the
-// old array behind as resident garbage (std::vector does), and only pages
-// that hold entries are resident. Elsewhere it falls back to realloc.
-class NodeArray {
+// A growable array of sleep-heap entries. On Linux it is an anonymous
+// mapping grown with mremap: growing neither copies nor leaves the old array
+// behind as resident garbage (std::vector does), and only pages that hold
+// entries are resident. Elsewhere it falls back to realloc.
+class SleepArray {
  public:
-  NodeArray() noexcept = default;
-  ~NodeArray();
-  NodeArray(const NodeArray&) = delete;
-  NodeArray& operator=(const NodeArray&) = delete;
+  SleepArray() noexcept = default;
+  ~SleepArray();
+  SleepArray(const SleepArray&) = delete;
+  SleepArray& operator=(const SleepArray&) = delete;
   std::size_t size() const noexcept { return size_; }
   std::size_t capacity() const noexcept { return cap_; }
   bool empty() const noexcept { return size_ == 0; }
-  Node*& operator[](std::size_t i) noexcept { return data_[i]; }
-  Node* front() const noexcept { return data_[0]; }
-  Node* back() const noexcept { return data_[size_ - 1]; }
+  SleepEntry& operator[](std::size_t i) noexcept { return data_[i]; }
+  const SleepEntry& operator[](std::size_t i) const noexcept { return data_[i]; }
+  SleepEntry front() const noexcept { return data_[0]; }
+  SleepEntry back() const noexcept { return data_[size_ - 1]; }
   void pop_back() noexcept { --size_; }
-  void push_back(Node* n) {
+  void push_back(SleepEntry e) {
     if (size_ == cap_) resize(cap_ ? 2 * cap_ : kMinCapacity);
-    data_[size_++] = n;
+    data_[size_++] = e;
   }
   // Give back capacity beyond twice the size (never below the minimum).
   void shrink() noexcept;
 
  private:
-  static constexpr std::size_t kMinCapacity = 512;  // one 4 KiB page
+  static constexpr std::size_t kMinCapacity = 4096 / sizeof(SleepEntry);  // one page
   void resize(std::size_t cap);
   void release() noexcept;
-  Node** data_ = nullptr;
+  SleepEntry* data_ = nullptr;
   std::size_t size_ = 0;
   std::size_t cap_ = 0;
 };
@@ -299,12 +349,31 @@ class Task {
 
  private:
   friend class Scheduler;
-  Task(Scheduler* s, detail::Node* n, std::uint32_t serial) noexcept
-      : sched_(s), node_(n), serial_(serial) {}
+  Task(Scheduler* s, detail::Slot* n, std::uint32_t serial, std::uint32_t slot_bytes) noexcept
+      : sched_(s), node_(n), serial_(serial), slot_bytes_(slot_bytes) {}
   Scheduler* sched_ = nullptr;
-  detail::Node* node_ = nullptr;
+  detail::Slot* node_ = nullptr;  // the slot the task started in (may be freed or unmapped since)
   std::uint32_t serial_ = 0;
+  std::uint32_t slot_bytes_ = 0;  // its size: node_ is only read in a chunk of slots that size
 };
+
+// ---- function and context ------------------------------------------------------
+
+// A callback of 8 bytes that calls Fn(ctx): the C style of a function and one
+// context pointer, with the function in the type. A task started sleeping with
+// one takes the smallest compact slot:
+//   void on_timer(Timer* t);
+//   s.sleep(100, cbtask::call<on_timer>(&timer));
+template <auto Fn, class T>
+struct Call {
+  T* ctx;
+  void operator()() const { Fn(ctx); }
+};
+template <auto Fn, class T>
+Call<Fn, T> call(T* ctx) noexcept {
+  static_assert(std::is_invocable_v<decltype(Fn), T*>, "cbtask::call<Fn>(ctx): Fn must be callable with ctx");
+  return Call<Fn, T>{ctx};
+}
 
 // ---- statistics ---------------------------------------------------------------
 
@@ -312,6 +381,7 @@ struct Stats {
   std::size_t tasks = 0;      // live tasks (every state)
   std::size_t ready = 0;      // in the run queue
   std::size_t sleeping = 0;   // in the sleep heap
+  std::size_t compact = 0;    // of those, in compact slots
   std::size_t receiving = 0;  // waiting for a message
   std::size_t messages = 0;   // queued in mailboxes, not yet received
   std::size_t chunks = 0;     // slab chunks mapped (including one kept spare)
@@ -321,6 +391,9 @@ struct Stats {
   std::size_t cache_bytes = 0;      // freed heap blocks kept for reuse (see Scheduler::trim)
   std::uint64_t dispatched = 0;     // callbacks (and loop iterations) run so far
   static constexpr std::size_t task_bytes = sizeof(detail::Node);
+  // A compact sleeper (see sleep_until): this head plus its callback, 8 or 16 bytes.
+  static constexpr std::size_t compact_head_bytes = sizeof(detail::Slot);
+  static constexpr std::size_t sleep_entry_bytes = sizeof(detail::SleepEntry);
   // Every byte the scheduler holds for tasks.
   std::size_t memory_bytes() const noexcept { return chunk_bytes + heap_bytes + aux_bytes + cache_bytes; }
 };
@@ -333,6 +406,9 @@ class Scheduler {
   // (and whenever none is): bounds how long a busy loop can delay a wake-up.
   static constexpr unsigned kDefaultPollInterval = 64;
   static constexpr std::int64_t kForever = std::numeric_limits<std::int64_t>::max();
+  // New sleepers of a callback type get compact slots once this many of that
+  // type were started (before, a chunk of their own would cost more than it saves).
+  static constexpr unsigned kDefaultCompactAfter = 64;
 
   explicit Scheduler(Clock& clock = steady_clock());
   // Destroys every remaining task (callbacks, loops, messages) and unmaps all memory.
@@ -367,8 +443,13 @@ class Scheduler {
   template <class Rep, class Period, class F>
   Task sleep(std::chrono::duration<Rep, Period> d, F&& f);
   // Run f once now_ns() >= deadline_ns. Equal deadlines run in call order.
+  // Outside a callback, a callback stored inline (up to 16 bytes) makes a
+  // compact sleeper (see Memory at the top).
   template <class F>
   Task sleep_until(std::int64_t deadline_ns, F&& f);
+  // C style: run fn(ctx) after ms milliseconds (a 16-byte callback;
+  // call<fn>(ctx) puts the function in the type and takes 8).
+  Task sleep(std::int64_t ms, void (*fn)(void*), void* ctx);
   // Run f after every task that is ready now had its turn.
   template <class F>
   Task yield(F&& f);
@@ -418,6 +499,10 @@ class Scheduler {
   // Give cached memory back: recycled heap blocks and the spare slab chunk.
   void trim() noexcept;
   unsigned poll_interval() const noexcept { return poll_interval_; }
+  // Start sleepers of a callback type in compact slots once `sleepers` of that
+  // type were started outside callbacks (0: from the first; see Memory at the top).
+  void set_compact_after(unsigned sleepers) noexcept { compact_after_ = sleepers; }
+  unsigned compact_after() const noexcept { return compact_after_; }
   Stats stats() const noexcept;
 
   // The scheduler running a callback on this thread right now, or nullptr.
@@ -451,14 +536,23 @@ class Scheduler {
     detail::Node* n;
   };
 
-  Task handle(detail::Node* n) noexcept { return Task(this, n, n->serial); }
+  // A task's handle: to the slot it started in (a compact one, if it moved since).
+  Task handle(detail::Slot* n) const noexcept {
+    if (n->bits & (detail::Slot::kMoved | detail::Slot::kCompact)) return other_handle(n);
+    return Task(const_cast<Scheduler*>(this), n, n->serial, sizeof(detail::Node));
+  }
+  Task other_handle(detail::Slot* n) const noexcept;
   // The running task if called from its callback (after checking that it has
-  // not chosen a continuation yet), else nullptr.
+  // not chosen a continuation yet; moved into a full slot if it ran from a
+  // compact one), else nullptr.
   detail::Node* claim() {
     if (!current_) return nullptr;
     if (cont_ != Cont::None) throw_second_continuation();
-    return current_;
+    if (current_->compact()) return promote(current_);
+    return static_cast<detail::Node*>(current_);
   }
+  // The running task runs from a compact slot of this callable type.
+  bool running_compact(std::uint32_t type) const noexcept;
   [[noreturn]] static void throw_second_continuation();
   std::int64_t deadline_after(std::int64_t ns) const;
   template <class F>
@@ -471,6 +565,8 @@ class Scheduler {
   T* make_aux(A&&... a);
   template <class FrameT, class... A>
   Task start_loop(A&&... a);
+  template <class D, class F>
+  Task start_compact(std::int64_t deadline_ns, F&& f);
 
   // Heap blocks for boxed callbacks, loop frames, mailboxes and messages.
   // Blocks of up to kSmallMax bytes come in 16-byte classes and are recycled
@@ -529,63 +625,96 @@ class Scheduler {
   }
 
   // scheduler.cpp
+  // Slots of class cls (0: full, k + 1: compact sleepers of compact_type k).
+  detail::Slot* alloc_slot(std::uint32_t cls, std::uint32_t bytes, const detail::StepOps* ops);
   detail::Node* alloc_node();
-  void free_node(detail::Node* n) noexcept;
-  detail::ChunkHeader* map_chunk();
+  bool use_compact(std::uint32_t type);
+  detail::Slot* alloc_compact(std::uint32_t type, std::uint32_t bytes, const detail::StepOps* ops);
+  Task commit_compact(detail::Slot* c, std::int64_t deadline_ns);
+  void free_slot(detail::Slot* n) noexcept;
+  detail::ChunkHeader*& partial_list(std::uint32_t cls) noexcept;
+  detail::ChunkHeader* map_chunk(std::uint32_t bytes);
   void unmap_chunk(detail::ChunkHeader* c) noexcept;
   void list_chunk(detail::ChunkHeader* c) noexcept;
   void unlist_chunk(detail::ChunkHeader* c) noexcept;
-  // n is a live task with this serial (n may point into unmapped memory: it is
-  // only read once its chunk is known to be mapped).
-  bool owns_live(const detail::Node* n, std::uint32_t serial) const noexcept {
-    if (!n || serial == 0) return false;
-    auto* c = reinterpret_cast<detail::ChunkHeader*>(reinterpret_cast<std::uintptr_t>(n) & ~(detail::kChunkBytes - 1));
-    if (chunks_.size() == 1 ? chunks_.front() != c
-                            : !std::binary_search(chunks_.begin(), chunks_.end(), c, std::less<detail::ChunkHeader*>()))
-      return false;
-    return n->serial == serial;
-  }
-  detail::Node* target(const Task& t) const;
-  void destroy_task(detail::Node* n) noexcept;
+  // The live task slot with this serial that a handle refers to, or nullptr
+  // (n may point into unmapped memory: it is only read once its chunk is
+  // known to be mapped with slots of that size).
+  detail::Slot* resolve(const detail::Slot* n, std::uint32_t serial, std::uint32_t bytes) const noexcept;
+  detail::Slot* moved_node(std::uint32_t serial) const noexcept;
+  detail::Slot* target(const Task& t) const;
+  // target(), moving a compact sleeper into a full slot.
+  detail::Node* target_node(const Task& t);
+  detail::Node* promote(detail::Slot* c);
+  void kill_serial(detail::Slot* n) noexcept;
+  void destroy_task(detail::Slot* n) noexcept;
   void destroy_ext(detail::Ext* e) noexcept;
   detail::Ext* ensure_ext(detail::Node* n);
   void push_frame(detail::Node* n, detail::Frame* f) noexcept;
   void deliver(detail::Node* n, detail::MsgHeader* m) noexcept;
   detail::MsgHeader* take_message(detail::Node* n, const void* type) noexcept;
   static bool has_message(const detail::Node* n, const void* type) noexcept;
-  void push_ready(detail::Node* n) noexcept;
-  detail::Node* pop_ready() noexcept;
-  void unlink_ready(detail::Node* n) noexcept;
+  void push_ready(detail::Slot* n) noexcept;
+  void push_full(detail::Node* n) noexcept;
+  void append_ready(detail::Slot* n) noexcept;
+  detail::Slot* pop_ready() noexcept;
+  detail::Slot* ready_prev(detail::Slot* n) const noexcept;
+  void link_ready(detail::Slot* a, detail::Slot* b) noexcept;
+  void unlink_ready(detail::Slot* n) noexcept;
+  void replace_ready(detail::Slot* old, detail::Node* n) noexcept;
   void park_receiver(detail::Node* n) noexcept;
-  void heap_push(detail::Node* n);
-  detail::Node* heap_pop() noexcept;
-  void heap_erase(detail::Node* n) noexcept;
-  void sift_up(std::size_t i) noexcept;
-  void sift_down(std::size_t i) noexcept;
+  detail::Slot* slot_of(std::uint32_t id) const noexcept;
+  static std::uint32_t id_of(const detail::Slot* s) noexcept;
+  bool earlier(detail::SleepEntry a, detail::SleepEntry b) const noexcept;
+  void heap_push(detail::Slot* n);
+  void heap_pop() noexcept;
+  void heap_erase(detail::Slot* n) noexcept;
+  void sift_up(std::size_t i, detail::SleepEntry e, detail::Slot* s) noexcept;
+  void sift_down(std::size_t i, detail::SleepEntry e, detail::Slot* s) noexcept;
+  void renumber_sleepers();
   void wake_due(std::int64_t now) noexcept;
   std::size_t run_loop(std::int64_t limit, bool wait);
-  void execute(detail::Node* n);
+  void execute(detail::Slot* n);
+  void execute_compact(detail::Slot* n);
   void settle(detail::Node* n);
 
   Clock* clock_;
-  detail::Node* current_ = nullptr;
+  detail::Slot* current_ = nullptr;
   Cont cont_ = Cont::None;
   bool running_ = false;
   bool stop_ = false;
   bool tearing_down_ = false;
   unsigned poll_interval_ = kDefaultPollInterval;
   unsigned since_poll_ = 0;
-  detail::Node* head_ = nullptr;  // run queue (FIFO)
-  detail::Node* tail_ = nullptr;
-  detail::NodeArray heap_;  // sleepers, binary min-heap on (deadline, seq)
-  std::uint64_t sleep_seq_ = 0;
+  detail::Slot* head_ = nullptr;  // run queue (FIFO)
+  detail::Slot* tail_ = nullptr;
+  detail::SleepArray heap_;  // sleepers, binary min-heap on (deadline, seq)
+  std::uint32_t sleep_seq_ = 0;  // renumbered before it wraps
   std::uint32_t last_serial_ = 0;
-  detail::ChunkHeader* partial_ = nullptr;  // chunks with a free slot
+  detail::ChunkHeader* partial_ = nullptr;  // full-slot chunks with a free slot
+  // Per compact type: its chunks with a free slot; sleepers of it started so far.
+  struct CompactClass {
+    detail::ChunkHeader* partial = nullptr;
+    std::uint32_t started = 0;
+  };
+  std::vector<CompactClass> compact_;
+  unsigned compact_after_ = kDefaultCompactAfter;
   detail::ChunkHeader* spare_ = nullptr;    // one empty chunk kept mapped
   std::vector<detail::ChunkHeader*> chunks_;  // every mapped chunk, sorted
+  std::vector<detail::ChunkHeader*> by_number_;  // every mapped chunk by its number (sleep-heap ids)
+  std::vector<std::uint32_t> free_numbers_;      // numbers of unmapped chunks, to reuse
+  // Tasks that started as compact sleepers and moved into a full slot, by
+  // serial: where they are and the slot their handles point to.
+  struct Moved {
+    detail::Node* node;
+    detail::Slot* home;
+    std::uint32_t home_bytes;
+  };
+  std::unordered_map<std::uint32_t, Moved> moved_;
   std::size_t tasks_ = 0;
   std::size_t ready_ = 0;
   std::size_t receiving_ = 0;
+  std::size_t compact_sleepers_ = 0;
   std::size_t messages_ = 0;
   std::size_t aux_bytes_ = 0;
   std::size_t cache_bytes_ = 0;
@@ -611,6 +740,8 @@ struct Access {
   static MsgHeader* take_message(Scheduler& s, Node* n, const void* type) noexcept {
     return s.take_message(n, type);
   }
+  // Tests: the last sequence number handed out (to reach the renumbering before 2^32).
+  static void set_sleep_seq(Scheduler& s, std::uint32_t seq) noexcept { s.sleep_seq_ = seq; }
 };
 
 template <class T>
@@ -638,7 +769,12 @@ struct InlineStep {
     f();
   }
   static void destroy(Scheduler&, void* storage) noexcept { stored<F>(storage)->~F(); }
-  static constexpr StepOps ops{&run, &destroy, nullptr};
+  static void relocate(void* from, void* to) noexcept {
+    F* p = stored<F>(from);
+    ::new (to) F(std::move(*p));
+    p->~F();
+  }
+  static constexpr StepOps ops{&run, &destroy, nullptr, &relocate};
 };
 
 template <class F>
@@ -652,7 +788,7 @@ struct BoxedStep {
     p->~F();
     Access::release(s, p, sizeof(F), alignof(F));
   }
-  static constexpr StepOps ops{&run, &destroy, nullptr};
+  static constexpr StepOps ops{&run, &destroy, nullptr, nullptr};
 };
 
 template <class T>
@@ -698,7 +834,7 @@ struct ReceiveStep {
       Access::release(s, p, sizeof(F), alignof(F));
     }
   }
-  static constexpr StepOps ops{&run, &destroy, tag_of<T>()};
+  static constexpr StepOps ops{&run, &destroy, tag_of<T>(), nullptr};
 };
 
 // for (init(); cond(); step()) body(); then done(). CheckFirst=false makes it
@@ -908,17 +1044,44 @@ Task Scheduler::sleep(std::chrono::duration<Rep, Period> d, F&& f) {
 template <class F>
 Task Scheduler::sleep_until(std::int64_t deadline_ns, F&& f) {
   detail::require_step<F>();
+  using D = std::decay_t<F>;
+  if constexpr (detail::fits_inline<D>) {
+    // A task running from a compact slot sleeps on in it if the callable is of its type.
+    if (current_ && cont_ == Cont::None && current_->compact() && running_compact(detail::compact_type<D>())) {
+      ::new (detail::compact_storage(current_)) D(std::forward<F>(f));
+      current_->bits |= detail::Slot::kHasStep;
+      current_->deadline = deadline_ns;
+      cont_ = Cont::Sleep;
+      return handle(current_);
+    }
+  }
   if (detail::Node* n = claim()) {
     install_step(n, std::forward<F>(f));
     n->deadline = deadline_ns;
     cont_ = Cont::Sleep;
     return handle(n);
   }
+  if constexpr (detail::fits_inline<D>) {
+    if (use_compact(detail::compact_type<D>())) return start_compact<D>(deadline_ns, std::forward<F>(f));
+  }
   NewTask t(*this);
   install_step(t.n, std::forward<F>(f));
   t.n->deadline = deadline_ns;
   heap_push(t.n);
   return t.commit();
+}
+
+// A new task sleeping in a compact slot of D's type.
+template <class D, class F>
+Task Scheduler::start_compact(std::int64_t deadline_ns, F&& f) {
+  detail::Slot* c = alloc_compact(detail::compact_type<D>(), detail::compact_bytes<D>, &detail::InlineStep<D>::ops);
+  try {
+    ::new (detail::compact_storage(c)) D(std::forward<F>(f));
+  } catch (...) {
+    free_slot(c);
+    throw;
+  }
+  return commit_compact(c, deadline_ns);
 }
 
 template <class F>
@@ -950,7 +1113,7 @@ template <class T>
 bool Scheduler::send(const Task& to, T&& msg) {
   using V = std::decay_t<T>;
   using M = detail::Msg<V>;
-  detail::Node* n = target(to);
+  detail::Node* n = target_node(to);
   if (!n) return false;
   ensure_ext(n);
   deliver(n, make_aux<M>(std::forward<T>(msg)));
@@ -1007,6 +1170,7 @@ template <class F>
 Task sleep_until(std::int64_t deadline_ns, F&& f) {
   return current_scheduler().sleep_until(deadline_ns, std::forward<F>(f));
 }
+inline Task sleep(std::int64_t ms, void (*fn)(void*), void* ctx) { return current_scheduler().sleep(ms, fn, ctx); }
 template <class F>
 Task yield(F&& f) {
   return current_scheduler().yield(std::forward<F>(f));
