@@ -94,6 +94,19 @@ def test_run_records_the_experiment_and_every_run(cli, db, tmp_path, rtprobe):
         assert word in r.out
 
 
+def test_a_block_of_one_cell_names_it_in_the_title(cli, db, tmp_path, rtprobe):
+    """The cell's name would take the whole width of an 80-column table: its variant names the row instead."""
+    spec = tmp_path / "one.toml"
+    spec.write_text('name = "one"\n[[workload]]\nname = "exec"\nvariants = "sum"\nruntime = "native"\n'
+                    '[workload.params]\niterations = 20\npause_ms = 0\n')
+    r = cli("run", spec, "--db", db)
+    assert r.code == 0, r.err
+    out = " ".join(r.out.split())
+    assert "experiment 1: one: exec/native iterations=20 pause_ms=0" in out
+    row = next(line for line in r.out.splitlines() if line.startswith("│ sum"))
+    assert [cell.strip() for cell in row.strip("│").split("│")][:2] == ["sum", "20"], row
+
+
 def test_failed_run_marks_the_experiment_failed_and_keeps_what_was_done(cli, db, tmp_path, rtprobe, monkeypatch):
     # A probe that works twice, then fails: the experiment stops, marked failed, two runs kept.
     counter = tmp_path / "count"

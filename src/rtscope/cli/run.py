@@ -111,9 +111,11 @@ def execute_resumable(store: Store, experiment: exp_mod.Experiment, reporter, po
 
 
 def short_labels(cells: list[str]) -> tuple[dict[str, str], str]:
-    """Cell names without what every cell shares (returned apart, for the title): rows show what differs."""
-    if len(cells) < 2:
-        return {c: c for c in cells}, ""
+    """Cell names without what every cell shares (returned apart, for the title): rows show what differs.
+    A block of one cell keeps its variant as the row's name, the rest goes to the title (a whole cell's name
+    in the first column leaves the figures no room in 80 columns)."""
+    if not cells:
+        return {}, ""
     words = {c: shlex.split(c) for c in cells}
     heads = [words[c][0].split("/") for c in cells]
     if any(len(h) != 3 for h in heads):
