@@ -150,6 +150,11 @@ void unpoison_slot(Slot* n, std::size_t bytes) noexcept {
 #endif
 }
 
+// The sleep order: by deadline, then by sequence number (call order among equal deadlines).
+inline bool sleeps_before(std::int64_t da, std::uint32_t sa, std::int64_t db, std::uint32_t sb) noexcept {
+  return da < db || (da == db && sa < sb);
+}
+
 // The C-style callback of sleep(ms, fn, ctx).
 struct FnCtx {
   void (*fn)(void*);
@@ -705,8 +710,7 @@ std::uint32_t Scheduler::id_of(const Slot* s) noexcept {
 }
 
 bool Scheduler::earlier(SleepEntry a, SleepEntry b) const noexcept {
-  const std::int64_t da = slot_of(a.id)->deadline, db = slot_of(b.id)->deadline;
-  return da < db || (da == db && a.seq < b.seq);
+  return sleeps_before(slot_of(a.id)->deadline, a.seq, slot_of(b.id)->deadline, b.seq);
 }
 
 void Scheduler::heap_push(Slot* n) {
@@ -760,7 +764,7 @@ void Scheduler::sift_up(std::size_t i, SleepEntry e, Slot* s) noexcept {
     const std::size_t parent = (i - 1) / 2;
     const SleepEntry p = heap_[parent];
     Slot* ps = slot_of(p.id);
-    if (!(d < ps->deadline || (d == ps->deadline && e.seq < p.seq))) break;
+    if (!sleeps_before(d, e.seq, ps->deadline, p.seq)) break;
     heap_[i] = p;
     ps->set_heap_index(static_cast<std::uint32_t>(i));
     i = parent;
@@ -778,13 +782,12 @@ void Scheduler::sift_down(std::size_t i, SleepEntry e, Slot* s) noexcept {
     Slot* cs = slot_of(heap_[child].id);
     if (child + 1 < size) {
       Slot* right = slot_of(heap_[child + 1].id);
-      if (right->deadline < cs->deadline ||
-          (right->deadline == cs->deadline && heap_[child + 1].seq < heap_[child].seq)) {
+      if (sleeps_before(right->deadline, heap_[child + 1].seq, cs->deadline, heap_[child].seq)) {
         ++child;
         cs = right;
       }
     }
-    if (!(cs->deadline < d || (cs->deadline == d && heap_[child].seq < e.seq))) break;
+    if (!sleeps_before(cs->deadline, heap_[child].seq, d, e.seq)) break;
     heap_[i] = heap_[child];
     cs->set_heap_index(static_cast<std::uint32_t>(i));
     i = child;
