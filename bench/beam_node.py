@@ -23,8 +23,8 @@ import beamnode  # noqa: E402
 
 from rtscope import targets  # noqa: E402
 from rtscope.analysis.distribution import of_run  # noqa: E402
-from rtscope.runner import execute  # noqa: E402
-from rtscope.spec import build_request  # noqa: E402
+from rtscope.experiment.runner import execute  # noqa: E402
+from rtscope.experiment.spec import build_request  # noqa: E402
 from rtscope.store import Store  # noqa: E402
 
 STATS = ("min", "p50", "mean", "p99", "max", "stdev")

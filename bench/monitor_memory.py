@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rtscope.monitor import parse_duration
+from rtscope.experiment.monitor import parse_duration
 
 
 def rss_kb(pid: int) -> int:

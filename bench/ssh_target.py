@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import sshd  # noqa: E402
 
 from rtscope import targets  # noqa: E402
-from rtscope.runner import execute  # noqa: E402
-from rtscope.spec import build_request  # noqa: E402
+from rtscope.experiment.runner import execute  # noqa: E402
+from rtscope.experiment.spec import build_request  # noqa: E402
 from rtscope.store import Store  # noqa: E402
 
 

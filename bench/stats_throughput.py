@@ -18,8 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from rtscope import samplefile, stats
-from rtscope.results import run_stats
+from rtscope import samplefile
+from rtscope.analysis import stats
+from rtscope.analysis.results import run_stats
 from rtscope.store import Store
 
 TARGET = 100e6

@@ -25,8 +25,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import pgserver  # noqa: E402
 
-from rtscope import experiment as exp_mod, samplefile  # noqa: E402
-from rtscope import spec as spec_mod  # noqa: E402
+from rtscope.experiment import execute as exp_mod
+from rtscope import samplefile  # noqa: E402
+from rtscope.experiment import spec as spec_mod  # noqa: E402
 from rtscope.store import Store  # noqa: E402
 
 

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from rtscope.paths import REPO_DIR
-from rtscope.targets.local import die_with_parent
+from rtscope.signals import die_with_parent
 
 ELIXIR = shutil.which("elixir")
 HOST = socket.gethostname().split(".")[0]   # the host part of a short node name

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from rtscope.paths import REPO_DIR
-from rtscope.targets.local import die_with_parent
+from rtscope.signals import die_with_parent
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 

@@ -8,7 +8,7 @@ import pytest
 import rtscope.runtimes.beam  # noqa: F401  (registers runtime beam; kept for when runtimes/__init__ omits it)
 from rtscope.targets import LocalTarget
 from rtscope.runtimes import RUNTIMES
-from rtscope.erlang_flags import parse_vm_flags
+from rtscope.settings.vm_flags import parse_vm_flags
 from rtscope.store import Store
 
 

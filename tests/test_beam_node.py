@@ -283,10 +283,10 @@ def test_node_urls_and_tables(tmp_path):
         targets.define("n", {"url": "erlang://rtscope@nerves.local", "identity": "x"})
     d = targets.define("n", {"url": "erlang://rtscope@nerves.local", "cookie": "a", "cookie_file": "b"})
     with pytest.raises(UsageError, match="give cookie or cookie_file, not both"):
-        d.make()
+        targets.make(d)
     d = targets.define("m", {"url": "erlang://rtscope@nerves.local", "cookie_file": str(tmp_path / "none")})
     with pytest.raises(UsageError, match="cannot read the cookie file"):
-        d.make()
+        targets.make(d)
 
 
 # ---- the nerves_ssh way: an SSH daemon in the node (Elixir exec channel, SFTP) -------------------------------

@@ -7,10 +7,9 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from rtscope.compare import (Baseline, bootstrap_difference, bootstrap_quantile, brown_forsythe, compare,
-                             compare_runs, holm, load_cells, magnitude, mann_whitney, min_exact_p, welch)
+from rtscope.analysis.compare import Baseline, bootstrap_difference, bootstrap_quantile, brown_forsythe, compare, compare_runs, holm, load_cells, magnitude, mann_whitney, min_exact_p, welch
 from rtscope.errors import UsageError
-from rtscope.select import Selection, select_runs
+from rtscope.analysis.select import Selection, select_runs
 from rtscope.store import Store
 
 from report_fixtures import add_histogram_run, add_run, study_store

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from rtscope import environments as envs
-from rtscope.environments import define_environment, load_environments, load_environments_file, resolve
+from rtscope.settings import environments as envs
+from rtscope.settings.environments import define_environment, load_environments, load_environments_file, resolve
 from rtscope.errors import ProbeError, RtscopeError, UsageError
 from rtscope.paths import rtprobe as rtprobe_path
-from rtscope.runner import execute
-from rtscope.spec import build_request
+from rtscope.experiment.runner import execute
+from rtscope.experiment.spec import build_request
 from rtscope.runtimes import RUNTIMES
 from rtscope.store import Store
 

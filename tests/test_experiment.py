@@ -9,9 +9,9 @@ import sys
 import time
 from collections import Counter
 
-from rtscope import experiment as exp_mod
-from rtscope.experiment import PlannedRun, plan
-from rtscope.spec import parse
+from rtscope.experiment import execute as exp_mod
+from rtscope.experiment.execute import PlannedRun, plan
+from rtscope.experiment.spec import parse
 from rtscope.store import Store
 
 SPEC = """

@@ -10,8 +10,8 @@ import pytest
 from rtscope.errors import RtscopeError, UsageError
 from rtscope.importers.fio import convert, expand_bins, fio_bytes
 from rtscope.paths import repo_file
-from rtscope.runner import execute
-from rtscope.spec import build_request
+from rtscope.experiment.runner import execute
+from rtscope.experiment.spec import build_request
 from rtscope.runtimes import RUNTIMES
 from rtscope.runtimes.fio import fio_args
 from rtscope.store import Store

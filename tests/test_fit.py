@@ -1,4 +1,4 @@
-"""Least squares (rtscope.fit) and `rtscope fit FILE`, checked against study 5's own tables."""
+"""Least squares (rtscope.analysis.fit) and `rtscope fit FILE`, checked against study 5's own tables."""
 
 import json
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rtscope.errors import UsageError
-from rtscope.fit import least_squares
+from rtscope.analysis.fit import least_squares
 from rtscope.paths import repo_file
 
 FIXTURES = repo_file("tests", "fixtures", "tasks")

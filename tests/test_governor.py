@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from rtscope import governor
+from rtscope.settings import governor
 from rtscope.errors import RtscopeError
-from rtscope.governor import Unavailable, cpufreq_applied, parse_freq, parse_governor
-from rtscope.settings import SETTINGS, RunContext
+from rtscope.settings.governor import Unavailable, cpufreq_applied, parse_freq, parse_governor
+from rtscope.settings.registry import SETTINGS
+from rtscope.settings.base import RunContext
 from rtscope.targets import LocalTarget
 from proc_helpers import default_signals
 

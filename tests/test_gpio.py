@@ -22,8 +22,8 @@ import pytest
 
 from rtscope import paths, targets
 from rtscope.errors import ProbeError
-from rtscope.runner import execute
-from rtscope.spec import build_request
+from rtscope.experiment.runner import execute
+from rtscope.experiment.spec import build_request
 from rtscope.store import Store
 from rtscope.targets.deploy import place_file
 

@@ -14,7 +14,7 @@ import pytest
 
 import sshd
 from rtscope.store import Store
-from rtscope.targets.local import die_with_parent
+from rtscope.signals import die_with_parent
 from proc_helpers import default_signals
 
 BIN = Path(sys.executable).parent

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from rtscope import loadgen as load
+from rtscope.settings import loadgen as load
 from rtscope.errors import RtscopeError
-from rtscope.settings import SETTINGS
+from rtscope.settings.registry import SETTINGS
 from rtscope.store import Store
 from proc_helpers import default_signals
 
@@ -160,7 +160,7 @@ def test_commands_cover_every_cpu(kind, tool, tmp_path):
 
 
 def test_missing_load_tool_is_reported_as_unavailable(monkeypatch):
-    from rtscope.settings import SETTINGS
+    from rtscope.settings.registry import SETTINGS
     monkeypatch.setattr(shutil, "which", lambda tool: None)
     assert SETTINGS["load"].unavailable("none") is None
     assert SETTINGS["load"].unavailable("cpu") == \

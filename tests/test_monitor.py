@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from rtscope import monitor as mon
+from rtscope.experiment import monitor as mon
 from rtscope.errors import UsageError
 from rtscope.store import Store
 from proc_helpers import default_signals

@@ -16,7 +16,7 @@ import re
 import numpy as np
 import pytest
 
-from rtscope import stats
+from rtscope.analysis import stats
 from rtscope.store import Store
 
 from test_timer import spec

@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from rtscope.compare import compare_runs
-from rtscope.recommend import change, recommend
-from rtscope.select import Selection, select_runs
+from rtscope.analysis.compare import compare_runs
+from rtscope.analysis.recommend import change, recommend
+from rtscope.analysis.select import Selection, select_runs
 from rtscope.store import Store
 
 from report_fixtures import add_run, study_store

@@ -12,7 +12,7 @@ import pytest
 from rtscope.report import html as html_report, model, tables
 from rtscope.report.figures import slug, tex_safe
 from rtscope.report.html import script_json
-from rtscope.select import Selection, select_runs
+from rtscope.analysis.select import Selection, select_runs
 from rtscope.store import Store
 
 from report_fixtures import EVIL, add_run, mixed_store, study_store

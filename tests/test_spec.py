@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from rtscope import spec as spec_mod
+from rtscope.experiment import spec as spec_mod
 from rtscope.paths import repo_file
-from rtscope.spec import Locator, SpecError, analyse, parse
+from rtscope.experiment.spec import Locator, SpecError, analyse, parse
 
 EXEC = """
 name = "t"

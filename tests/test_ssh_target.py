@@ -18,8 +18,8 @@ import pytest
 import sshd
 from rtscope import targets
 from rtscope.errors import RtscopeError
-from rtscope.runner import execute
-from rtscope.spec import build_request
+from rtscope.experiment.runner import execute
+from rtscope.experiment.spec import build_request
 from rtscope.store import Store
 from rtscope.targets.ssh import SshTarget
 from proc_helpers import default_signals

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from rtscope import stats
+from rtscope.analysis import stats
 
 
 def test_summary_against_hand_computed_values():

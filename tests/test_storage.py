@@ -8,9 +8,9 @@ import subprocess
 import pytest
 
 from rtscope.errors import ProbeError, UsageError
-from rtscope.results import run_stats
-from rtscope.runner import execute
-from rtscope.spec import build_request
+from rtscope.analysis.results import run_stats
+from rtscope.experiment.runner import execute
+from rtscope.experiment.spec import build_request
 from rtscope.runtimes import RUNTIMES
 from rtscope.runtimes.base import Site
 from rtscope.targets import LocalTarget

@@ -10,13 +10,13 @@ import subprocess
 import numpy as np
 import pytest
 
-from rtscope import environments as envs
+from rtscope.settings import environments as envs
 from rtscope.analysis.storage import column_label, merge_histograms
 from rtscope.cli.storage import human_time
-from rtscope.environments import define_environment
+from rtscope.settings.environments import define_environment
 from rtscope.paths import repo_file
-from rtscope.runner import execute
-from rtscope.spec import build_request
+from rtscope.experiment.runner import execute
+from rtscope.experiment.spec import build_request
 from rtscope.store import Run, Store
 
 FIXTURES = repo_file("tests", "fixtures", "fio")

@@ -6,7 +6,7 @@ import pytest
 
 from rtscope import paths
 from rtscope.errors import RtscopeError, UsageError
-from rtscope.spec import build_request
+from rtscope.experiment.spec import build_request
 from rtscope.runtimes import RUNTIMES
 
 NATIVE_MODELS = {"memory": ["cbtask", "cbtask_receive", "pthread", "std_thread"],

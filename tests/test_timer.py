@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from rtscope import stats
+from rtscope.analysis import stats
 from rtscope.errors import UsageError
 from rtscope.figures import latency as lat
 from rtscope.figures import save

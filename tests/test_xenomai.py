@@ -17,8 +17,8 @@ import sshd
 from rtscope import targets
 from rtscope.errors import UsageError
 from rtscope.importers import xenomai
-from rtscope.runner import execute
-from rtscope.spec import build_request
+from rtscope.experiment.runner import execute
+from rtscope.experiment.spec import build_request
 from rtscope.store import Store
 
 FIXTURES = Path(__file__).parent / "fixtures" / "xenomai"

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .compare import ComparisonSet
+    from .analysis.compare import ComparisonSet
     from .store import Run, Store
 
 FIXED = ("run_id", "experiment_id", "cell", "repetition", "workload", "variant", "runtime", "configuration",
@@ -77,12 +77,12 @@ class Dataset:
     def stats(self) -> "pd.DataFrame":
         """One row per run: its summary statistics (from the histogram for histogram-only runs)."""
         import pandas as pd
-        from .results import run_stats
+        from .analysis.results import run_stats
         return pd.DataFrame([{"run_id": r.id, **run_stats(self.store, r)} for r in self.run_list])
 
     def compare(self, baseline: list[str] | str, **options: Any) -> "ComparisonSet":
-        """Significance-tested comparison of these runs' configurations (see rtscope.compare)."""
-        from .compare import compare_runs
+        """Significance-tested comparison of these runs' configurations (see rtscope.analysis.compare)."""
+        from .analysis.compare import compare_runs
         return compare_runs(self.store, self.run_list, [baseline] if isinstance(baseline, str) else baseline,
                             **options)
 
@@ -96,7 +96,7 @@ def load(db: str | None = None, experiment: str | int | None = None, workload: s
     None as a value matches runs without that setting."""
     import pandas as pd
 
-    from .select import Configuration, Selection, select_runs, short_labels, value_text
+    from .analysis.select import Configuration, Selection, select_runs, short_labels, value_text
     from .store import Store
 
     store = Store(db)

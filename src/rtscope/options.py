@@ -6,8 +6,7 @@ sample file, and how to describe its valid values in an error message.
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from .errors import UsageError, choices
@@ -98,32 +97,3 @@ def parse_assignment(text: str) -> tuple[str, str]:
     if not sep or not name.strip():
         raise UsageError(f"expected NAME=VALUE, got {text!r}")
     return name.strip(), value.strip()
-
-
-# --- settings: options that a run is measured under (registry: settings.py) ------------------------------
-
-@dataclass(frozen=True)
-class Setting(Option):
-    scope: str = "probe"  # "probe" | "system"
-    apply: Callable[[Any, "RunContext"], AbstractContextManager] | None = None
-    # None when the value can be applied on the target, else why not (experiments skip or fail by spec):
-    # unavailable(value, target).
-    unavailable: Callable[[Any, Any], str | None] | None = None
-
-
-@dataclass
-class RunContext:
-    """What a system setting may need to know about the run it surrounds."""
-
-    request: Any
-    workdir: Any                  # this host's per-run directory (a Path): outputs are fetched into it
-    notes: list[str]
-    target: Any = None            # the Target the run executes on (targets.base.Target)
-    run_dir: str = ""             # the per-run directory on the target
-    # Prepended to the probe's argv: an environment wrapper (container, chroot, namespace) sets it.
-    command_prefix: list[str] = field(default_factory=list)
-    # Set by an environment whose files the target does not see directly (see environments.py):
-    out_dir: str | None = None    # where the probe writes, as the wrapped command sees it
-    tool_paths: dict[str, str] = field(default_factory=dict)  # tool -> path as the wrapped command sees it
-    fetch: Callable[[str, Any], bool] | None = None           # fetch(file name, local Path) -> found?
-    command_name: str | None = None  # how errors name the command ("rtprobe@jail"); default: its file name

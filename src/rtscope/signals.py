@@ -1,7 +1,9 @@
-"""Signal handling around system changes: SIGTERM as an exception, and signals held while undoing."""
+"""Signal handling around system changes: SIGTERM as an exception, signals held while undoing, and children
+that die with rtscope."""
 
 from __future__ import annotations
 
+import ctypes
 import signal
 import threading
 from contextlib import contextmanager
@@ -39,3 +41,11 @@ def held_signals() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def die_with_parent() -> None:
+    """In a child: get SIGKILL if rtscope dies without stopping it (kill -9)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass

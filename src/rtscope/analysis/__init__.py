@@ -1,9 +1,14 @@
-"""Analysis: what the numbers of stored runs are, computed in one place; the CLI and the report only render.
+"""Analysis: every number of stored runs, computed in one place; the CLI, the report and the API only render.
 
+- `stats`: the statistics themselves (exact integer percentiles, histograms, bootstrap);
 - `distribution`: a run's figures (or its worst thread's) and where they come from, raw samples or histograms;
 - `threads`: a multi-thread latency run split into its threads and CPUs, and the one rule that merges them;
-- `storage`, `tasks`: the study tables (study 4's storage table, study 5's switch table).
+- `select`: runs grouped into configurations (cells) by their settings, and selections of runs;
+- `compare`: configurations against a baseline, their tests and Holm-corrected verdicts;
+- `recommend`: the best configuration for a goal and its cost on the other metrics;
+- `results`: a run's statistics for display, units and formatting;
+- `fit`, `storage`, `tasks`: study 5's memory fit and the study tables (storage, tasks).
 
-Beside them, one level up for now: `stats` (the statistics themselves), `compare` (configurations of runs,
-their tests and verdicts), `recommend`, `fit` (study 5's memory fit) and `results` (display helpers).
+It may import the store, the settings' value vocabulary (`options`) and the leaf modules; nothing below it
+imports it.
 """

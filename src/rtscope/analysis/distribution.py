@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import stats
 from ..store import Run, Store
+from . import stats
 from .threads import run_histogram, thread_histograms, thread_samples
 
 

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import stats
-from ..stats import merge_histograms
 from ..store import Run, Store
+from . import stats
+from .stats import merge_histograms
 
 MODES = (("write_sync", "write(sync)"), ("write", "write"), ("read", "read"))
 FIO_MIN_RUNTIME_NS = 100_000_000  # 100 ms: fio's ms runtime is then within 1 %

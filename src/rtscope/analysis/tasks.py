@@ -1,12 +1,12 @@
-"""Study 5's switch table, computed from stored `tasks switch` runs (the memory fit is in rtscope/fit.py)."""
+"""Study 5's switch table, computed from stored `tasks switch` runs (the memory fit is in fit.py beside it)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .. import stats
-from ..fit import model_label, varying_settings
 from ..store import Run, Store
+from . import stats
+from .fit import model_label, varying_settings
 
 
 def switch_rows(store: Store, runs: list[Run]) -> list[dict]:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import stats
 from ..store import Run, Store
+from . import stats
 
 
 @dataclass

@@ -1,4 +1,8 @@
-"""The rtscope command line. Command modules register on `app` when imported."""
+"""The rtscope command line. Command modules register on `app` when imported.
+
+The top layer, beside `api.py` (the pandas API): it may import every layer below and only renders what they
+return; nothing imports it.
+"""
 
 from __future__ import annotations
 

@@ -10,10 +10,10 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from ..compare import ALPHA, RESAMPLES, SEED, TESTS, ComparisonSet, compare_runs
-from ..recommend import GOALS, change, check_goal, p_text, recommend as make_recommendations
-from ..results import display_unit, fmt
-from ..select import Selection, select_runs
+from ..analysis.compare import ALPHA, RESAMPLES, SEED, TESTS, ComparisonSet, compare_runs
+from ..analysis.recommend import GOALS, change, check_goal, p_text, recommend as make_recommendations
+from ..analysis.results import display_unit, fmt
+from ..analysis.select import Selection, select_runs
 from .common import DbOption, JsonOption, app, console, err_console, escape, open_store, print_json
 
 Experiment = Annotated[Optional[str], typer.Option(help="Only runs of this experiment (id or name).")]
@@ -158,7 +158,7 @@ def report_title(store, runs, sel: Selection) -> str:
     """The selection, and the experiment's name when the runs are of one experiment."""
     ids = {r.experiment_id for r in runs}
     if len(ids) == 1 and None not in ids:
-        from ..experiment import get
+        from ..experiment.execute import get
         return f"rtscope report: {get(store, ids.pop()).name} ({sel.describe()})"
     return f"rtscope report: {sel.describe()}"
 

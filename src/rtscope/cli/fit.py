@@ -14,12 +14,12 @@ import typer
 from rich import box
 from rich.table import Table
 
-from .. import stats
+from ..analysis import stats
+from ..analysis.fit import Series, least_squares, memory_series
+from ..analysis.select import Selection, select_runs
+from ..analysis.tasks import switch_rows
 from ..errors import UsageError, choices
 from ..figures.tasks import quantity, r_text, write_figure
-from ..analysis.tasks import switch_rows
-from ..fit import Series, least_squares, memory_series
-from ..select import Selection, select_runs
 from ..workloads import TASK_MODELS
 from .common import DbOption, JsonOption, app, console, escape, open_store, print_json
 

@@ -6,8 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import experiment as exp_mod, monitor as mon
 from ..errors import UsageError
+from ..experiment import execute as exp_mod, monitor as mon
 from ..targets import Pool
 from .common import DbOption, app, console, err_console, escape, open_store
 from .run import execute_resumable, print_machine_warnings

@@ -11,11 +11,12 @@ from rich.table import Column
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
 
-from .. import experiment as exp_mod, paths, spec as spec_mod, sysinfo
+from .. import paths, sysinfo
+from ..analysis.results import pooled_stats, run_stats
 from ..errors import RtscopeError, UsageError, choices
+from ..experiment import execute as exp_mod, spec as spec_mod
 from ..importers import IMPORTERS
 from ..options import parse_assignment
-from ..results import pooled_stats, run_stats
 from ..signals import Terminated
 from ..store import Store
 from ..targets import Pool

@@ -12,10 +12,11 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from .. import stats, sysinfo
+from .. import sysinfo
+from ..analysis import stats
 from ..analysis import distribution, threads
+from ..analysis.results import DISPLAY, display_unit, fmt
 from ..fileio import write_atomic
-from ..results import DISPLAY, display_unit, fmt
 from ..store import Run
 from .common import DbOption, JsonOption, app, console, escape, open_store, print_json, settings_text
 

@@ -12,9 +12,9 @@ import typer
 from rich import box
 from rich.table import Table
 
+from ..analysis.select import experiment_id
 from ..analysis.storage import MODES, StorageTable, build_tables
 from ..errors import UsageError
-from ..select import experiment_id
 from .common import DbOption, JsonOption, app, console, escape, open_store, print_json
 
 

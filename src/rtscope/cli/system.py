@@ -7,8 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import spec as spec_mod, sysinfo, targets as targets_mod
+from .. import sysinfo, targets as targets_mod
 from ..errors import RtscopeError
+from ..experiment import spec as spec_mod
 from ..runtimes import RUNTIMES
 from .common import JsonOption, app, console, escape, print_json
 
@@ -50,7 +51,7 @@ def check_target(definition: targets_mod.TargetDefinition) -> dict:
     """Connect, read the machine, and ask every runtime whether it can run there."""
     row = {"name": definition.name, "kind": definition.kind, "url": definition.url,
            "description": definition.description, "reachable": False}
-    target = definition.make()
+    target = targets_mod.make(definition)
     try:
         target.open()
         snap = target.snapshot()

@@ -6,6 +6,9 @@ Figures are built with the object API (no pyplot state), so they are safe in
 tests and servers; SVGs carry no date, so the same data give the same file.
 
     latency.latency_figure(series)   overlaid latency histograms (study 2, OSADL style)
+    tasks                            study 5's memory per task
+
+It may import the analysis and the leaf modules; the report and the CLI use it.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ histogram with its statistics; make it from every raw sample
 `rebin` groups them into a few rows for a terminal.
 
 Statistics: from samples, percentiles interpolate linearly (type 7, see
-stats.py); from a histogram they are the upper edge of the bucket holding
+analysis/stats.py); from a histogram they are the upper edge of the bucket holding
 the rank (shown with ≤); min, max and mean are exact either way, except for
 imported cyclictest histograms whose mean comes from its printed average.
 Overflows are values beyond a kept histogram's range: counted, position
@@ -24,7 +24,7 @@ from typing import Iterable
 
 import numpy as np
 
-from .. import stats
+from ..analysis import stats
 from ..analysis.distribution import of_run
 from ..errors import UsageError
 

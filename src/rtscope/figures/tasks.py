@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..analysis.fit import Series
 from ..errors import UsageError, choices
-from ..fit import Series
 
 FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
 

@@ -3,6 +3,9 @@
 Each importer converts one file into one or more SampleFile objects (one per
 run); the CLI stores them like probe output. Each module defines its
 `IMPORTERS`; the dict below is the one list of them.
+
+Importers may import only the leaf modules (the sample file format, errors); runtimes that drive a peer tool
+use them to convert its output.
 """
 
 from __future__ import annotations

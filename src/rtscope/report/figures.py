@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import UsageError
-from ..results import display_unit
+from ..analysis.results import display_unit
 from ..analysis.threads import run_histogram
+from ..errors import UsageError
 from ..figures.tasks import write_figure
 from .model import TAIL_LEVELS, Report
 

@@ -24,13 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import stats
-from ..version import __version__
+from ..analysis import stats
+from ..analysis.compare import METRICS, TESTS
+from ..analysis.recommend import change, p_text
+from ..analysis.results import DISPLAY, display_unit, fmt
+from ..analysis.select import value_text
 from ..fileio import write_atomic
-from ..compare import METRICS, TESTS
-from ..recommend import change, p_text
-from ..results import DISPLAY, display_unit, fmt
-from ..select import value_text
+from ..version import __version__
 from . import lab
 from .model import MAX_OUTLIERS, TAIL_LEVELS, Report, id_ranges
 from .template import TEMPLATE

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import stats
+from ..analysis import stats
+from ..analysis.results import run_stats
 from ..analysis.threads import thread_histograms
-from ..results import run_stats
 from ..store import Run, Store
 
 LATENCY_WORKLOADS = ("timer",)

@@ -15,14 +15,15 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from .. import experiment, stats, sysinfo
+from .. import sysinfo
+from ..analysis import stats
+from ..analysis.compare import RESAMPLES, SEED, Baseline, Cell, ComparisonSet, check_options, compare, load_cells
+from ..analysis.fit import Series, memory_series
+from ..analysis.select import Configuration, short_labels
+from ..analysis.stats import merge_histograms
 from ..analysis.threads import run_histogram, thread_histograms, thread_samples
-from ..compare import (RESAMPLES, SEED, Baseline, Cell, ComparisonSet, check_options, compare,
-                       load_cells)
 from ..errors import UsageError
-from ..fit import Series, memory_series
-from ..select import Configuration, short_labels
-from ..stats import merge_histograms
+from ..experiment import execute as experiment
 from ..store import Run, Store
 from . import lab
 
@@ -369,7 +370,7 @@ def id_ranges(ids: list[int]) -> str:
 def build(store: Store, runs: list[Run], *, title: str, selection: str, baseline: list[str] | None = None,
           alpha: float = 0.05, resamples: int = RESAMPLES, seed: int = SEED) -> Report:
     """Everything the report shows; comparisons only when a baseline is given (or `defaults` exists)."""
-    from ..results import display_unit
+    from ..analysis.results import display_unit
     check_options(alpha, resamples)
     notes: list[str] = []
     memory_runs = [r for r in runs if is_task_memory(r)]

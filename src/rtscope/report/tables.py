@@ -14,11 +14,11 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..analysis.compare import TESTS
+from ..analysis.recommend import change, p_text
+from ..analysis.results import display_unit, fmt
 from ..errors import UsageError
 from ..fileio import write_atomic
-from ..compare import TESTS
-from ..recommend import change, p_text
-from ..results import display_unit, fmt
 from .html import STATS_COLUMNS
 from .model import Report, id_ranges
 

@@ -15,8 +15,8 @@ On a BEAM node target (targets/beam_node.py, docs/nerves.md) no VM is started: t
 line runs inside the running node, which holds the harness's modules for the session.
 
 Settings of this runtime: the measuring process's spawn options (fullsweep_after, min_heap_size,
-priority, message_queue_data), vm_flags, and model for workload tasks (defined in settings.py, the
-VM flag rules in erlang_flags.py); workload msgq, which only this runtime runs, and the three BEAM
+priority, message_queue_data), vm_flags, and model for workload tasks (defined in settings/registry.py, the
+VM flag rules in settings/vm_flags.py); workload msgq, which only this runtime runs, and the three BEAM
 variants of workload timer are in workloads.py.
 """
 

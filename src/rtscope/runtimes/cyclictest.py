@@ -23,8 +23,8 @@ from pathlib import Path
 from .. import samplefile
 from ..errors import ProbeError, RtscopeError, UsageError
 from ..importers import cyclictest as parser
-from ..workloads import check_timer_request, format_cpus, timer_cpus
 from ..targets import LocalTarget, Target
+from ..workloads import check_timer_request, format_cpus, timer_cpus
 from .base import RunRequest, Runtime, Site
 
 DEFAULT_LOOPS = 10_000  # as rtprobe timer

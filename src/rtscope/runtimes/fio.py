@@ -18,9 +18,10 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import environments, samplefile
+from .. import samplefile
 from ..errors import ProbeError, RtscopeError
 from ..importers.fio import convert_job, load_report
+from ..settings import environments
 from ..targets import LocalTarget, Target
 from .base import RunRequest, Runtime, Site
 

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 from .. import paths
 from ..errors import RtscopeError, UsageError
-from ..settings import system_settings
+from ..settings.registry import system_settings
+from ..targets import LocalTarget, Target
 from ..workloads import check_task_request
 from ..workloads import check_timer_request
-from ..targets import LocalTarget, Target
 from .base import RunRequest, Runtime, Site
 
 # Probe settings -> rtprobe flags.

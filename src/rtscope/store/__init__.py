@@ -4,6 +4,9 @@ A SQLite file by default (./rtscope.db); any SQLAlchemy URL otherwise. Raw
 samples are kept column-wise as little-endian binary chunks, so that 10^7
 samples load in a fraction of a second and nothing is ever summarised away.
 Each run is inserted in one transaction: a run is stored whole or not at all.
+
+The only package that speaks SQL (an import-linter contract). It imports only the leaf modules (the sample file,
+errors, the version); the analysis and the layers above read runs through it.
 """
 
 from __future__ import annotations
@@ -21,10 +24,10 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 
-from . import migrations
-from ..version import __version__
 from ..errors import RtscopeError, UsageError
 from ..samplefile import SampleFile
+from ..version import __version__
+from . import migrations
 
 DEFAULT_DB = "rtscope.db"
 CHUNK = 1 << 20  # values per stored blob

@@ -1,13 +1,19 @@
-"""Targets: the machines runs execute on (docs/targets.md). `local` is the default."""
+"""Targets: the machines runs execute on (docs/targets.md). `local` is the default.
+
+A target kind is a `Target` subclass (`base`) registered in `registry`; `definition` is a defined target as data.
+Targets may import the VM machinery (`vm`) and the leaf modules; settings, runtimes and everything above reach the
+machine only through them.
+"""
 
 from __future__ import annotations
 
 from .base import ARCHES, Completed, Target, TargetError
+from .definition import TargetDefinition
 from .local import LOCAL, LocalTarget
 from .pool import Pool
-from .registry import KINDS, TARGETS, TargetDefinition, define, load_env_file, load_file, load_table, \
-    parse_target, redact_spec, resolve
+from .registry import KINDS, TARGETS, define, load_env_file, load_file, load_table, make, parse_target, redact_spec, \
+    resolve
 
 __all__ = ["ARCHES", "Completed", "Target", "TargetError", "LOCAL", "LocalTarget", "Pool", "KINDS", "TARGETS",
-           "TargetDefinition", "define", "load_env_file", "load_file", "load_table", "parse_target", "redact_spec",
-           "resolve"]
+           "TargetDefinition", "define", "load_env_file", "load_file", "load_table", "make", "parse_target",
+           "redact_spec", "resolve"]

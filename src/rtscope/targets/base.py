@@ -16,8 +16,8 @@ from typing import ClassVar, Protocol
 from urllib.parse import urlsplit
 
 from .. import sysinfo
-from ..sysinfo import ARCHES
 from ..errors import RtscopeError, UsageError
+from ..sysinfo import ARCHES
 
 OUTPUT_TAIL = 2000  # characters of a failed command's output kept in errors
 

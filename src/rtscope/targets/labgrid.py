@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from ..errors import RtscopeError
-from .registry import TargetDefinition
+from .definition import TargetDefinition
 from .ssh import SshTarget
 
 POLL_S = 2.0  # between attempts while waiting for a place

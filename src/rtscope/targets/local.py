@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import os
 import platform
 import shutil
@@ -14,7 +13,7 @@ import time
 from pathlib import Path
 
 from ..errors import ProbeError
-from ..signals import held_signals
+from ..signals import die_with_parent, held_signals
 from .base import Completed, Target, TargetError
 
 TERM_WAIT_S = 2.0    # after SIGTERM, before SIGKILL
@@ -37,14 +36,6 @@ def session_members(sid: int) -> list[int]:
         if int(fields[3]) == sid and fields[0] != "Z":
             found.append(int(entry))
     return found
-
-
-def die_with_parent() -> None:
-    """In a child: get SIGKILL if rtscope dies without stopping it (kill -9)."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 def stop_session(proc: subprocess.Popen, what: str) -> None:

@@ -6,7 +6,7 @@ import threading
 
 from .base import Target
 from .local import LOCAL
-from .registry import resolve
+from .registry import make, resolve
 
 
 class Pool:
@@ -22,7 +22,7 @@ class Pool:
         with self._lock:
             target = self._targets.get(name)
             if target is None:
-                target = resolve(name).make()
+                target = make(resolve(name))
                 if hasattr(target, "wait_for_place"):
                     target.wait_for_place = self.wait_for_place
                 self._targets[name] = target

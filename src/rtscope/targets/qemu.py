@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import UsageError, choices
-from .registry import TargetDefinition
+from .definition import TargetDefinition
 from .ssh import SshTarget
 
 ARCHES = ("x86_64", "aarch64")

@@ -7,7 +7,7 @@
     workdir = "/var/tmp/rtscope"         # optional
     description = "Raspberry Pi 3B, Raspberry Pi OS, PREEMPT_RT 6.6"
 
-A definition is only data; `make()` builds a fresh Target object from it
+A definition is only data (definition.py); `make()` builds a fresh Target object from it
 (one per experiment, opened once and reused by every run on it).
 """
 
@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..errors import UsageError, choices
 from ..fileio import read_toml_table
 from .base import Target, parse_url
+from .definition import SECRET_LINE, SECRET_SHOWN, TargetDefinition, redact_table
 from .local import LOCAL, LocalTarget
 
 FILE_VAR = "RTSCOPE_TARGETS"  # a TOML file with a [targets] table, read on first use
@@ -29,25 +30,6 @@ NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 COMMON_KEYS = ("kind", "url", "description", "workdir", "sysfs_root")
 SSH_KEYS = ("identity", "known_hosts")
 COOKIE_KEYS = ("cookie", "cookie_file")
-SECRET_KEYS = ("cookie",)  # never stored with an experiment nor printed
-_SECRET_LINE = re.compile(r"^(\s*(?:%s)\s*=\s*).*$" % "|".join(SECRET_KEYS), re.M)
-SECRET_SHOWN = "(secret, not shown)"
-
-
-@dataclass(frozen=True)
-class TargetDefinition:
-    name: str
-    kind: str
-    url: str | None = None
-    description: str = ""
-    options: dict[str, Any] = field(default_factory=dict)
-
-    def make(self) -> Target:
-        return KINDS[self.kind].factory(self)
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "url": self.url, "description": self.description,
-                **redact_table(self.options)}
 
 
 @dataclass(frozen=True)
@@ -138,16 +120,17 @@ KINDS: dict[str, Kind] = {
 TARGETS: dict[str, TargetDefinition] = {LOCAL: TargetDefinition(LOCAL, "local", description="this machine")}
 
 
-def redact_table(table: dict) -> dict:
-    return {k: SECRET_SHOWN if k in SECRET_KEYS else v for k, v in table.items()}
-
-
 def redact_spec(text: str, raw: dict) -> tuple[str, dict]:
     """A spec's text and parsed tables without the secrets of its [targets] tables, as stored."""
     tables = raw.get("targets")
     if isinstance(tables, dict):
         raw = {**raw, "targets": {n: redact_table(t) if isinstance(t, dict) else t for n, t in tables.items()}}
-    return _SECRET_LINE.sub(lambda m: m.group(1) + f'"{SECRET_SHOWN}"', text), raw
+    return SECRET_LINE.sub(lambda m: m.group(1) + f'"{SECRET_SHOWN}"', text), raw
+
+
+def make(definition: TargetDefinition) -> Target:
+    """A fresh Target object for a definition (one per experiment, opened once and reused by every run on it)."""
+    return KINDS[definition.kind].factory(definition)
 
 
 def register_kind(kind: Kind) -> Kind:

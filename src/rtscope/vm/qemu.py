@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import RtscopeError, UsageError, choices
-from ..targets.local import die_with_parent
+from ..signals import die_with_parent
 from .cache import cache_dir, need_space
 from .images import DISK_MOUNT, Image
 from .kernels import Kernel

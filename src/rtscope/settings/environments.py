@@ -37,13 +37,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from . import containers, paths
-from .fileio import read_toml_table
-from .errors import ProbeError, RtscopeError, UsageError, choices
-from .options import RunContext, Setting
-from .signals import held_signals
-from .targets import Completed, Target
-from .targets.deploy import place_file
+from .. import paths
+from ..errors import ProbeError, RtscopeError, UsageError, choices
+from ..fileio import read_toml_table
+from ..signals import held_signals
+from ..targets import Completed, Target
+from ..targets.deploy import place_file
+from . import containers
+from .base import RunContext, Setting
 
 LOCAL = "local"
 START_TIMEOUT = 120.0      # seconds for the start check (a container or ssh login may be slow)

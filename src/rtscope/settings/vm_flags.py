@@ -8,8 +8,8 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from . import paths
-from .errors import RtscopeError
+from .. import paths
+from ..errors import RtscopeError
 
 
 @lru_cache(maxsize=1)

@@ -27,8 +27,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import RtscopeError
-from .paths import host_arch
+from ..errors import RtscopeError
+from ..paths import host_arch
 
 ENGINES = ("podman",)
 START_TIMEOUT = 120.0
@@ -66,7 +66,7 @@ def _podman(engine: Engine, args: list[str], what: str, timeout: float = START_T
 
 def image(engine: Engine) -> str:
     """rtscope's guest image in podman's local store (imported once per root file system)."""
-    from .vm import images  # the VM machinery builds the root file system
+    from ..vm import images  # the VM machinery builds the root file system
     tar = images.rootfs(host_arch())
     tag = f"localhost/rtscope-guest:{tar.stem.rsplit('-', 1)[-1]}"
     if _podman(engine, ["image", "exists", tag], "looking up the image").returncode != 0:

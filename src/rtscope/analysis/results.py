@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ..store import Run, Store
 from . import stats
-from .analysis.distribution import of_run
-from .store import Run, Store
+from .distribution import of_run
 
 # Study-style columns first (AVG MAX VAR STDEV), then the distribution.
 DISPLAY = (("n", "n"), ("min", "MIN"), ("mean", "AVG"), ("max", "MAX"), ("var", "VAR"), ("stdev", "STDEV"),

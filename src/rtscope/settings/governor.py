@@ -22,11 +22,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from . import sysinfo
-from .errors import RtscopeError
-from .options import RunContext, Setting
-from .signals import held_signals
-from .targets import LocalTarget, Target
+from .. import sysinfo
+from ..errors import RtscopeError
+from ..signals import held_signals
+from ..targets import LocalTarget, Target
+from .base import RunContext, Setting
 
 ROOT_ENV = "RTSCOPE_SYSFS_ROOT"
 # The governors Linux has; which of them a kernel offers is in scaling_available_governors.

@@ -21,15 +21,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
-from .errors import RtscopeError, UsageError
+from ..errors import RtscopeError, UsageError
+from ..runtimes import RUNTIMES
+from ..runtimes.base import RunRequest
+from ..settings.registry import SETTINGS
+from ..signals import Terminated, held_signals, sigterm_raises
+from ..store import DuplicateRun, Store, to_jsonable
+from ..targets import LOCAL, Pool, redact_spec, resolve
 from .runner import execute as execute_run
-from .signals import Terminated, held_signals, sigterm_raises
-from .runtimes import RUNTIMES
-from .runtimes.base import RunRequest
-from .settings import SETTINGS
 from .spec import Spec
-from .store import DuplicateRun, Store, to_jsonable
-from .targets import LOCAL, Pool, redact_spec, resolve
 
 BOOTED_KINDS = ("qemu",)  # targets rtscope boots itself: `rtscope check` does not
 

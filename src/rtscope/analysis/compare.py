@@ -55,11 +55,11 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import UsageError, choices
+from ..store import Run, Store
 from . import stats
-from .errors import UsageError, choices
+from . import distribution
 from .select import CORE_DIMENSIONS, Configuration, group_runs, short_labels, value_matches, value_text
-from .store import Run, Store
-from .analysis import distribution
 from .stats import merge_histograms
 
 METRICS = ("mean", "median", "p99", "max", "stdev")

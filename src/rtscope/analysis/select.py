@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 
-from .errors import UsageError, choices
-from .options import boolean, parse_assignment
-from .store import Run, Store
+from ..errors import UsageError, choices
+from ..options import boolean, parse_assignment
+from ..store import Run, Store
 
 # Parameters that set how many samples a run takes, not what it measures: runs
 # that differ only in these are still repetitions of one configuration.

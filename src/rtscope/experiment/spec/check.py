@@ -1,76 +1,25 @@
-"""Experiment specs (TOML): which runs to make, how often, and under which scale.
-
-A spec names an experiment and lists workload blocks. In a block, `variants`,
-`runtime`, every parameter and every setting may be a list: the lists expand
-as a Cartesian product (minus the `exclude` rules) into cells, one cell per
-configuration, and each cell is run `repetitions` times. `[scale.NAME]` tables
-override parameters and repetitions (quick here, full for the study).
-
-    name = "demo"
-    repetitions = 2
-    [scale.quick]
-    iterations = 300
-
-    [[workload]]
-    name = "exec"
-    variants = ["sum", "fib", "sleep"]
-    runtime = "native"
-    [workload.params]
-    iterations = 10000
-    [workload.settings]
-    rt_priority = [50, 90]
-
-Checking collects every problem at once, each with the line it is on
-(`file:line: message`); tomllib gives no positions, so `Locator` scans the
-TOML text for them. The reference of every key is docs/spec.md.
-"""
+"""Checking a spec: every key, value, axis and rule, each problem collected with its line, the cells built."""
 
 from __future__ import annotations
 
 import itertools
 import json
 import re
-import shlex
 import tomllib
-from bisect import bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import environments, targets
-from .errors import RtscopeError, UsageError, choices
-from .options import lookup
-from .runtimes import RUNTIMES
-from .runtimes.base import RunRequest
-from .settings import SETTINGS, system_settings
-from .workloads import WORKLOADS
-
-
-def build_request(workload: str, variant: str, runtime: str, params: dict[str, Any] | None = None,
-                  settings: dict[str, Any] | None = None, tags: tuple[str, ...] = (), where: str = "") -> RunRequest:
-    """Validate names and values against the registries; fill in defaults."""
-    w = lookup(WORKLOADS, "workload", workload, where)
-    if variant not in w.variants:
-        raise UsageError(f"unknown {workload} variant {variant!r}{' in ' + where if where else ''}; "
-                         f"valid variants: {choices(w.variants)}")
-    rt = lookup(RUNTIMES, "runtime", runtime, where)
-    if workload not in rt.workloads or variant not in rt.workloads[workload]:
-        able = sorted(name for name, r in RUNTIMES.items() if variant in r.workloads.get(workload, ()))
-        raise UsageError(f"runtime {runtime!r} cannot run {workload} {variant}; runtimes that can: {choices(able)}")
-    full = w.defaults(variant)
-    for name, raw in (params or {}).items():
-        full[name] = w.param(name).value(raw, where)
-    if w.check:
-        try:
-            w.check(variant, full)
-        except UsageError as e:
-            raise UsageError(f"{e}{' in ' + where if where else ''}") from None
-    accepted = {**{n: SETTINGS[n] for n in rt.settings}, **system_settings()}
-    parsed = {}
-    for name, raw in (settings or {}).items():
-        parsed[name] = lookup(accepted, f"setting for runtime {runtime}", name, where).value(raw, where)
-    return RunRequest(workload, variant, runtime, full, parsed, tuple(tags))
-
+from ... import targets
+from ...errors import RtscopeError, UsageError, choices
+from ...runtimes import RUNTIMES
+from ...runtimes.base import RunRequest
+from ...settings import environments
+from ...settings.registry import SETTINGS, system_settings
+from ...workloads import WORKLOADS
+from .locate import Locator
+from .model import Cell, Problem, Spec, cell_key
+from .request import build_request
 
 TOP_KEYS = ("name", "description", "tags", "repetitions", "seed", "order", "on_unavailable", "timeout_s",
             "scale", "environments", "targets", "target", "workload")
@@ -84,229 +33,6 @@ DEFAULT_RUNTIME = "native"
 MAX_SEED = 2**63 - 1
 
 
-# --- positions ------------------------------------------------------------------------------------------
-
-class Locator:
-    """Line numbers of the keys, tables and array elements of a (valid) TOML text.
-
-    Paths are tuples as in the parsed document: ("workload", 1, "settings", "governor", 0) is the first
-    value of the governor list in the second [[workload]] block.
-    """
-
-    _BARE = re.compile(r"[A-Za-z0-9_-]+")
-
-    def __init__(self, text: str):
-        self.text = text
-        self.lines: dict[tuple, int] = {}
-        self._starts = [0] + [m.end() for m in re.finditer("\n", text)]
-        self._arrays: dict[tuple, int] = {}
-        try:
-            self._scan()
-        except (IndexError, ValueError, tomllib.TOMLDecodeError):
-            pass  # positions are a help for messages; a construct not understood here costs only precision
-
-    def line(self, path: tuple | list) -> int | None:
-        """The line of `path`, else of its nearest ancestor that has one."""
-        path = tuple(path)
-        while path:
-            if path in self.lines:
-                return self.lines[path]
-            path = path[:-1]
-        return None
-
-    def _line_at(self, pos: int) -> int:
-        return bisect_right(self._starts, pos)
-
-    def _record(self, path: tuple, pos: int) -> None:
-        self.lines.setdefault(path, self._line_at(pos))
-
-    def _skip(self, pos: int, newlines: bool) -> int:
-        t = self.text
-        while pos < len(t):
-            c = t[pos]
-            if c in " \t\r" or (newlines and c == "\n"):
-                pos += 1
-            elif c == "#":
-                while pos < len(t) and t[pos] != "\n":
-                    pos += 1
-            else:
-                break
-        return pos
-
-    def _key(self, pos: int) -> tuple[tuple, int]:
-        """A dotted key starting at pos: (parts, position after it)."""
-        t, parts = self.text, []
-        while True:
-            pos = self._skip(pos, False)
-            if t[pos] in "\"'":
-                end = self._string_end(pos)
-                parts.append(tomllib.loads(f"k = {t[pos:end]}")["k"])
-                pos = end
-            else:
-                m = self._BARE.match(t, pos)
-                if not m:
-                    raise ValueError("no key")
-                parts.append(m.group())
-                pos = m.end()
-            pos = self._skip(pos, False)
-            if pos < len(t) and t[pos] == ".":
-                pos += 1
-                continue
-            return tuple(parts), pos
-
-    def _string_end(self, pos: int) -> int:
-        t = self.text
-        for quote in ('"""', "'''"):
-            if t.startswith(quote, pos):
-                i = pos + 3
-                while True:
-                    if quote == '"""' and t[i] == "\\":
-                        i += 2
-                        continue
-                    if t.startswith(quote, i):
-                        i += 3
-                        while i < len(t) and t[i] == quote[0]:  # up to two quotes may end the content
-                            i += 1
-                        return i
-                    i += 1
-        q, i = t[pos], pos + 1
-        while t[i] != q:
-            i += 2 if (q == '"' and t[i] == "\\") else 1
-        return i + 1
-
-    def _value(self, pos: int, path: tuple) -> int:
-        t = self.text
-        c = t[pos]
-        if c in "\"'":
-            return self._string_end(pos)
-        if c == "[":
-            pos, i = pos + 1, 0
-            while True:
-                pos = self._skip(pos, True)
-                if t[pos] == "]":
-                    return pos + 1
-                self._record(path + (i,), pos)
-                pos = self._skip(self._value(pos, path + (i,)), True)
-                i += 1
-                if t[pos] == ",":
-                    pos += 1
-        if c == "{":
-            pos += 1
-            while True:
-                pos = self._skip(pos, False)
-                if t[pos] == "}":
-                    return pos + 1
-                keys, pos = self._key(pos)
-                self._record(path + keys, pos)
-                pos = self._skip(pos, False) + 1  # '='
-                pos = self._skip(self._value(self._skip(pos, False), path + keys), False)
-                if t[pos] == ",":
-                    pos += 1
-        m = re.compile(r"[^,\]}\n#]*").match(t, pos)
-        return m.end()
-
-    def _resolve(self, keys: tuple) -> tuple:
-        out: tuple = ()
-        for k in keys:
-            out += (k,)
-            if out in self._arrays:
-                out += (self._arrays[out],)
-        return out
-
-    def _scan(self) -> None:
-        t, pos, current = self.text, 0, ()
-        while True:
-            pos = self._skip(pos, True)
-            if pos >= len(t):
-                return
-            start = pos
-            if t.startswith("[[", pos):
-                keys, pos = self._key(pos + 2)
-                table = self._resolve(keys[:-1]) + (keys[-1],)
-                self._arrays[table] = self._arrays.get(table, -1) + 1
-                current = table + (self._arrays[table],)
-                self._record(table, start)
-                self._record(current, start)
-                pos += 2
-            elif t[pos] == "[":
-                keys, pos = self._key(pos + 1)
-                current = self._resolve(keys)
-                self._record(current, start)
-                pos += 1
-            else:
-                keys, pos = self._key(pos)
-                path = current + keys
-                self._record(path, start)
-                pos = self._skip(pos, False) + 1  # '='
-                pos = self._value(self._skip(pos, False), path)
-
-
-# --- the parsed spec -----------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Problem:
-    line: int | None
-    message: str
-
-    def text(self, source: str) -> str:
-        return f"{source}:{self.line}: {self.message}" if self.line else f"{source}: {self.message}"
-
-
-class SpecError(UsageError):
-    """A spec with problems; the message lists every one, each with file:line."""
-
-    def __init__(self, source: str, problems: list[Problem]):
-        problems = sorted(problems, key=lambda p: p.line or 0)
-        self.source, self.problems = source, problems
-        lines = [p.text(source) for p in problems]
-        text = lines[0] if len(lines) == 1 else (f"{len(lines)} problems in spec {source}:\n  "
-                                                  + "\n  ".join(lines))
-        super().__init__(text)
-
-
-@dataclass
-class Cell:
-    """One configuration of the matrix: a run request made `repetitions` times."""
-
-    key: str
-    block: int                     # index of its [[workload]] block (0-based)
-    request: RunRequest
-    repetitions: int
-    timeout_s: float | None
-    on_unavailable: str
-    line: int | None               # the block's line, for messages
-
-
-@dataclass
-class Spec:
-    name: str
-    description: str
-    source: str                    # the file name as given (used in messages)
-    text: str
-    raw: dict[str, Any]
-    scale: str | None              # the scale selected
-    scales: tuple[str, ...]        # every scale the spec defines
-    seed: int | None               # None: a fresh seed is drawn at run time (and recorded)
-    order: str
-    cells: list[Cell] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
-    warnings: list[Problem] = field(default_factory=list)
-    locator: Locator | None = None
-
-    @property
-    def path(self) -> str:
-        return self.source
-
-    @property
-    def total_runs(self) -> int:
-        return sum(c.repetitions for c in self.cells)
-
-    def line(self, *path) -> int | None:
-        return self.locator.line(path) if self.locator else None
-
-
-# --- checking ------------------------------------------------------------------------------------------
-
 def _kind(value: Any) -> str:
     return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
             dict: "a table"}.get(type(value), type(value).__name__)
@@ -315,12 +41,6 @@ def _kind(value: Any) -> str:
 def _toml(value: Any) -> str:
     """A value as it looks in TOML (true, not True), for messages."""
     return json.dumps(value, default=str, ensure_ascii=False)
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, (list, tuple)):
-        return ",".join(_fmt(v) for v in value)
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 @dataclass
@@ -333,7 +53,7 @@ class _Axis:
     path: tuple
 
 
-class _Checker:
+class Checker:
     def __init__(self, text: str, source: str, scale: str | None, target_override: list[str] | None = None):
         self.text, self.source, self.want_scale = text, source, scale
         self.target_override = target_override
@@ -746,40 +466,3 @@ def _prepare(req: RunRequest) -> None:
 def _accepted(runtimes: list[str]) -> list[str]:
     probe = sorted({n for rt in runtimes if rt in RUNTIMES for n in RUNTIMES[rt].settings})
     return probe + sorted(system_settings())
-
-
-def cell_key(req: RunRequest) -> str:
-    """A readable name of a configuration: workload/variant/runtime, the settings, the non-default params."""
-    defaults = WORKLOADS[req.workload].defaults(req.variant)
-    knobs = [shlex.quote(f"{k}={_fmt(v)}") for k, v in sorted(req.settings.items())]
-    knobs += [shlex.quote(f"{k}={_fmt(v)}") for k, v in sorted(req.params.items()) if defaults.get(k) != v]
-    return " ".join([f"{req.workload}/{req.variant}/{req.runtime}", *knobs])
-
-
-# --- entry points ----------------------------------------------------------------------------------------
-
-def analyse(text: str, source: str = "<spec>", scale: str | None = None, targets: list[str] | None = None) -> Spec:
-    """Parse and check a spec; every problem is in `.problems` (nothing raised for spec mistakes).
-    `targets` (from --target) replaces the spec's choice of targets in every block."""
-    return _Checker(text, source, scale, targets).run()
-
-
-def parse(text: str, source: str = "<spec>", scale: str | None = None, targets: list[str] | None = None) -> Spec:
-    """Parse a spec, or raise SpecError listing every problem with its line."""
-    spec = analyse(text, source, scale, targets)
-    if spec.problems:
-        raise SpecError(source, spec.problems)
-    return spec
-
-
-def read_text(path: str | Path) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError as e:
-        raise UsageError(f"cannot read spec {path}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"cannot read spec {path}: not UTF-8 text") from None
-
-
-def load(path: str | Path, scale: str | None = None, targets: list[str] | None = None) -> Spec:
-    return parse(read_text(path), str(path), scale, targets)

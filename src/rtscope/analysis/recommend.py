@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import UsageError, choices
 from .compare import METRICS, Comparison, ComparisonSet, Cell, compare_cells
-from .errors import UsageError, choices
 from .results import display_unit, fmt
 
 GOALS = ("max", "p99", "stdev", "mean", "median")

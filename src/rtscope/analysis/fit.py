@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .errors import UsageError
+from ..errors import UsageError
 
 
 @dataclass(frozen=True)

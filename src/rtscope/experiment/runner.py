@@ -15,13 +15,14 @@ from contextlib import ExitStack, nullcontext
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import samplefile
-from .errors import ProbeError, RtscopeError, UsageError
-from .signals import sigterm_raises
-from .runtimes import RUNTIMES
-from .runtimes.base import RunRequest, Site
-from .settings import SETTINGS, RunContext
-from .targets import Completed, LocalTarget, Target, TargetError
+from .. import samplefile
+from ..errors import ProbeError, RtscopeError, UsageError
+from ..runtimes import RUNTIMES
+from ..runtimes.base import RunRequest, Site
+from ..settings.base import RunContext
+from ..settings.registry import SETTINGS
+from ..signals import sigterm_raises
+from ..targets import Completed, LocalTarget, Target, TargetError
 
 PROBE_STDERR_TAIL = 2000  # characters of a failed probe's output kept in the error
 

@@ -4,18 +4,19 @@ Probe settings (`scope="probe"`) are passed to the probe by its runtime
 adapter (a SCHED_FIFO priority, a CPU, mlockall, BEAM spawn options, VM
 flags, the task model). System settings (`scope="system"`) change the
 machine around the run (CPU governor, load, environment wrapper): each is
-defined beside its code (governor.py, loadgen.py, environments.py) and
+defined beside its code (governor.py, loadgen.py, environments.py here) and
 provides `apply`, a context manager factory that makes the change and always
-undoes it on exit. `Setting` and `RunContext` are in options.py.
+undoes it on exit. `Setting` and `RunContext` are in base.py.
 """
 
 from __future__ import annotations
 
+from ..options import boolean, integer, one_of
+from ..targets import parse_target
+from ..workloads import TASK_MODELS
 from . import environments, governor, loadgen
-from .erlang_flags import parse_vm_flags
-from .options import RunContext, Setting, boolean, integer, one_of
-from .targets import parse_target
-from .workloads import TASK_MODELS
+from .base import RunContext, Setting
+from .vm_flags import parse_vm_flags
 
 __all__ = ["SETTINGS", "RunContext", "Setting", "system_settings"]
 

@@ -1,6 +1,6 @@
 """System setting `load`: background load on every CPU while a run measures.
 
-(The module is `loadgen`, not `load`: `rtscope.load` is the notebook API, rtscope/api.py.)
+(The module is `loadgen`, not `load`: `rtscope.load` is the notebook API, api.py.)
 
 Study 2 measured timer latency while `cat /dev/zero > /dev/null` ran on every
 core; rtscope starts a well-kept load generator instead:
@@ -26,12 +26,13 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Iterator
 
-from . import sysinfo
-from .errors import RtscopeError
-from .options import RunContext, Setting, one_of
-from .targets import LocalTarget, Target
-from .targets.base import Spawned
-from .targets.local import session_members  # noqa: F401  (the tests count a load's processes with it)
+from .. import sysinfo
+from ..errors import RtscopeError
+from ..options import one_of
+from ..targets import LocalTarget, Target
+from ..targets.base import Spawned
+from ..targets.local import session_members  # noqa: F401  (the tests count a load's processes with it)
+from .base import RunContext, Setting
 
 LOADS = ("none", "cpu", "io", "vm", "hackbench")
 PACKAGES = {"stress-ng": "stress-ng", "hackbench": "rt-tests"}

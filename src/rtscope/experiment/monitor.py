@@ -21,13 +21,13 @@ import math
 import re
 from dataclasses import dataclass
 
-from . import experiment as exp_mod
+from ..analysis.stats import summarize_histogram
+from ..analysis.threads import thread_histograms
+from ..errors import UsageError
+from ..store import Run
+from . import execute as exp_mod
 from . import spec as spec_mod
-from .analysis.threads import thread_histograms
-from .errors import UsageError
 from .spec import build_request
-from .stats import summarize_histogram
-from .store import Run
 
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 RUNTIMES = ("native", "cyclictest")

@@ -1,0 +1,11 @@
+"""The experiment layer: from a spec to stored runs.
+
+- `spec/`: a spec's text parsed and checked (every problem with its line) into cells of run requests;
+- `execute`: an experiment's plan (seeded order), its record in the store, its resumable execution on its
+  targets (a fleet in parallel);
+- `runner`: one run on one target: settings applied and undone, the probe launched, its sample file stored;
+- `monitor`: long-term monitoring as a plan of histogram runs per interval.
+
+It may import the analysis, runtimes, settings, importers, store, targets and the leaf modules; only the report
+and the user interfaces import it.
+"""

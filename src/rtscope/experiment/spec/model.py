@@ -1,0 +1,88 @@
+"""The parsed spec: its cells (one configuration each), its problems with their lines, and cell names."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...errors import UsageError
+from ...runtimes.base import RunRequest
+from ...workloads import WORKLOADS
+from .locate import Locator
+
+
+@dataclass(frozen=True)
+class Problem:
+    line: int | None
+    message: str
+
+    def text(self, source: str) -> str:
+        return f"{source}:{self.line}: {self.message}" if self.line else f"{source}: {self.message}"
+
+
+class SpecError(UsageError):
+    """A spec with problems; the message lists every one, each with file:line."""
+
+    def __init__(self, source: str, problems: list[Problem]):
+        problems = sorted(problems, key=lambda p: p.line or 0)
+        self.source, self.problems = source, problems
+        lines = [p.text(source) for p in problems]
+        text = lines[0] if len(lines) == 1 else (f"{len(lines)} problems in spec {source}:\n  "
+                                                  + "\n  ".join(lines))
+        super().__init__(text)
+
+
+@dataclass
+class Cell:
+    """One configuration of the matrix: a run request made `repetitions` times."""
+
+    key: str
+    block: int                     # index of its [[workload]] block (0-based)
+    request: RunRequest
+    repetitions: int
+    timeout_s: float | None
+    on_unavailable: str
+    line: int | None               # the block's line, for messages
+
+
+@dataclass
+class Spec:
+    name: str
+    description: str
+    source: str                    # the file name as given (used in messages)
+    text: str
+    raw: dict[str, Any]
+    scale: str | None              # the scale selected
+    scales: tuple[str, ...]        # every scale the spec defines
+    seed: int | None               # None: a fresh seed is drawn at run time (and recorded)
+    order: str
+    cells: list[Cell] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    locator: Locator | None = None
+
+    @property
+    def path(self) -> str:
+        return self.source
+
+    @property
+    def total_runs(self) -> int:
+        return sum(c.repetitions for c in self.cells)
+
+    def line(self, *path) -> int | None:
+        return self.locator.line(path) if self.locator else None
+
+
+def value_text(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return ",".join(value_text(v) for v in value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def cell_key(req: RunRequest) -> str:
+    """A readable name of a configuration: workload/variant/runtime, the settings, the non-default params."""
+    defaults = WORKLOADS[req.workload].defaults(req.variant)
+    knobs = [shlex.quote(f"{k}={value_text(v)}") for k, v in sorted(req.settings.items())]
+    knobs += [shlex.quote(f"{k}={value_text(v)}") for k, v in sorted(req.params.items()) if defaults.get(k) != v]
+    return " ".join([f"{req.workload}/{req.variant}/{req.runtime}", *knobs])
