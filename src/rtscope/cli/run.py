@@ -337,4 +337,16 @@ def import_cmd(
                              source=str(f), conn=conn) for f, sf in converted]
     for (f, sf), run_id in zip(converted, ids):
         console.print(f"run {run_id}: {escape(str(f))} ({sf.header['workload']} {sf.header['variant']}, "
-                      f"{sf.n:,} samples)")
+                      f"{what_was_kept(sf)})")
+
+
+def what_was_kept(sf) -> str:
+    """How many samples an imported run holds, and in which form: raw, histograms, or only the tool's summary."""
+    if sf.n:
+        return f"{sf.n:,} samples"
+    hists = sf.trailer.get("histograms") or {}
+    if hists:
+        n = sum(int(h.get("n", 0)) for h in hists.values())
+        return f"{n:,} samples in {len(hists)} histogram{'s' if len(hists) != 1 else ''}"
+    n = (sf.trailer.get("summary") or {}).get("n")
+    return f"{n:,} samples summarised by the tool (no samples kept)" if n else "no samples"

@@ -13,8 +13,8 @@ import typer
 from rich.table import Table
 
 from .. import sysinfo
-from ..analysis import stats
-from ..analysis import distribution, threads
+from ..analysis import distribution, stats, threads
+from ..analysis.distribution import REPORTED_KEYS
 from ..analysis.results import DISPLAY, display_unit, fmt
 from ..fileio import write_atomic
 from ..store import Run
@@ -93,9 +93,14 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
     table = Table(title=f"{run.primary['name']} in {shown}; percentiles: {stats.PERCENTILE_DEFINITION}")
     table.add_column("statistic")
     table.add_column("value", justify="right")
+    reported = dist.reported if dist else None
     for key, head in DISPLAY:
-        table.add_row(head + (" (²)" if key == "var" else ""), fmt(key, st.get(key), scale))
+        value = "not available" if reported and st.get(key) is None else fmt(key, st.get(key), scale)
+        table.add_row(head + (" (²)" if key == "var" else ""), value)
     console.print(table)
+    if reported:
+        stated = ", ".join(dict(DISPLAY)[k] for k in REPORTED_KEYS if reported.get(k) is not None)
+        console.print(f"{stated}: {escape(run.tool)}'s own figures ({escape(str(reported.get('source', 'its output')))})")
     if bucket is not None:
         console.print(f"resolution: histogram buckets of {fmt('min', bucket, scale)} {shown}; percentiles are the "
                       "upper edge of the bucket that holds the rank, variance from bucket midpoints")
