@@ -155,9 +155,7 @@ def print_results(store: Store, outcome: exp_mod.Outcome, spec: spec_mod.Spec, t
                     by_unit.setdefault(unit, []).append((f"{labels[cell]} #{r['repetition']} (run {r.id})",
                                                          run_stats(store, r)))
         for unit, rows in by_unit.items():
-            table = stats_table(head + (f": {shared}" if shared else ""), rows, unit, keys)
-            table.columns[0].overflow = "fold"  # a narrow terminal wraps a cell's name, never cuts it
-            console.print(table)
+            console.print(stats_table(head + (f": {shared}" if shared else ""), rows, unit, keys))
     for why in sorted({why for _, why in outcome.skipped}):
         n = sum(1 for _, w in outcome.skipped if w == why)
         console.print(f"{n} run(s) skipped (not possible on this machine): {escape(why)}")
