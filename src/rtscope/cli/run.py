@@ -324,7 +324,9 @@ def import_cmd(
     tag: Annotated[Optional[list[str]], typer.Option(help="Tag the imported runs (repeatable).")] = None,
     db: DbOption = None,
 ) -> None:
-    """Import results measured elsewhere: rtscope sample files, nerves_rt_perf CSV, cyclictest, fio."""
+    """Import results measured elsewhere: rtscope sample files, nerves_rt_perf CSV, cyclictest, fio, Xenomai's latency.
+
+    A run's headline (n, min, mean, max) is the tool's own where its output prints one (docs/analysis.md)."""
     if kind not in IMPORTERS:
         raise UsageError(f"unknown import kind {kind!r}; valid kinds: {choices(IMPORTERS)}")
     extra = dict(parse_assignment(s) for s in set_ or [])
