@@ -198,3 +198,30 @@ def test_written_files_get_normal_permissions(cli, db, make_samplefile, tmp_path
     assert oct(sample.stat().st_mode & 0o777) == oct(0o644)
     assert oct(out.stat().st_mode & 0o777) == oct(0o644)
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.mark.parametrize("width", [80, 60])
+def test_tables_never_cut_a_figure(width):
+    """specs/kernels.toml's result table (its real cell names, made short as `rtscope run` makes them) and a
+    run's full statistics at 80 and 60 columns: every figure and header word shows whole; labels fold."""
+    from rich.console import Console
+
+    from rtscope.analysis.results import DISPLAY, display_unit, fmt
+    from rtscope.cli.run import DEMO_COLUMNS, short_labels
+    from rtscope.cli.runs import stats_table
+    from rtscope.experiment.spec import load
+    from rtscope.paths import repo_file
+
+    cells = [c.key for c in load(repo_file("specs", "kernels.toml")).cells]
+    labels, shared = short_labels(cells)
+    st = {"n": 120000, "min": 1520, "mean": 281345.6, "max": 12345678, "var": 2.81e12, "stdev": 1676321.0,
+          "p50": 250311.0, "p90": 900123.0, "p99": 9876543.0, "p999": 11000000.0, "p9999": 12000000.0}
+    rows = [(labels[c] + " ×2", st) for c in cells]
+    _, scale = display_unit("ns")
+    for keys in (DEMO_COLUMNS, DISPLAY):
+        out = io.StringIO()
+        Console(file=out, width=width).print(stats_table(f"kernels: {shared}", rows, "ns", keys, width=width))
+        text = out.getvalue()
+        assert "…" not in text and max(len(line) for line in text.splitlines()) <= width
+        for key, head in keys:
+            assert fmt(key, st[key], scale) in text and head in text

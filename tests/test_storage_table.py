@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from rtscope.settings import environments as envs
-from rtscope.analysis.storage import column_label, merge_histograms
+from rtscope.analysis.storage import column_label, column_rank, environment_order, merge_histograms
 from rtscope.cli.storage import human_time
 from rtscope.settings.environments import define_environment
 from rtscope.paths import repo_file
@@ -40,6 +40,22 @@ def test_column_labels():
     assert column_label(fake_run({"env": "jail", "mlock": False})) == "jail"
     assert column_label(fake_run({"env": "local"}, "fio")) == "local (fio)"
     assert column_label(fake_run({"env": "ns", "cpu": 1, "mlock": False})) == "ns [cpu=1]"
+
+
+def test_one_column_order_for_every_block(db):
+    """Each environment beside its fio column, in the order the experiment's spec defines them, whatever order
+    the runs were measured in (study 4's spec: local, a container, a VM)."""
+    store = Store(db)
+    exp = store.add_experiment({"name": "storage", "spec": {"parsed": {"environments": {"pod": {}},
+                                                                      "targets": {"vm": {}}}},
+                                "spec_path": "storage.toml", "seed": 1, "plan": [], "status": "done",
+                                "created_at": "2026-01-01T00:00:00Z"})
+    order = environment_order(store, [Run(1, experiment_id=exp)])
+    assert order == ["local", "pod", "vm"]
+    want = ["local", "local (fio)", "pod", "pod (fio)", "vm", "vm (fio)"]
+    for measured in (["local (fio)", "local", "pod", "vm", "vm (fio)", "pod (fio)"],
+                     ["local (fio)", "local", "vm (fio)", "pod (fio)", "vm", "pod"]):
+        assert sorted(measured, key=lambda c: column_rank(c, order)) == want
 
 
 def test_human_time_is_the_studys_style():

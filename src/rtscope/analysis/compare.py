@@ -278,17 +278,19 @@ def load_cells(store: Store, runs: list[Run], *, per_thread: bool = False) -> li
     """
     cells = []
     for config, members in group_runs(runs).items():
-        per_run, arrays, sample_runs, notes, hists = {}, [], [], [], {}
+        per_run, arrays, sample_runs, notes, hists, reported = {}, [], [], [], {}, []
         for run in members:
             dist = distribution.of_run(store, run, per_thread=per_thread)
             if dist is None:
                 notes.append(f"run {run.id} has neither samples nor a histogram: ignored")
                 continue
             per_run[run.id] = dist.stats
+            if dist.reported is not None:
+                reported.append(run)
             if dist.exact:
                 arrays.append(np.asarray(dist.samples, dtype=np.float64))
                 sample_runs.append(run)
-            else:
+            elif dist.histogram is not None:
                 hists[run.id] = dist.histogram
         bounds, start = [], 0
         for a in arrays:
@@ -317,6 +319,10 @@ def load_cells(store: Store, runs: list[Run], *, per_thread: bool = False) -> li
                 notes.append("histogram-only runs with different buckets: only n, min, mean and max are pooled")
         else:
             pooled_stats = stats.summarize(pooled)
+        if reported:
+            pooled_stats = distribution.pool_reported(pooled_stats, list(per_run.values()))
+            notes.append(f"imported run(s) {', '.join(str(r.id) for r in reported)}: n, min, mean and max are the "
+                         "tool's own figures")
         cells.append(Cell(config, members, per_run, sample_runs, bounds, pooled, pooled_stats, notes))
     return cells
 

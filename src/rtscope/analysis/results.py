@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..store import Run, Store
 from . import stats
-from .distribution import of_run
+from .distribution import of_run, pool_reported
 
 # Study-style columns first (AVG MAX VAR STDEV), then the distribution.
 DISPLAY = (("n", "n"), ("min", "MIN"), ("mean", "AVG"), ("max", "MAX"), ("var", "VAR"), ("stdev", "STDEV"),
@@ -18,8 +18,12 @@ def run_stats(store: Store, run: Run) -> dict:
 
 
 def pooled_stats(store: Store, runs: list[Run]) -> dict:
-    """Summary of the primary samples of several runs taken as one sample (repetitions of one cell)."""
-    return stats.summarize([store.primary_samples(r) for r in runs])
+    """Summary of the primary samples of several runs taken as one sample (repetitions of one cell); n, min,
+    mean and max from the runs' own figures when a tool reported them (imported runs)."""
+    pooled = stats.summarize([store.primary_samples(r) for r in runs])
+    if any(isinstance(r.trailer.get("summary"), dict) for r in runs):
+        pooled = pool_reported(pooled, [run_stats(store, r) for r in runs])
+    return pooled
 
 
 def display_unit(unit: str) -> tuple[str, float]:

@@ -100,17 +100,32 @@ class StorageTable:
     cells: dict[tuple[str, str], StorageCell]  # (variant, column) -> cell
 
 
+def environment_order(store: Store, runs: list[Run]) -> list[str]:
+    """`local`, then the environments and targets in the order their experiments' specs define them."""
+    order = ["local"]
+    for exp_id in sorted({r.experiment_id for r in runs if r.experiment_id is not None}):
+        raw = ((store.experiment_row(exp_id) or {}).get("spec") or {}).get("parsed") or {}
+        for table in ("environments", "targets"):
+            order += [name for name in raw.get(table) or {} if name not in order]
+    return order
+
+
+def column_rank(label: str, order: list[str]) -> tuple:
+    """One stable column order for every block: environments in `order` (others after them, by name), each
+    with rtscope's own column first and the peer tool's beside it."""
+    base = label.split(" (")[0].split(" [")[0]
+    place = order.index(base) if base in order else len(order)
+    return place, base, " (" in label, label
+
+
 def build_tables(store: Store, runs: list[Run]) -> list[StorageTable]:
+    order = environment_order(store, runs)
     groups: dict[tuple, dict[tuple[str, str], list[Run]]] = {}
     for r in runs:
         groups.setdefault(group_key(r), {}).setdefault((r.variant, column_label(r)), []).append(r)
     tables = []
     for key, cells in groups.items():
-        # local first, then the environments in the order they were measured (a spec's env list order).
-        first = {}
-        for (_, c), rs in cells.items():
-            first[c] = min(first.get(c, rs[0].id), *(r.id for r in rs))
-        columns = sorted(first, key=lambda c: (not c.startswith("local"), first[c]))
+        columns = sorted({c for _, c in cells}, key=lambda c: column_rank(c, order))
         tables.append(StorageTable(dict(zip(GROUP_PARAMS, key)), columns,
                                    {k: cell_stats(store, v) for k, v in cells.items()}))
     return tables

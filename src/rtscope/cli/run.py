@@ -155,9 +155,7 @@ def print_results(store: Store, outcome: exp_mod.Outcome, spec: spec_mod.Spec, t
                     by_unit.setdefault(unit, []).append((f"{labels[cell]} #{r['repetition']} (run {r.id})",
                                                          run_stats(store, r)))
         for unit, rows in by_unit.items():
-            table = stats_table(head + (f": {shared}" if shared else ""), rows, unit, keys)
-            table.columns[0].overflow = "fold"  # a narrow terminal wraps a cell's name, never cuts it
-            console.print(table)
+            console.print(stats_table(head + (f": {shared}" if shared else ""), rows, unit, keys))
     for why in sorted({why for _, why in outcome.skipped}):
         n = sum(1 for _, w in outcome.skipped if w == why)
         console.print(f"{n} run(s) skipped (not possible on this machine): {escape(why)}")
@@ -326,7 +324,9 @@ def import_cmd(
     tag: Annotated[Optional[list[str]], typer.Option(help="Tag the imported runs (repeatable).")] = None,
     db: DbOption = None,
 ) -> None:
-    """Import results measured elsewhere: rtscope sample files, nerves_rt_perf CSV, cyclictest, fio."""
+    """Import results measured elsewhere: rtscope sample files, nerves_rt_perf CSV, cyclictest, fio, Xenomai's latency.
+
+    A run's headline (n, min, mean, max) is the tool's own where its output prints one (docs/analysis.md)."""
     if kind not in IMPORTERS:
         raise UsageError(f"unknown import kind {kind!r}; valid kinds: {choices(IMPORTERS)}")
     extra = dict(parse_assignment(s) for s in set_ or [])
@@ -337,4 +337,16 @@ def import_cmd(
                              source=str(f), conn=conn) for f, sf in converted]
     for (f, sf), run_id in zip(converted, ids):
         console.print(f"run {run_id}: {escape(str(f))} ({sf.header['workload']} {sf.header['variant']}, "
-                      f"{sf.n:,} samples)")
+                      f"{what_was_kept(sf)})")
+
+
+def what_was_kept(sf) -> str:
+    """How many samples an imported run holds, and in which form: raw, histograms, or only the tool's summary."""
+    if sf.n:
+        return f"{sf.n:,} samples"
+    hists = sf.trailer.get("histograms") or {}
+    if hists:
+        n = sum(int(h.get("n", 0)) for h in hists.values())
+        return f"{n:,} samples in {len(hists)} histogram{'s' if len(hists) != 1 else ''}"
+    n = (sf.trailer.get("summary") or {}).get("n")
+    return f"{n:,} samples summarised by the tool (no samples kept)" if n else "no samples"

@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.console import Group
 from rich.table import Table
 
 from .. import sysinfo
-from ..analysis import stats
-from ..analysis import distribution, threads
+from ..analysis import distribution, stats, threads
+from ..analysis.distribution import REPORTED_KEYS
 from ..analysis.results import DISPLAY, display_unit, fmt
 from ..fileio import write_atomic
 from ..store import Run
@@ -52,16 +53,47 @@ def list_runs(
         console.print("no runs yet: try `rtscope demo`")
 
 
-def stats_table(title: str, rows: list[tuple[str, dict]], unit: str, keys=DISPLAY) -> Table:
+def stats_table(title: str, rows: list[tuple[str, dict]], unit: str, keys=DISPLAY, width: int | None = None):
+    """One table of figures per row label, for a terminal of `width` columns (the console's by default).
+
+    Figures and their headers always show whole: labels fold to make room; where the figures still do not fit,
+    the headers put their unit on a second line, then the units move into the title, and last the columns go
+    into as many tables as needed, one under the other, each with the labels."""
+    width = width or console.width
     shown, scale = display_unit(unit)
-    table = Table(title=title)
-    table.add_column("run", no_wrap=True)
-    for key, head in keys:
-        table.add_column(head + ("" if key == "n" else f" ({shown}²)" if key == "var" else f" ({shown})"),
-                         justify="right")
-    for label, st in rows:
-        table.add_row(escape(label), *(fmt(k, st.get(k), scale) for k, _ in keys))
-    return table
+    figures = {k: [fmt(k, st.get(k), scale) for _, st in rows] for k, _ in keys}
+    label_width = min(12, max((len(label) for label, _ in rows), default=3))
+
+    def heads(unit_sep: str | None) -> dict[str, str]:
+        return {k: head + ("" if k == "n" or unit_sep is None else
+                           f"{unit_sep}({shown}²)" if k == "var" else f"{unit_sep}({shown})") for k, head in keys}
+
+    def column_width(key: str, head: str) -> int:
+        return max(len(line) for line in [*figures[key], *head.split("\n")])
+
+    def need(chunk, named: dict[str, str]) -> int:  # 3 characters of border and padding per column
+        return label_width + sum(column_width(k, named[k]) for k in chunk) + 3 * (len(chunk) + 1) + 1
+
+    for unit_sep in (" ", "\n", None):
+        named = heads(unit_sep)
+        if need(named, named) <= width:
+            break
+    title_unit = "" if unit_sep else f" (in {shown}{f', VAR in {shown}²' if 'var' in named else ''})"
+    chunks: list[list[str]] = [[]]
+    for key in named:
+        if chunks[-1] and need([*chunks[-1], key], named) > width:
+            chunks.append([])
+        chunks[-1].append(key)
+    tables = []
+    for chunk in chunks:
+        table = Table(title=(title + title_unit) if chunk is chunks[0] else None)
+        table.add_column("run", overflow="fold", min_width=label_width)
+        for key in chunk:
+            table.add_column(named[key], justify="right", no_wrap=True, min_width=column_width(key, named[key]))
+        for i, (label, _) in enumerate(rows):
+            table.add_row(escape(label), *(figures[k][i] for k in chunk))
+        tables.append(table)
+    return tables[0] if len(tables) == 1 else Group(*tables)
 
 
 @app.command()
@@ -93,9 +125,14 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
     table = Table(title=f"{run.primary['name']} in {shown}; percentiles: {stats.PERCENTILE_DEFINITION}")
     table.add_column("statistic")
     table.add_column("value", justify="right")
+    reported = dist.reported if dist else None
     for key, head in DISPLAY:
-        table.add_row(head + (" (²)" if key == "var" else ""), fmt(key, st.get(key), scale))
+        value = "not available" if reported and st.get(key) is None else fmt(key, st.get(key), scale)
+        table.add_row(head + (" (²)" if key == "var" else ""), value)
     console.print(table)
+    if reported:
+        stated = ", ".join(dict(DISPLAY)[k] for k in REPORTED_KEYS if reported.get(k) is not None)
+        console.print(f"{stated}: {escape(run.tool)}'s own figures ({escape(str(reported.get('source', 'its output')))})")
     if bucket is not None:
         console.print(f"resolution: histogram buckets of {fmt('min', bucket, scale)} {shown}; percentiles are the "
                       "upper edge of the bucket that holds the rank, variance from bucket midpoints")

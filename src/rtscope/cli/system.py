@@ -20,6 +20,12 @@ SpecOption = Annotated[Optional[Path], typer.Option(
     "--spec", help="Also know the targets this spec defines in its [targets] tables.")]
 
 
+# Why a field of the machine record can be empty (shown instead of None).
+WHY_MISSING = {"board": "no /proc/device-tree/model: not a device-tree board",
+               "probe_version": "recorded with each run, by the probe that ran it",
+               "isolated_cpus": "none isolated"}
+
+
 def _load_spec_targets(spec: Path | None) -> None:
     if spec is not None:
         spec_mod.load(spec)  # registers its [targets] (and reports its problems)
@@ -42,6 +48,8 @@ def sysinfo_cmd(json_out: JsonOption = False, target: TargetOption = None, spec:
     for key, value in snap.items():
         if isinstance(value, dict):
             value = ", ".join(f"cpu{k}: {v}" for k, v in value.items())
+        elif value in (None, ""):
+            value = "-" + (f" ({WHY_MISSING[key]})" if key in WHY_MISSING else "")
         console.print(f"[bold]{key:18}[/] {escape(str(value))}")
     for w in sysinfo.warnings(snap):
         console.print(f"[yellow]warning:[/] {escape(w)}")

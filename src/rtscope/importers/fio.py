@@ -112,7 +112,8 @@ def convert_job(report: dict, job: dict, source: str, variant: str | None = None
         raise UsageError(f"{where}: {kind}_ns bins are not a map of latency -> count") from None
     what = "total (submission + completion)" if kind == "lat" else "completion"
     notes = [f"per-I/O {what} latencies expanded from fio's json+ histogram bins (bin values, ~1.6 % wide); "
-             f"their order is not in fio's report, so the samples are sorted"]
+             f"their order is not in fio's report, so the samples are sorted; n, min, mean, max and stdev are "
+             f"fio's own"]
     if int(hist.get("N", latency.size)) != latency.size:
         notes.append(f"fio counted {hist.get('N')} I/Os but its bins hold {latency.size}")
     if str(options.get("rw", "")).startswith("rand"):
@@ -133,7 +134,10 @@ def convert_job(report: dict, job: dict, source: str, variant: str | None = None
     header = make_header("storage", variant, "fio", "fio", str(report.get("fio version", "fio")),
                          _rfc3339_ms(end_ms - runtime_ms), columns, settings or {}, run_params,
                          imported_from=source, fio_job=name)
-    trailer = {"finished_at": _rfc3339_ms(end_ms), "counters": counters, "notes": notes,
+    # fio's own figures are exact; the bins only approximate each value (their order is lost too).
+    summary = {"n": int(hist.get("N", latency.size)), "min": hist.get("min"), "mean": hist.get("mean"),
+               "max": hist.get("max"), "stdev": hist.get("stddev"), "source": f"fio's {kind}_ns"}
+    trailer = {"finished_at": _rfc3339_ms(end_ms), "counters": counters, "notes": notes, "summary": summary,
                "fio": {"latency": kind, "job_options": options,
                        "sync_lat_ns": {k: sync_lat[k] for k in ("min", "max", "mean", "stddev", "N", "percentile",
                                                                 "bins") if k in sync_lat}}}

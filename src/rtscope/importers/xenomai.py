@@ -15,12 +15,16 @@
     RTS|     -0.352|      0.612|      3.184|       0|     0|    00:00:10/00:00:10
 
 One run of workload `timer` (variant `absolute`: latency's periodic task).
-With -h, the `avg` histogram (every sample, in buckets of -B ns, 1 µs by
-default) is kept as the run's histogram, with the exact minimum and maximum
-from the RTS line; without it, each RTD line is one sample row: that second's
-minimum, average and maximum (the primary column is the maximum). Xenomai
-calibrates its timer, so latencies can be negative: they are kept as
-measured (its histogram folds them into |latency| buckets; the notes say so).
+The run's headline is the log's own: the RTS line's minimum, average and
+maximum. With -h, the `avg` histogram (every sample, in buckets of -B ns,
+1 µs by default) is kept as the run's histogram (n from its HSS line, so
+percentiles too); without it, Xenomai's log holds no distribution, only the
+RTS summary and one RTD line per second, so the run keeps no samples: its
+headline is the summary (n: seconds × samples per second) and its percentiles
+are not available. The RTD lines are kept in the trailer (`per_second`: each
+second's min, avg, max) for a plot over time. Xenomai calibrates its timer, so
+latencies can be negative: they are kept as measured (its histogram folds them
+into |latency| buckets; the notes say so).
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ class LatencyLog:
     duration: str | None = None
     histogram: dict[int, int] = field(default_factory=dict)                    # avg kind: bucket -> count
     hist_samples: int | None = None
-    hist_average: float | None = None
+    hist_stddev: float | None = None
 
 
 def _fail(path, problem: str) -> UsageError:
@@ -87,7 +91,7 @@ def parse(text: str, path="<latency>") -> LatencyLog:
             elif s.startswith("HSS|"):
                 f = _fields(s)
                 if f[0] == "avg":
-                    log.hist_samples, log.hist_average = int(f[1]), float(f[2])
+                    log.hist_samples, log.hist_stddev = int(f[1]), float(f[3])
         except (ValueError, IndexError):
             raise _fail(path, f"line {lineno}: cannot read {s[:80]!r}") from None
     if log.summary is None and not log.rtd:
@@ -110,26 +114,27 @@ def to_samplefile(log: LatencyLog, *, settings: dict, params: dict | None = None
                                     "max": [round(r[2] * US) for r in log.rtd]}}
     if log.histogram:
         n = log.hist_samples or sum(log.histogram.values())
+        trailer["summary"] = {"n": n, "min": round(lo * US), "mean": round(avg * US), "max": round(hi * US),
+                              "stdev": None if log.hist_stddev is None else round(log.hist_stddev * US),
+                              "source": "latency's RTS line; n and stddev from its HSS avg line"}
         counts = [0] * (max(log.histogram) + 1)
         for bucket, c in log.histogram.items():
             counts[bucket] = c
         trailer["histograms"] = {"thread0": {
             "unit": "ns", "bucket_width": US, "min_value": 0, "counts": counts, "overflow": n - sum(counts),
             "overflow_cycles": [], "overflow_cycles_dropped": 0, "n": n, "min": round(lo * US), "max": round(hi * US),
-            "sum": round((log.hist_average if log.hist_average is not None else avg) * US * n), "sum_exact": False}}
+            "sum": round(avg * US * n), "sum_exact": False}}
         notes.append("histogram of every sample (latency -h, kind avg) in 1 µs buckets of |latency|: Xenomai folds "
-                     "negative values into the bucket of their absolute value; min and max are exact (RTS)")
-        columns = [Column("latency", "ns", "i64")]
-        data = {"latency": np.empty(0, dtype=np.int64)}
+                     "negative values into the bucket of their absolute value; min, avg and max are exact (RTS)")
     else:
-        columns = [Column("latency_max", "ns", "i64"), Column("latency_min", "ns", "i64"),
-                   Column("latency_avg", "ns", "i64"), Column("overruns", "count", "i64")]
-        rows = np.asarray(log.rtd, dtype=float).reshape(-1, 4)
-        data = {"latency_max": np.round(rows[:, 2] * US).astype(np.int64),
-                "latency_min": np.round(rows[:, 0] * US).astype(np.int64),
-                "latency_avg": np.round(rows[:, 1] * US).astype(np.int64),
-                "overruns": rows[:, 3].astype(np.int64)}
-        notes.append("one sample per second (RTD line): that second's maximum latency; min and avg beside it")
+        per_second = round(1e6 / log.period_us) if log.period_us else None
+        trailer["summary"] = {"n": per_second * len(log.rtd) if per_second else None, "min": round(lo * US),
+                              "mean": round(avg * US), "max": round(hi * US), "source": "latency's RTS line"}
+        notes.append("Xenomai's log without -h holds no distribution: min, avg and max are its RTS summary, n is "
+                     f"{len(log.rtd)} seconds (RTD lines) × {per_second or '?'} samples per second, and the "
+                     "percentiles are not available (run latency with -h to keep them)")
+    columns = [Column("latency", "ns", "i64")]
+    data = {"latency": np.empty(0, dtype=np.int64)}
     merged = dict(params or {})
     if log.period_us is not None:
         merged.setdefault("interval_us", log.period_us)
