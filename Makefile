@@ -41,7 +41,7 @@ cbtask:
 
 # One wheel for x86_64, aarch64 and armhf Linux hosts, and its sdist (docs/install.md): the static probes of
 # `make cross`, the compiled BEAM harness, the specs; setup.py's hook refuses a missing or non-static probe.
-dist: venv cross beam
+dist: setup
 	rm -rf dist
 	$(BIN)/python -m build --outdir dist .
 	@ls -l dist
