@@ -161,6 +161,9 @@ def test_installed_wheel_runs_the_demo_from_an_empty_directory(installed, tmp_pa
         (v, rt) for v in ("sum", "fib", "sleep") for rt in ("native", "beam"))
     assert all(r["n_samples"] == 300 for r in runs)
     assert sorted(p.name for p in here.iterdir()) == ["rtscope.db"]  # it wrote its store and nothing else
+    ok(hidden(installed, here, "report", "-o", "report.html"))
+    html = (here / "report.html").read_text()
+    assert "Plotly" in html and "sleep (beam" in html and "fib (native" in html  # the vendored bundle, the runs
 
     listed = ok(hidden(installed, here, "specs", "--json"))
     assert {s["name"] for s in json.loads(listed)} == {p.stem for p in (REPO_DIR / "specs").glob("*.toml")}
