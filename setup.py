@@ -71,8 +71,9 @@ def elf_problem(path: Path, machine: int) -> str | None:
 
 def build_info(root: Path, version: str) -> dict:
     """Version and commit: git's answer in a checkout, else the build.json an sdist carries."""
-    commit = load_layout().git_commit(root)
-    recorded = root / load_layout().BUILD_INFO
+    layout = load_layout()
+    commit = layout.git_commit(root)
+    recorded = root / layout.BUILD_INFO
     if commit is None and recorded.is_file():
         commit = json.loads(recorded.read_text()).get("commit")
     return {"version": version, "commit": commit}
