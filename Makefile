@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: all setup system-deps venv probes cross beam cbtask demo test test-python test-probes test-cross test-beam test-cbtask check-specs check-imports bench clean
+.PHONY: all setup system-deps venv probes cross beam cbtask dist demo test test-python test-probes test-cross test-beam test-cbtask check-specs check-imports bench clean
 
 all: setup
 
@@ -38,6 +38,13 @@ beam:
 
 cbtask:
 	@if [ -f cbtask/Makefile ]; then $(MAKE) -C cbtask; fi
+
+# One wheel for x86_64, aarch64 and armhf Linux hosts, and its sdist (docs/install.md): the static probes of
+# `make cross`, the compiled BEAM harness, the specs; setup.py's hook refuses a missing or non-static probe.
+dist: setup
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+	@ls -l dist
 
 demo: setup
 	$(BIN)/rtscope demo

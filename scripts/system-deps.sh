@@ -4,38 +4,17 @@
 # only if a package needed for building (a C compiler, make) is missing.
 set -euo pipefail
 
-# command -> Debian package
-declare -A NEEDED=(
-  [cc]=gcc [g++]=g++ [make]=make
-  [elixir]=elixir
-  [cyclictest]=rt-tests [hackbench]=rt-tests
-  [fio]=fio [stress-ng]=stress-ng
-  [chromium]=chromium   # the report's real-browser test
-  [mkfs.ext2]=e2fsprogs [unshare]=util-linux [setpriv]=util-linux
-  # static probes for the targets rtscope deploys to (make cross), tested under qemu-user
-  [x86_64-linux-gnu-gcc]=gcc-x86-64-linux-gnu [x86_64-linux-gnu-g++]=g++-x86-64-linux-gnu
-  [aarch64-linux-gnu-gcc]=gcc-aarch64-linux-gnu [aarch64-linux-gnu-g++]=g++-aarch64-linux-gnu
-  [arm-linux-gnueabihf-gcc]=gcc-arm-linux-gnueabihf [arm-linux-gnueabihf-g++]=g++-arm-linux-gnueabihf
-  [qemu-aarch64]=qemu-user [qemu-arm]=qemu-user [file]=file
-  # the SSH target's tests: a real OpenSSH server and its key tool
-  [ssh-keygen]=openssh-client
-  # VM targets: QEMU, Debian kernels unpacked and guest images built here (docs/kernels.md)
-  [qemu-system-x86_64]=qemu-system-x86 [qemu-system-aarch64]=qemu-system-arm [mmdebstrap]=mmdebstrap
-  [cpio]=cpio [depmod]=kmod [arch-test]=arch-test [update-binfmts]=binfmt-support
-  # container environments (docs/environments.md); runc where crun may not set rlimits (nested sandboxes)
-  [podman]=podman [runc]=runc
-)
+# One list for this script and `rtscope doctor`: src/rtscope/system_deps.txt (CHECK PACKAGE USE WHAT-IT-ENABLES).
+LIST="$(dirname "$0")/../src/rtscope/system_deps.txt"
 missing=()
-for cmd in "${!NEEDED[@]}"; do
-  command -v "$cmd" >/dev/null 2>&1 || missing+=("${NEEDED[$cmd]}")
-done
-# Packages that bring files rather than commands.
-[ -f /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)   # cbtask's tests
-[ -x /usr/bin/time ] || missing+=(time)                         # `command -v time` finds the shell builtin
-[ -x /usr/sbin/sshd ] || missing+=(openssh-server)              # not on a user's PATH
-compgen -G "/usr/lib/erlang/lib/ssh-*" >/dev/null || missing+=(erlang-ssh)  # the nerves+ssh target's tests
-[ -x /usr/bin/qemu-aarch64-static ] || missing+=(qemu-user-static)  # arm64 guest images (binfmt_misc)
-compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)  # the PostgreSQL store's tests
+while read -r check pkg _; do
+  what=${check#*:}
+  case "$check" in
+    cmd:*) command -v "$what" >/dev/null 2>&1 || missing+=("$pkg") ;;
+    file:*) [ -e "$what" ] || missing+=("$pkg") ;;
+    glob:*) compgen -G "$what" >/dev/null || missing+=("$pkg") ;;
+  esac
+done < "$LIST"
 mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u | sed '/^$/d')
 [ ${#missing[@]} -eq 0 ] && exit 0
 

@@ -162,7 +162,8 @@ def print_results(store: Store, outcome: exp_mod.Outcome, spec: spec_mod.Spec, t
 
 
 @app.command()
-def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML), see docs/spec.md.")],
+def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a file, or a shipped spec by name "
+                                                  "(`rtscope specs`); see docs/spec.md.")],
         scale: ScaleOption = None,
         seed: Annotated[Optional[int], typer.Option(help="Seed of the random run order (default: the spec's "
                                                     "seed, else a fresh one); recorded with the experiment.")] = None,
@@ -184,6 +185,7 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML), see d
     if experiment_id is not None and not resume:
         raise UsageError(f"an experiment id ({experiment_id}) is only taken with --resume: "
                          f"`rtscope run {spec} --resume {experiment_id}`")
+    spec = paths.find_spec(spec)
     text = spec_mod.read_text(spec)
     identity = exp_mod.spec_identity(spec)
     if resume:
@@ -263,6 +265,7 @@ def _refuse_unrunnable(planned: list, source: str, pool: Pool) -> None:
 def check(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML) to validate, see docs/spec.md.")],
           scale: ScaleOption = None) -> None:
     """Validate a spec without running it: every problem at once, each as file:line; the plan per scale."""
+    spec = paths.find_spec(spec)
     text = spec_mod.read_text(spec)
     first = spec_mod.analyse(text, str(spec), scale)
     scales = [scale] if scale is not None or not first.scales else list(first.scales)
@@ -301,7 +304,7 @@ def _check_availability(spec: Path, analysed: list, availability: exp_mod.Availa
 @app.command()
 def demo(db: DbOption = None, scale: ScaleOption = None) -> None:
     """Run a short default experiment on this machine (specs/demo.toml) and print one table."""
-    path = paths.repo_file("specs", "demo.toml")
+    path = paths.find_spec("demo")
     parsed = spec_mod.load(path, scale)
     seed = parsed.seed if parsed.seed is not None else exp_mod.new_seed()
     planned = exp_mod.plan(parsed, seed)

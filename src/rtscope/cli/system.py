@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import sysinfo, targets as targets_mod
+from .. import paths, sysinfo, targets as targets_mod
 from ..errors import RtscopeError
 from ..experiment import spec as spec_mod
 from ..runtimes import RUNTIMES
@@ -28,7 +28,7 @@ WHY_MISSING = {"board": "no /proc/device-tree/model: not a device-tree board",
 
 def _load_spec_targets(spec: Path | None) -> None:
     if spec is not None:
-        spec_mod.load(spec)  # registers its [targets] (and reports its problems)
+        spec_mod.load(paths.find_spec(spec))  # registers its [targets] (and reports its problems)
 
 
 @app.command("sysinfo")

@@ -14,7 +14,7 @@ from ..errors import RtscopeError
 
 @lru_cache(maxsize=1)
 def vm_flag_allowlist() -> dict[str, dict]:
-    path = paths.repo_file("beam", "priv", "vm_flags.json")
+    path = paths.shipped("beam/vm_flags.json")
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as e:
