@@ -117,7 +117,9 @@ class TuneTables:
         with self.engine.begin() as c:
             values: dict[str, Any] = {"round": from_round + 1, "phase": phase}
             if status is not None:
-                values.update(status=status, result=result, finished_at=finished_at)
+                values.update(status=status, finished_at=finished_at)
+            if result is not None:
+                values["result"] = result
             done = c.execute(tunes.update().where(tunes.c.id == tune_id, tunes.c.round == from_round)
                              .values(**values)).rowcount
             if done != 1:
