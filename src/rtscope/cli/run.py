@@ -210,6 +210,8 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML), see d
                           "runs already stored")
     else:
         parsed = spec_mod.parse(text, str(spec), scale, target)  # every problem reported before anything runs
+        if parsed.tune is not None:
+            raise UsageError(f"{spec} is a tune spec (it has a [tune] table): `rtscope tune {spec}` searches it")
         print_warnings(parsed)
     with Pool(wait_for_place) as pool:
         if not resume:
@@ -289,8 +291,12 @@ def _check_availability(spec: Path, analysed: list, availability: exp_mod.Availa
     for a in analysed:
         planned = exp_mod.plan(a, 0)
         cant = exp_mod.unavailable_runs(planned, availability)
-        console.print(f"{escape(str(spec))}: {escape(a.name)}, scale {a.scale or '-'}: {len(a.cells)} cells, "
-                      f"{len(planned)} runs, order {a.order}")
+        if a.tune is not None:
+            console.print(f"{escape(str(spec))}: {escape(a.name)}: a tune of {len(a.knobs)} knobs "
+                          f"({', '.join(k.name for k in a.knobs)}), goal {a.tune.goal}, budget {a.tune.budget.text}")
+        else:
+            console.print(f"{escape(str(spec))}: {escape(a.name)}, scale {a.scale or '-'}: {len(a.cells)} cells, "
+                          f"{len(planned)} runs, order {a.order}")
         for why in sorted({w for _, w in cant}):
             n = sum(1 for _, w in cant if w == why)
             fail = any(p.on_unavailable == "fail" for p, w in cant if w == why)

@@ -46,7 +46,7 @@ def build(tune, field_: list[Standing], chosen: dict[str, int], v: Verdict, impo
     goal_row = shown.row(tune.goal) if shown else None
     return {
         "tune": tune.id, "experiment": tune.experiment_id, "name": tune.name, "target": tune.target,
-        "goal": tune.goal, "seed": tune.seed, "alpha": tune.alpha,
+        "goal": tune.goal, "seed": tune.seed, "alpha": tune.alpha, "unit": runs[0].primary["unit"] if runs else None,
         "budget": {"runs": tune.budget.runs, "seconds": tune.budget.seconds},
         "runs_used": sum(1 for s in slots if s["run_id"] is not None),
         "verdict": "improved" if v.improved else "baseline kept",
