@@ -78,4 +78,11 @@ def main(out: str, arg: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    if sys.argv[1] == "rtscope":          # the CLI with this runtime enabled (tests that need a process)
+        from rtscope.cli import main as cli_main
+        from rtscope.runtimes import RUNTIMES
+        RUNTIMES["synthetic"] = SyntheticRuntime()
+        sys.argv = sys.argv[1:]
+        cli_main()
+    else:
+        main(sys.argv[1], sys.argv[2])
