@@ -114,6 +114,20 @@ def test_a_valid_tune_spec_is_described_and_only_tune_runs_it(cli, tmp_path, db)
     assert not Path(db).exists() or Store(db).runs() == []
 
 
+def test_a_knob_the_target_cannot_apply_is_dropped_with_its_reason(cli, tmp_path, db):
+    from rtscope.settings.registry import SETTINGS
+    from rtscope.targets import LocalTarget
+    why = SETTINGS["governor"].unavailable("performance", LocalTarget())
+    if why is None:
+        pytest.skip("this machine has cpufreq: the governor can be applied")
+    text = ('name = "g"\n[tune]\ngoal = "p99"\nbudget = 14\nconfirm = 2\n[[workload]]\nname = "timer"\n'
+            'variants = "absolute"\nsettings = { governor = ["performance", "powersave"] }\n')
+    r = cli("tune", write(tmp_path, text), "--db", db)
+    assert r.code == 2 and "tune.toml:9: nothing left to tune" in flat(r.err) and why in flat(r.err)
+    assert "left out of the search: governor=performance" in flat(r.err)
+    assert not Path(db).exists()
+
+
 def test_budget_durations():
     from rtscope.experiment.spec.tune import parse_budget
     assert parse_budget("1h30m").seconds == 5400 and parse_budget("45s").seconds == 45

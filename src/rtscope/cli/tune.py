@@ -141,7 +141,9 @@ def _space(tune_mod, parsed, name: str, pool):
     for why in space.dropped:
         err_console.print(f"[yellow]warning:[/] left out of the search{escape(where)}: {escape(why)}")
     if not space.knobs:
-        raise UsageError(f"{parsed.source}: nothing left to tune{where}: " + "; ".join(space.dropped))
+        line = parsed.knobs[0].line if parsed.knobs else None
+        raise UsageError(f"{parsed.source}{f':{line}' if line else ''}: nothing left to tune{where}: "
+                         + "; ".join(space.dropped))
     why = exp_mod.Availability(pool).reason(space.request(space.baseline))
     if why:
         raise RtscopeError(f"{parsed.source}: the tune cannot run{where}: {why}")
