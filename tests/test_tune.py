@@ -169,6 +169,12 @@ def test_synthetic_tune_finds_the_known_optimum_and_proves_it(cli, syn, tmp_path
             "--baseline", "min_heap_size=233", "--json")
     assert r.code == 0, r.err
     assert any(row["verdict"] == "better" for k in json.loads(r.out)["comparisons"] for row in k["rows"])
+    # the report shows the search and the confirmation
+    r = cli("report", "--db", db, "--experiment", doc["experiment"], "-o", tmp_path / "report.html")
+    assert r.code == 0, r.err
+    html = (tmp_path / "report.html").read_text()
+    assert "Tune: the search and its proof" in html and "best so far" in html
+    assert f"Best configuration proven: <b>{' '.join(f'{k}={v}' for k, v in sorted(best.items()))}</b>" in html
     # --write-spec: a plain matrix spec of the confirmation (best, the other, baseline)
     written = spec_mod.parse((tmp_path / "confirm.toml").read_text(), "confirm.toml")
     assert written.tune is None and len(written.cells) == 3

@@ -67,7 +67,7 @@ def drops(standings: list[Standing], goal: str, alpha: float, seed: int) -> list
         tested.append((s, row))
     adjust([row for _, row in tested], alpha)
     return [(s, f"{goal} significantly worse than candidate {lead.number} (p_holm {row.p_holm:.2g}, "
-                f"{row.value:.6g} vs {row.baseline:.6g})")
+                f"{row.value:.6g} vs {row.baseline:.6g} {lead.cell.config.unit})")
             for s, row in tested if row.verdict == "worse"]
 
 
