@@ -155,7 +155,8 @@ def test_synthetic_tune_finds_the_known_optimum_and_proves_it(cli, syn, tmp_path
     assert rows["mean"]["verdict"] == "better" and rows["mean"]["p_holm"] < 0.05
     assert {"metric", "baseline", "value", "p_holm", "verdict"} <= set(rows["mean"])
     assert set(doc["importance"]) == {"fullsweep_after", "min_heap_size", "priority"}
-    assert max(doc["importance"], key=doc["importance"].get) == "min_heap_size"
+    # priority moves the known mean by 2-15 %, the heap by up to 50 %, fullsweep_after by up to 30 %
+    assert min(doc["importance"], key=doc["importance"].get) == "priority"
     # only the confirmation's runs decide: its runs are fresh, none of them a race run
     confirmation_runs = {i for c in doc["confirmations"].values() for i in c["runs"] + c["baseline_runs"]}
     race_runs = {i for c in doc["search"]["candidates"] for i in c["runs"]}

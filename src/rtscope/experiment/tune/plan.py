@@ -55,7 +55,7 @@ def standings(store: Store, tune, slots: list[dict], phase: str = RACE) -> list[
         if s.run_ids:
             cells = load_cells(store, [runs[i] for i in s.run_ids])
             s.cell = cells[0]
-            s.value = s.cell.metric(tune.goal)
+            s.value = race.value_of(s, tune.goal)
         out.append(s)
     return out
 
@@ -110,7 +110,7 @@ def _race_round(store: Store, tune, slots: list[dict]) -> Step:
     step = Step(r, RACE)
     field_ = standings(store, tune, slots)
     if r > 0:
-        for s, why in race.drops(field_, tune.goal, tune.alpha, tune.seed):
+        for s, why in race.drops(field_, tune.goal, tune.alpha):
             s.dropped_round, s.reason = r, why
             step.drops.append((s.number, r, why))
     if r == 0:

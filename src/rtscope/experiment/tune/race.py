@@ -1,10 +1,11 @@
 """The race, as irace runs it: who leads, who is dropped, when the race ends, and what each round runs.
 
 Every surviving candidate gets one more run per round, in a fresh random order (seeded) beside the
-incumbent. After a round, each survivor with at least FIRST_TEST runs is tested against the incumbent on the
-goal with rtscope's own test for that metric (analysis.compare: Welch for the mean, the bootstrap for p99,
-Brown-Forsythe for stdev, Mann-Whitney on per-run maxima for max), the p-values of the round Holm-corrected
-as one family; a survivor significantly worse than the incumbent is dropped. Lower is better.
+incumbent. A run is the race's unit (as an instance is irace's): a candidate's value is the median of its
+runs' goal values (each run's p99, mean, stdev or max), so one run disturbed by the machine does not decide.
+After a round, each survivor with at least FIRST_TEST runs is tested against the incumbent with Welch's
+t-test on the runs' goal values (analysis.compare.welch), the round's p-values Holm-corrected as one family;
+a survivor significantly worse than the incumbent is dropped. Lower is better.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...analysis.compare import Cell, adjust, compare_cells
+import numpy as np
+
+from ...analysis.compare import Cell, Row, adjust, welch
 
 FIRST_TEST = 2          # runs a candidate needs before it can be dropped
-RACE_RESAMPLES = 2000   # bootstrap replicates of a race test (the confirmation uses compare's default)
+RACE_TEST = "Welch t-test on the runs' goal values"
 
 
 @dataclass
@@ -31,7 +34,7 @@ class Standing:
     dropped_round: int | None = None
     reason: str | None = None
     cell: Cell | None = None
-    value: float | None = None          # the goal over its race runs (pooled)
+    value: float | None = None          # the median of its race runs' goal values
     run_ids: list[int] = field(default_factory=list)
 
     @property
@@ -54,20 +57,35 @@ def incumbent(standings: list[Standing]) -> Standing | None:
     return top[0] if top else None
 
 
-def drops(standings: list[Standing], goal: str, alpha: float, seed: int) -> list[tuple[Standing, str]]:
+def run_values(s: Standing, goal: str) -> list[float]:
+    """The goal value of each of the candidate's race runs."""
+    return [] if s.cell is None else s.cell.per_run_values(goal)
+
+
+def value_of(s: Standing, goal: str) -> float | None:
+    values = run_values(s, goal)
+    return float(np.median(values)) if values else None
+
+
+def drops(standings: list[Standing], goal: str, alpha: float) -> list[tuple[Standing, str]]:
     """The survivors significantly worse than the incumbent on the goal (Holm over this round's tests)."""
     lead = incumbent(standings)
     if lead is None or lead.runs < FIRST_TEST:
         return []
+    base = np.asarray(run_values(lead, goal), dtype=float)
     tested = []
     for s in standings:
         if s is lead or not s.alive or s.runs < FIRST_TEST or s.cell is None:
             continue
-        row = compare_cells(s.cell, lead.cell, alpha=alpha, resamples=RACE_RESAMPLES, seed=seed).row(goal)
+        mine = np.asarray(run_values(s, goal), dtype=float)
+        row = Row(goal, float(np.mean(base)), float(np.mean(mine)), RACE_TEST)
+        row.p, lo, hi = welch(mine, base)
+        row.ci, row.direction = (lo, hi), int(np.sign(row.value - row.baseline))
         tested.append((s, row))
     adjust([row for _, row in tested], alpha)
-    return [(s, f"{goal} significantly worse than candidate {lead.number} (p_holm {row.p_holm:.2g}, "
-                f"{row.value:.6g} vs {row.baseline:.6g} {lead.cell.config.unit})")
+    unit = lead.cell.config.unit
+    return [(s, f"{goal} significantly worse than candidate {lead.number} (p_holm {row.p_holm:.2g}; runs' mean "
+                f"{row.value:.6g} vs {row.baseline:.6g} {unit})")
             for s, row in tested if row.verdict == "worse"]
 
 
