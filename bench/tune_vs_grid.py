@@ -77,8 +77,7 @@ def main() -> int:
 
     store = Store(db)
     grid_exp = min(r.experiment_id for r in store.runs() if r.experiment_id != doc["experiment"])
-    by_cell = {c.config.key()["settings"].__repr__(): c for c in load_cells(store, store.runs(experiment_id=grid_exp))}
-    grid_cells = list(by_cell.values())
+    grid_cells = load_cells(store, store.runs(experiment_id=grid_exp))
     best_grid = min(grid_cells, key=lambda c: c.metric("mean"))
 
     def grid_cell_of(settings: dict):

@@ -207,6 +207,17 @@ def test_a_tune_never_confirms_a_worse_configuration(cli, syn, tmp_path):
         assert doc["best"]["settings"] == doc["baseline"]["settings"] and doc["best"]["role"] == "baseline"
 
 
+def test_a_duration_budget_leaves_room_for_the_confirmation(cli, syn, tmp_path):
+    db = str(tmp_path / "d.db")
+    r = cli("tune", write(tmp_path, SYNTHETIC.format(budget=40)), "--db", db, "--budget", "4s", "--json")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    assert doc["budget"] == {"runs": None, "seconds": 4.0}
+    assert doc["confirmations"] and len(Store(db).runs()) == doc["runs_used"]
+    assert doc["race_ended"] in ("the budget leaves room only for the confirmation",
+                                 "the incumbent is significantly better than every other survivor")
+
+
 def test_a_fleet_tunes_each_target_on_its_own(cli, syn, tmp_path):
     text = SYNTHETIC.format(budget=18) + '\n[targets.a]\nkind = "local"\n\n[targets.b]\nkind = "local"\n'
     spec = write(tmp_path, text.replace('[[workload]]', '[[workload]]', 1))
@@ -266,6 +277,8 @@ def test_sigterm_then_resume_repeats_no_finished_run(cli, syn, tmp_path):
     assert len(after) == doc["runs_used"] <= 24 and sorted(after) == list(range(len(after)))
     r = cli("tune", spec, "--db", db, "--resume")
     assert r.code == 2 and "no unfinished tune" in r.err
+    r = cli("run", spec, "--db", db, "--resume", doc["experiment"])
+    assert r.code == 2 and f"is the trials of tune {doc['tune']}" in r.err
 
 
 def test_two_processes_share_one_tune_on_postgresql(tmp_path):

@@ -193,6 +193,10 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML), see d
             raise UsageError("--target cannot change a resumed experiment: its plan names its targets")
         store = open_store(db)
         experiment = _resume_target(store, experiment_id, identity, spec)
+        tune = store.tunes.of_experiment(experiment.id)
+        if tune is not None:
+            raise UsageError(f"experiment {experiment.id} is the trials of tune {tune['id']}: "
+                             f"`rtscope tune {spec} --resume {tune['id']}` continues it")
         if scale is not None and scale != experiment.scale:
             raise UsageError(f"experiment {experiment.id} was started with scale {experiment.scale}; "
                              f"--scale {scale} cannot change it")

@@ -89,6 +89,10 @@ def tune(spec: Annotated[Path, typer.Argument(help="Tune spec (TOML with a [tune
                                  f"`rtscope tune {spec}`")
             tunes = [tune_mod.load(store, i) for i in ids]
             for t in tunes:
+                if t.spec_path and t.spec_path != identity:
+                    err_console.print(f"[yellow]warning:[/] tune {t.id} was started from {escape(t.spec_path)}, "
+                                      f"not {escape(identity)}; it goes on with the spec recorded then")
+            for t in tunes:
                 err_console.print(f"resuming tune {t.id} ({escape(t.name)}): round {t.round}, phase {t.phase}")
         else:
             parsed = spec_mod.parse(spec_mod.read_text(spec), str(spec))  # every problem before anything runs
