@@ -269,6 +269,8 @@ def test_sigterm_then_resume_repeats_no_finished_run(cli, syn, tmp_path):
     row = store.tunes.get(1)
     assert row["status"] == "interrupted"
     assert all(s["claimed_by"] is None for s in store.tunes.slots(1) if s["run_id"] is None)  # given back
+    r = cli("run", spec, "--db", db, "--resume", row["experiment_id"])   # its experiment is the tune's
+    assert r.code == 2 and "is the trials of tune 1" in r.err
     r = cli("tune", spec, "--db", db, "--resume", "--json")
     assert r.code == 0, r.err
     doc = json.loads(r.out)
@@ -277,8 +279,6 @@ def test_sigterm_then_resume_repeats_no_finished_run(cli, syn, tmp_path):
     assert len(after) == doc["runs_used"] <= 24 and sorted(after) == list(range(len(after)))
     r = cli("tune", spec, "--db", db, "--resume")
     assert r.code == 2 and "no unfinished tune" in r.err
-    r = cli("run", spec, "--db", db, "--resume", doc["experiment"])
-    assert r.code == 2 and f"is the trials of tune {doc['tune']}" in r.err
 
 
 def test_two_processes_share_one_tune_on_postgresql(tmp_path):
