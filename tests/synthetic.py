@@ -70,7 +70,8 @@ def main(out: str, arg: str) -> None:
     rng = np.random.default_rng(a["seed"])
     mean = expected_ns(s.get("fullsweep_after"), s.get("min_heap_size"), s.get("priority"))
     run_offset = rng.normal(0.0, 0.03 * mean)
-    times = np.maximum(1, rng.normal(mean + run_offset, 0.10 * mean, SAMPLES)).astype(np.int64)
+    n = int(a["params"].get("iterations", SAMPLES))
+    times = np.maximum(1, rng.normal(mean + run_offset, 0.10 * mean, n)).astype(np.int64)
     cols = [samplefile.Column("time", "ns", "i64")]
     header = samplefile.make_header("exec", "sum", "synthetic", "synthetic", "1", "2026-01-01T00:00:00Z", cols,
                                     settings=s, params=a["params"])

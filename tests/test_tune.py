@@ -218,6 +218,24 @@ def test_a_duration_budget_leaves_room_for_the_confirmation(cli, syn, tmp_path):
                                  "the incumbent is significantly better than every other survivor")
 
 
+def test_short_runs_first_then_longer_for_the_survivors(cli, syn, tmp_path):
+    db = str(tmp_path / "l.db")
+    text = SYNTHETIC.format(budget=24).replace("budget = 24", "budget = 24\nfirst_length = 0.25")
+    r = cli("tune", write(tmp_path, text), "--db", db, "--json")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    runs = {run.id: run for run in Store(db).runs()}
+    slots = Store(db).tunes.slots(doc["tune"])
+    by_round = {}
+    for s in slots:
+        by_round.setdefault((s["phase"], s["round"]), set()).add(runs[s["run_id"]].params["iterations"])
+    assert by_round[("race", 1)] == {75} and by_round[("race", 2)] == {150}
+    assert all(v == {300} for (phase, rnd), v in by_round.items() if phase == "confirm" or rnd >= 3)
+    bad = write(tmp_path, text.replace('goal = "mean"', 'goal = "max"'), "bad.toml")
+    r = cli("check", bad)
+    assert r.code == 2 and "the maximum grows with a run's length" in flat(r.err)
+
+
 def test_a_fleet_tunes_each_target_on_its_own(cli, syn, tmp_path):
     text = SYNTHETIC.format(budget=18) + '\n[targets.a]\nkind = "local"\n\n[targets.b]\nkind = "local"\n'
     spec = write(tmp_path, text.replace('[[workload]]', '[[workload]]', 1))

@@ -90,6 +90,7 @@ class TuneTable:
     alpha: float
     width: int                     # candidates raced at once
     confirm: int                   # runs per configuration in the confirmation
+    first_length: float = 1.0      # the first race round's runs at this share of the spec's run length
 
 
 @dataclass

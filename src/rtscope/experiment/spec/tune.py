@@ -14,7 +14,9 @@ from ...errors import UsageError, choices
 from .model import Budget, Knob, Range, TuneTable
 
 GOALS = ("p99", "max", "stdev", "mean")
-TUNE_KEYS = ("goal", "budget", "baseline", "alpha", "width", "confirm")
+TUNE_KEYS = ("goal", "budget", "baseline", "alpha", "width", "confirm", "first_length")
+# The parameter that says how long a run is, per workload: the race may shorten it (first_length).
+LENGTH_PARAMS = {"exec": "iterations", "timer": "loops", "gpio": "iterations", "storage": "repetitions"}
 RANGE_KEYS = ("min", "max", "log", "step")
 DEFAULT_GOAL = "p99"
 DEFAULT_BUDGET = Budget(runs=60)
@@ -121,6 +123,19 @@ def check_tune(ck, raw: dict, blocks: list, axes: list, param_option: Callable[[
     for key, value, least in (("width", width, 2), ("confirm", confirm, 2)):
         if value < least:
             ck.error(path + (key,), f"{key} must be at least {least}, not {value}")
+    first_length = ck.typed(table, "first_length", path, "number", 1.0)
+    if not 0 < first_length <= 1:
+        ck.error(path + ("first_length",), f"first_length must be a share of the run length, > 0 and <= 1, "
+                 f"not {first_length}")
+        first_length = 1.0
+    elif first_length < 1:
+        wname = blocks[0].get("name") if blocks and isinstance(blocks[0], dict) else None
+        if goal == "max":
+            ck.error(path + ("first_length",), "first_length shortens race runs, but the maximum grows with a "
+                     "run's length: use it with goal mean, p99 or stdev")
+        elif isinstance(wname, str) and wname not in LENGTH_PARAMS:
+            ck.error(path + ("first_length",), f"first_length: rtscope cannot shorten a {wname} run (it can: "
+                     f"{choices(f'{w} ({p})' for w, p in LENGTH_PARAMS.items())})")
     why = budget_problem(budget, confirm)
     if why:
         ck.error(path + ("budget",) if "budget" in table else path, why)
@@ -154,4 +169,7 @@ def check_tune(ck, raw: dict, blocks: list, axes: list, param_option: Callable[[
             baseline[name] = (param_option if knob.kind == "param" else setting_option)(name).value(value)
         except UsageError as e:
             ck.error(bp, f"baseline: {e}")
-    return TuneTable(goal, budget, baseline, alpha, width, confirm), knobs
+    length = LENGTH_PARAMS.get(block.get("name")) if isinstance(block.get("name"), str) else None
+    if first_length < 1 and any(k.name == length for k in knobs):
+        ck.error(path + ("first_length",), f"first_length shortens {length}, which is a knob of this tune")
+    return TuneTable(goal, budget, baseline, alpha, width, confirm, first_length), knobs

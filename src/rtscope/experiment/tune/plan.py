@@ -21,6 +21,7 @@ from ...analysis.compare import load_cells
 from ...store import Store
 from .. import execute as exp_mod
 from . import confirm, propose, race, result
+from ..spec.tune import LENGTH_PARAMS
 from .race import Standing
 
 RACE, CONFIRM, FINISHED = "race", "confirm", "finished"
@@ -53,8 +54,9 @@ def standings(store: Store, tune, slots: list[dict], phase: str = RACE) -> list[
         s.run_ids = [sl["run_id"] for sl in slots if sl["candidate"] == s.number and sl["phase"] == phase
                      and sl["run_id"] is not None]
         if s.run_ids:
-            cells = load_cells(store, [runs[i] for i in s.run_ids])
+            cells = load_cells(store, [runs[i] for i in s.run_ids])   # one per run length
             s.cell = cells[0]
+            s.per_run = {run_id: st for c in cells for run_id, st in c.per_run.items()}
             s.value = race.value_of(s, tune.goal)
         out.append(s)
     return out
@@ -98,7 +100,13 @@ def _room(tune, slots: list[dict]) -> float:
 
 def _slot(tune, index: int, s_number: int, key: str, knobs: dict, phase: str, round_: int, repetition: int) -> dict:
     req = tune.space.request(knobs)
-    req = type(req)(req.workload, req.variant, req.runtime, req.params, req.settings,
+    params = dict(req.params)
+    length = LENGTH_PARAMS.get(req.workload)
+    if phase == RACE and tune.first_length < 1 and isinstance(params.get(length), int):
+        # short runs first: the first round at first_length of the spec's length, doubling every round
+        share = min(1.0, tune.first_length * 2 ** (round_ - 1))
+        params[length] = max(1, round(params[length] * share))
+    req = type(req)(req.workload, req.variant, req.runtime, params, req.settings,
                     tuple(sorted({*req.tags, RACE_TAG if phase == RACE else CONFIRM_TAG})))
     planned = exp_mod.PlannedRun(index, key, repetition, 0, req, tune.timeout_s, "fail")
     return {"plan_index": index, "candidate": s_number, "phase": phase, "round": round_, "repetition": repetition,

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ...analysis.compare import Cell, Row, adjust, welch
+from ...analysis.compare import STAT_KEY, Cell, Row, adjust, welch
 
 FIRST_TEST = 2          # runs a candidate needs before it can be dropped
 RACE_TEST = "Welch t-test on the runs' goal values"
@@ -33,7 +33,8 @@ class Standing:
     entered: int                        # the round it entered
     dropped_round: int | None = None
     reason: str | None = None
-    cell: Cell | None = None
+    cell: Cell | None = None            # its runs pooled (the first length's, when race runs grow)
+    per_run: dict[int, dict] = field(default_factory=dict)   # run id -> that run's statistics
     value: float | None = None          # the median of its race runs' goal values
     run_ids: list[int] = field(default_factory=list)
 
@@ -59,7 +60,7 @@ def incumbent(standings: list[Standing]) -> Standing | None:
 
 def run_values(s: Standing, goal: str) -> list[float]:
     """The goal value of each of the candidate's race runs."""
-    return [] if s.cell is None else s.cell.per_run_values(goal)
+    return [st[STAT_KEY[goal]] for st in s.per_run.values() if st.get(STAT_KEY[goal]) is not None]
 
 
 def value_of(s: Standing, goal: str) -> float | None:

@@ -32,7 +32,7 @@ def build(tune, field_: list[Standing], chosen: dict[str, int], v: Verdict, impo
     shown = v.shown()
     per_run = {}
     for s in field_:
-        for run_id, st in (s.cell.per_run.items() if s.cell else ()):
+        for run_id, st in s.per_run.items():
             per_run[run_id] = st.get(STAT_KEY[tune.goal])
     best_so_far, best = [], None
     for slot in slots:

@@ -52,6 +52,7 @@ class Tune:
     started: float
     spec_path: str | None
     timeout_s: float | None = None
+    first_length: float = 1.0
     phase: str = RACE
     round: int = 0
     status: str = RUNNING
@@ -91,7 +92,7 @@ def create(store: Store, spec: Spec, spec_path: str | None, target: str, seed: i
     options = {"goal": goal, "budget": {"runs": budget.runs, "seconds": budget.seconds}, "alpha": t.alpha,
                "width": t.width, "confirm": t.confirm, "baseline": space.baseline,
                "knobs": [_knob_json(k) for k in space.knobs], "dropped": space.dropped,
-               "timeout_s": spec.cells[0].timeout_s, "scale": spec.scale}
+               "timeout_s": spec.cells[0].timeout_s, "scale": spec.scale, "first_length": t.first_length}
     now = time.time()
     tune_id = store.tunes.create({"experiment_id": experiment.id, "spec_path": spec_path, "target": target,
                                   "seed": seed, "options": options, "phase": RACE, "round": 0, "status": RUNNING,
@@ -111,7 +112,8 @@ def load(store: Store, tune_id: int) -> Tune:
     b = o["budget"]
     return Tune(row["id"], row["experiment_id"], experiment.name, row["target"], row["seed"], o["goal"],
                 Budget(b["runs"], b["seconds"]), o["alpha"], o["width"], o["confirm"], space, row["started"],
-                row["spec_path"], o.get("timeout_s"), row["phase"], row["round"], row["status"], row["result"])
+                row["spec_path"], o.get("timeout_s"), o.get("first_length", 1.0), row["phase"], row["round"],
+                row["status"], row["result"])
 
 
 def refresh(store: Store, tune: Tune) -> Tune:
