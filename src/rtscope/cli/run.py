@@ -98,17 +98,21 @@ def run_experiment(store: Store, experiment: exp_mod.Experiment, spec_arg: str, 
 def execute_resumable(store: Store, experiment: exp_mod.Experiment, reporter, pool: Pool,
                       hint: str) -> exp_mod.Outcome:
     """exp_mod.execute, its interruptions and failures said in one line each, with how to resume."""
+    return resumable(lambda: exp_mod.execute(store, experiment, reporter, pool), f"experiment {experiment.id}", hint)
+
+
+def resumable(call, what: str, hint: str):
+    """call(), its interruptions and failures said in one line each: what was marked, and how to resume."""
     try:
-        return exp_mod.execute(store, experiment, reporter, pool)
+        return call()
     except KeyboardInterrupt:
-        raise RtscopeError(f"interrupted: experiment {experiment.id} marked interrupted, every finished run is "
-                           f"stored; {hint}", exit_code=EXIT_SIGINT) from None
+        raise RtscopeError(f"interrupted: {what} marked interrupted, every finished run is stored; {hint}",
+                           exit_code=EXIT_SIGINT) from None
     except Terminated:
-        raise RtscopeError(f"terminated (SIGTERM): experiment {experiment.id} marked interrupted, every finished "
-                           f"run is stored; {hint}", exit_code=EXIT_SIGTERM) from None
+        raise RtscopeError(f"terminated (SIGTERM): {what} marked interrupted, every finished run is stored; "
+                           f"{hint}", exit_code=EXIT_SIGTERM) from None
     except RtscopeError as e:
-        raise RtscopeError(f"{e}\nexperiment {experiment.id} stopped (marked failed); {hint}",
-                           exit_code=e.exit_code) from None
+        raise RtscopeError(f"{e}\n{what} stopped (marked failed); {hint}", exit_code=e.exit_code) from None
 
 
 def short_labels(cells: list[str]) -> tuple[dict[str, str], str]:

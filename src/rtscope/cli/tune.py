@@ -9,9 +9,8 @@ import typer
 
 from ..errors import RtscopeError, UsageError, choices
 from ..experiment import execute as exp_mod, spec as spec_mod
-from ..signals import Terminated
 from .common import DbOption, JsonOption, app, console, err_console, escape, open_store, print_json
-from .run import EXIT_SIGINT, EXIT_SIGTERM, print_warnings
+from .run import print_warnings, resumable
 
 
 class TuneReporter:
@@ -114,14 +113,8 @@ def tune(spec: Annotated[Path, typer.Argument(help="Tune spec (TOML with a [tune
                                   f"budget {t.budget.text}, {len(t.space.knobs)} knobs "
                                   f"({', '.join(k.name for k in t.space.knobs)}), seed {t.seed}")
         hint = f"resume with `rtscope tune {spec} --resume" + (f" {tunes[0].id}`" if len(tunes) == 1 else "`")
-        try:
-            tunes = tune_mod.work(store, tunes, pool, TuneReporter())
-        except KeyboardInterrupt:
-            raise RtscopeError(f"interrupted: tune {', '.join(str(t.id) for t in tunes)} marked interrupted, every "
-                               f"finished run is stored; {hint}", exit_code=EXIT_SIGINT) from None
-        except Terminated:
-            raise RtscopeError(f"terminated (SIGTERM): tune {', '.join(str(t.id) for t in tunes)} marked "
-                               f"interrupted, every finished run is stored; {hint}", exit_code=EXIT_SIGTERM) from None
+        what = f"tune {', '.join(str(t.id) for t in tunes)}"
+        tunes = resumable(lambda: tune_mod.work(store, tunes, pool, TuneReporter()), what, hint)
     docs = [t.result for t in tunes]
     if write_spec is not None:
         for t, doc in zip(tunes, docs):

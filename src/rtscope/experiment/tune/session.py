@@ -31,7 +31,7 @@ from . import plan
 from .plan import FINISHED, RACE
 from .space import Space
 
-RUNNING, INTERRUPTED, DONE = "running", "interrupted", "finished"
+RUNNING, INTERRUPTED, FAILED = "running", "interrupted", "failed"
 LEASE_S = 3600.0          # a claim older than this (its process killed with -9) may be taken over
 POLL_S = 0.5              # how often a process waiting for others' runs looks again
 
@@ -197,6 +197,9 @@ def work(store: Store, tunes: list[Tune], pool: Pool, reporter: Reporter | None 
         except (KeyboardInterrupt, Terminated):
             _set_status(store, [t for t in tunes if not refresh(store, t).finished], INTERRUPTED)
             raise
+        except RtscopeError:
+            _set_status(store, [t for t in tunes if not refresh(store, t).finished], FAILED)
+            raise
     return [refresh(store, t) for t in tunes]
 
 
@@ -209,33 +212,5 @@ def _set_status(store: Store, tunes: list[Tune], status: str) -> None:
 
 
 def _fleet(store: Store, tunes: list[Tune], pool: Pool, reporter: Reporter | None, worker: str) -> None:
-    for t in tunes:
-        pool.get(t.target)  # connect (or fail) before anything runs anywhere
-    stop = threading.Event()
-    failures: dict[str, BaseException] = {}
-
-    def one(t: Tune) -> None:
-        try:
-            work_one(store, t, pool, reporter, worker, stop)
-        except BaseException as e:  # noqa: BLE001  (reported by the main thread)
-            failures[t.target] = e
-
-    threads = [threading.Thread(target=one, args=(t,), name=f"rtscope-tune-{t.target}", daemon=True) for t in tunes]
-    for th in threads:
-        th.start()
-    try:
-        while any(th.is_alive() for th in threads):
-            for th in threads:
-                th.join(0.1)
-    except BaseException:
-        stop.set()
-        with held_signals():
-            pool.interrupt()
-            for th in threads:
-                th.join()
-        raise
-    if failures:
-        raise RtscopeError(f"{len(failures)} of {len(tunes)} targets failed (the others finished):\n  " +
-                           "\n  ".join(f"target {name}: {e}" for name, e in sorted(failures.items())))
-
-
+    exp_mod.in_parallel({t.target: (lambda stop, t=t: work_one(store, t, pool, reporter, worker, stop)) for t in tunes},
+                        pool)
