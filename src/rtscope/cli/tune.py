@@ -46,17 +46,17 @@ def _budget(text: Optional[str], tune_table, spec_arg) -> object:
 
 
 @app.command()
-def tune(spec: Annotated[Path, typer.Argument(help="Tune spec (TOML with a [tune] table), see docs/tune.md.")],
+def tune(spec: Annotated[Path, typer.Argument(help="Tune spec (TOML with a \\[tune] table), see docs/tune.md.")],
          goal: Annotated[Optional[str], typer.Option(
-             help="What to minimise: p99, max, stdev or mean [default: the spec's [tune] goal, else p99].")] = None,
+             help="What to minimise: p99, max, stdev or mean (default: the spec's goal, else p99).")] = None,
          budget: Annotated[Optional[str], typer.Option(
              help="Runs (40) or a duration (90m, 2h) the whole tune may use, the confirmation included "
-                  "[default: the spec's [tune] budget, else 60 runs].")] = None,
+                  "(default: the spec's budget, else 60 runs).")] = None,
          target: Annotated[Optional[list[str]], typer.Option(
              "--target", help="Where to tune (repeatable: a fleet, each target tuned on its own, in parallel); "
                               "replaces the spec's `target`.")] = None,
-         seed: Annotated[Optional[int], typer.Option(help="Seed of the proposals and run orders [default: the "
-                                                          "spec's seed, else a fresh one].")] = None,
+         seed: Annotated[Optional[int], typer.Option(help="Seed of the proposals and run orders (default: the "
+                                                          "spec's seed, else a fresh one).")] = None,
          resume: Annotated[bool, typer.Option(
              "--resume", help="Continue (or join) an unfinished tune of this spec: the latest ones, or tune ID; "
                               "several processes may work on one tune in a shared PostgreSQL store.")] = False,

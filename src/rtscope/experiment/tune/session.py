@@ -103,7 +103,8 @@ def create(store: Store, spec: Spec, spec_path: str | None, target: str, seed: i
 def load(store: Store, tune_id: int) -> Tune:
     row = store.tunes.get(tune_id)
     if row is None:
-        raise UsageError(f"no tune {tune_id} in store {store.shown_url} (see `rtscope tune --list`)")
+        known = [str(r["id"]) for r in store.tunes.find()]
+        raise UsageError(f"no tune {tune_id} in store {store.shown_url}; tunes there: {', '.join(known) or 'none'}")
     experiment = exp_mod.get(store, row["experiment_id"])
     o = row["options"]
     spec = parse_spec(experiment.text, experiment.spec.get("source") or "spec", o.get("scale"))
