@@ -274,7 +274,7 @@ def wait_for_runs(db: str, n: int, proc: subprocess.Popen, timeout: float = 60) 
 
 
 def test_sigterm_then_resume_repeats_no_finished_run(cli, syn, tmp_path):
-    spec = write(tmp_path, SYNTHETIC.format(budget=24))
+    spec = write(tmp_path, SYNTHETIC.format(budget=24) + '\n[targets.board2]\nkind = "local"\n')
     db = str(tmp_path / "r.db")
     proc = rtscope_synthetic("tune", spec, "--db", db)
     wait_for_runs(db, 6, proc)
@@ -289,10 +289,13 @@ def test_sigterm_then_resume_repeats_no_finished_run(cli, syn, tmp_path):
     assert all(s["claimed_by"] is None for s in store.tunes.slots(1) if s["run_id"] is None)  # given back
     r = cli("run", spec, "--db", db, "--resume", row["experiment_id"])   # its experiment is the tune's
     assert r.code == 2 and "is the trials of tune 1" in r.err
-    r = cli("tune", spec, "--db", db, "--resume", "--json")
+    # resumed by a process that makes its runs on another target of the same kind (a second board)
+    r = cli("tune", spec, "--db", db, "--resume", "1", "--target", "board2", "--json")
     assert r.code == 0, r.err
     doc = json.loads(r.out)
     after = {r.plan_index: r.id for r in Store(db).runs()}
+    made_now = [r for r in Store(db).runs() if r.plan_index not in before]
+    assert made_now and all(r.settings.get("target") == "board2" for r in made_now)
     assert all(after[i] == run_id for i, run_id in before.items())      # nothing finished was made again
     assert len(after) == doc["runs_used"] <= 24 and sorted(after) == list(range(len(after)))
     r = cli("tune", spec, "--db", db, "--resume")

@@ -54,7 +54,8 @@ def tune(spec: Annotated[Path, typer.Argument(help="Tune spec (TOML with a \\[tu
                   "(default: the spec's budget, else 60 runs).")] = None,
          target: Annotated[Optional[list[str]], typer.Option(
              "--target", help="Where to tune (repeatable: a fleet, each target tuned on its own, in parallel); "
-                              "replaces the spec's `target`.")] = None,
+                              "replaces the spec's `target`. With --resume ID: the target (of the tune's kind) "
+                              "this process makes its runs on.")] = None,
          seed: Annotated[Optional[int], typer.Option(help="Seed of the proposals and run orders (default: the "
                                                           "spec's seed, else a fresh one).")] = None,
          resume: Annotated[bool, typer.Option(
@@ -77,10 +78,12 @@ def tune(spec: Annotated[Path, typer.Argument(help="Tune spec (TOML with a \\[tu
     identity = exp_mod.spec_identity(spec)
     with Pool() as pool:
         if resume:
-            changed = [n for n, v in (("--goal", goal), ("--budget", budget), ("--seed", seed), ("--target", target))
-                       if v]
+            changed = [n for n, v in (("--goal", goal), ("--budget", budget), ("--seed", seed)) if v is not None]
             if changed:
                 raise UsageError(f"{', '.join(changed)} cannot change a resumed tune")
+            if target and (len(target) > 1 or tune_id is None):
+                raise UsageError("with --resume, --target names the one target this process makes its runs on, "
+                                 "for one tune: `rtscope tune SPEC --resume ID --target T`")
             store = open_store(db)
             ids = [tune_id] if tune_id is not None else tune_mod.unfinished(store, identity)
             if not ids:
@@ -114,7 +117,8 @@ def tune(spec: Annotated[Path, typer.Argument(help="Tune spec (TOML with a \\[tu
                                   f"({', '.join(k.name for k in t.space.knobs)}), seed {t.seed}")
         hint = f"resume with `rtscope tune {spec} --resume" + (f" {tunes[0].id}`" if len(tunes) == 1 else "`")
         what = f"tune {', '.join(str(t.id) for t in tunes)}"
-        tunes = resumable(lambda: tune_mod.work(store, tunes, pool, TuneReporter()), what, hint)
+        on = target[0] if resume and target else None
+        tunes = resumable(lambda: tune_mod.work(store, tunes, pool, TuneReporter(), on), what, hint)
     docs = [t.result for t in tunes]
     if write_spec is not None:
         for t, doc in zip(tunes, docs):

@@ -21,7 +21,7 @@ from typing import Protocol
 from ...errors import RtscopeError, UsageError
 from ...signals import Terminated, held_signals, sigterm_raises
 from ...store import DuplicateRun, Store
-from ...targets import Pool
+from ...targets import LOCAL, Pool
 from .. import execute as exp_mod
 from ..runner import execute as execute_run
 from ..spec import Spec
@@ -148,9 +148,10 @@ def _release_dead(store: Store, tune: Tune) -> None:
 
 
 def work_one(store: Store, tune: Tune, pool: Pool, reporter: Reporter | None, worker: str,
-             stop: threading.Event | None = None) -> Tune:
-    """Make the tune's runs and plan its rounds until it is finished (or `stop` is set)."""
-    target = pool.get(tune.target)
+             stop: threading.Event | None = None, on: str | None = None) -> Tune:
+    """Make the tune's runs and plan its rounds until it is finished (or `stop` is set). on: another target
+    of the same kind that makes this process's runs (a second board working on the tune)."""
+    target = pool.get(on or tune.target)
     _release_dead(store, tune)
     while not (stop is not None and stop.is_set()):
         refresh(store, tune)
@@ -159,6 +160,11 @@ def work_one(store: Store, tune: Tune, pool: Pool, reporter: Reporter | None, wo
         slot = store.tunes.claim(tune.id, worker, time.time(), LEASE_S)
         if slot is not None:
             planned = exp_mod.PlannedRun.from_json(slot["request"])
+            if on is not None and on != tune.target:
+                settings = {k: v for k, v in planned.request.settings.items() if k != "target"}
+                if on != LOCAL:
+                    settings["target"] = on
+                planned = replace(planned, request=replace(planned.request, settings=settings))
             if reporter:
                 reporter.run_started(tune, slot)
             try:
@@ -183,7 +189,8 @@ def work_one(store: Store, tune: Tune, pool: Pool, reporter: Reporter | None, wo
     return tune
 
 
-def work(store: Store, tunes: list[Tune], pool: Pool, reporter: Reporter | None = None) -> list[Tune]:
+def work(store: Store, tunes: list[Tune], pool: Pool, reporter: Reporter | None = None,
+         on: str | None = None) -> list[Tune]:
     """Work on every given tune until each is finished: one thread per tune when there are several (a fleet:
     each target tuned on its own). Ctrl-C / SIGTERM: the run in progress is undone and given back, the tunes
     marked interrupted; `--resume` continues without repeating a finished run."""
@@ -192,7 +199,7 @@ def work(store: Store, tunes: list[Tune], pool: Pool, reporter: Reporter | None 
         try:
             _set_status(store, tunes, RUNNING)
             if len(tunes) == 1:
-                work_one(store, tunes[0], pool, reporter, worker)
+                work_one(store, tunes[0], pool, reporter, worker, on=on)
             else:
                 _fleet(store, tunes, pool, reporter, worker)
         except (KeyboardInterrupt, Terminated):
