@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from ...analysis.compare import load_cells
+from ...errors import UsageError
 from ...store import Store
 from .. import execute as exp_mod
 from . import confirm, propose, race, result
@@ -139,8 +140,9 @@ def _race_round(store: Store, tune, slots: list[dict]) -> Step:
     elif len(alive) + len(new) < 2:
         ended = "the space holds no other configuration to race"
     if ended:
-        if r == 0:
-            raise RuntimeError("the first race round has no room")  # the checker's minimum budget prevents this
+        if r == 0:   # the checker's minimum budget leaves room; a space of the baseline alone does not
+            raise UsageError(f"nothing to race on target {tune.target}: {ended} (the space, after what this "
+                             "target cannot apply, holds the baseline only)")
         return _confirmation(tune, field_, slots, step, ended)
     for knobs in new:
         s = Standing(len(field_), knobs, "proposed", tune.space.key(knobs), r + 1)
