@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
+import time
 import zlib
 from collections import Counter
 from pathlib import Path
@@ -75,6 +77,7 @@ def main(out: str, arg: str) -> None:
     cols = [samplefile.Column("time", "ns", "i64")]
     header = samplefile.make_header("exec", "sum", "synthetic", "synthetic", "1", "2026-01-01T00:00:00Z", cols,
                                     settings=s, params=a["params"])
+    time.sleep(float(os.environ.get("SYNTHETIC_RUN_S", "0")))   # a longer run, for tests that interrupt one
     samplefile.write(out, header, {"time": times}, {"finished_at": "2026-01-01T00:00:01Z"})
 
 

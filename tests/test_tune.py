@@ -5,6 +5,7 @@ a fleet; two processes on one PostgreSQL store (tests/test_tune_real.py: the BEA
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -253,30 +254,31 @@ def test_a_fleet_tunes_each_target_on_its_own(cli, syn, tmp_path):
 
 # --- interruption, resume, several processes ------------------------------------------------------------------
 
-def rtscope_synthetic(*args: str) -> subprocess.Popen:
-    """The CLI in a process of its own, with the synthetic runtime enabled."""
+def rtscope_synthetic(*args: str, run_s: float = 0) -> subprocess.Popen:
+    """The CLI in a process of its own, with the synthetic runtime enabled (each run lasting run_s more)."""
     return subprocess.Popen([sys.executable, str(HERE / "synthetic.py"), "rtscope", *map(str, args)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "SYNTHETIC_RUN_S": str(run_s)})
 
 
 def wait_for_runs(db: str, n: int, proc: subprocess.Popen, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
+    deadline, last = time.monotonic() + timeout, None
     while time.monotonic() < deadline:
-        if Path(db.removeprefix("sqlite:///")).exists() or "://" in db:
+        if Path(db).exists() or "://" in db:
             try:
                 if len(Store(db).runs()) >= n:
                     return
-            except Exception:  # noqa: BLE001  (the store is being created)
-                pass
-        assert proc.poll() is None, proc.communicate()
+            except Exception as e:  # noqa: BLE001  (the store is being created)
+                last = e
+        assert proc.poll() is None, (last, proc.communicate())
         time.sleep(0.1)
-    raise AssertionError(f"fewer than {n} runs after {timeout} s")
+    raise AssertionError(f"fewer than {n} runs after {timeout} s ({last})")
 
 
 def test_sigterm_then_resume_repeats_no_finished_run(cli, syn, tmp_path):
     spec = write(tmp_path, SYNTHETIC.format(budget=24) + '\n[targets.board2]\nkind = "local"\n')
     db = str(tmp_path / "r.db")
-    proc = rtscope_synthetic("tune", spec, "--db", db)
+    proc = rtscope_synthetic("tune", spec, "--db", db, run_s=0.3)
     wait_for_runs(db, 6, proc)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
@@ -311,9 +313,9 @@ def test_two_processes_share_one_tune_on_postgresql(tmp_path):
     try:
         url = server.create_database("tune_shared")
         spec = write(tmp_path, SYNTHETIC.format(budget=30))
-        first = rtscope_synthetic("tune", spec, "--db", url, "--json")
+        first = rtscope_synthetic("tune", spec, "--db", url, "--json", run_s=0.2)
         wait_for_runs(url, 1, first)
-        second = rtscope_synthetic("tune", spec, "--db", url, "--resume", "1", "--json")
+        second = rtscope_synthetic("tune", spec, "--db", url, "--resume", "1", "--json", run_s=0.2)
         out1, err1 = first.communicate(timeout=120)
         out2, err2 = second.communicate(timeout=120)
         assert first.returncode == 0, err1
