@@ -128,13 +128,13 @@ def test_an_old_store_is_migrated_only_when_asked(tmp_path):
     engine = sa.create_engine(f"sqlite:///{path}")
     metadata.create_all(engine)  # a store as rtscope 0.1 made it: no schema_version
     engine.dispose()
-    with pytest.raises(RtscopeError, match=r"schema version 1; this rtscope needs 2: run `rtscope db migrate"):
+    with pytest.raises(RtscopeError, match=rf"schema version 1; this rtscope needs {migrations.LATEST}: run `rtscope db migrate"):
         Store(str(path))
     r = rtscope("db", "migrate", "--db", str(path))
-    assert r.returncode == 0 and "from schema version 1 to 2" in r.stdout
+    assert r.returncode == 0 and f"from schema version 1 to {migrations.LATEST}" in r.stdout
     Store(str(path))
     with sqlite3.connect(path) as c:
-        assert c.execute("select version from schema_version").fetchall() == [(2,)]
+        assert c.execute("select version from schema_version").fetchall() == [(migrations.LATEST,)]
         c.execute("update schema_version set version = 99")
     with pytest.raises(RtscopeError, match="newer than this rtscope knows"):
         Store(str(path))

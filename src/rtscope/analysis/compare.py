@@ -594,6 +594,15 @@ def check_options(alpha: float, resamples: int) -> None:
         raise UsageError(f"resamples must be at least 100, got {resamples}")
 
 
+def adjust(rows: list[Row], alpha: float) -> None:
+    """Holm-correct the tested rows as one family and give each its verdict."""
+    tested = [r for r in rows if r.p is not None]
+    for r, adj in zip(tested, holm([r.p for r in tested])):
+        r.p_holm = adj
+        r.verdict = ("better" if r.direction < 0 else "worse") if adj <= alpha and r.direction else \
+            "no significant difference"
+
+
 def compare(cells: list[Cell], baseline: Baseline, *, alpha: float = ALPHA, resamples: int = RESAMPLES,
             seed: int = SEED, min_repetitions: int = MIN_REPETITIONS) -> ComparisonSet:
     """Compare every configuration with its baseline; Holm-correct all p-values as one family."""
@@ -610,11 +619,7 @@ def compare(cells: list[Cell], baseline: Baseline, *, alpha: float = ALPHA, resa
             unmatched.append((cell, why))
             continue
         comparisons.append(compare_cells(cell, by_config[base], alpha=alpha, resamples=resamples, seed=seed))
-    tested = [r for k in comparisons for r in k.rows if r.p is not None]
-    for r, adj in zip(tested, holm([r.p for r in tested])):
-        r.p_holm = adj
-        r.verdict = ("better" if r.direction < 0 else "worse") if adj <= alpha and r.direction else \
-            "no significant difference"
+    adjust([r for k in comparisons for r in k.rows], alpha)
     for k in comparisons:
         for r in k.rows:
             r.note = _overlap_note(r, k.cell, k.base)

@@ -98,17 +98,21 @@ def run_experiment(store: Store, experiment: exp_mod.Experiment, spec_arg: str, 
 def execute_resumable(store: Store, experiment: exp_mod.Experiment, reporter, pool: Pool,
                       hint: str) -> exp_mod.Outcome:
     """exp_mod.execute, its interruptions and failures said in one line each, with how to resume."""
+    return resumable(lambda: exp_mod.execute(store, experiment, reporter, pool), f"experiment {experiment.id}", hint)
+
+
+def resumable(call, what: str, hint: str):
+    """call(), its interruptions and failures said in one line each: what was marked, and how to resume."""
     try:
-        return exp_mod.execute(store, experiment, reporter, pool)
+        return call()
     except KeyboardInterrupt:
-        raise RtscopeError(f"interrupted: experiment {experiment.id} marked interrupted, every finished run is "
-                           f"stored; {hint}", exit_code=EXIT_SIGINT) from None
+        raise RtscopeError(f"interrupted: {what} marked interrupted, every finished run is stored; {hint}",
+                           exit_code=EXIT_SIGINT) from None
     except Terminated:
-        raise RtscopeError(f"terminated (SIGTERM): experiment {experiment.id} marked interrupted, every finished "
-                           f"run is stored; {hint}", exit_code=EXIT_SIGTERM) from None
+        raise RtscopeError(f"terminated (SIGTERM): {what} marked interrupted, every finished run is stored; "
+                           f"{hint}", exit_code=EXIT_SIGTERM) from None
     except RtscopeError as e:
-        raise RtscopeError(f"{e}\nexperiment {experiment.id} stopped (marked failed); {hint}",
-                           exit_code=e.exit_code) from None
+        raise RtscopeError(f"{e}\n{what} stopped (marked failed); {hint}", exit_code=e.exit_code) from None
 
 
 def short_labels(cells: list[str]) -> tuple[dict[str, str], str]:
@@ -193,6 +197,10 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a fil
             raise UsageError("--target cannot change a resumed experiment: its plan names its targets")
         store = open_store(db)
         experiment = _resume_target(store, experiment_id, identity, spec)
+        tune = store.tunes.of_experiment(experiment.id)
+        if tune is not None:
+            raise UsageError(f"experiment {experiment.id} is the trials of tune {tune['id']}: "
+                             f"`rtscope tune {spec} --resume {tune['id']}` continues it")
         if scale is not None and scale != experiment.scale:
             raise UsageError(f"experiment {experiment.id} was started with scale {experiment.scale}; "
                              f"--scale {scale} cannot change it")
@@ -210,6 +218,8 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a fil
                           "runs already stored")
     else:
         parsed = spec_mod.parse(text, str(spec), scale, target)  # every problem reported before anything runs
+        if parsed.tune is not None:
+            raise UsageError(f"{spec} is a tune spec (it has a [tune] table): `rtscope tune {spec}` searches it")
         print_warnings(parsed)
     with Pool(wait_for_place) as pool:
         if not resume:
@@ -290,8 +300,12 @@ def _check_availability(spec: Path, analysed: list, availability: exp_mod.Availa
     for a in analysed:
         planned = exp_mod.plan(a, 0)
         cant = exp_mod.unavailable_runs(planned, availability)
-        console.print(f"{escape(str(spec))}: {escape(a.name)}, scale {a.scale or '-'}: {len(a.cells)} cells, "
-                      f"{len(planned)} runs, order {a.order}")
+        if a.tune is not None:
+            console.print(f"{escape(str(spec))}: {escape(a.name)}: a tune of {len(a.knobs)} knobs "
+                          f"({', '.join(k.name for k in a.knobs)}), goal {a.tune.goal}, budget {a.tune.budget.text}")
+        else:
+            console.print(f"{escape(str(spec))}: {escape(a.name)}, scale {a.scale or '-'}: {len(a.cells)} cells, "
+                          f"{len(planned)} runs, order {a.order}")
         for why in sorted({w for _, w in cant}):
             n = sum(1 for _, w in cant if w == why)
             fail = any(p.on_unavailable == "fail" for p, w in cant if w == why)

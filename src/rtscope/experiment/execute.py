@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from ..errors import RtscopeError, UsageError
 from ..runtimes import RUNTIMES
@@ -312,21 +312,33 @@ def _execute_on(store: Store, exp: Experiment, name: str, planned: list[PlannedR
 def _execute_fleet(store: Store, exp: Experiment, by_target: dict[str, list[PlannedRun]], pool: Pool,
                    availability: Availability, outcome: Outcome, reporter: Reporter | None) -> None:
     """One thread per target; the main thread waits, and on Ctrl-C/SIGTERM stops every target's run."""
-    for name in by_target:
+    lock = threading.Lock()
+    jobs = {name: (lambda stop, name=name, planned=planned: _execute_on(store, exp, name, planned, pool, availability,
+                                                                        outcome, reporter, stop, lock))
+            for name, planned in by_target.items()}
+    in_parallel(jobs, pool, reporter.target_failed if reporter and hasattr(reporter, "target_failed") else None)
+
+
+def in_parallel(jobs: dict[str, Callable[[threading.Event], None]], pool: Pool,
+                on_failure: Callable[[str, str], None] | None = None) -> None:
+    """Each target's job (called with a stop event) in a thread of its own; the main thread waits, and on
+    Ctrl-C/SIGTERM sets the event and interrupts every target's run. A failed target stops only its own job;
+    the failures are raised together at the end."""
+    for name in jobs:
         pool.get(name)  # connect (or fail) before anything runs anywhere
-    stop, lock = threading.Event(), threading.Lock()
+    stop = threading.Event()
     failures: dict[str, BaseException] = {}
 
-    def work(name: str, planned: list[PlannedRun]) -> None:
+    def work(name: str, job: Callable[[threading.Event], None]) -> None:
         try:
-            _execute_on(store, exp, name, planned, pool, availability, outcome, reporter, stop, lock)
+            job(stop)
         except BaseException as e:  # noqa: BLE001  (reported by the main thread)
             failures[name] = e
-            if reporter and hasattr(reporter, "target_failed") and not stop.is_set():
-                reporter.target_failed(name, str(e))
+            if on_failure is not None and not stop.is_set():
+                on_failure(name, str(e))
 
     threads = [threading.Thread(target=work, args=item, name=f"rtscope-target-{item[0]}", daemon=True)
-               for item in by_target.items()]
+               for item in jobs.items()]
     for t in threads:
         t.start()
     try:
@@ -342,5 +354,5 @@ def _execute_fleet(store: Store, exp: Experiment, by_target: dict[str, list[Plan
         raise
     if failures:
         lines = [f"target {name}: {e}" for name, e in sorted(failures.items())]
-        raise RtscopeError(f"{len(failures)} of {len(by_target)} targets failed (the others finished):\n  "
+        raise RtscopeError(f"{len(failures)} of {len(jobs)} targets failed (the others finished):\n  "
                            + "\n  ".join(lines))

@@ -177,6 +177,60 @@ def monitor_series_figure(view) -> dict:
     return {"data": data, "layout": layout}
 
 
+def tune_search_figure(view) -> dict:
+    """Each race run's goal value in run order (one colour per candidate) and the best value so far."""
+    d = view.doc
+    shown, scale = display_unit(d.get("unit") or "ns")
+    points = [p for p in d["search"]["best_so_far"] if p["value"] is not None]
+    data = []
+    for i, number in enumerate(sorted({p["candidate"] for p in points})):
+        mine = [(k, p) for k, p in enumerate(points, 1) if p["candidate"] == number]
+        cand = next(c for c in d["search"]["candidates"] if c["candidate"] == number)
+        label = " ".join(f"{k}={v}" for k, v in sorted(cand["settings"].items())) or "defaults"
+        data.append({"type": "scatter", "mode": "markers", "name": t(f"{number}: {label}"),
+                     "marker": {"color": _color(i)}, "x": [k for k, _ in mine],
+                     "y": [p["value"] * scale for _, p in mine]})
+    data.append({"type": "scatter", "mode": "lines", "name": "best so far", "line": {"color": "#000", "shape": "hv"},
+                 "x": list(range(1, len(points) + 1)), "y": [p["best"] * scale for p in points]})
+    return {"data": data, "layout": _layout(f"tune {d['tune']}: the search", "race run",
+                                            f"{d['goal']} of the run ({shown})")}
+
+
+def tune_sections(report: Report, plot) -> list[dict]:
+    out = []
+    for view in report.tunes:
+        d = view.doc
+        shown, scale = display_unit(d.get("unit") or "ns")
+
+        def knobs(settings: dict) -> str:
+            return " ".join(f"{k}={v}" for k, v in sorted(settings.items())) or "defaults"
+
+        rows = [{"metric": r["metric"], "baseline": fmt(r["metric"], r["baseline"], scale),
+                 "value": fmt(r["metric"], r["value"], scale),
+                 "change": "–" if r["ratio"] is None else f"{r['ratio'] - 1:+.1%}",
+                 "ci": "–" if not r["ci95_difference"] else
+                 f"{fmt(r['metric'], r['ci95_difference'][0], scale)} .. {fmt(r['metric'], r['ci95_difference'][1], scale)}",
+                 "p": "–" if r["p_holm"] is None else f"{r['p_holm']:.2g}", "verdict": r["verdict"]}
+                for r in d["confirmation"]]
+        shown_cfg = d["best"] if d["verdict"] == "improved" else d["winner"]
+        out.append({
+            "title": view.title, "unit": shown, "best": knobs(d["best"]["settings"]),
+            "baseline": knobs(d["baseline"]["settings"]), "compared": knobs(shown_cfg["settings"]),
+            "race_ended": d["race_ended"], "rows": rows,
+            "importance": ", ".join(f"{k} {v:.2f}" for k, v in d["importance"].items()),
+            "dropped_from_space": d["dropped_from_space"],
+            "candidates": [{"number": c["candidate"], "origin": c["origin"], "settings": knobs(c["settings"]),
+                            "runs": len(c["runs"]), "value": fmt(d["goal"], c["value"], scale),
+                            "fate": c["reason"] or ("raced to the end" if c["runs"] else "not run")}
+                           for c in d["search"]["candidates"]],
+            "plot": plot(tune_search_figure(view), "Dots: the goal of each race run, one colour per candidate; "
+                                                   "line: the best value so far. The race's runs only choose the "
+                                                   "candidates; the verdict comes from the confirmation's fresh "
+                                                   "runs."),
+        })
+    return out
+
+
 def fleet_table(report: Report) -> list[dict]:
     return [{"target": f.target, "kernel": f.kernel, "preemption": f.preemption, "machine": f.machine,
              "runs": f.runs, "n": f"{f.n:,}", "max": fmt("max", f.worst_max, 1e-3),
@@ -319,6 +373,7 @@ def render(report: Report, plotly_gz: str | None = None) -> str:
                                                                "(log y), as OSADL plots its farm's latency."),
                              plot(monitor_series_figure(v), "Shaded: intervals under load.")]}
                   for v in report.monitoring]
+    tunes = tune_sections(report, plot)
     cs = report.comparisons
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True)
@@ -327,7 +382,7 @@ def render(report: Report, plotly_gz: str | None = None) -> str:
         r=report, version=__version__, plotly_gz=plotly_gz, machines=report.machines,
         stats_tables=stats_tables(report), comparisons=comparison_rows(report), groups=groups, series=series,
         series_omitted=report.series_omitted, task=task, plots=plots, monitoring=monitoring,
-        fleet=fleet_table(report),
+        fleet=fleet_table(report), tunes=tunes,
         any_gc=any(ts.gc_events for ts in report.series),
         configurations=len(report.cells), tests=TESTS, metrics=METRICS,
         baseline=cs.baseline.text if cs else "", alpha=cs.alpha if cs else None,

@@ -25,7 +25,7 @@ from ..analysis.threads import run_histogram, thread_histograms, thread_samples
 from ..errors import UsageError
 from ..experiment import execute as experiment
 from ..store import Run, Store
-from . import lab
+from . import lab, tune
 
 MAX_OUTLIERS = 500          # outliers drawn per box (thinned evenly by rank beyond that)
 MAX_HIST_BINS = 400
@@ -154,6 +154,7 @@ class Report:
     experiments: list[ExperimentInfo] = field(default_factory=list)  # the experiments the runs belong to
     monitoring: list = field(default_factory=list)   # lab.MonitorView: OSADL-style views of `rtscope monitor` runs
     fleet: list = field(default_factory=list)        # lab.FleetRow: the worst case per target, for several targets
+    tunes: list = field(default_factory=list)        # tune.TuneView: the search and confirmation of `rtscope tune`
 
 
 # --- pieces ---------------------------------------------------------------------------------------------
@@ -417,4 +418,5 @@ def build(store: Store, runs: list[Run], *, title: str, selection: str, baseline
     return Report(title, datetime.now(timezone.utc).isoformat(timespec="seconds"), selection, runs,
                   machines(runs), cells, labels, plot_groups, series, omitted, task_series,
                   units.pop() if len(units) == 1 else "bytes", comparisons, notes,
-                  experiment_infos(store, runs), lab.monitor_views(runs), lab.fleet_rows(store, runs))
+                  experiment_infos(store, runs), lab.monitor_views(runs), lab.fleet_rows(store, runs),
+                  tune.tune_views(store, runs))

@@ -75,6 +75,35 @@ Times are shown in µs; percentiles use {{ percentile_definition }}; variance us
 emulator, not its kernel.</p>
 {% endif %}
 
+{% if tunes %}
+<h2 id="tune">Tune: the search and its proof</h2>
+{% for tu in tunes %}
+<h3>{{ tu.title }}</h3>
+<p>Best configuration proven: <b>{{ tu.best }}</b>; baseline: {{ tu.baseline }}. The race ended because
+{{ tu.race_ended }}.{% if tu.importance %} Knobs that mattered (Optuna's importance): {{ tu.importance }}.{% endif %}</p>
+{% for why in tu.dropped_from_space %}<p class="note warn">left out of the search: {{ why }}</p>{% endfor %}
+<figure><div class="plot" id="{{ tu.plot.id }}"></div><figcaption>{{ tu.plot.caption }}</figcaption></figure>
+<table>
+  <tr><th class="l">metric</th><th>baseline ({{ tu.unit }})</th><th>{{ tu.compared }} ({{ tu.unit }})</th><th>change</th>
+  <th>95% CI of the difference</th><th>p (Holm)</th><th class="l">verdict</th></tr>
+  {% for r in tu.rows %}
+  <tr><td class="l">{{ r.metric }}</td><td>{{ r.baseline }}</td><td>{{ r.value }}</td><td>{{ r.change }}</td>
+  <td>{{ r.ci }}</td><td>{{ r.p }}</td><td class="l">{{ r.verdict }}</td></tr>
+  {% endfor %}
+</table>
+<p class="note">The confirmation: fresh interleaved runs of the race's winner, its runner-up and the baseline;
+only these runs decide the verdict.</p>
+<table>
+  <tr><th>candidate</th><th class="l">origin</th><th class="l">settings</th><th>race runs</th><th>goal ({{ tu.unit }})</th>
+  <th class="l">fate</th></tr>
+  {% for c in tu.candidates %}
+  <tr><td>{{ c.number }}</td><td class="l">{{ c.origin }}</td><td class="l">{{ c.settings }}</td><td>{{ c.runs }}</td>
+  <td>{{ c.value }}</td><td class="l">{{ c.fate }}</td></tr>
+  {% endfor %}
+</table>
+{% endfor %}
+{% endif %}
+
 {% if monitoring %}
 <h2 id="monitoring">Long-term monitoring</h2>
 {% for m in monitoring %}

@@ -28,6 +28,7 @@ from ..errors import RtscopeError, UsageError
 from ..samplefile import SampleFile
 from ..version import __version__
 from . import migrations
+from .tunes import TuneTables
 
 DEFAULT_DB = "rtscope.db"
 CHUNK = 1 << 20  # values per stored blob
@@ -190,6 +191,7 @@ class Store:
             if url.get_backend_name() == "sqlite":
                 sa.event.listen(self.engine, "connect", _sqlite_pragmas)
             migrations.migrate(self.engine, metadata, create_only=True)
+            self.tunes = TuneTables(self.engine, runs)
         except SQLAlchemyError as e:
             raise RtscopeError(f"cannot open store {self.shown_url}: {e.orig if hasattr(e, 'orig') else e}") from None
 

@@ -22,6 +22,7 @@ from typing import Callable, Iterator
 import sqlalchemy as sa
 
 from ..errors import RtscopeError
+from . import tunes
 
 ADVISORY_KEY = 0x72747363  # "rtsc": PostgreSQL advisory lock id of rtscope's schema changes
 
@@ -48,10 +49,16 @@ def _unique_plan_index(conn: sa.Connection, metadata: sa.MetaData) -> None:
                          "ON runs (experiment_id, plan_index)")
 
 
+def _tune_tables(conn: sa.Connection, metadata: sa.MetaData) -> None:
+    tunes.metadata.create_all(conn)
+
+
 STEPS = (
     Step(1, "experiments, runs and sample chunks (rtscope 0.1)", _create_tables),
     Step(2, "one stored run per experiment plan index (concurrent --resume stores nothing twice)",
          _unique_plan_index),
+    Step(3, "tunes: a tune's candidates and planned runs, shared by the processes working on it (rtscope tune)",
+         _tune_tables),
 )
 LATEST = STEPS[-1].version
 

@@ -25,7 +25,8 @@ Checking collects every problem at once, each with the line it is on
 TOML text for them. The reference of every key is docs/spec.md.
 
 Modules: `parse` (entry points), `check` (the checker), `locate` (source lines), `model` (the parsed spec),
-`request` (a run request from names). This package imports the settings, runtimes and targets below it.
+`request` (a run request from names), `tune` (range tables and the [tune] table of a tune spec,
+docs/tune.md). This package imports the settings, runtimes and targets below it.
 """
 
 from __future__ import annotations

@@ -20,9 +20,10 @@ from ...workloads import WORKLOADS
 from .locate import Locator
 from .model import Cell, Problem, Spec, cell_key
 from .request import build_request
+from .tune import check_range, check_tune
 
 TOP_KEYS = ("name", "description", "tags", "repetitions", "seed", "order", "on_unavailable", "timeout_s",
-            "scale", "environments", "targets", "target", "workload")
+            "scale", "environments", "targets", "target", "workload", "tune")
 BLOCK_KEYS = ("name", "variants", "runtime", "params", "settings", "exclude", "repetitions", "tags",
               "on_unavailable", "timeout_s", "scale", "target")
 SCALE_KEYS = ("repetitions", "timeout_s", "params")
@@ -51,6 +52,7 @@ class _Axis:
     kind: str                      # variant | runtime | param | setting
     values: list[tuple[Any, Any, tuple]]
     path: tuple
+    range: Any = None              # a tune spec's range table (model.Range): values are then its two ends
 
 
 class Checker:
@@ -61,6 +63,8 @@ class Checker:
         self.warnings: list[Problem] = []
         self.scale_used: set[str] = set()  # spec-wide [scale.NAME.params] keys that reached a block
         self.loc: Locator | None = None
+        self.tuning = False                     # a [tune] table: range tables are axes (spec/tune.py)
+        self.block_axes: dict[int, list[_Axis]] = {}
 
     # helpers
     def error(self, path: tuple, message: str) -> None:
@@ -147,6 +151,7 @@ class Checker:
             self.error(("workload",), "workload must be [[workload]] tables (an array of tables), at least one")
             blocks = []
         cells: list[Cell] = []
+        self.tuning = "tune" in raw
         self.check_scale_keys(raw, blocks, scales)
         for i, block in enumerate(blocks):
             cells += self.block(raw, block, i, scale)
@@ -157,14 +162,19 @@ class Checker:
             if key not in self.scale_used:
                 self.warn(("scale", scale, "params", key), f"[scale.{scale}.params] {key} applies to no block: "
                           "no block sets it and it is not a default of every variant of a block")
-        return self._spec(raw, scale, scales, seed, order, name=name, cells=cells)
+        tune, knobs = None, []
+        if self.tuning:
+            w = WORKLOADS.get(blocks[0].get("name")) if blocks and isinstance(blocks[0].get("name"), str) else None
+            tune, knobs = check_tune(self, raw, blocks, self.block_axes.get(0, []),
+                                     lambda key: w.param(key), lambda key: SETTINGS[key])
+        return self._spec(raw, scale, scales, seed, order, name=name, cells=cells, tune=tune, knobs=knobs)
 
-    def _spec(self, raw, scale, scales, seed, order, name=None, cells=()) -> Spec:
+    def _spec(self, raw, scale, scales, seed, order, name=None, cells=(), tune=None, knobs=()) -> Spec:
         self.problems.sort(key=lambda p: p.line or 0)
         return Spec(name=name or Path(self.source).stem, description=str(raw.get("description", "")),
                     source=self.source, text=self.text, raw=raw, scale=scale, scales=tuple(scales), seed=seed,
                     order=order, cells=list(cells), problems=self.problems, warnings=self.warnings,
-                    locator=self.loc)
+                    locator=self.loc, tune=tune, knobs=list(knobs))
 
     def definitions(self, raw: dict, key: str, load) -> None:
         """`[environments.NAME]` / `[targets.NAME]` tables, each defined through its module's loader
@@ -337,6 +347,7 @@ class Checker:
             axes.append(self.axis(value, sp, key, "setting", lambda v, s=s: s.value(v)))
 
         excludes = self.excludes(block, path, axes, w)
+        self.block_axes[i] = axes
         if len(self.problems) > bad:
             return []  # values are wrong: combinations would only repeat the same problems
 
@@ -370,6 +381,9 @@ class Checker:
 
     def axis(self, value: Any, path: tuple, name: str, kind: str, parse) -> _Axis:
         key = path[-1]  # as written in the spec ("variants" for the variant axis)
+        if isinstance(value, dict) and self.tuning and kind in ("setting", "param"):
+            knob_range, ends = check_range(self, value, path, key, parse)
+            return _Axis(name, kind, ends, path, knob_range)
         raw_values = value if isinstance(value, list) else [value]
         paths = [path + (j,) for j in range(len(raw_values))] if isinstance(value, list) else [path]
         if not raw_values:
@@ -377,7 +391,9 @@ class Checker:
         out, seen = [], []
         for raw, p in zip(raw_values, paths):
             if isinstance(raw, dict):
-                self.error(p, f"invalid value for {key}: a table ({raw!r}); give a value or a list of values")
+                self.error(p, f"invalid value for {key}: a table ({raw!r}); give a value or a list of values"
+                           + (" (a range table { min, max } is a tune axis: add a [tune] table and use rtscope tune)"
+                              if isinstance(value, dict) and kind in ("setting", "param") else ""))
                 continue
             try:
                 parsed = parse(raw)

@@ -46,6 +46,53 @@ class Cell:
     line: int | None               # the block's line, for messages
 
 
+@dataclass(frozen=True)
+class Range:
+    """A tune axis over numbers: `{ min, max, log, step }` (integer when min, max and step are integers)."""
+
+    low: float
+    high: float
+    log: bool = False
+    step: float | None = None
+    integer: bool = True
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One axis of a tune's search space: a setting or parameter with a list of values or a range."""
+
+    name: str
+    kind: str                      # setting | param
+    values: tuple = ()             # the categories (a list in the spec)
+    range: Range | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a tune may spend: a number of runs, or a wall-clock duration (the confirmation included)."""
+
+    runs: int | None = None
+    seconds: float | None = None
+
+    @property
+    def text(self) -> str:
+        return f"{self.runs} runs" if self.runs is not None else f"{self.seconds:g} s"
+
+
+@dataclass(frozen=True)
+class TuneTable:
+    """The spec's [tune] table, checked: the goal, budget, baseline and test level (docs/tune.md)."""
+
+    goal: str
+    budget: Budget
+    baseline: dict[str, Any]       # knob -> parsed value; knobs not named keep their defaults
+    alpha: float
+    width: int                     # candidates raced at once
+    confirm: int                   # runs per configuration in the confirmation
+    first_length: float = 1.0      # the first race round's runs at this share of the spec's run length
+
+
 @dataclass
 class Spec:
     name: str
@@ -61,6 +108,8 @@ class Spec:
     problems: list[Problem] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)
     locator: Locator | None = None
+    tune: TuneTable | None = None  # a tune spec: its [tune] table, and the knobs its ranges and lists make
+    knobs: list[Knob] = field(default_factory=list)
 
     @property
     def path(self) -> str:

@@ -1,0 +1,92 @@
+"""A test-only runtime with a known optimum and known noise, to test `rtscope tune` deterministically.
+
+`synthetic` runs exec sum as a small Python process (this file run as a script) that writes an ordinary
+sample file: its times follow a known function of fullsweep_after, min_heap_size and priority (the shape
+study 1 measured on the BEAM: a small heap costs most, fullsweep_after matters only with a small heap), with
+seeded noise within and between runs. It goes through the real runner and store; only the probe is made up,
+because the BEAM's own timings cannot be known in advance. Tests enable it with `enable(monkeypatch)`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+import zlib
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+OPTIMUM_HEAP = 46422
+BASE_NS = 100_000.0
+SAMPLES = 300
+
+
+def expected_ns(fullsweep_after: int | None, min_heap_size: int | None, priority: str | None) -> float:
+    """The noise-free mean time of one call (ns) under these settings (unset: the BEAM's defaults)."""
+    heap = 233 if min_heap_size is None else max(min_heap_size, 1)
+    sweep = 65535 if fullsweep_after is None else fullsweep_after
+    small = max(0.0, math.log10(OPTIMUM_HEAP / heap)) / math.log10(OPTIMUM_HEAP / 233)
+    large = 0.05 * max(0.0, math.log10(heap / OPTIMUM_HEAP))
+    f_heap = 1.0 + 0.5 * small + large
+    f_sweep = 1.0 + 0.3 * (1.0 - min(1.0, math.log10(sweep + 1) / math.log10(65536))) * (heap < 20000)
+    f_prio = {"low": 1.15, "high": 0.98}.get(priority or "normal", 1.0)
+    return BASE_NS * f_heap * f_sweep * f_prio
+
+
+def enable(monkeypatch) -> None:
+    from rtscope.runtimes import RUNTIMES
+    monkeypatch.setitem(RUNTIMES, "synthetic", SyntheticRuntime())
+
+
+def _runtime_class():
+    from rtscope.runtimes.base import Runtime
+
+    class Synthetic(Runtime):
+        def __init__(self):
+            super().__init__("synthetic", "test-only: exec sum with a known optimum and known noise",
+                             {"exec": ("sum",)}, ("fullsweep_after", "min_heap_size", "priority"))
+            self.calls: Counter = Counter()
+
+        def command(self, req, out, site):
+            key = json.dumps([req.settings, req.params], sort_keys=True, default=str)
+            self.calls[key] += 1
+            seed = zlib.crc32(key.encode()) * 1000 + self.calls[key]
+            return [sys.executable, str(Path(__file__).resolve()), out,
+                    json.dumps({"settings": req.settings, "params": req.params, "seed": seed})]
+
+    return Synthetic
+
+
+def SyntheticRuntime():
+    return _runtime_class()()
+
+
+def main(out: str, arg: str) -> None:
+    from rtscope import samplefile
+    a = json.loads(arg)
+    s = a["settings"]
+    rng = np.random.default_rng(a["seed"])
+    mean = expected_ns(s.get("fullsweep_after"), s.get("min_heap_size"), s.get("priority"))
+    run_offset = rng.normal(0.0, 0.03 * mean)
+    n = int(a["params"].get("iterations", SAMPLES))
+    times = np.maximum(1, rng.normal(mean + run_offset, 0.10 * mean, n)).astype(np.int64)
+    cols = [samplefile.Column("time", "ns", "i64")]
+    header = samplefile.make_header("exec", "sum", "synthetic", "synthetic", "1", "2026-01-01T00:00:00Z", cols,
+                                    settings=s, params=a["params"])
+    time.sleep(float(os.environ.get("SYNTHETIC_RUN_S", "0")))   # a longer run, for tests that interrupt one
+    samplefile.write(out, header, {"time": times}, {"finished_at": "2026-01-01T00:00:01Z"})
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "rtscope":          # the CLI with this runtime enabled (tests that need a process)
+        from rtscope.cli import main as cli_main
+        from rtscope.runtimes import RUNTIMES
+        RUNTIMES["synthetic"] = SyntheticRuntime()
+        sys.argv = sys.argv[1:]
+        cli_main()
+    else:
+        main(sys.argv[1], sys.argv[2])
