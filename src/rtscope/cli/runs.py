@@ -7,18 +7,15 @@ import io
 import json
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.table import Table
 
-from .. import sysinfo
-from ..analysis import stats
-from ..analysis import distribution, threads
-from ..analysis.results import DISPLAY, display_unit, fmt
-from ..fileio import write_atomic
-from ..store import Run
 from .common import DbOption, JsonOption, app, console, escape, open_store, print_json, settings_text
+
+if TYPE_CHECKING:
+    from ..store import Run
 
 
 def run_summary(run: Run) -> dict:
@@ -52,7 +49,10 @@ def list_runs(
         console.print("no runs yet: try `rtscope demo`")
 
 
-def stats_table(title: str, rows: list[tuple[str, dict]], unit: str, keys=DISPLAY) -> Table:
+def stats_table(title: str, rows: list[tuple[str, dict]], unit: str, keys=None) -> Table:
+    """One row per (label, stats); `keys`: the (statistic, header) columns, by default analysis.results.DISPLAY."""
+    from ..analysis.results import DISPLAY, display_unit, fmt
+    keys = DISPLAY if keys is None else keys
     shown, scale = display_unit(unit)
     table = Table(title=title)
     table.add_column("run", no_wrap=True)
@@ -68,6 +68,9 @@ def stats_table(title: str, rows: list[tuple[str, dict]], unit: str, keys=DISPLA
 def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see `rtscope runs`).")],
          db: DbOption = None, json_out: JsonOption = False) -> None:
     """Show a run: the study's AVG MAX VAR STDEV, percentiles, settings and machine state."""
+    from .. import sysinfo
+    from ..analysis import distribution, stats, threads
+    from ..analysis.results import DISPLAY, display_unit, fmt
     store = open_store(db)
     run = store.get_run(run_id)
     dist = distribution.of_run(store, run)
@@ -148,6 +151,7 @@ def export(
     db: DbOption = None,
 ) -> None:
     """Export every raw sample of a run."""
+    from ..fileio import write_atomic
     store = open_store(db)
     run = store.get_run(run_id)
     names, arrays = export_columns(run, store.samples(run.id), units)
