@@ -15,6 +15,11 @@ command (timeout, Ctrl-C, SIGTERM), and sshd closes it when the connection
 drops (rtscope killed with -9, network gone), so nothing is left running on
 the target in any of these cases. No polling crosses the network while a
 command runs: the supervisor waits, and its exit status ends the channel.
+
+Round trips are what a remote run costs (each SSH channel: open, exec, wait for the end), so a run takes
+one channel (run_probe): the run directory is made and the previous one removed by that channel's command
+(mkdtemp and remove_tree only note what to do, see `_pending`), the machine's state is read just before the
+probe starts, and the probe's output files come back on the same channel after it ends (BATCH below).
 """
 
 from __future__ import annotations
@@ -27,13 +32,14 @@ import shlex
 import socket
 import threading
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
 import paramiko
 
 from ..errors import ProbeError
-from .base import Completed, Target, TargetError, parse_url
+from .base import Completed, ProbeRun, Target, TargetError, parse_url
 
 CONNECT_TIMEOUT = 15.0  # seconds for TCP, banner and authentication
 STOP_WAIT = 15.0        # seconds for a stopped command's supervisor to report back
@@ -54,29 +60,58 @@ members() {
 }
 '''
 
+# supervise DIR STDIN LOG COMMAND...: LOG "-" is the channel. In spawn mode (LOG given) the first line of stdout
+# is "rtscope-pid PID". Returns the command's exit status.
+SUPERVISE_FUNCTION = MEMBERS_FUNCTION + r'''
+supervise() {
+  cd "$1" 2>/dev/null || { echo "rtscope: cannot enter directory $1 on the target" >&2; return 125; }
+  in=$2; log=$3; shift 3
+  exec 3<&0
+  if [ "$log" = - ]; then setsid "$@" <"$in" 3<&- & else setsid "$@" <"$in" >"$log" 2>&1 3<&- & fi
+  pid=$!
+  [ "$log" = - ] || echo "rtscope-pid $pid"
+  (
+    while read -r _ <&3; do :; done
+    kill -TERM -$pid 2>/dev/null; n=0
+    while [ "$(members $pid)" != 0 ] && [ $n -lt 20 ]; do sleep 0.1; n=$((n+1)); done
+    kill -KILL -$pid 2>/dev/null
+  ) 3<&3 &
+  watcher=$!
+  exec 3<&-
+  wait $pid; rc=$?
+  kill $watcher 2>/dev/null
+  if [ "$(members $pid)" != 0 ]; then
+    kill -TERM -$pid 2>/dev/null; sleep 1; kill -KILL -$pid 2>/dev/null; sleep 0.2
+    [ "$(members $pid)" != 0 ] && echo "rtscope: processes of session $pid survived SIGKILL" >&2
+  fi
+  return $rc
+}
+'''
 # $1 working directory, $2 stdin file, $3 log file ("-": the channel), then the command.
-# In spawn mode (log given) the first line of stdout is "rtscope-pid PID".
-SUPERVISOR = MEMBERS_FUNCTION + r'''
-cd "$1" 2>/dev/null || { echo "rtscope: cannot enter directory $1 on the target" >&2; exit 125; }
-in=$2; log=$3; shift 3
-exec 3<&0
-if [ "$log" = - ]; then setsid "$@" <"$in" 3<&- & else setsid "$@" <"$in" >"$log" 2>&1 3<&- & fi
-pid=$!
-[ "$log" = - ] || echo "rtscope-pid $pid"
-(
-  while read -r _ <&3; do :; done
-  kill -TERM -$pid 2>/dev/null; n=0
-  while [ "$(members $pid)" != 0 ] && [ $n -lt 20 ]; do sleep 0.1; n=$((n+1)); done
-  kill -KILL -$pid 2>/dev/null
-) 3<&3 &
-watcher=$!
-exec 3<&-
-wait $pid; rc=$?
-kill $watcher 2>/dev/null
-if [ "$(members $pid)" != 0 ]; then
-  kill -TERM -$pid 2>/dev/null; sleep 1; kill -KILL -$pid 2>/dev/null; sleep 0.2
-  [ "$(members $pid)" != 0 ] && echo "rtscope: processes of session $pid survived SIGKILL" >&2
-fi
+SUPERVISOR = SUPERVISE_FUNCTION + 'supervise "$@"; exit $?\n'
+
+# readfile TOKEN FILE: "\n@@TOKEN FILE\n" and its text, or "\n@@TOKEN!" after it when it cannot be read.
+READ_FUNCTION = r'''
+readfile() { printf "\n@@%s %s\n" "$1" "$2"; cat -- "$2" 2>/dev/null || printf "\n@@%s!" "$1"; }
+'''
+
+# A run in one channel: TOKEN, N and N files to read first (readfile), "\n@@TOKEN>", the command's stdout
+# under the supervisor (DIR STDIN LOG COMMAND... as above, after M and M files to send back), "@@TOKEN<",
+# then each of the M files as "@@TOKEN SIZE PATH\n" and SIZE bytes ("@@TOKEN - PATH\n" when absent).
+# Exits with the command's status.
+BATCH = READ_FUNCTION + SUPERVISE_FUNCTION + r'''
+tok=$1; n=$2; shift 2
+while [ "$n" -gt 0 ]; do readfile "$tok" "$1"; shift; n=$((n-1)); done
+printf "\n@@%s>" "$tok"
+m=$1; shift; outs=
+while [ "$m" -gt 0 ]; do outs="$outs$1
+"; shift; m=$((m-1)); done
+supervise "$@"; rc=$?
+printf "@@%s<" "$tok"
+printf "%s" "$outs" | while IFS= read -r f; do
+  if [ -f "$f" ]; then printf "@@%s %s %s\n" "$tok" "$(wc -c <"$f")" "$f"; cat -- "$f"
+  else printf "@@%s - %s\n" "$tok" "$f"; fi
+done
 exit $rc
 '''
 
@@ -163,6 +198,9 @@ class SshTarget(Target):
         self._uname: dict | None = None
         self._channels: set[paramiko.Channel] = set()
         self._lock = threading.Lock()
+        # Shell commands owed to the target (remove a run directory, make the next one), sent at the head of
+        # the next command rather than in a round trip of their own; close() sends what is left.
+        self._pending: list[str] = []
 
     @property
     def where(self) -> str:
@@ -177,12 +215,17 @@ class SshTarget(Target):
             return
         client = connect(self._fail, self.host, self.port, self.user, self.identity, self.known_hosts)
         self._client = client
+        self._pending, self._uname, self.record = [], None, None  # another connection: maybe a rebooted board
         self._check_basics()
 
     def _check_basics(self) -> None:
+        """setsid there, the workdir writable; uname read in the same round trip."""
         proc = self._exec_plain("command -v setsid >/dev/null && command -v mktemp >/dev/null && "
                                 f"mkdir -p {shlex.quote(self.workdir)} && test -w {shlex.quote(self.workdir)} "
-                                f"&& echo ok")
+                                "&& echo ok && uname -s && uname -n && uname -r && uname -v && uname -m")
+        lines = proc.stdout.splitlines()
+        if proc.returncode == 0 and len(lines) == 6 and lines[0] == "ok":
+            self._uname = dict(zip(("sysname", "nodename", "release", "version", "machine"), lines[1:]))
         if proc.returncode != 0 or "ok" not in proc.stdout:
             has = self._exec_plain("command -v setsid")
             if has.returncode != 0:
@@ -192,7 +235,11 @@ class SshTarget(Target):
                              f"{self.user or 'this user'}: {proc.said()}; set workdir in the target's table")
 
     def close(self) -> None:
+        if self._pending and self._client is not None and self._client.get_transport() \
+                and self._client.get_transport().is_active():
+            self._exec_quietly(":")  # what is owed: the last run directory removed
         with self._lock:
+            self._pending = []
             if self._sftp is not None:
                 try:
                     self._sftp.close()
@@ -222,6 +269,8 @@ class SshTarget(Target):
         return t
 
     def sftp(self) -> paramiko.SFTPClient:
+        if self._pending:  # a file may go into a run directory not made yet
+            self._exec_plain(":")
         if self._sftp is None:
             try:
                 self._sftp = self._client.open_sftp() if self._client else (self.open() or self._client.open_sftp())
@@ -231,9 +280,11 @@ class SshTarget(Target):
 
     # -- commands
     def _open_channel(self, command: str) -> paramiko.Channel:
+        with self._lock:
+            owed, self._pending = self._pending, []
         try:
             chan = self.transport.open_session()
-            chan.exec_command(command)
+            chan.exec_command("".join(owed) + command)
         except (paramiko.SSHException, OSError, EOFError) as e:
             raise self._fail(f"cannot start a command: {e}") from None
         with self._lock:
@@ -286,12 +337,24 @@ class SshTarget(Target):
         command = "exec sh -c " + shlex.quote(SUPERVISOR) + " rtscope " + shlex.join([cwd, stdin_path, log, *argv])
         return self._open_channel(command)
 
-    def run(self, argv, *, timeout=None, stdin=None, cwd=None, binary=False) -> Completed:
+    def run(self, argv, *, timeout=None, stdin=None, cwd=None, binary=False, read_first: list[str] | None = None,
+            bring_back: list[str] | None = None) -> Completed:
+        """The command under the supervisor. With read_first / bring_back (run_probe): those files read just
+        before it starts, and those brought back after it ends, on the same channel (Completed.read_first,
+        Completed.brought)."""
         stdin_path = "/dev/null"
         if stdin is not None:
             stdin_path = posixpath.join(self.workdir, f".stdin-{secrets.token_hex(6)}")
             self._put_bytes(stdin, stdin_path)
-        chan = self._supervised(list(argv), cwd or self.workdir, stdin_path, "-")
+        batch = read_first is not None or bring_back is not None
+        token = secrets.token_hex(8)
+        if batch:
+            first, back = list(read_first or []), list(bring_back or [])
+            chan = self._open_channel("exec sh -c " + shlex.quote(BATCH) + " rtscope " + shlex.join(
+                [token, str(len(first)), *first, str(len(back)), *back, cwd or self.workdir, stdin_path, "-",
+                 *argv]))
+        else:
+            chan = self._supervised(list(argv), cwd or self.workdir, stdin_path, "-")
         name = posixpath.basename(argv[0])
         try:
             out, err, rc = self._collect(chan, time.monotonic() + timeout if timeout else None, name)
@@ -305,8 +368,21 @@ class SshTarget(Target):
             self._release(chan)
             if stdin is not None:
                 self._exec_quietly(f"rm -f {shlex.quote(stdin_path)}")
+        read, brought = None, None
+        if batch:
+            read, out, brought = _unbatch(token, out)
         return Completed(list(argv), rc, out if binary else out.decode(errors="replace"),
-                         err.decode(errors="replace"))
+                         err.decode(errors="replace"), read, brought)
+
+    def run_probe(self, argv, *, timeout, cwd, outputs, into) -> ProbeRun:
+        """One channel: the run directory made (owed since mkdtemp), the state read, the command, its files."""
+        state_paths = self.state_paths()
+        when = datetime.now(timezone.utc)
+        proc = self.run(argv, timeout=timeout, cwd=cwd, read_first=state_paths, bring_back=outputs)
+        for remote, data in (proc.brought or {}).items():
+            if data is not None:  # an absent output is for collect() to judge
+                (Path(into) / posixpath.basename(remote)).write_bytes(data)
+        return ProbeRun(proc, proc.read_first or {}, when)
 
     def _exec_quietly(self, command: str) -> None:
         try:
@@ -366,15 +442,9 @@ class SshTarget(Target):
         if not paths:
             return {}
         token = secrets.token_hex(8)
-        script = f'for f; do printf "\\n@@{token} %s\\n" "$f"; cat -- "$f" 2>/dev/null || printf "\\n@@{token}!"; done'
-        proc = self._exec_plain(f"sh -c {shlex.quote(script)} sh {shlex.join(paths)}")
-        text = proc.stdout
-        out: dict[str, str | None] = {}
-        parts = text.split(f"\n@@{token} ")[1:]
-        for part in parts:
-            name, _, body = part.partition("\n")
-            out[name] = None if body.endswith(f"\n@@{token}!") or body == f"\n@@{token}!"[1:] else body
-        return {p: out.get(p) for p in paths}
+        script = READ_FUNCTION + 'tok=$1; shift; for f; do readfile "$tok" "$f"; done'
+        proc = self._exec_plain(f"sh -c {shlex.quote(script)} sh {shlex.join([token, *paths])}")
+        return _parse_read(proc.stdout, token, paths)
 
     def write_file(self, path, text) -> None:
         self.check(["sh", "-c", 'printf "%s" "$2" > "$1"', "sh", path, text], f"writing {path}")
@@ -385,15 +455,22 @@ class SshTarget(Target):
         return found if proc.returncode == 0 and found else None
 
     def mkdtemp(self, prefix="rtscope-run-", parent=None):
+        """A new directory's name (random, as mktemp's); it is made, mode 700, by the next command sent, so that
+        it exists before anything uses it, without a round trip of its own. That command fails (exit 125,
+        the reason on stderr) when it cannot be made."""
         parent = parent or self.workdir
-        proc = self._exec_plain(f"mkdir -p {shlex.quote(parent)} && mktemp -d {shlex.quote(parent)}/{prefix}XXXXXX")
-        made = proc.stdout.strip()
-        if proc.returncode != 0 or not made.startswith(parent):
-            raise self._fail(f"cannot create a run directory in {parent}: {proc.said()}")
+        made = posixpath.join(parent, prefix + secrets.token_hex(6))
+        quoted = shlex.quote(made)
+        with self._lock:
+            self._pending.append(f"{{ mkdir -p -- {shlex.quote(parent)} && mkdir -m 700 -- {quoted}; }} || "
+                                 f"{{ echo 'rtscope: cannot create the run directory {made} on the target' >&2; "
+                                 "exit 125; }; ")
         return made
 
     def remove_tree(self, path) -> None:
-        self._exec_quietly(f"rm -rf -- {shlex.quote(path)}")
+        """Removed by the head of the next command sent (the next run's), or when the target is closed."""
+        with self._lock:
+            self._pending.append(f"rm -rf -- {shlex.quote(path)}; ")
 
     def free_bytes(self, path):
         proc = self._exec_plain(f"df -Pk {shlex.quote(path)}")
@@ -410,6 +487,44 @@ class SshTarget(Target):
                 raise self._fail(f"uname failed: {proc.said()}")
             self._uname = dict(zip(("sysname", "nodename", "release", "version", "machine"), lines))
         return self._uname
+
+
+def _parse_read(text: str, token: str, paths: list[str] | None = None) -> dict[str, str | None]:
+    """readfile's output: each path's text (of `paths`, else of every file in it), None when unreadable."""
+    out: dict[str, str | None] = {}
+    for part in text.split(f"\n@@{token} ")[1:]:
+        name, _, body = part.partition("\n")
+        out[name] = None if body.endswith(f"\n@@{token}!") or body == f"\n@@{token}!"[1:] else body
+    return out if paths is None else {p: out.get(p) for p in paths}
+
+
+def _unbatch(token: str, out: bytes) -> tuple[dict[str, str | None], bytes, dict[str, bytes | None]]:
+    """BATCH's output -> (files read first, the command's stdout, files brought back). A script stopped before
+    the command (its directory could not be made) gives its output as the command's."""
+    tok = token.encode()
+    begin = out.find(b"\n@@" + tok + b">")
+    if begin < 0:
+        return {}, out, {}
+    read = _parse_read(out[:begin].decode(errors="replace"), token)
+    start = begin + len(tok) + 4
+    end = out.find(b"@@" + tok + b"<", start)
+    if end < 0:
+        return read, out[start:], {}
+    brought: dict[str, bytes | None] = {}
+    at = end + len(tok) + 3
+    while out.startswith(b"@@" + tok + b" ", at):
+        line_end = out.find(b"\n", at)
+        if line_end < 0:
+            break
+        _, size, path = out[at:line_end].decode(errors="replace").split(" ", 2)
+        at = line_end + 1
+        if size == "-":
+            brought[path] = None
+        else:
+            n = int(size)
+            brought[path] = out[at:at + n]
+            at += n
+    return read, out[start:end], brought
 
 
 class SshProcess:
