@@ -19,7 +19,7 @@ mount namespace (tests/sshd.py), so rtscope must deploy its probe there.
      ratio of p99s (target: within +-10%: the remote path must not disturb the measurement).
 
 Run as root (sshd in namespaces): .venv/bin/python bench/ssh_target.py [--pairs 5] [--loops 20000]
-                                   [--sections 0123] [--repeat 3]
+                                   [--sections 0123] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -155,10 +155,15 @@ def experiment_cost(base: Path, server: sshd.SshServer, repeat: int) -> None:
         ways = {"local": ("", None), "ssh": (server.table("board"), "board"),
                 "ssh +20 ms RTT": (relayed_table(server, relay, "far", base), "far")}
         results = {}
-        for way, (table, target) in ways.items():
+        for table, target in ways.values():
             timed_experiment(base, table, target, 1)  # deploy once (a user's first experiment), warm caches
-            t1 = [timed_experiment(base, table, target, 1) for _ in range(repeat)]
-            t21 = [timed_experiment(base, table, target, 21) for _ in range(repeat)]
+        # Interleaved, so that what else the machine does weighs on every way alike.
+        times: dict[str, tuple[list, list]] = {way: ([], []) for way in ways}
+        for _ in range(repeat):
+            for way, (table, target) in ways.items():
+                times[way][0].append(timed_experiment(base, table, target, 1))
+                times[way][1].append(timed_experiment(base, table, target, 21))
+        for way, (t1, t21) in times.items():
             one, many = statistics.median(w for w, _ in t1), statistics.median(w for w, _ in t21)
             marginal = (many - one) / 20
             c1, c21 = t1[0][1], t21[0][1]
@@ -257,7 +262,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--loops", type=int, default=20_000)
-    ap.add_argument("--repeat", type=int, default=3, help="experiments per figure in section 0 (median)")
+    ap.add_argument("--repeat", type=int, default=5, help="experiments per figure in section 0 (median)")
     ap.add_argument("--sections", default="0123", help="which sections to run, e.g. 0 or 013")
     args = ap.parse_args()
     why = sshd.available()

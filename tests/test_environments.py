@@ -229,9 +229,9 @@ def test_sigterm_inside_a_chroot_leaves_nothing(tmp_path, rtprobe):
     jail = make_jail(tmp_path / "jail")
     script = tmp_path / "run.py"
     script.write_text(textwrap.dedent(f"""
-        from rtscope.environments import define_environment
-        from rtscope.runner import execute
-        from rtscope.spec import build_request
+        from rtscope.settings.environments import define_environment
+        from rtscope.experiment.runner import execute
+        from rtscope.experiment.spec import build_request
         from rtscope.store import Store
         define_environment("jail", ["chroot", {str(jail)!r}], root={str(jail)!r})
         req = build_request("storage", "write_sync", "native", {{"size": "64K", "repetitions": 10000000, "dir": "/"}},

@@ -222,7 +222,7 @@ class Target:
         state = self.read_files(self.state_paths())
         when = datetime.now(timezone.utc)
         proc = self.run(argv, timeout=timeout, cwd=cwd)
-        for remote in outputs:
+        for remote in outputs if proc.returncode == 0 else ():  # a failed command's error comes first
             try:
                 self.get(remote, str(into / posixpath.basename(remote)))
             except TargetError as e:
