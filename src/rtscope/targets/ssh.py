@@ -219,6 +219,7 @@ class SshTarget(Target):
         # Shell commands owed to the target (remove a run directory, make the next one), sent at the head of
         # the next command rather than in a round trip of their own; close() sends what is left.
         self._pending: list[str] = []
+        self._which: dict[str, str | None] = {}
 
     @property
     def where(self) -> str:
@@ -233,7 +234,8 @@ class SshTarget(Target):
             return
         client = connect(self._fail, self.host, self.port, self.user, self.identity, self.known_hosts)
         self._client = client
-        self._pending, self._uname, self.record = [], None, None  # another connection: maybe a rebooted board
+        # Another connection: maybe a rebooted or reinstalled board.
+        self._pending, self._uname, self.record, self._which = [], None, None, {}
         self._check_basics()
 
     def _check_basics(self) -> None:
@@ -469,9 +471,12 @@ class SshTarget(Target):
         self.check(["sh", "-c", 'printf "%s" "$2" > "$1"', "sh", path, text], f"writing {path}")
 
     def which(self, command):
-        proc = self._exec_plain(f"command -v {shlex.quote(command)}")
-        found = proc.stdout.strip()
-        return found if proc.returncode == 0 and found else None
+        """Asked once per connection (each run of a peer tool asks whether it is installed)."""
+        if command not in self._which:
+            proc = self._exec_plain(f"command -v {shlex.quote(command)}")
+            found = proc.stdout.strip()
+            self._which[command] = found if proc.returncode == 0 and found else None
+        return self._which[command]
 
     def mkdtemp(self, prefix="rtscope-run-", parent=None):
         """A new directory's name (random, as mktemp's); it is made, mode 700, by the next command sent, so that
