@@ -44,6 +44,7 @@ from .base import Completed, ProbeRun, Target, TargetError, parse_url
 CONNECT_TIMEOUT = 15.0  # seconds for TCP, banner and authentication
 STOP_WAIT = 15.0        # seconds for a stopped command's supervisor to report back
 KEEPALIVE = 5           # seconds between keepalives: a dead connection is noticed within a few of them
+EXIT_DRAIN = 2.0        # seconds without output after a command's exit status before its output counts as whole
 
 # members SID: the live (non-zombie) processes of session SID, from /proc. Zombies wait for their reaper
 # and cannot run; `kill -0` would count them. One grep reads every stat file (the fields after the last ')':
@@ -313,12 +314,19 @@ class SshTarget(Target):
 
     def _collect(self, chan: paramiko.Channel, deadline: float | None, what: str) -> tuple[bytes, bytes, int]:
         out, err = bytearray(), bytearray()
+        last_data = time.monotonic()
         while True:
             while chan.recv_ready():
                 out += chan.recv(1 << 16)
+                last_data = time.monotonic()
             while chan.recv_stderr_ready():
                 err += chan.recv_stderr(1 << 16)
-            if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
+                last_data = time.monotonic()
+            # sshd reports the exit status when the command ends, which can be before all its output has come
+            # (a sample file sent back waits for the window): the output is whole at EOF. A process that left
+            # the command's session and holds its output open would withhold EOF: then EXIT_DRAIN of silence.
+            if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready() and (
+                    chan.eof_received or chan.closed or time.monotonic() - last_data > EXIT_DRAIN):
                 return bytes(out), bytes(err), chan.recv_exit_status()
             if chan.closed or not self._client or not self._client.get_transport() \
                     or not self._client.get_transport().is_active():
