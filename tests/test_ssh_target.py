@@ -175,6 +175,19 @@ def test_a_run_takes_one_channel_and_records_the_state_of_its_time(board, tmp_pa
     assert len(samples) == 10 and (samples > 0).all()
 
 
+def test_a_large_sample_file_comes_back_whole(board, tmp_path, clean_targets):
+    """16 MB back on the run's channel: sshd reports the exit status before such output has all come."""
+    name = define(board)
+    store = Store(str(tmp_path / "s.db"))
+    req = build_request("exec", "nothing", "native", {"iterations": 1_000_000, "pause_ms": 0}, {"target": name})
+    with targets.Pool() as pool:
+        t = pool.get(name)
+        for _ in range(2):
+            run = store.get_run(execute(req, store, target=t))
+            assert run.n_samples == 1_000_000
+            assert len(store.samples(run.id)["duration"]) == 1_000_000
+
+
 def test_deploy_once_per_version(board, tmp_path, clean_targets):
     name = define(board)
     store = Store(str(tmp_path / "s.db"))
