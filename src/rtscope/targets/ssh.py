@@ -38,6 +38,7 @@ from typing import Callable
 
 import paramiko
 
+from .. import sysinfo
 from ..errors import ProbeError
 from .base import Completed, ProbeRun, Target, TargetError, parse_url
 
@@ -474,6 +475,21 @@ class SshTarget(Target):
         script = READ_FUNCTION + 'tok=$1; shift; for f; do readfile "$tok" "$f"; done'
         proc = self._exec_plain(f"sh -c {shlex.quote(script)} sh {shlex.join([token, *paths])}")
         return _parse_read(proc.stdout, token, paths)
+
+    def record_files(self):
+        """One round trip: the record's base files and the governor of every CPU there (online or not)."""
+        token = secrets.token_hex(8)
+        cpus = self.sys_path("sys/devices/system/cpu")
+        script = READ_FUNCTION + ('tok=$1; cpus=$2; shift 2; '
+                                  'for f in "$@" "$cpus"/cpu[0-9]*/cpufreq/scaling_governor; do readfile "$tok" "$f"; done')
+        base = list(self._machine_paths(list(sysinfo.BASE_FILES)).values())
+        proc = self._exec_plain(f"sh -c {shlex.quote(script)} sh {shlex.join([token, cpus, *base])}")
+        got = _parse_read(proc.stdout, token)
+        online = self._machine_paths(["sys/devices/system/cpu/online"])["sys/devices/system/cpu/online"]
+        governors = [sysinfo.governor_file(c) for c in sysinfo.parse_cpu_list(got.get(online))]
+        for path in self._machine_paths(governors).values():
+            got.setdefault(path, None)  # no cpufreq for that CPU: nothing to read again
+        return got
 
     def write_file(self, path, text) -> None:
         self.check(["sh", "-c", 'printf "%s" "$2" > "$1"', "sh", path, text], f"writing {path}")
