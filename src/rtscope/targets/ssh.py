@@ -114,7 +114,7 @@ IFS='
 '; set -f
 for f in $first; do
   printf "\n@@%s %s\n" "$tok" "$f"
-  { IFS= read -r l <"$f" && printf "%s\n" "$l"; } 2>/dev/null || printf "\n@@%s!" "$tok"
+  l=; if { IFS= read -r l <"$f" || [ -n "$l" ]; } 2>/dev/null; then printf "%s\n" "$l"; else printf "\n@@%s!" "$tok"; fi
 done
 unset IFS; set +f
 printf "\n@@%s>" "$tok"
