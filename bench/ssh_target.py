@@ -3,6 +3,13 @@
 Loopback targets: real OpenSSH servers on 127.0.0.1, each in its own UTS and
 mount namespace (tests/sshd.py), so rtscope must deploy its probe there.
 
+  0. cost of an experiment, measured as a user runs it (`rtscope run SPEC`, a fresh process each): exec sum
+     x 10 calls with 1 and with 21 repetitions, locally, on the SSH target and on the SSH target through a
+     relay on 127.0.0.1 that delays each direction by 10 ms (20 ms of added round-trip time). The marginal
+     cost of a run is (T21 - T1) / 20, the fixed cost T1 - marginal (targets: per run <= 50 ms over the local
+     one, fixed <= 0.5 s over the local one). Channels and round trips are counted by instrumenting
+     paramiko (channel opens, exec and subsystem requests, waits for a command's exit status, SFTP
+     requests and prefetches): per run (targets: <= 2 channels, <= 4 round trips) and fixed;
   1. overhead per run: the same short run (exec sum, 100 calls) made locally and on an SSH target
      (connection reused, deploy cached), interleaved; the median difference per run (target: <= 1 s)
      and how often rtprobe was copied (target: once per version);
@@ -12,15 +19,21 @@ mount namespace (tests/sshd.py), so rtscope must deploy its probe there.
      ratio of p99s (target: within +-10%: the remote path must not disturb the measurement).
 
 Run as root (sshd in namespaces): .venv/bin/python bench/ssh_target.py [--pairs 5] [--loops 20000]
+                                   [--sections 0123] [--repeat 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import queue
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -33,6 +46,145 @@ from rtscope import targets  # noqa: E402
 from rtscope.experiment.runner import execute  # noqa: E402
 from rtscope.experiment.spec import build_request  # noqa: E402
 from rtscope.store import Store  # noqa: E402
+
+
+# `rtscope ARGS` with paramiko instrumented: the counts are printed on stderr when it exits.
+COUNTED_CLI = """
+import atexit, json, sys
+import paramiko
+from paramiko import sftp_client
+counts = {"channels": 0, "round_trips": 0}
+def count(cls, name, channels=0):
+    real = getattr(cls, name)
+    def counted(*args, **kwargs):
+        counts["channels"] += channels
+        counts["round_trips"] += 1
+        return real(*args, **kwargs)
+    setattr(cls, name, counted)
+count(paramiko.Transport, "open_channel", channels=1)         # CHANNEL_OPEN, wait for the confirmation
+for name in ("exec_command", "invoke_subsystem"):             # a request, wait for its reply
+    count(paramiko.Channel, name)
+count(paramiko.Channel, "recv_exit_status")                   # wait for a command's end
+count(sftp_client.SFTPClient, "_request")                     # one SFTP request and its answer
+count(paramiko.SFTPFile, "prefetch")                          # pipelined reads: one wait
+atexit.register(lambda: print("COUNTS " + json.dumps(counts), file=sys.stderr))
+sys.argv = ["rtscope", *sys.argv[1:]]
+from rtscope.cli import main
+main()
+"""
+COST_BODY = '[[workload]]\nname = "exec"\nvariants = "sum"\n[workload.params]\niterations = 10\npause_ms = 0\n'
+
+
+class DelayRelay:
+    """A TCP relay on 127.0.0.1 to another port there, each direction delayed by `delay` seconds."""
+
+    def __init__(self, dest_port: int, delay: float):
+        self.dest_port, self.delay = dest_port, delay
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            server = socket.create_connection(("127.0.0.1", self.dest_port))
+            for s in (client, server):
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            for src, dst in ((client, server), (server, client)):
+                pending: queue.Queue = queue.Queue()
+                threading.Thread(target=self._read, args=(src, pending), daemon=True).start()
+                threading.Thread(target=self._write, args=(dst, pending), daemon=True).start()
+
+    def _read(self, src: socket.socket, pending: queue.Queue) -> None:
+        while True:
+            try:
+                data = src.recv(1 << 16)
+            except OSError:
+                data = b""
+            pending.put((time.monotonic() + self.delay, data))
+            if not data:
+                return
+
+    def _write(self, dst: socket.socket, pending: queue.Queue) -> None:
+        while True:
+            due, data = pending.get()
+            time.sleep(max(0.0, due - time.monotonic()))
+            try:
+                if not data:
+                    dst.shutdown(socket.SHUT_WR)
+                    return
+                dst.sendall(data)
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def relayed_table(server: sshd.SshServer, relay: DelayRelay, name: str, base: Path) -> str:
+    """The target table of `server` reached through `relay` (its known_hosts names the relay's port)."""
+    known = base / f"known_hosts_{relay.port}"
+    key = server.known_hosts.read_text().split(None, 1)[1]
+    known.write_text(f"[127.0.0.1]:{relay.port} {key}")
+    return (server.table(name).replace(server.url, f"ssh://root@127.0.0.1:{relay.port}")
+            .replace(str(server.known_hosts), str(known)))
+
+
+def timed_experiment(base: Path, table: str, target: str | None, reps: int) -> tuple[float, dict]:
+    """Wall time and paramiko counts of `rtscope run` of exec sum x 10 with `reps` repetitions."""
+    spec = base / f"cost-{target or 'local'}-{reps}.toml"
+    spec.write_text(f'name = "cost"\nrepetitions = {reps}\n' + (f'target = "{target}"\n{table}' if target else "")
+                    + COST_BODY)
+    db = base / f"cost-{time.monotonic_ns()}.db"
+    start = time.perf_counter()
+    r = subprocess.run([sys.executable, "-c", COUNTED_CLI, "run", str(spec), "--db", str(db)],
+                       capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if r.returncode != 0:
+        raise SystemExit(f"rtscope run {spec} failed: {r.stderr[-2000:]}")
+    counts = json.loads([x for x in r.stderr.splitlines() if x.startswith("COUNTS ")][-1][7:])
+    return wall, counts
+
+
+def experiment_cost(base: Path, server: sshd.SshServer, repeat: int) -> None:
+    relay = DelayRelay(server.port, 0.010)
+    try:
+        ways = {"local": ("", None), "ssh": (server.table("board"), "board"),
+                "ssh +20 ms RTT": (relayed_table(server, relay, "far", base), "far")}
+        results = {}
+        for table, target in ways.values():
+            timed_experiment(base, table, target, 1)  # deploy once (a user's first experiment), warm caches
+        # Interleaved, so that what else the machine does weighs on every way alike.
+        times: dict[str, tuple[list, list]] = {way: ([], []) for way in ways}
+        for _ in range(repeat):
+            for way, (table, target) in ways.items():
+                times[way][0].append(timed_experiment(base, table, target, 1))
+                times[way][1].append(timed_experiment(base, table, target, 21))
+        for way, (t1, t21) in times.items():
+            one, many = statistics.median(w for w, _ in t1), statistics.median(w for w, _ in t21)
+            marginal = (many - one) / 20
+            c1, c21 = t1[0][1], t21[0][1]
+            results[way] = {"one": one, "many": many, "marginal": marginal, "fixed": one - marginal,
+                            "run_channels": (c21["channels"] - c1["channels"]) / 20,
+                            "run_rtt": (c21["round_trips"] - c1["round_trips"]) / 20,
+                            "fixed_channels": c1["channels"] - (c21["channels"] - c1["channels"]) / 20,
+                            "fixed_rtt": c1["round_trips"] - (c21["round_trips"] - c1["round_trips"]) / 20}
+    finally:
+        relay.close()
+    local = results["local"]
+    print(f"0. experiment cost, exec sum x 10 calls, `rtscope run` with 1 and 21 repetitions (median of {repeat}):")
+    print(f"   {'':16} {'1 run':>8} {'21 runs':>8} {'per run':>9} {'over local':>11} {'fixed':>8} "
+          f"{'over local':>11}  per run: channels, round trips; fixed: channels, round trips")
+    for way, r in results.items():
+        over_run = "" if way == "local" else f"{(r['marginal'] - local['marginal']) * 1000:+.0f} ms"
+        over_fixed = "" if way == "local" else f"{r['fixed'] - local['fixed']:+.2f} s"
+        print(f"   {way:16} {r['one']:>7.2f}s {r['many']:>7.2f}s {r['marginal'] * 1000:>7.0f}ms {over_run:>11} "
+              f"{r['fixed']:>7.2f}s {over_fixed:>11}  {r['run_channels']:g}, {r['run_rtt']:g}; "
+              f"{r['fixed_channels']:g}, {r['fixed_rtt']:g}")
+    print("   targets: per run <= 50 ms over local with <= 2 channels and <= 4 round trips; fixed <= 0.5 s over local")
 
 
 def define(server: sshd.SshServer, name: str) -> str:
@@ -110,6 +262,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--loops", type=int, default=20_000)
+    ap.add_argument("--repeat", type=int, default=5, help="experiments per figure in section 0 (median)")
+    ap.add_argument("--sections", default="0123", help="which sections to run, e.g. 0 or 013")
     args = ap.parse_args()
     why = sshd.available()
     if why:
@@ -121,9 +275,14 @@ def main() -> int:
         try:
             define(servers[0], "board")
             store = Store(str(base / "bench.db"))
-            overhead(servers[0], store, args.rounds)
-            fleet(base, servers)
-            timer(store, args.pairs, args.loops)
+            if "0" in args.sections:
+                experiment_cost(base, servers[0], args.repeat)
+            if "1" in args.sections:
+                overhead(servers[0], store, args.rounds)
+            if "2" in args.sections:
+                fleet(base, servers)
+            if "3" in args.sections:
+                timer(store, args.pairs, args.loops)
         finally:
             for s in servers:
                 s.stop()

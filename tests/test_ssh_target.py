@@ -144,6 +144,50 @@ def test_each_runtime_runs_on_the_target(board, tmp_path, clean_targets, runtime
     assert [p.name for p in board.workdir.iterdir() if p.name.startswith("rtscope-run-")] == []
 
 
+def test_a_run_takes_one_channel_and_records_the_state_of_its_time(board, tmp_path, clean_targets, monkeypatch):
+    """The run directory, the machine state, the probe and its sample file: one SSH channel per run; the
+    machine record read whole once per connection, its changing part (load, governors) per run."""
+    import paramiko
+    name = define(board)
+    store = Store(str(tmp_path / "s.db"))
+    req = build_request("exec", "sum", "native", {"iterations": 10, "pause_ms": 0}, {"target": name})
+    opened = []
+    real_open = paramiko.Transport.open_channel
+    monkeypatch.setattr(paramiko.Transport, "open_channel",
+                        lambda self, kind, *a, **kw: (opened.append(kind), real_open(self, kind, *a, **kw))[1])
+    with targets.Pool() as pool:
+        t = pool.get(name)
+        whole = t.snapshot()
+        per_run = []
+        for _ in range(3):
+            before = len(opened)
+            run = store.get_run(execute(req, store, target=t))
+            per_run.append(len(opened) - before)
+            env = run["environment"]
+            assert {k: v for k, v in env.items() if k not in ("loadavg", "timestamp", "probe_version")} == \
+                {k: v for k, v in whole.items() if k not in ("loadavg", "timestamp", "probe_version")}
+            assert env["loadavg"] and env["timestamp"] >= whole["timestamp"] and env["probe_version"]
+        assert per_run[1:] == [1, 1]  # the first run also deploys and asks the probe's version
+        # The run directories are removed by the next command and, for the last one, when the target closes.
+        assert len([p for p in board.workdir.iterdir() if p.name.startswith("rtscope-run-")]) == 1
+    assert [p.name for p in board.workdir.iterdir() if p.name.startswith("rtscope-run-")] == []
+    samples = store.samples(store.runs()[-1].id)["duration"]
+    assert len(samples) == 10 and (samples > 0).all()
+
+
+def test_a_large_sample_file_comes_back_whole(board, tmp_path, clean_targets):
+    """16 MB back on the run's channel: sshd reports the exit status before such output has all come."""
+    name = define(board)
+    store = Store(str(tmp_path / "s.db"))
+    req = build_request("exec", "nothing", "native", {"iterations": 1_000_000, "pause_ms": 0}, {"target": name})
+    with targets.Pool() as pool:
+        t = pool.get(name)
+        for _ in range(2):
+            run = store.get_run(execute(req, store, target=t))
+            assert run.n_samples == 1_000_000
+            assert len(store.samples(run.id)["duration"]) == 1_000_000
+
+
 def test_deploy_once_per_version(board, tmp_path, clean_targets):
     name = define(board)
     store = Store(str(tmp_path / "s.db"))

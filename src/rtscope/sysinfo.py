@@ -32,6 +32,8 @@ def _read(root: Path, rel: str) -> str | None:
 
 
 # Read in one batch (one round trip on a remote target); governors follow once the online CPUs are known.
+# STATE_FILES (and the governors) can change between runs: they are read again for each run (state_files).
+STATE_FILES = ("proc/loadavg", "sys/devices/system/cpu/online")
 BASE_FILES = ("proc/sys/kernel/version", "proc/sys/kernel/osrelease", "sys/devices/system/cpu/online",
               "proc/device-tree/model", "sys/devices/system/cpu/isolated", "proc/cpuinfo", "proc/meminfo",
               "proc/loadavg", "sys/kernel/realtime")
@@ -77,10 +79,33 @@ def memory_bytes(meminfo: str | None) -> int | None:
     return int(m.group(1)) * 1024 if m else None
 
 
+def state_files(rec: dict) -> list[str]:
+    """What can change between two runs on one machine (relative paths): the load, the CPUs online and their
+    governors (the rest of the record is read once per connection)."""
+    return [*STATE_FILES, *(governor_file(c) for c in rec["cpus_online"])]
+
+
+def with_state(rec: dict, texts: dict[str, str | None], at: datetime) -> dict | None:
+    """`rec` with the state_files(rec) read at `at`; None when the CPUs online changed (read it whole again)."""
+    online = parse_cpu_list(texts.get(STATE_FILES[1]))
+    if online and online != rec["cpus_online"]:
+        return None
+    return {**rec, "loadavg": _stripped(texts.get(STATE_FILES[0])), "governors": governors(rec["cpus_online"], texts),
+            "timestamp": at.isoformat(timespec="seconds")}
+
+
+def governors(cpus: list[int], texts: dict[str, str | None]) -> dict[str, str]:
+    return {str(c): (texts.get(governor_file(c)) or "").strip() or NOT_AVAILABLE for c in cpus}
+
+
+def _stripped(text: str | None) -> str | None:
+    return text.strip() if text is not None else None
+
+
 def record(read_many: Callable[[list[str]], dict[str, str | None]], uname: dict[str, str],
            probe_version: str | None = None, fallback_cpus: int = 1) -> dict:
     """The machine record from a reader of /proc and /sys files (relative paths) and the uname fields."""
-    base = {k: (v.strip() if v is not None else None) for k, v in read_many(list(BASE_FILES)).items()}
+    base = {k: _stripped(v) for k, v in read_many(list(BASE_FILES)).items()}
     version = base["proc/sys/kernel/version"] or uname["version"]
     release = base["proc/sys/kernel/osrelease"] or uname["release"]
     cpus = parse_cpu_list(base["sys/devices/system/cpu/online"]) or list(range(fallback_cpus))
@@ -96,7 +121,7 @@ def record(read_many: Callable[[list[str]], dict[str, str | None]], uname: dict[
         "cpu_count": len(cpus),
         "cpus_online": cpus,
         "isolated_cpus": base["sys/devices/system/cpu/isolated"] or "",
-        "governors": {str(c): (govs.get(governor_file(c)) or "").strip() or NOT_AVAILABLE for c in cpus},
+        "governors": governors(cpus, govs),
         "memory_bytes": memory_bytes(base["proc/meminfo"]),
         "board": board.rstrip("\x00") if board else None,
         "loadavg": base["proc/loadavg"],

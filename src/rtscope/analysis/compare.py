@@ -59,6 +59,7 @@ from ..errors import UsageError, choices
 from ..store import Run, Store
 from . import stats
 from . import distribution
+from .defaults import ALPHA, RESAMPLES, SEED
 from .select import CORE_DIMENSIONS, Configuration, group_runs, short_labels, value_matches, value_text
 from .stats import merge_histograms
 
@@ -71,9 +72,6 @@ TESTS = {
     "max": "Mann-Whitney U on per-run maxima (exact)",
     "stdev": "Brown-Forsythe",
 }
-ALPHA = 0.05
-RESAMPLES = 10_000
-SEED = 20240601
 MIN_REPETITIONS = 3
 # Romano et al. (2006) thresholds for |Cliff's delta|.
 MAGNITUDES = ((0.147, "negligible"), (0.33, "small"), (0.474, "medium"), (math.inf, "large"))

@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import UsageError, choices
+from .defaults import GOALS
 from .compare import METRICS, Comparison, ComparisonSet, Cell, compare_cells
 from .results import display_unit, fmt
 
-GOALS = ("max", "p99", "stdev", "mean", "median")
 
 
 def check_goal(goal: str) -> str:

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from ..analysis.compare import ALPHA, RESAMPLES, SEED, TESTS, ComparisonSet, compare_runs
-from ..analysis.recommend import GOALS, change, check_goal, p_text, recommend as make_recommendations
-from ..analysis.results import display_unit, fmt
-from ..analysis.select import Selection, select_runs
+from ..analysis.defaults import ALPHA, GOALS, RESAMPLES, SEED
 from .common import DbOption, JsonOption, app, console, err_console, escape, open_store, print_json
+
+if TYPE_CHECKING:
+    from ..analysis.compare import ComparisonSet
+    from ..analysis.select import Selection
 
 Experiment = Annotated[Optional[str], typer.Option(help="Only runs of this experiment (id or name).")]
 Workload = Annotated[Optional[str], typer.Option(help="Only runs of this workload.")]
@@ -42,10 +43,13 @@ VERDICT_STYLE = {"better": "bold green", "worse": "bold red", "no significant di
 
 
 def _selection(experiment, workload, variant, runtime, tag, where, run) -> Selection:
+    from ..analysis.select import Selection
     return Selection.from_cli(experiment, workload, variant, runtime, tag, where, run)
 
 
 def _compare(db, sel: Selection, baseline, alpha, resamples, seed, per_thread=False) -> ComparisonSet:
+    from ..analysis.compare import compare_runs
+    from ..analysis.select import select_runs
     store = open_store(db)
     return compare_runs(store, select_runs(store, sel), baseline or [], per_thread=per_thread, alpha=alpha,
                         resamples=resamples, seed=seed)
@@ -53,6 +57,8 @@ def _compare(db, sel: Selection, baseline, alpha, resamples, seed, per_thread=Fa
 
 def comparison_table(cs: ComparisonSet, k) -> Table:
     """One comparison: a row per metric."""
+    from ..analysis.recommend import change, p_text
+    from ..analysis.results import display_unit, fmt
     shown, scale = display_unit(k.cell.config.unit)
     labels = cs.labels
     title = f"[bold]{escape(labels[k.cell.config])}[/] vs {escape(labels[k.base.config])}"
@@ -74,6 +80,7 @@ def comparison_table(cs: ComparisonSet, k) -> Table:
 
 
 def print_comparisons(cs: ComparisonSet) -> None:
+    from ..analysis.compare import TESTS
     labels = cs.labels
     console.print(f"against [bold]{escape(cs.baseline.text)}[/]: lower is better; p-values Holm-corrected over "
                   f"all {sum(r.p is not None for k in cs.comparisons for r in k.rows)} tests, α = {cs.alpha:g}")
@@ -131,6 +138,7 @@ def recommend(
     per_thread: PerThreadOpt = False, db: DbOption = None, json_out: JsonOption = False,
 ) -> None:
     """The configuration that best meets a goal, its evidence and its cost on the other metrics."""
+    from ..analysis.recommend import check_goal, recommend as make_recommendations
     check_goal(goal)
     cs = _compare(db, _selection(experiment, workload, variant, runtime, tag, where, run), baseline or ["defaults"],
                   alpha, resamples, seed, per_thread)
@@ -179,8 +187,9 @@ def report(
     db: DbOption = None,
 ) -> None:
     """Write one self-contained HTML report (works offline), and optionally figures and tables for a paper."""
-    from ..report import html as html_report, model
+    from ..analysis.select import select_runs
     from ..errors import UsageError
+    from ..report import html as html_report, model
     if output.is_dir():
         raise UsageError(f"--output {output} is a directory; give a file name such as {output / 'report.html'}")
     if not output.parent.is_dir():

@@ -1,25 +1,36 @@
-"""Shared CLI pieces: the app, consoles, the --db and --json options, JSON output."""
+"""Shared CLI pieces: the app, consoles, the --db and --json options, JSON output.
+
+Every `cli/*.py` module is imported for any command (even `--help`), so at module level they import only typer,
+rich and rtscope's light modules; numpy, SQLAlchemy, the store, analysis, targets... are imported inside the
+command that needs them (tests/test_cli_startup.py checks it, bench/cli_startup.py times it).
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ..store import Store, to_jsonable
+if TYPE_CHECKING:
+    from ..store import Store
 
 app = typer.Typer(
     name="rtscope",
     help="Measure, compare and improve the real-time behaviour of IoT and edge stacks.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (docs/cli.md)
     pretty_exceptions_enable=False,
+    # Plain help: typer's rich help panels import rich's markdown and traceback modules, which would double
+    # the time `--help` (and every completion, which starts rtscope) takes.
+    rich_markup_mode=None,
+    context_settings={"max_content_width": 120},  # a wide terminal gets wide help (click stops at 80)
 )
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+# emoji=False: no `:name:` in a label or setting becomes an emoji (and the emoji table is not loaded).
+console = Console(highlight=False, emoji=False)
+err_console = Console(stderr=True, highlight=False, emoji=False)
 
 DbOption = Annotated[Optional[str], typer.Option(
     "--db", help="Store: a SQLite file path or SQLAlchemy URL [default: $RTSCOPE_DB or ./rtscope.db]")]
@@ -27,10 +38,12 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable
 
 
 def open_store(db: Optional[str]) -> Store:
+    from ..store import Store
     return Store(db)
 
 
 def print_json(obj: Any) -> None:
+    from ..store import to_jsonable
     typer.echo(json.dumps(to_jsonable(obj), indent=2, sort_keys=False))
 
 

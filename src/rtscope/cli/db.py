@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 
 from ..errors import UsageError
-from ..store import Store, bare_engine, copy as dbcopy, metadata, migrations, resolve_url
 from .common import DbOption, app, console, escape
 
 db_app = typer.Typer(help="The store: schema version, migrations, copies (SQLite <-> PostgreSQL).",
@@ -18,6 +17,7 @@ app.add_typer(db_app, name="db")
 @db_app.command("info")
 def info(db: DbOption = None) -> None:
     """The store's URL and schema version, and what `db migrate` would do."""
+    from ..store import bare_engine, migrations
     engine = bare_engine(db)
     with engine.connect() as c:
         version = migrations.current(c)
@@ -30,6 +30,7 @@ def info(db: DbOption = None) -> None:
 @db_app.command("migrate")
 def migrate(db: DbOption = None) -> None:
     """Bring the store's schema to this rtscope's version (under a lock; safe with other users connected)."""
+    from ..store import bare_engine, metadata, migrations
     engine = bare_engine(db)
     with engine.connect() as c:
         pending = migrations.describe(migrations.current(c))
@@ -47,6 +48,7 @@ def copy(src: Annotated[str, typer.Argument(help="Store to copy from: a SQLite p
          dst: Annotated[str, typer.Argument(help="Store to copy into (created if new): a path or a URL, "
                                                  "e.g. postgresql://lab@dbhost/rtscope.")]) -> None:
     """Copy every experiment and run (with all samples) into another store; repeatable: skips what is there."""
+    from ..store import Store, copy as dbcopy, resolve_url
     if resolve_url(src) == resolve_url(dst):
         raise UsageError("source and destination are the same store")
     source, dest = Store(src), Store(dst)

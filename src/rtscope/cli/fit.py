@@ -7,21 +7,20 @@ import io
 import math
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
-import numpy as np
 import typer
 from rich import box
 from rich.table import Table
 
-from ..analysis import stats
-from ..analysis.fit import Series, least_squares, memory_series
-from ..analysis.select import Selection, select_runs
-from ..analysis.tasks import switch_rows
 from ..errors import UsageError, choices
-from ..figures.tasks import quantity, r_text, write_figure
 from ..workloads import TASK_MODELS
 from .common import DbOption, JsonOption, app, console, escape, open_store, print_json
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..analysis.fit import Series
 
 MISSING = {"", "na", "n/a", "nan", "-"}   # a value the study's table left out ("N/A")
 # --- rtscope fit -------------------------------------------------------------------------------------------
@@ -42,6 +41,7 @@ def read_points(text: str, source: str, x_name: str = "tasks", y_name: str = "by
     With a header, the columns are found by name (so `rtscope export` output works); without one, every
     row must hold exactly two values. Blank lines and lines starting with # are ignored.
     """
+    import numpy as np
     xs: list[float] = []
     ys: list[float] = []
     skipped = 0
@@ -97,6 +97,8 @@ def fit(
     json_out: JsonOption = False,
 ) -> None:
     """Least-squares line of bytes against tasks: slope (bytes per task), intercept, r and r²."""
+    from ..analysis.fit import least_squares
+    from ..figures.tasks import r_text
     if file == "-":
         text, source = sys.stdin.read(), "<stdin>"
     else:
@@ -126,6 +128,7 @@ def fit(
 # --- rtscope tasks-table -----------------------------------------------------------------------------------
 
 def _fit_cells(s: Series) -> list[str]:
+    from ..figures.tasks import r_text
     f = s.fit
     if f is None:
         return ["-", "-", "-", "-"]
@@ -133,6 +136,9 @@ def _fit_cells(s: Series) -> list[str]:
 
 
 def memory_tables(series: list[Series], column: str, unit: str) -> list[Table]:
+    import numpy as np
+
+    from ..figures.tasks import quantity
     counts = sorted({int(c) for s in series for c in np.unique(s.tasks)})
     cells = [s.by_count() for s in series]
     table = Table(title=f"memory ({quantity(column, unit)}) by number of tasks", box=box.SIMPLE_HEAD)
@@ -157,6 +163,7 @@ def memory_tables(series: list[Series], column: str, unit: str) -> list[Table]:
 
 
 def switch_table(rows: list[dict]) -> Table:
+    from ..analysis import stats
     table = Table(title="switch cost: ns per switch (ping-pong between two tasks)", box=box.SIMPLE_HEAD,
                   caption=f"percentiles over batches: {stats.PERCENTILE_DEFINITION}")
     for head in ("model", "batches", "median", "p99", "mean", "max", "runs"):
@@ -170,6 +177,7 @@ def switch_table(rows: list[dict]) -> Table:
 
 def _order(s) -> tuple:
     """Runtime, then the models in their registry order (native first: the study's table)."""
+    from ..analysis.fit import Series
     runtime, settings, label = (s.runtime, s.settings, s.label) if isinstance(s, Series) else \
         (s["runtime"], s["settings"], s["label"])
     model = settings.get("model")
@@ -201,6 +209,11 @@ def tasks_table(
     json_out: JsonOption = False,
 ) -> None:
     """Memory per task (table by task count, least-squares slopes, r, r²) and switch cost of stored tasks runs."""
+    from ..analysis import stats
+    from ..analysis.fit import memory_series
+    from ..analysis.select import Selection, select_runs
+    from ..analysis.tasks import switch_rows
+    from ..figures.tasks import write_figure
     store = open_store(db)
     runs = select_runs(store, Selection(experiment=experiment, workload="tasks", run_ids=list(run_ids or [])))
     memory_runs = [r for r in runs if r.variant == "memory"]

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich import box
 from rich.table import Table
 
 from ..errors import UsageError
-from ..figures import latency as lat
-from ..figures import save
 from .common import DbOption, JsonOption, app, console, escape, open_store, print_json, settings_text
+
+if TYPE_CHECKING:
+    from ..figures import latency as lat
 
 COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "red")
 
@@ -30,6 +31,7 @@ def run_label(run) -> str:
 
 
 def stats_rows(series: list[lat.LatencySeries], ids: list[int]) -> Table:
+    from ..figures import latency as lat
     table = Table(title="latency (µs)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
                   padding=(0, 0, 0, 1))
     for head in ("run", "n", "MIN", "AVG", "MAX", "p50", "p99", "p99.9", "p99.99", "overflow", "missed"):
@@ -52,6 +54,7 @@ def bar(count: int, peak: int, width: int) -> str:
 
 
 def histogram_table(series: list[lat.LatencySeries], ids: list[int], rows: int, x_max_us: float | None) -> Table:
+    from ..figures import latency as lat
     edges, binned, rest = lat.rebin(series, rows, x_max_us)
     peak = max(int(b.max()) if b.size else 0 for b in binned)
     digits = max(len(f"{int(x):,}") for b, r in zip(binned, rest) for x in (*b, r, 1))
@@ -82,6 +85,7 @@ def histogram_cmd(
     json_out: JsonOption = False,
 ) -> None:
     """Latency histograms of runs, overlaid: min/avg/max, p50..p99.99, overflows; terminal and PNG/SVG."""
+    from ..figures import latency as lat, save
     if not 4 <= rows <= 60:
         raise UsageError(f"--rows {rows}: valid values are 4..60")
     if x_max_us is not None and x_max_us <= 0:

@@ -7,8 +7,6 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import UsageError
-from ..experiment import execute as exp_mod, monitor as mon
-from ..targets import Pool
 from .common import DbOption, app, console, err_console, escape, open_store
 from .run import execute_resumable, print_machine_warnings
 
@@ -26,6 +24,7 @@ class LiveView:
         pass
 
     def run_stored(self, p, run_id: int) -> None:
+        from ..experiment import monitor as mon
         run = self.store.get_run(run_id)
         cpus = "  ".join(f"cpu{r['cpu']} max {r['max_us']:.1f} p99.99 {r['p9999_us']:.1f}"
                          + (f" (+{r['overflows']} over)" if r["overflows"] else "") for r in mon.per_cpu(run))
@@ -52,6 +51,8 @@ def monitor(target: Annotated[str, typer.Option(help="The target to watch (local
                                                  "this target (after a crash or a reboot of the target).")] = False,
             db: DbOption = None) -> None:
     """Watch a target's timer latency for hours: one histogram run per interval and CPU, stored as it ends."""
+    from ..experiment import execute as exp_mod, monitor as mon
+    from ..targets import Pool
     identity = f"monitor:{target}"
     store = open_store(db)
     if resume:

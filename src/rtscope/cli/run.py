@@ -4,24 +4,23 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-from rich.table import Column
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
+from typer.core import TyperCommand
 
-from .. import paths, sysinfo
-from ..analysis.results import pooled_stats, run_stats
+from .. import paths
 from ..errors import RtscopeError, UsageError, choices
-from ..experiment import execute as exp_mod, spec as spec_mod
-from ..importers import IMPORTERS
 from ..options import parse_assignment
-from ..signals import Terminated
-from ..store import Store
-from ..targets import Pool
 from .common import DbOption, app, console, err_console, escape, open_store
 from .runs import stats_table
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from ..experiment import execute as exp_mod, spec as spec_mod
+    from ..store import Store
+    from ..targets import Pool
 
 DEMO_COLUMNS = (("n", "n"), ("mean", "AVG"), ("max", "MAX"), ("var", "VAR"), ("stdev", "STDEV"), ("p99", "p99"))
 EXIT_SIGINT, EXIT_SIGTERM = 130, 143
@@ -48,6 +47,7 @@ class ProgressReporter:
             self.per_target[name] = self.progress.add_task(escape(f"  {name}"), total=n)
 
     def run_started(self, p) -> None:
+        from ..experiment import execute as exp_mod
         task = self.per_target.get(exp_mod.target_of(p.request), self.task)
         self.progress.update(task, description=escape(f"[{p.index + 1}] {p.cell} #{p.repetition}"))
 
@@ -60,6 +60,7 @@ class ProgressReporter:
                                     f"targets go on): {escape(error)}", highlight=False)
 
     def _advance(self, p=None) -> None:
+        from ..experiment import execute as exp_mod
         for task in {self.task, self.per_target.get(exp_mod.target_of(p.request)) if p else None} - {None}:
             self.progress.advance(task)
             if self.progress.tasks[task].finished:
@@ -70,6 +71,7 @@ class ProgressReporter:
             self.reasons.add(reason)
             self.progress.console.print(f"[yellow]skipping[/] runs that need what this machine lacks: "
                                         f"{escape(reason)}", highlight=False)
+        from ..experiment import execute as exp_mod
         # Out of the total rather than counted as done, so that the ETA counts only runs really made.
         for task in {self.task, self.per_target.get(exp_mod.target_of(p.request))} - {None}:
             t = self.progress.tasks[task]
@@ -79,6 +81,9 @@ class ProgressReporter:
 
 
 def _progress() -> Progress:
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+    from rich.table import Column
     return Progress(TextColumn("{task.description}", table_column=Column(max_width=48, no_wrap=True)), BarColumn(), MofNCompleteColumn(), TextColumn("runs"),
                     TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=err_console)
 
@@ -98,11 +103,13 @@ def run_experiment(store: Store, experiment: exp_mod.Experiment, spec_arg: str, 
 def execute_resumable(store: Store, experiment: exp_mod.Experiment, reporter, pool: Pool,
                       hint: str) -> exp_mod.Outcome:
     """exp_mod.execute, its interruptions and failures said in one line each, with how to resume."""
+    from ..experiment import execute as exp_mod
     return resumable(lambda: exp_mod.execute(store, experiment, reporter, pool), f"experiment {experiment.id}", hint)
 
 
 def resumable(call, what: str, hint: str):
     """call(), its interruptions and failures said in one line each: what was marked, and how to resume."""
+    from ..signals import Terminated
     try:
         return call()
     except KeyboardInterrupt:
@@ -136,6 +143,7 @@ def print_results(store: Store, outcome: exp_mod.Outcome, spec: spec_mod.Spec, t
                   keys=DEMO_COLUMNS) -> None:
     """One table per workload block, one row per cell: its repetitions' samples pooled (histogram-only runs:
     one row each). What every cell of a block shares goes into the table's title."""
+    from ..analysis.results import pooled_stats, run_stats
     by_cell: dict[str, list] = {}
     for run in store.runs(experiment_id=outcome.experiment.id):
         by_cell.setdefault(run.cell or run.label, []).append(run)
@@ -186,6 +194,8 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a fil
                                                         "it instead of failing (docs/lab.md).")] = 0,
         db: DbOption = None) -> None:
     """Run the experiment a spec describes: every run in random order, each stored as it finishes."""
+    from ..experiment import execute as exp_mod, spec as spec_mod
+    from ..targets import Pool
     if experiment_id is not None and not resume:
         raise UsageError(f"an experiment id ({experiment_id}) is only taken with --resume: "
                          f"`rtscope run {spec} --resume {experiment_id}`")
@@ -237,6 +247,8 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a fil
 
 def print_machine_warnings(experiment: exp_mod.Experiment, pool: Pool) -> None:
     """pyperf-style warnings about the state of every target the experiment runs on."""
+    from .. import sysinfo
+    from ..experiment import execute as exp_mod
     names = sorted({exp_mod.target_of(p.request) for p in experiment.plan})
     for name in names:
         target = pool.get(name)
@@ -246,6 +258,7 @@ def print_machine_warnings(experiment: exp_mod.Experiment, pool: Pool) -> None:
 
 
 def _resume_target(store: Store, exp_id: int | None, identity: str, spec: Path) -> exp_mod.Experiment:
+    from ..experiment import execute as exp_mod
     if exp_id is None:
         found = exp_mod.latest_unfinished(store, identity)
         if found is None:
@@ -263,6 +276,7 @@ def _resume_target(store: Store, exp_id: int | None, identity: str, spec: Path) 
 
 def _refuse_unrunnable(planned: list, source: str, pool: Pool) -> None:
     """With on_unavailable = "fail", refuse before anything runs when a target cannot make a run."""
+    from ..experiment import execute as exp_mod
     failing = [(p, why) for p, why in exp_mod.unavailable_runs(planned, exp_mod.Availability(pool))
                if p.on_unavailable == "fail"]
     if failing:
@@ -275,6 +289,8 @@ def _refuse_unrunnable(planned: list, source: str, pool: Pool) -> None:
 def check(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML) to validate, see docs/spec.md.")],
           scale: ScaleOption = None) -> None:
     """Validate a spec without running it: every problem at once, each as file:line; the plan per scale."""
+    from ..experiment import execute as exp_mod, spec as spec_mod
+    from ..targets import Pool
     spec = paths.find_spec(spec)
     text = spec_mod.read_text(spec)
     first = spec_mod.analyse(text, str(spec), scale)
@@ -296,6 +312,7 @@ def check(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML) to v
 
 def _check_availability(spec: Path, analysed: list, availability: exp_mod.Availability) -> bool:
     """Print, per scale, what the targets cannot run; True when a run that must not be skipped cannot."""
+    from ..experiment import execute as exp_mod
     refused = False
     for a in analysed:
         planned = exp_mod.plan(a, 0)
@@ -318,6 +335,8 @@ def _check_availability(spec: Path, analysed: list, availability: exp_mod.Availa
 @app.command()
 def demo(db: DbOption = None, scale: ScaleOption = None) -> None:
     """Run a short default experiment on this machine (specs/demo.toml) and print one table."""
+    from ..experiment import execute as exp_mod, spec as spec_mod
+    from ..targets import Pool
     path = paths.find_spec("demo")
     parsed = spec_mod.load(path, scale)
     seed = parsed.seed if parsed.seed is not None else exp_mod.new_seed()
@@ -331,9 +350,30 @@ def demo(db: DbOption = None, scale: ScaleOption = None) -> None:
     print_results(store, outcome, parsed, f"rtscope demo ({store.url})")
 
 
-@app.command("import")
+def _importer_names() -> list[str]:
+    from ..importers import IMPORTERS
+    return list(IMPORTERS)
+
+
+def _complete_kind(incomplete: str) -> list[str]:
+    return [name for name in _importer_names() if name.startswith(incomplete)]
+
+
+class ImportCommand(TyperCommand):
+    """`rtscope import`: its KIND help names the importers, whose modules (and numpy) are loaded only when that
+    help is shown, so that every other command's start stays light."""
+
+    def format_help(self, ctx, formatter) -> None:
+        for param in self.params:
+            if param.name == "kind":
+                param.help = f"What the files are: {', '.join(_importer_names())}."
+        super().format_help(ctx, formatter)
+
+
+@app.command("import", cls=ImportCommand)
 def import_cmd(
-    kind: Annotated[str, typer.Argument(help=f"What the files are: {', '.join(IMPORTERS)}.")],
+    kind: Annotated[str, typer.Argument(help="What the files are (their kinds are listed by `rtscope import --help`).",
+                                        autocompletion=_complete_kind)],
     files: Annotated[list[Path], typer.Argument(help="Files to import.")],
     variant: Annotated[Optional[str], typer.Option(help="The variant measured, when the file does not say.")] = None,
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="NAME=VALUE recorded as a setting (repeatable), "
@@ -344,6 +384,7 @@ def import_cmd(
     """Import results measured elsewhere: rtscope sample files, nerves_rt_perf CSV, cyclictest, fio, Xenomai's latency.
 
     A run's headline (n, min, mean, max) is the tool's own where its output prints one (docs/analysis.md)."""
+    from ..importers import IMPORTERS
     if kind not in IMPORTERS:
         raise UsageError(f"unknown import kind {kind!r}; valid kinds: {choices(IMPORTERS)}")
     extra = dict(parse_assignment(s) for s in set_ or [])

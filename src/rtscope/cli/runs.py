@@ -7,19 +7,16 @@ import io
 import json
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Group
 from rich.table import Table
 
-from .. import sysinfo
-from ..analysis import distribution, stats, threads
-from ..analysis.distribution import REPORTED_KEYS
-from ..analysis.results import DISPLAY, display_unit, fmt
-from ..fileio import write_atomic
-from ..store import Run
 from .common import DbOption, JsonOption, app, console, escape, open_store, print_json, settings_text
+
+if TYPE_CHECKING:
+    from ..store import Run
 
 
 def run_summary(run: Run) -> dict:
@@ -53,12 +50,15 @@ def list_runs(
         console.print("no runs yet: try `rtscope demo`")
 
 
-def stats_table(title: str, rows: list[tuple[str, dict]], unit: str, keys=DISPLAY, width: int | None = None):
-    """One table of figures per row label, for a terminal of `width` columns (the console's by default).
+def stats_table(title: str, rows: list[tuple[str, dict]], unit: str, keys=None, width: int | None = None):
+    """One table of figures per row label (`keys`: the (statistic, header) columns, by default
+    analysis.results.DISPLAY), for a terminal of `width` columns (the console's by default).
 
     Figures and their headers always show whole: labels fold to make room; where the figures still do not fit,
     the headers put their unit on a second line, then the units move into the title, and last the columns go
     into as many tables as needed, one under the other, each with the labels."""
+    from ..analysis.results import DISPLAY, display_unit, fmt
+    keys = DISPLAY if keys is None else keys
     width = width or console.width
     shown, scale = display_unit(unit)
     figures = {k: [fmt(k, st.get(k), scale) for _, st in rows] for k, _ in keys}
@@ -100,6 +100,10 @@ def stats_table(title: str, rows: list[tuple[str, dict]], unit: str, keys=DISPLA
 def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see `rtscope runs`).")],
          db: DbOption = None, json_out: JsonOption = False) -> None:
     """Show a run: the study's AVG MAX VAR STDEV, percentiles, settings and machine state."""
+    from .. import sysinfo
+    from ..analysis import distribution, stats, threads
+    from ..analysis.distribution import REPORTED_KEYS
+    from ..analysis.results import DISPLAY, display_unit, fmt
     store = open_store(db)
     run = store.get_run(run_id)
     dist = distribution.of_run(store, run)
@@ -185,6 +189,7 @@ def export(
     db: DbOption = None,
 ) -> None:
     """Export every raw sample of a run."""
+    from ..fileio import write_atomic
     store = open_store(db)
     run = store.get_run(run_id)
     names, arrays = export_columns(run, store.samples(run.id), units)

@@ -6,16 +6,17 @@ see analysis/storage.py for what each figure is. This module only renders.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich import box
 from rich.table import Table
 
-from ..analysis.select import experiment_id
-from ..analysis.storage import MODES, StorageTable, build_tables
 from ..errors import UsageError
 from .common import DbOption, JsonOption, app, console, escape, open_store, print_json
+
+if TYPE_CHECKING:
+    from ..analysis.storage import StorageTable
 
 
 def human_time(ns: float | None) -> str:
@@ -46,6 +47,7 @@ def title_of(t: StorageTable) -> str:
 
 
 def render(t: StorageTable, what: str) -> Table:
+    from ..analysis.storage import MODES
     heads = {"mean": "mean time per pass", "pass": "per pass p50 / p99", "block": "per block p50 / p99"}
     table = Table(title=heads[what], box=box.SIMPLE_HEAD, title_justify="left")
     table.add_column("")
@@ -79,6 +81,8 @@ def storage_table(
     json_out: JsonOption = False,
 ) -> None:
     """Study 4's table: mean time per pass for write(sync) / write / read in each environment, and percentiles."""
+    from ..analysis.select import experiment_id
+    from ..analysis.storage import build_tables
     if runs and experiment:
         raise UsageError("give either --experiment or run ids, not both")
     store = open_store(db)

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from .. import paths, sysinfo, targets as targets_mod
+from .. import paths, sysinfo
 from ..errors import RtscopeError
-from ..experiment import spec as spec_mod
-from ..runtimes import RUNTIMES
 from .common import JsonOption, app, console, escape, print_json
+
+if TYPE_CHECKING:
+    from ..targets import TargetDefinition
 
 TargetOption = Annotated[Optional[str], typer.Option(
     "--target", help="A target defined in $RTSCOPE_TARGETS (or a spec given with --spec), or ssh://user@host:port "
@@ -28,6 +29,7 @@ WHY_MISSING = {"board": "no /proc/device-tree/model: not a device-tree board",
 
 def _load_spec_targets(spec: Path | None) -> None:
     if spec is not None:
+        from ..experiment import spec as spec_mod
         spec_mod.load(paths.find_spec(spec))  # registers its [targets] (and reports its problems)
 
 
@@ -36,6 +38,7 @@ def sysinfo_cmd(json_out: JsonOption = False, target: TargetOption = None, spec:
                 root: Annotated[str, typer.Option(hidden=True, help="Read /proc and /sys below this root.")] = "/"
                 ) -> None:
     """Show the machine state that rtscope records with every run, and what makes it untrustworthy."""
+    from .. import targets as targets_mod
     if target is None:
         snap = sysinfo.snapshot(root)
     else:
@@ -55,8 +58,10 @@ def sysinfo_cmd(json_out: JsonOption = False, target: TargetOption = None, spec:
         console.print(f"[yellow]warning:[/] {escape(w)}")
 
 
-def check_target(definition: targets_mod.TargetDefinition) -> dict:
+def check_target(definition: TargetDefinition) -> dict:
     """Connect, read the machine, and ask every runtime whether it can run there."""
+    from .. import targets as targets_mod
+    from ..runtimes import RUNTIMES
     row = {"name": definition.name, "kind": definition.kind, "url": definition.url,
            "description": definition.description, "reachable": False}
     target = targets_mod.make(definition)
@@ -78,6 +83,7 @@ def check_target(definition: targets_mod.TargetDefinition) -> dict:
 def targets_cmd(json_out: JsonOption = False, spec: SpecOption = None,
                 check: Annotated[bool, typer.Option(help="Connect to each target and check it.")] = True) -> None:
     """List the defined targets and check each: reachable, arch, kernel, preemption model, runtimes."""
+    from .. import targets as targets_mod
     _load_spec_targets(spec)
     targets_mod.load_env_file()
     rows = [check_target(d) if check else d.to_dict() for d in targets_mod.TARGETS.values()]

@@ -22,7 +22,7 @@ from ..runtimes.base import RunRequest, Site
 from ..settings.base import RunContext
 from ..settings.registry import SETTINGS
 from ..signals import sigterm_raises
-from ..targets import Completed, LocalTarget, Target, TargetError
+from ..targets import Completed, LocalTarget, Target
 
 PROBE_STDERR_TAIL = 2000  # characters of a failed probe's output kept in the error
 
@@ -48,18 +48,18 @@ def _check_matches(req: RunRequest, sf: samplefile.SampleFile, path: Path) -> No
         raise ProbeError(f"{path}: probe wrote {h['workload']} {h['variant']}, expected {req.workload} {req.variant}")
 
 
-def _fetch_outputs(rt, req: RunRequest, ctx: RunContext, out: str) -> None:
-    """Bring the command's output files into this host's run directory (nothing to do on this machine)."""
-    for name in rt.outputs(req, out):
-        local = Path(ctx.workdir) / name
-        if ctx.fetch is not None:
-            ctx.fetch(name, local)
-        elif not ctx.target.is_local:
-            try:
-                ctx.target.get(posixpath.join(ctx.run_dir, name), local)
-            except TargetError as e:
-                if "No such file" not in str(e):
-                    raise  # a missing optional output is for collect() to judge; a lost connection is not
+def _outputs_on_target(rt, req: RunRequest, ctx: RunContext, out: str) -> list[str]:
+    """The command's output files that run_probe brings back with the run: none on this machine (they are
+    where collect() reads them) or when an environment fetches them itself (ctx.fetch)."""
+    if ctx.target.is_local or ctx.fetch is not None:
+        return []
+    return [posixpath.join(ctx.run_dir, name) for name in rt.outputs(req, out)]
+
+
+def _fetch_through_environment(rt, req: RunRequest, ctx: RunContext, out: str) -> None:
+    if ctx.fetch is not None:
+        for name in rt.outputs(req, out):
+            ctx.fetch(name, Path(ctx.workdir) / name)
 
 
 def execute(req: RunRequest, store: RunSink, *, timeout: float | None = None, target: Target | None = None,
@@ -85,12 +85,16 @@ def execute(req: RunRequest, store: RunSink, *, timeout: float | None = None, ta
             if setting.apply is not None:
                 undo.enter_context(setting.apply(value, ctx))
         site = Site(target, dict(ctx.tool_paths))
-        environment = target.snapshot(probe_version=_version(rt, site, target))
+        probe_version = _version(rt, site, target)
         out = posixpath.join(ctx.out_dir or run_dir, "run.rts")
         argv = ctx.command_prefix + rt.command(req, out, site)
-        proc = target.run(argv, timeout=timeout, cwd=run_dir)
+        # One round trip on a remote target: the machine's state, the command, its output files.
+        probe = target.run_probe(argv, timeout=timeout, cwd=run_dir, outputs=_outputs_on_target(rt, req, ctx, out),
+                                 into=workdir)
+        proc = probe.proc
+        environment = target.record_for_run(probe, probe_version)
         check_probe(argv, proc, ctx.command_name)
-        _fetch_outputs(rt, req, ctx, out)
+        _fetch_through_environment(rt, req, ctx, out)
         path = rt.collect(req, workdir / "run.rts", workdir, proc)
         sf = samplefile.read(path)
         _check_matches(req, sf, path)

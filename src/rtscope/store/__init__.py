@@ -18,17 +18,20 @@ import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 
 from ..errors import RtscopeError, UsageError
-from ..samplefile import SampleFile
 from ..version import __version__
 from . import migrations
 from .tunes import TuneTables
+
+if TYPE_CHECKING:  # numpy (and the sample file, which needs it) only where samples are read or written:
+    import numpy as np  # `rtscope runs` lists runs without them
+
+    from ..samplefile import SampleFile
 
 DEFAULT_DB = "rtscope.db"
 CHUNK = 1 << 20  # values per stored blob
@@ -233,6 +236,7 @@ class Store:
                 raise
             raise DuplicateRun(f"run {row['plan_index'] + 1} of experiment {row['experiment_id']} is stored "
                                "already (by another process resuming it)") from None
+        import numpy as np
         chunks = []
         for col in sf.columns:
             arr = np.ascontiguousarray(sf.data[col.name], dtype=col.dtype)
@@ -296,6 +300,7 @@ class Store:
 
     def chunks(self, run_id: int, columns: list[str] | None = None) -> dict[str, list[np.ndarray]]:
         """The raw samples of a run as stored: column name -> list of arrays, in measurement order."""
+        import numpy as np
         if self.engine.dialect.name == "sqlite":
             return self._sqlite_chunks(run_id, columns)
         q = (sa.select(sample_chunks.c.column, sample_chunks.c.dtype, sample_chunks.c.data)
@@ -315,6 +320,7 @@ class Store:
         array is backed by huge pages, and the slice buffer is reused, so loading
         costs a copy and not a page fault per 4 KiB.
         """
+        import numpy as np
         q = (sa.select(sa.literal_column("rowid"), sample_chunks.c.column, sample_chunks.c.dtype,
                        sa.func.length(sample_chunks.c.data))
              .where(sample_chunks.c.run_id == run_id).order_by(sample_chunks.c.column, sample_chunks.c.chunk))
@@ -339,9 +345,11 @@ class Store:
 
     def samples(self, run_id: int, columns: list[str] | None = None) -> dict[str, np.ndarray]:
         """The raw samples of a run, column name -> array, in measurement order."""
+        import numpy as np
         return {k: (v[0] if len(v) == 1 else np.concatenate(v)) for k, v in self.chunks(run_id, columns).items()}
 
     def primary_samples(self, run: Run) -> np.ndarray:
+        import numpy as np
         name = run.primary["name"]
         return self.samples(run.id, [name]).get(name, np.empty(0))
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import posixpath
 import shlex
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import ClassVar, Protocol
 from urllib.parse import urlsplit
 
@@ -48,10 +50,21 @@ class Completed:
     returncode: int
     stdout: str | bytes
     stderr: str
+    read_first: dict[str, str | None] | None = None  # run(read_first=...): those files, read just before it
+    brought: dict[str, bytes | None] | None = None   # run(bring_back=...): those files' bytes after it (None: absent)
 
     def said(self) -> str:
         out = self.stderr.strip() or (self.stdout.strip() if isinstance(self.stdout, str) else "")
         return out[-OUTPUT_TAIL:] or "no output"
+
+
+@dataclass
+class ProbeRun:
+    """What run_probe returns: the command's result, and the machine state read just before it started."""
+
+    proc: Completed
+    state: dict[str, str | None]  # the state_paths() files
+    state_at: datetime            # when (this host's clock)
 
 
 class Spawned(Protocol):
@@ -78,6 +91,9 @@ class Target:
     runtimes: ClassVar[tuple[str, ...] | None] = None  # the runtimes it can run; None: any
     facts: dict = field(default_factory=dict)  # extra machine-record facts of this kind (a VM's host side)
     deployed: dict = field(default_factory=dict)  # what deploy.py has placed there during this connection
+    # The machine record as last read whole (snapshot()): what cannot change during a connection is taken from
+    # it for each run, with the state read at that run (run_probe); a kind that reconnects clears it.
+    record: dict | None = field(default=None, repr=False)
 
     # -- lifecycle
     def open(self) -> None:
@@ -162,11 +178,13 @@ class Target:
         return ARCHES.get(machine, machine)
 
     def snapshot(self, probe_version: str | None = None) -> dict:
-        """The machine record, read from the target (two round trips on a remote one)."""
+        """The machine record, read whole from the target (one or two round trips on a remote one)."""
+        ahead = self.record_files()
+
         def read_many(rels: list[str]) -> dict[str, str | None]:
-            # Governors are read where the governor setting writes them (a fake tree in tests).
-            where = {r: self.sys_path(r) if "cpufreq" in r else "/" + r for r in rels}
-            got = self.read_files(list(where.values()))
+            where = self._machine_paths(rels)
+            missing = [p for p in where.values() if p not in ahead]
+            got = {**ahead, **(self.read_files(missing) if missing else {})}
             return {r: got.get(p) for r, p in where.items()}
 
         rec = sysinfo.record(read_many, self.uname(), probe_version)
@@ -175,7 +193,50 @@ class Target:
             rec["target_description"] = self.description
         if not self.is_local:
             rec["python_version"] = None  # rtscope's Python runs on the host, not on the target
+        self.record = rec
         return rec
+
+    def record_files(self) -> dict[str, str | None]:
+        """The machine record's files read in one go where the kind can (every CPU's governor found by a glob on
+        the target: SshTarget), by path as read_files gives them; {}: snapshot() reads them in two batches."""
+        return {}
+
+    def _machine_paths(self, rels: list[str]) -> dict[str, str]:
+        # Governors are read where the governor setting writes them (a fake tree in tests).
+        return {r: self.sys_path(r) if "cpufreq" in r else "/" + r for r in rels}
+
+    def state_paths(self) -> list[str]:
+        """The files (as read_files takes them) of what can change between runs: load, CPUs online, governors."""
+        if self.record is None:
+            self.snapshot()
+        return list(self._machine_paths(sysinfo.state_files(self.record)).values())
+
+    def record_for_run(self, probe: ProbeRun, probe_version: str | None = None) -> dict:
+        """The machine record of one run: what cannot change, read once per connection, with the state
+        run_probe read just before the run. Read whole again when the CPUs online changed."""
+        if self.record is not None:
+            where = self._machine_paths(sysinfo.state_files(self.record))
+            rec = sysinfo.with_state(self.record, {r: probe.state.get(p) for r, p in where.items()}, probe.state_at)
+            if rec is not None:
+                return {**rec, "probe_version": probe_version}
+        return self.snapshot(probe_version)
+
+    def run_probe(self, argv: list[str], *, timeout: float | None, cwd: str, outputs: list[str],
+                  into: Path) -> ProbeRun:
+        """Run a run's command in `cwd`: the machine state read just before it (for record_for_run), and the
+        files `outputs` (paths on the target) copied into the local directory `into` after it (an absent one
+        is left out: collect() judges). A remote kind does it all in one round trip (SshTarget); this
+        default uses the methods above in turn."""
+        state = self.read_files(self.state_paths())
+        when = datetime.now(timezone.utc)
+        proc = self.run(argv, timeout=timeout, cwd=cwd)
+        for remote in outputs if proc.returncode == 0 else ():  # a failed command's error comes first
+            try:
+                self.get(remote, str(into / posixpath.basename(remote)))
+            except TargetError as e:
+                if "No such file" not in str(e):
+                    raise  # a missing optional output is for collect() to judge; a lost connection is not
+        return ProbeRun(proc, state, when)
 
     def sys_path(self, rel: str) -> str:
         """A /proc or /sys path below this target's sysfs root."""

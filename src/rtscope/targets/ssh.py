@@ -15,6 +15,11 @@ command (timeout, Ctrl-C, SIGTERM), and sshd closes it when the connection
 drops (rtscope killed with -9, network gone), so nothing is left running on
 the target in any of these cases. No polling crosses the network while a
 command runs: the supervisor waits, and its exit status ends the channel.
+
+Round trips are what a remote run costs (each SSH channel: open, exec, wait for the end), so a run takes
+one channel (run_probe): the run directory is made and the previous one removed by that channel's command
+(mkdtemp and remove_tree only note what to do, see `_pending`), the machine's state is read just before the
+probe starts, and the probe's output files come back on the same channel after it ends (BATCH below).
 """
 
 from __future__ import annotations
@@ -27,22 +32,31 @@ import shlex
 import socket
 import threading
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
 import paramiko
 
+from .. import sysinfo
 from ..errors import ProbeError
-from .base import Completed, Target, TargetError, parse_url
+from .base import Completed, ProbeRun, Target, TargetError, parse_url
 
 CONNECT_TIMEOUT = 15.0  # seconds for TCP, banner and authentication
 STOP_WAIT = 15.0        # seconds for a stopped command's supervisor to report back
 KEEPALIVE = 5           # seconds between keepalives: a dead connection is noticed within a few of them
+EXIT_DRAIN = 2.0        # seconds without output after a command's exit status before its output counts as whole
 
 # members SID: the live (non-zombie) processes of session SID, from /proc. Zombies wait for their reaper
-# and cannot run; `kill -0` would count them.
+# and cannot run; `kill -0` would count them. One grep reads every stat file (the fields after the last ')':
+# state, ppid, pgrp, session); the loop of shell builtins is for a target without grep (10-30 ms).
 MEMBERS_FUNCTION = r'''
 members() {
+  if command -v grep >/dev/null 2>&1; then
+    set -- $(grep -lE "\) [^Z] [0-9]+ [0-9]+ $1 [^)]*\$" /proc/[0-9]*/stat 2>/dev/null)
+    echo $#
+    return
+  fi
   sid=$1; n=0
   for s in /proc/[0-9]*/stat; do
     read -r l 2>/dev/null <"$s" || continue
@@ -54,29 +68,63 @@ members() {
 }
 '''
 
+# supervise DIR STDIN LOG COMMAND...: LOG "-" is the channel. In spawn mode (LOG given) the first line of stdout
+# is "rtscope-pid PID". Returns the command's exit status.
+SUPERVISE_FUNCTION = MEMBERS_FUNCTION + r'''
+supervise() {
+  cd "$1" 2>/dev/null || { echo "rtscope: cannot enter directory $1 on the target" >&2; return 125; }
+  in=$2; log=$3; shift 3
+  exec 3<&0
+  if [ "$log" = - ]; then setsid "$@" <"$in" 3<&- & else setsid "$@" <"$in" >"$log" 2>&1 3<&- & fi
+  pid=$!
+  [ "$log" = - ] || echo "rtscope-pid $pid"
+  (
+    while read -r _ <&3; do :; done
+    kill -TERM -$pid 2>/dev/null; n=0
+    while [ "$(members $pid)" != 0 ] && [ $n -lt 20 ]; do sleep 0.1; n=$((n+1)); done
+    kill -KILL -$pid 2>/dev/null
+  ) 3<&3 &
+  watcher=$!
+  exec 3<&-
+  wait $pid; rc=$?
+  kill $watcher 2>/dev/null
+  if [ "$(members $pid)" != 0 ]; then
+    kill -TERM -$pid 2>/dev/null; sleep 1; kill -KILL -$pid 2>/dev/null; sleep 0.2
+    [ "$(members $pid)" != 0 ] && echo "rtscope: processes of session $pid survived SIGKILL" >&2
+  fi
+  return $rc
+}
+'''
 # $1 working directory, $2 stdin file, $3 log file ("-": the channel), then the command.
-# In spawn mode (log given) the first line of stdout is "rtscope-pid PID".
-SUPERVISOR = MEMBERS_FUNCTION + r'''
-cd "$1" 2>/dev/null || { echo "rtscope: cannot enter directory $1 on the target" >&2; exit 125; }
-in=$2; log=$3; shift 3
-exec 3<&0
-if [ "$log" = - ]; then setsid "$@" <"$in" 3<&- & else setsid "$@" <"$in" >"$log" 2>&1 3<&- & fi
-pid=$!
-[ "$log" = - ] || echo "rtscope-pid $pid"
-(
-  while read -r _ <&3; do :; done
-  kill -TERM -$pid 2>/dev/null; n=0
-  while [ "$(members $pid)" != 0 ] && [ $n -lt 20 ]; do sleep 0.1; n=$((n+1)); done
-  kill -KILL -$pid 2>/dev/null
-) 3<&3 &
-watcher=$!
-exec 3<&-
-wait $pid; rc=$?
-kill $watcher 2>/dev/null
-if [ "$(members $pid)" != 0 ]; then
-  kill -TERM -$pid 2>/dev/null; sleep 1; kill -KILL -$pid 2>/dev/null; sleep 0.2
-  [ "$(members $pid)" != 0 ] && echo "rtscope: processes of session $pid survived SIGKILL" >&2
-fi
+SUPERVISOR = SUPERVISE_FUNCTION + 'supervise "$@"; exit $?\n'
+
+# readfile TOKEN FILE: "\n@@TOKEN FILE\n" and its text, or "\n@@TOKEN!" after it when it cannot be read.
+READ_FUNCTION = r'''
+readfile() { printf "\n@@%s %s\n" "$1" "$2"; cat -- "$2" 2>/dev/null || printf "\n@@%s!" "$1"; }
+'''
+
+# A run in one channel, with as few processes as it can (each costs a fork on the target): $1 TOKEN, $2 the
+# files to read first and $3 the files to send back (newline-separated), then DIR STDIN LOG COMMAND... for
+# supervise. It writes each file read first as readfile does (a line read by the shell), "\n@@TOKEN>", the
+# command's stdout, "@@TOKEN<", then each file to send back as "@@TOKEN PATH\n" and its bytes ("@@TOKEN! PATH\n"
+# when absent), and exits with the command's status.
+BATCH = SUPERVISE_FUNCTION + r'''
+tok=$1; first=$2; back=$3; shift 3
+IFS='
+'; set -f
+for f in $first; do
+  printf "\n@@%s %s\n" "$tok" "$f"
+  l=; if { IFS= read -r l <"$f" || [ -n "$l" ]; } 2>/dev/null; then printf "%s\n" "$l"; else printf "\n@@%s!" "$tok"; fi
+done
+unset IFS; set +f
+printf "\n@@%s>" "$tok"
+supervise "$@"; rc=$?
+printf "@@%s<" "$tok"
+IFS='
+'; set -f
+for f in $back; do
+  if [ -f "$f" ]; then printf "@@%s %s\n" "$tok" "$f"; cat -- "$f"; else printf "@@%s! %s\n" "$tok" "$f"; fi
+done
 exit $rc
 '''
 
@@ -144,7 +192,14 @@ def connect(fail: Callable[[str], TargetError], host: str, port: int, user: str 
         if isinstance(e, paramiko.ssh_exception.NoValidConnectionsError):
             reason = "connection refused"
         raise fail(f"unreachable: {reason}") from None
-    client.get_transport().set_keepalive(KEEPALIVE)
+    transport = client.get_transport()
+    transport.set_keepalive(KEEPALIVE)
+    try:
+        # Without it, Nagle's algorithm holds a small SSH packet until the delayed ACK of the one before:
+        # about 40 ms on every channel.
+        transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except (OSError, AttributeError):
+        pass  # not a TCP socket (a proxy command)
     return client
 
 
@@ -163,6 +218,10 @@ class SshTarget(Target):
         self._uname: dict | None = None
         self._channels: set[paramiko.Channel] = set()
         self._lock = threading.Lock()
+        # Shell commands owed to the target (remove a run directory, make the next one), sent at the head of
+        # the next command rather than in a round trip of their own; close() sends what is left.
+        self._pending: list[str] = []
+        self._which: dict[str, str | None] = {}
 
     @property
     def where(self) -> str:
@@ -177,12 +236,18 @@ class SshTarget(Target):
             return
         client = connect(self._fail, self.host, self.port, self.user, self.identity, self.known_hosts)
         self._client = client
+        # Another connection: maybe a rebooted or reinstalled board.
+        self._pending, self._uname, self.record, self._which = [], None, None, {}
         self._check_basics()
 
     def _check_basics(self) -> None:
+        """setsid there, the workdir writable; uname read in the same round trip."""
         proc = self._exec_plain("command -v setsid >/dev/null && command -v mktemp >/dev/null && "
                                 f"mkdir -p {shlex.quote(self.workdir)} && test -w {shlex.quote(self.workdir)} "
-                                f"&& echo ok")
+                                "&& echo ok && uname -s && uname -n && uname -r && uname -v && uname -m")
+        lines = proc.stdout.splitlines()
+        if proc.returncode == 0 and len(lines) == 6 and lines[0] == "ok":
+            self._uname = dict(zip(("sysname", "nodename", "release", "version", "machine"), lines[1:]))
         if proc.returncode != 0 or "ok" not in proc.stdout:
             has = self._exec_plain("command -v setsid")
             if has.returncode != 0:
@@ -192,7 +257,11 @@ class SshTarget(Target):
                              f"{self.user or 'this user'}: {proc.said()}; set workdir in the target's table")
 
     def close(self) -> None:
+        if self._pending and self._client is not None and self._client.get_transport() \
+                and self._client.get_transport().is_active():
+            self._exec_quietly(":")  # what is owed: the last run directory removed
         with self._lock:
+            self._pending = []
             if self._sftp is not None:
                 try:
                     self._sftp.close()
@@ -222,6 +291,8 @@ class SshTarget(Target):
         return t
 
     def sftp(self) -> paramiko.SFTPClient:
+        if self._pending:  # a file may go into a run directory not made yet
+            self._exec_plain(":")
         if self._sftp is None:
             try:
                 self._sftp = self._client.open_sftp() if self._client else (self.open() or self._client.open_sftp())
@@ -231,9 +302,11 @@ class SshTarget(Target):
 
     # -- commands
     def _open_channel(self, command: str) -> paramiko.Channel:
+        with self._lock:
+            owed, self._pending = self._pending, []
         try:
             chan = self.transport.open_session()
-            chan.exec_command(command)
+            chan.exec_command("".join(owed) + command)
         except (paramiko.SSHException, OSError, EOFError) as e:
             raise self._fail(f"cannot start a command: {e}") from None
         with self._lock:
@@ -242,12 +315,19 @@ class SshTarget(Target):
 
     def _collect(self, chan: paramiko.Channel, deadline: float | None, what: str) -> tuple[bytes, bytes, int]:
         out, err = bytearray(), bytearray()
+        last_data = time.monotonic()
         while True:
             while chan.recv_ready():
                 out += chan.recv(1 << 16)
+                last_data = time.monotonic()
             while chan.recv_stderr_ready():
                 err += chan.recv_stderr(1 << 16)
-            if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
+                last_data = time.monotonic()
+            # sshd reports the exit status when the command ends, which can be before all its output has come
+            # (a sample file sent back waits for the window): the output is whole at EOF. A process that left
+            # the command's session and holds its output open would withhold EOF: then EXIT_DRAIN of silence.
+            if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready() and (
+                    chan.eof_received or chan.closed or time.monotonic() - last_data > EXIT_DRAIN):
                 return bytes(out), bytes(err), chan.recv_exit_status()
             if chan.closed or not self._client or not self._client.get_transport() \
                     or not self._client.get_transport().is_active():
@@ -286,12 +366,25 @@ class SshTarget(Target):
         command = "exec sh -c " + shlex.quote(SUPERVISOR) + " rtscope " + shlex.join([cwd, stdin_path, log, *argv])
         return self._open_channel(command)
 
-    def run(self, argv, *, timeout=None, stdin=None, cwd=None, binary=False) -> Completed:
+    def run(self, argv, *, timeout=None, stdin=None, cwd=None, binary=False, read_first: list[str] | None = None,
+            bring_back: list[str] | None = None) -> Completed:
+        """The command under the supervisor. With read_first / bring_back (run_probe): those files read just
+        before it starts, and those brought back after it ends, on the same channel (Completed.read_first,
+        Completed.brought)."""
         stdin_path = "/dev/null"
         if stdin is not None:
             stdin_path = posixpath.join(self.workdir, f".stdin-{secrets.token_hex(6)}")
             self._put_bytes(stdin, stdin_path)
-        chan = self._supervised(list(argv), cwd or self.workdir, stdin_path, "-")
+        batch = read_first is not None or bring_back is not None
+        token = secrets.token_hex(8)
+        if batch:
+            first, back = list(read_first or []), list(bring_back or [])
+            if any("\n" in p for p in first + back):
+                raise self._fail(f"a file name with a newline cannot be read or fetched: {first + back}")
+            chan = self._open_channel("exec sh -c " + shlex.quote(BATCH) + " rtscope " + shlex.join(
+                [token, "\n".join(first), "\n".join(back), cwd or self.workdir, stdin_path, "-", *argv]))
+        else:
+            chan = self._supervised(list(argv), cwd or self.workdir, stdin_path, "-")
         name = posixpath.basename(argv[0])
         try:
             out, err, rc = self._collect(chan, time.monotonic() + timeout if timeout else None, name)
@@ -305,8 +398,21 @@ class SshTarget(Target):
             self._release(chan)
             if stdin is not None:
                 self._exec_quietly(f"rm -f {shlex.quote(stdin_path)}")
+        read, brought = None, None
+        if batch:
+            read, out, brought = _unbatch(token, out)
         return Completed(list(argv), rc, out if binary else out.decode(errors="replace"),
-                         err.decode(errors="replace"))
+                         err.decode(errors="replace"), read, brought)
+
+    def run_probe(self, argv, *, timeout, cwd, outputs, into) -> ProbeRun:
+        """One channel: the run directory made (owed since mkdtemp), the state read, the command, its files."""
+        state_paths = self.state_paths()
+        when = datetime.now(timezone.utc)
+        proc = self.run(argv, timeout=timeout, cwd=cwd, read_first=state_paths, bring_back=outputs)
+        for remote, data in (proc.brought or {}).items():
+            if data is not None:  # an absent output is for collect() to judge
+                (Path(into) / posixpath.basename(remote)).write_bytes(data)
+        return ProbeRun(proc, proc.read_first or {}, when)
 
     def _exec_quietly(self, command: str) -> None:
         try:
@@ -366,34 +472,53 @@ class SshTarget(Target):
         if not paths:
             return {}
         token = secrets.token_hex(8)
-        script = f'for f; do printf "\\n@@{token} %s\\n" "$f"; cat -- "$f" 2>/dev/null || printf "\\n@@{token}!"; done'
-        proc = self._exec_plain(f"sh -c {shlex.quote(script)} sh {shlex.join(paths)}")
-        text = proc.stdout
-        out: dict[str, str | None] = {}
-        parts = text.split(f"\n@@{token} ")[1:]
-        for part in parts:
-            name, _, body = part.partition("\n")
-            out[name] = None if body.endswith(f"\n@@{token}!") or body == f"\n@@{token}!"[1:] else body
-        return {p: out.get(p) for p in paths}
+        script = READ_FUNCTION + 'tok=$1; shift; for f; do readfile "$tok" "$f"; done'
+        proc = self._exec_plain(f"sh -c {shlex.quote(script)} sh {shlex.join([token, *paths])}")
+        return _parse_read(proc.stdout, token, paths)
+
+    def record_files(self):
+        """One round trip: the record's base files and the governor of every CPU there (online or not)."""
+        token = secrets.token_hex(8)
+        cpus = self.sys_path("sys/devices/system/cpu")
+        script = READ_FUNCTION + ('tok=$1; cpus=$2; shift 2; '
+                                  'for f in "$@" "$cpus"/cpu[0-9]*/cpufreq/scaling_governor; do readfile "$tok" "$f"; done')
+        base = list(self._machine_paths(list(sysinfo.BASE_FILES)).values())
+        proc = self._exec_plain(f"sh -c {shlex.quote(script)} sh {shlex.join([token, cpus, *base])}")
+        got = _parse_read(proc.stdout, token)
+        online = self._machine_paths(["sys/devices/system/cpu/online"])["sys/devices/system/cpu/online"]
+        governors = [sysinfo.governor_file(c) for c in sysinfo.parse_cpu_list(got.get(online))]
+        for path in self._machine_paths(governors).values():
+            got.setdefault(path, None)  # no cpufreq for that CPU: nothing to read again
+        return got
 
     def write_file(self, path, text) -> None:
         self.check(["sh", "-c", 'printf "%s" "$2" > "$1"', "sh", path, text], f"writing {path}")
 
     def which(self, command):
-        proc = self._exec_plain(f"command -v {shlex.quote(command)}")
-        found = proc.stdout.strip()
-        return found if proc.returncode == 0 and found else None
+        """Asked once per connection (each run of a peer tool asks whether it is installed)."""
+        if command not in self._which:
+            proc = self._exec_plain(f"command -v {shlex.quote(command)}")
+            found = proc.stdout.strip()
+            self._which[command] = found if proc.returncode == 0 and found else None
+        return self._which[command]
 
     def mkdtemp(self, prefix="rtscope-run-", parent=None):
+        """A new directory's name (random, as mktemp's); it is made, mode 700, by the next command sent, so that
+        it exists before anything uses it, without a round trip of its own. That command fails (exit 125,
+        the reason on stderr) when it cannot be made."""
         parent = parent or self.workdir
-        proc = self._exec_plain(f"mkdir -p {shlex.quote(parent)} && mktemp -d {shlex.quote(parent)}/{prefix}XXXXXX")
-        made = proc.stdout.strip()
-        if proc.returncode != 0 or not made.startswith(parent):
-            raise self._fail(f"cannot create a run directory in {parent}: {proc.said()}")
+        made = posixpath.join(parent, prefix + secrets.token_hex(6))
+        quoted = shlex.quote(made)
+        with self._lock:
+            self._pending.append(f"{{ mkdir -m 700 -- {quoted} 2>/dev/null || {{ mkdir -p -- {shlex.quote(parent)} "
+                                 f"&& mkdir -m 700 -- {quoted}; }}; }} || {{ echo 'rtscope: cannot create the run "
+                                 f"directory {made} on the target' >&2; exit 125; }}; ")
         return made
 
     def remove_tree(self, path) -> None:
-        self._exec_quietly(f"rm -rf -- {shlex.quote(path)}")
+        """Removed by the head of the next command sent (the next run's), or when the target is closed."""
+        with self._lock:
+            self._pending.append(f"rm -rf -- {shlex.quote(path)}; ")
 
     def free_bytes(self, path):
         proc = self._exec_plain(f"df -Pk {shlex.quote(path)}")
@@ -410,6 +535,36 @@ class SshTarget(Target):
                 raise self._fail(f"uname failed: {proc.said()}")
             self._uname = dict(zip(("sysname", "nodename", "release", "version", "machine"), lines))
         return self._uname
+
+
+def _parse_read(text: str, token: str, paths: list[str] | None = None) -> dict[str, str | None]:
+    """readfile's output: each path's text (of `paths`, else of every file in it), None when unreadable."""
+    out: dict[str, str | None] = {}
+    for part in text.split(f"\n@@{token} ")[1:]:
+        name, _, body = part.partition("\n")
+        out[name] = None if body.endswith(f"\n@@{token}!") or body == f"\n@@{token}!"[1:] else body
+    return out if paths is None else {p: out.get(p) for p in paths}
+
+
+def _unbatch(token: str, out: bytes) -> tuple[dict[str, str | None], bytes, dict[str, bytes | None]]:
+    """BATCH's output -> (files read first, the command's stdout, files brought back). A script stopped before
+    the command (its directory could not be made) gives its output as the command's."""
+    mark = b"@@" + token.encode()
+    begin = out.find(b"\n" + mark + b">")
+    if begin < 0:
+        return {}, out, {}
+    read = _parse_read(out[:begin].decode(errors="replace"), token)
+    start = begin + len(mark) + 2
+    end = out.find(mark + b"<", start)
+    if end < 0:
+        return read, out[start:], {}
+    brought: dict[str, bytes | None] = {}
+    # Each file runs to the next mark: a random token that its bytes do not hold.
+    for part in out[end + len(mark) + 1:].split(mark)[1:]:
+        head, _, data = part.partition(b"\n")
+        absent = head.startswith(b"!")
+        brought[head[2 if absent else 1:].decode(errors="replace")] = None if absent else data
+    return read, out[start:end], brought
 
 
 class SshProcess:

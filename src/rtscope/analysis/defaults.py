@@ -1,0 +1,10 @@
+"""The analysis' defaults and named choices that the CLI shows in its help before it computes anything.
+
+No numpy and no store here, so that `rtscope --help` stays light (cli/common.py); the modules that use these
+names (compare, recommend) import them from here.
+"""
+
+ALPHA = 0.05          # significance level after Holm's correction
+RESAMPLES = 10_000    # bootstrap resamples per interval
+SEED = 20240601       # seed of the bootstrap: the same data give the same intervals
+GOALS = ("max", "p99", "stdev", "mean", "median")  # what `recommend` can minimise

@@ -1,0 +1,116 @@
+"""The CLI starts light: `--help` and every `COMMAND --help` load no heavy library, `runs` no numpy; and the
+shell completion that `rtscope --install-completion` installs completes commands, options and import kinds.
+
+Each check runs rtscope in a fresh interpreter and looks at what it imported (sys.modules), not at a time:
+bench/cli_startup.py times it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rtscope.cli import app
+
+HEAVY = ("numpy", "scipy", "pandas", "sqlalchemy", "matplotlib", "plotly", "paramiko", "jinja2", "psycopg",
+         "labgrid", "pydantic")
+# Run rtscope with these arguments, then print the heavy top-level packages it imported (also when it exits).
+PROBE = """
+import atexit, json, sys
+atexit.register(lambda: print("\\nIMPORTED " + json.dumps(sorted(
+    m for m in sys.modules if m.split(".")[0] in HEAVY and "." not in m)), file=sys.stderr))
+HEAVY = {heavy!r}
+sys.argv = ["rtscope", *{args!r}]
+from rtscope.cli import main
+main()
+"""
+RTSCOPE_BIN = Path(sys.executable).with_name("rtscope")
+
+
+def imported(*args: str) -> tuple[int, list[str], str]:
+    """(exit code, heavy packages imported, stdout) of `rtscope ARGS` in a fresh interpreter."""
+    r = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY, args=list(args))],
+                       capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "200"})
+    line = [x for x in r.stderr.splitlines() if x.startswith("IMPORTED ")]
+    assert line, r.stderr
+    return r.returncode, json.loads(line[-1].removeprefix("IMPORTED ")), r.stdout
+
+
+def command_paths() -> list[tuple[str, ...]]:
+    """Every command and sub-command, as argument tuples: ("runs",), ("db", "copy"), ..."""
+    import typer.main
+    found = []
+
+    def walk(group, prefix):
+        for name, cmd in group.commands.items():
+            found.append((*prefix, name))
+            if hasattr(cmd, "commands"):
+                walk(cmd, (*prefix, name))
+    walk(typer.main.get_command(app), ())
+    return found
+
+
+def test_help_imports_nothing_heavy():
+    code, heavy, out = imported("--help")
+    assert code == 0 and "Commands:" in out and "runs" in out
+    assert heavy == []
+
+
+def test_every_command_help_imports_nothing_heavy():
+    paths = command_paths()
+    assert ("runs",) in paths and ("db", "copy") in paths and len(paths) >= 20
+    for path in paths:
+        code, heavy, out = imported(*path, "--help")
+        assert code == 0 and "Usage: rtscope " + " ".join(path) in out, (path, out)
+        # `import --help` lists the importers, whose modules need numpy: the one exception.
+        allowed = {"numpy"} if path == ("import",) else set()
+        assert set(heavy) <= allowed, (path, heavy)
+
+
+def test_import_help_lists_every_importer():
+    from rtscope.importers import IMPORTERS
+    _, _, out = imported("import", "--help")
+    text = " ".join(out.split()).replace("- ", "-")  # the help wraps long names at their hyphen
+    for name in IMPORTERS:
+        assert f" {name}," in text or f" {name}." in text, (name, text)
+
+
+def test_runs_lists_without_numpy(cli, tmp_path, make_samplefile):
+    db = str(tmp_path / "store.db")
+    assert cli("import", "rts", make_samplefile([100, 200, 300]), "--db", db).code == 0
+    code, heavy, out = imported("runs", "--db", db)
+    assert code == 0 and "exec" in out and "sum" in out
+    assert heavy == ["sqlalchemy"]  # the store, and nothing of the analysis
+    code, heavy, out = imported("show", "1", "--db", db)
+    assert code == 0 and "AVG" in out
+    assert "matplotlib" not in heavy and "scipy" not in heavy and "pandas" not in heavy
+
+
+@pytest.mark.skipif(shutil.which("bash") is None or not RTSCOPE_BIN.exists(), reason="needs bash and the "
+                    "installed rtscope command")
+def test_installed_bash_completion_completes(tmp_path):
+    env = {**os.environ, "HOME": str(tmp_path), "PATH": f"{RTSCOPE_BIN.parent}:{os.environ['PATH']}"}
+    # `; true` keeps bash as rtscope's parent, so that the shell is detected as a user's would be.
+    r = subprocess.run(["bash", "-c", "rtscope --install-completion; true"], env=env, capture_output=True,
+                       text=True, timeout=60)
+    script = tmp_path / ".bash_completions" / "rtscope.sh"
+    assert "bash completion installed" in r.stdout and script.is_file(), r.stdout + r.stderr
+    assert str(script) in (tmp_path / ".bashrc").read_text()
+    complete = """source ~/.bashrc
+    for words in "rtscope ru" "rtscope import cyclictest-" "rtscope show 1 --j" "rtscope db c"; do
+        COMP_WORDS=($words); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _rtscope_completion rtscope
+        echo "$words -> ${COMPREPLY[*]}"
+    done"""
+    r = subprocess.run(["bash", "-c", complete], env=env, capture_output=True, text=True, timeout=60)
+    assert r.stdout.splitlines() == [
+        "rtscope ru -> runs run",
+        "rtscope import cyclictest- -> cyclictest-json cyclictest-histogram cyclictest-verbose",
+        "rtscope show 1 --j -> --json",
+        "rtscope db c -> copy",
+    ], r.stdout + r.stderr
