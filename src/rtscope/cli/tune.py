@@ -8,7 +8,6 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import RtscopeError, UsageError, choices
-from ..experiment import execute as exp_mod, spec as spec_mod
 from .common import DbOption, JsonOption, app, console, err_console, escape, open_store, print_json
 from .run import print_warnings, resumable
 
@@ -69,7 +68,7 @@ def tune(spec: Annotated[Path, typer.Argument(help="Tune spec (TOML with a \\[tu
          json_out: JsonOption = False,
          db: DbOption = None) -> None:
     """Find the best knobs for a goal: candidates raced on fresh runs, the winner confirmed against a baseline."""
-    from ..experiment import tune as tune_mod
+    from ..experiment import execute as exp_mod, spec as spec_mod, tune as tune_mod
     from ..experiment.spec.tune import GOALS
     from ..targets import LOCAL, Pool
 
@@ -135,6 +134,7 @@ def tune(spec: Annotated[Path, typer.Argument(help="Tune spec (TOML with a \\[tu
 
 def _space(tune_mod, parsed, name: str, pool):
     """The space on one target: what it cannot apply dropped with the reason, refused if nothing is left."""
+    from ..experiment import execute as exp_mod
     space = tune_mod.Space.of(parsed, name)
     target = pool.get(name)
     space = space.restrict(target)
