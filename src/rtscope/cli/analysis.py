@@ -10,7 +10,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from ..analysis.compare import ALPHA, RESAMPLES, SEED, TESTS, ComparisonSet, compare_runs
+from ..analysis.compare import ALPHA, RESAMPLES, SEED, TESTS, ComparisonSet
+from ..analysis.documents import comparison_set
 from ..analysis.recommend import GOALS, change, check_goal, p_text, recommend as make_recommendations
 from ..analysis.results import display_unit, fmt
 from ..analysis.select import Selection, select_runs
@@ -46,9 +47,8 @@ def _selection(experiment, workload, variant, runtime, tag, where, run) -> Selec
 
 
 def _compare(db, sel: Selection, baseline, alpha, resamples, seed, per_thread=False) -> ComparisonSet:
-    store = open_store(db)
-    return compare_runs(store, select_runs(store, sel), baseline or [], per_thread=per_thread, alpha=alpha,
-                        resamples=resamples, seed=seed)
+    return comparison_set(open_store(db), sel, baseline, alpha=alpha, resamples=resamples, seed=seed,
+                          per_thread=per_thread)
 
 
 def comparison_table(cs: ComparisonSet, k) -> Table:
