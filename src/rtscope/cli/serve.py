@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import UsageError
-from .common import DbOption, app, console, escape
+from .common import DbOption, app
 
 DEFAULT_PORT = 8321
 
@@ -41,9 +41,8 @@ def serve(
             for server in self.servers:
                 for sock in server.sockets:
                     bound_host, bound_port = sock.getsockname()[:2]
-                    console.print(f"rtscope serve: {escape(store.shown_url)} read-only at "
-                                  f"http://{bound_host}:{bound_port}/" + (" (token required)" if access.required
-                                                                          else ""), highlight=False)
+                    typer.echo(f"rtscope serve: {store.shown_url} read-only at http://{bound_host}:{bound_port}/"
+                               + (" (token required)" if access.required else ""))
 
     config = uvicorn.Config(make_app(store, access), host=host, port=port, log_level="info",
                             timeout_graceful_shutdown=3, server_header=False)

@@ -102,7 +102,10 @@ def make_app(store: Store, access: Access) -> FastAPI:
                                                "'Authorization: Bearer TOKEN'"}, status_code=401,
                                     headers={"WWW-Authenticate": "Bearer"})
             return RedirectResponse(f"/login?next={quote(str(request.url.path))}", status_code=303)
-        response = await call_next(request)
+        try:
+            response = await call_next(request)
+        except Exception as exc:  # noqa: BLE001 - no exception reaches the client (or uvicorn's log) as a trace
+            response = failure(request, exc)
         response.headers.setdefault("Content-Security-Policy", CSP)
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("Referrer-Policy", "same-origin")
@@ -137,8 +140,7 @@ def make_app(store: Store, access: Access) -> FastAPI:
     async def usage_error(request: Request, exc: UsageError):
         return error(request, 422, str(exc))
 
-    @app.exception_handler(Exception)
-    async def failure(request: Request, exc: Exception):
+    def failure(request: Request, exc: Exception) -> Response:
         if unreachable(exc):
             log.warning("store %s unreachable: %s", store.shown_url, str(exc).splitlines()[0] if str(exc) else exc)
             return error(request, 503, f"the store {store.shown_url} cannot be reached (database server down or "
