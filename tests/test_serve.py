@@ -30,11 +30,6 @@ SPIKE = 987_654_321      # the large run's one extreme sample (ns), which the de
 EVIL_TARGET = "lab<b>1</b>"
 
 
-def rtscope(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rtscope", *args], capture_output=True, text=True,
-                          timeout=timeout)
-
-
 def monitor(db: str, duration: str = "2s") -> subprocess.Popen:
     """A real `rtscope monitor` of this machine, one 1 s interval after another, storing into `db`."""
     return subprocess.Popen([sys.executable, "-m", "rtscope", "monitor", "--db", db, "--duration", duration,
@@ -93,29 +88,29 @@ def browser():
 
 # --- the API and the CLI ----------------------------------------------------------------------------------
 
-def test_api_documents_are_the_clis(lab, server):
+def test_api_documents_are_the_clis(lab, server, cli):
     """/api/runs/ID is `show ID --json` and /api/experiments/ID/compare is `compare --json`, to the byte."""
     for run_id in (lab["study"]["base"][0], lab["hist"], lab["big"], lab["marked"][1]):
-        cli = rtscope("show", str(run_id), "--db", lab["db"], "--json")
-        assert cli.returncode == 0, cli.stderr
+        shown = cli("show", run_id, "--db", lab["db"], "--json")
+        assert shown.code == 0, shown.err
         status, body, headers = server.get(f"/api/runs/{run_id}")
         assert status == 200 and headers["content-type"] == "application/json"
-        assert body + "\n" == cli.stdout
+        assert body + "\n" == shown.out
     doc = json.loads(body)
     assert doc["run"]["settings"]["priority"] == EVIL
-    cli = rtscope("compare", "--experiment", "1", "--baseline", "governor=conservative", "--db", lab["db"], "--json")
-    assert cli.returncode == 0, cli.stderr
+    shown = cli("compare", "--experiment", "1", "--baseline", "governor=conservative", "--db", lab["db"], "--json")
+    assert shown.code == 0, shown.err
     status, body, _ = server.get("/api/experiments/1/compare?baseline=governor=conservative")
-    assert status == 200 and body + "\n" == cli.stdout
+    assert status == 200 and body + "\n" == shown.out
     assert json.loads(body)["comparisons"]
 
 
-def test_api_lists_and_bad_input(lab, server):
+def test_api_lists_and_bad_input(lab, server, cli):
     everything = Store(lab["db"], read_only=True).runs()
     page = server.json("/api/runs?limit=3&offset=2")
     assert page["total"] == len(everything) and [r["id"] for r in page["runs"]] == [r.id for r in everything[2:5]]
-    listed = rtscope("runs", "--db", lab["db"], "--workload", "timer", "--json")
-    assert server.json("/api/runs?workload=timer&limit=1000")["runs"] == json.loads(listed.stdout)
+    listed = cli("runs", "--db", lab["db"], "--workload", "timer", "--json")
+    assert server.json("/api/runs?workload=timer&limit=1000")["runs"] == json.loads(listed.out)
     exp = server.json(f"/api/experiments/{lab['markup']}")
     assert exp["experiment"]["tags"] == [EVIL] and [r["id"] for r in exp["runs"]] == lab["marked"]
     targets = {t["name"]: t for t in server.json("/api/targets")}
@@ -261,17 +256,17 @@ def test_live_monitor_interval_appears(lab, server, browser):
 
 # --- the token --------------------------------------------------------------------------------------------
 
-def test_token_flow(lab, browser, tmp_path):
+def test_token_flow(lab, browser, tmp_path, cli):
     token = "t0ken-" + "x" * 30
     token_file = tmp_path / "token"
     token_file.write_text(token + "\n")
     token_file.chmod(0o644)
-    r = rtscope("serve", "--db", lab["db"], "--token-file", str(token_file))
-    assert r.returncode == 2 and "chmod 600" in r.stderr
-    r = rtscope("serve", "--db", lab["db"], "--host", "0.0.0.0")
-    assert r.returncode == 2 and "--token-file" in r.stderr and "secrets.token_urlsafe" in r.stderr
-    r = rtscope("serve", "--db", str(tmp_path / "missing.db"))
-    assert r.returncode == 2 and "no store at" in r.stderr
+    r = cli("serve", "--db", lab["db"], "--token-file", token_file)
+    assert r.code == 2 and "chmod 600" in r.err
+    r = cli("serve", "--db", lab["db"], "--host", "0.0.0.0")
+    assert r.code == 2 and "--token-file" in r.err and "secrets.token_urlsafe" in r.err
+    r = cli("serve", "--db", tmp_path / "missing.db")
+    assert r.code == 2 and "no store at" in r.err
     token_file.chmod(0o600)
 
     s = Served(lab["db"], "--token-file", str(token_file), log=tmp_path / "serve.log")
@@ -297,6 +292,7 @@ def test_token_flow(lab, browser, tmp_path):
         cookie = next(c for c in page.context.cookies() if c["name"] == "rtscope_session")
         assert cookie["httpOnly"] and token not in cookie["value"]
         assert [p for p in page.problems if "401" not in p] == []
+        page.close()          # its event stream ends with it
     finally:
         s.stop()
     assert token not in s.log and "Traceback" not in s.log
@@ -319,15 +315,15 @@ def pg():
     server.stop()
 
 
-def test_postgres_store_down_and_back(lab, pg, browser, tmp_path):
+def test_postgres_store_down_and_back(lab, pg, browser, tmp_path, cli):
     url = pg.create_database("serve")
-    copied = rtscope("db", "copy", lab["db"], url)
-    assert copied.returncode == 0, copied.stderr
+    copied = cli("db", "copy", lab["db"], url)
+    assert copied.code == 0, copied.err
     s = Served(url, log=tmp_path / "serve.log")
     try:
         run_id = lab["study"]["perf"][0]
-        cli = rtscope("show", str(run_id), "--db", url, "--json")
-        assert s.get(f"/api/runs/{run_id}")[1] + "\n" == cli.stdout
+        shown = cli("show", run_id, "--db", url, "--json")
+        assert s.get(f"/api/runs/{run_id}")[1] + "\n" == shown.out
         with pytest.raises(Exception, match="read-only transaction"):
             Store(url, read_only=True).add_experiment({"name": "x", "spec": {}, "status": "running",
                                                        "created_at": "now"})
@@ -348,6 +344,7 @@ def test_postgres_store_down_and_back(lab, pg, browser, tmp_path):
             time.sleep(0.2)
         assert s.json("/api/runs")["total"] == len(Store(lab["db"], read_only=True).runs())
         assert s.get("/")[0] == 200
+        page.close()
     finally:
         s.stop()
     assert "Traceback" not in s.log
