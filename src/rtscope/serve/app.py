@@ -22,6 +22,7 @@ from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..analysis.compare import ALPHA, RESAMPLES, SEED
@@ -44,6 +45,8 @@ HEARTBEAT_S = 15
 # Scripts only from this server (the page's own and plotly's); plotly sets inline styles.
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
        "connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+SECURITY_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
+                    "Referrer-Policy": "same-origin"}
 
 
 def document_text(obj) -> str:
@@ -92,24 +95,16 @@ def make_app(store: Store, access: Access) -> FastAPI:
     app.state.server = srv
 
     # --- access and errors ------------------------------------------------------------------------------
-    @app.middleware("http")
-    async def check_access(request: Request, call_next):
-        path = request.url.path
-        if not path.startswith(OPEN_PATHS) and not access.allows(request.headers.get("authorization"),
-                                                                  request.cookies.get(COOKIE)):
-            if wants_json(request):
-                return JSONResponse({"detail": "this server needs its token: send the header "
-                                               "'Authorization: Bearer TOKEN'"}, status_code=401,
-                                    headers={"WWW-Authenticate": "Bearer"})
-            return RedirectResponse(f"/login?next={quote(str(request.url.path))}", status_code=303)
-        try:
-            response = await call_next(request)
-        except Exception as exc:  # noqa: BLE001 - no exception reaches the client (or uvicorn's log) as a trace
-            response = failure(request, exc)
-        response.headers.setdefault("Content-Security-Policy", CSP)
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        response.headers.setdefault("Referrer-Policy", "same-origin")
-        return response
+    def refused(request: Request) -> Response | None:
+        """The answer to a request without the token (None: let it through)."""
+        if request.url.path.startswith(OPEN_PATHS) or access.allows(request.headers.get("authorization"),
+                                                                     request.cookies.get(COOKIE)):
+            return None
+        if wants_json(request):
+            return JSONResponse({"detail": "this server needs its token: send the header "
+                                           "'Authorization: Bearer TOKEN'"}, status_code=401,
+                                headers={"WWW-Authenticate": "Bearer"})
+        return RedirectResponse(f"/login?next={quote(str(request.url.path))}", status_code=303)
 
     def error(request: Request, status: int, message: str) -> Response:
         if wants_json(request):
@@ -301,7 +296,41 @@ def make_app(store: Store, access: Access) -> FastAPI:
         body, content_type = srv.current(("metrics",), lambda: metrics.exposition(store))
         return Response(body, media_type=content_type)
 
+    app.add_middleware(Guard, refused=refused, failure=failure)
     return app
+
+
+class Guard:
+    """Pure ASGI middleware around the routes: the token check, security headers on every response, and any
+    exception the routes' handlers left turned into a message (never a trace, neither to the client nor in
+    uvicorn's log)."""
+
+    def __init__(self, app, refused, failure):
+        self.app, self.refused, self.failure = app, refused, failure
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        started = False
+
+        async def send_secured(message):
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    headers.setdefault(name, value)
+            await send(message)
+
+        request = Request(scope)
+        if (answer := self.refused(request)) is not None:
+            return await answer(scope, receive, send_secured)
+        try:
+            await self.app(scope, receive, send_secured)
+        except Exception as exc:  # noqa: BLE001 - said to the client as a message, logged without a trace
+            if started:
+                raise
+            await self.failure(request, exc)(scope, receive, send_secured)
 
 
 def safe_next(target: str) -> str:
