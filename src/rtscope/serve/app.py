@@ -42,6 +42,10 @@ API_PREFIXES = ("/api/", "/metrics", "/events", "/openapi.json")
 OPEN_PATHS = ("/login", "/static/serve.css", "/static/serve.js")  # the sign-in page and what it needs
 STATIC = {"serve.js": "text/javascript", "serve.css": "text/css"}
 HEARTBEAT_S = 15
+# What each parameter accepts, for the 422 message (the routes' own constraints say the same to OpenAPI).
+VALID = {"limit": "1..1000", "offset": "0 or more", "experiment": "an experiment id", "alpha": "0 < alpha < 1",
+         "resamples": "0..100000", "seed": "an integer", "per_thread": "true or false",
+         "run_id": "a run id (see /api/runs)", "exp_id": "an experiment id"}
 # Scripts only from this server (the page's own and plotly's); plotly sets inline styles.
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
        "connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
@@ -128,7 +132,8 @@ def make_app(store: Store, access: Access) -> FastAPI:
             name = ".".join(names) or where
             given = e.get("input")
             shown = f"={given!r}" if isinstance(given, (str, int, float)) else ""
-            problems.append(f"bad {where} parameter {name}{shown}: {e.get('msg', 'invalid')}")
+            valid = f" (valid: {VALID[name]})" if name in VALID else ""
+            problems.append(f"bad {where} parameter {name}{shown}: {e.get('msg', 'invalid')}{valid}")
         return error(request, 422, "; ".join(problems))
 
     @app.exception_handler(UsageError)
