@@ -10,7 +10,7 @@ declare -A NEEDED=(
   [elixir]=elixir
   [cyclictest]=rt-tests [hackbench]=rt-tests
   [fio]=fio [stress-ng]=stress-ng
-  [chromium]=chromium   # the report's real-browser test
+  [chromium]=chromium   # the real-browser tests of the report and of rtscope serve
   [mkfs.ext2]=e2fsprogs [unshare]=util-linux [setpriv]=util-linux
   # static probes for the targets rtscope deploys to (make cross), tested under qemu-user
   [x86_64-linux-gnu-gcc]=gcc-x86-64-linux-gnu [x86_64-linux-gnu-g++]=g++-x86-64-linux-gnu

@@ -33,7 +33,7 @@ from ..fileio import write_atomic
 from ..version import __version__
 from . import lab
 from .model import MAX_OUTLIERS, TAIL_LEVELS, Report, id_ranges
-from .template import TEMPLATE
+from .template import DRAW_PLOTS, STYLE, TABLES, TEMPLATE
 
 STATS_COLUMNS = tuple((k, h) for k, h in DISPLAY if k in ("n", "mean", "max", "var", "stdev", "p50", "p99", "p999"))
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
@@ -333,11 +333,11 @@ def render(report: Report, plotly_gz: str | None = None) -> str:
     plots = Plots()
     parts = sections(report, plots)
     cs = report.comparisons
-    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
-                             lstrip_blocks=True)
+    env = jinja2.Environment(loader=jinja2.DictLoader({"tables.html": TABLES}), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     template = env.from_string(TEMPLATE)
     return template.render(
-        r=report, version=__version__, plotly_gz=plotly_gz, machines=report.machines,
+        r=report, style=STYLE, draw_plots=DRAW_PLOTS, version=__version__, plotly_gz=plotly_gz, machines=report.machines,
         stats_tables=stats_tables(report), comparisons=comparison_rows(report), **parts,
         series_omitted=report.series_omitted, plots=plots.entries,
         fleet=fleet_table(report),

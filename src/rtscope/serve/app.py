@@ -30,6 +30,7 @@ from ..analysis.documents import comparison_set, run_summary, show_document
 from ..analysis.select import Selection
 from ..errors import RtscopeError, UsageError
 from ..report.html import PLOTLY_BUNDLE
+from ..report.template import DRAW_PLOTS, STYLE, TABLES
 from ..store import Store, to_jsonable, unreachable
 from ..version import __version__
 from . import metrics, views
@@ -71,7 +72,8 @@ class Server:
         self.run_docs = Bounded(256)       # run id -> (show document, its text)
         self.run_pages = Bounded(32)       # run id -> page (a stored run never changes)
         self.by_state = Bounded(64)        # (what, args..., fingerprint) -> page or document
-        self.templates = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
+        self.templates = jinja2.Environment(loader=jinja2.ChoiceLoader([
+            jinja2.FileSystemLoader(HERE / "templates"), jinja2.DictLoader({"tables.html": TABLES})]), autoescape=True,
                                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
         self.plotly_gz = PLOTLY_BUNDLE.read_bytes()
 
@@ -195,7 +197,8 @@ def make_app(store: Store, access: Access) -> FastAPI:
     def static(name: str):
         if name not in STATIC:
             raise views.NotFound(f"no such file: /static/{name}")
-        return Response((HERE / "static" / name).read_bytes(), media_type=STATIC[name],
+        shared = DRAW_PLOTS if name.endswith(".js") else STYLE     # the report's, then the server's own
+        return Response(shared + (HERE / "static" / name).read_text(), media_type=STATIC[name],
                         headers={"Cache-Control": "no-cache"})
 
     @app.get("/login", response_class=HTMLResponse, include_in_schema=False)

@@ -1,4 +1,4 @@
-/* rtscope serve's pages: draw each plot from its JSON block, follow the store through server-sent events
+/* rtscope serve's pages (served after the report's rtsDrawPlots): draw each plot from its JSON block, follow the store through server-sent events
    (a stored run or interval re-renders the page's content in place), and show any script error on the page
    (also kept in body[data-js-errors], which the browser tests read). */
 (function () {
@@ -18,25 +18,10 @@
   };
   window.addEventListener("error", function (e) { window.rtsReportError(e.message || "script error"); });
 
-  function drawAll() {
-    var divs = document.querySelectorAll("main div.plot"), drawn = 0;
-    document.body.setAttribute("data-plots-drawn", "0");
+  function drawAll() {   /* rtsDrawPlots: the report's own (report/template.py), served before this script */
+    var divs = document.querySelectorAll("main div.plot");
     document.body.setAttribute("data-plots", String(divs.length));
-    if (!divs.length) { return; }
-    if (typeof Plotly === "undefined") { window.rtsReportError("plotly.js did not load"); return; }
-    divs.forEach(function (div) {
-      try {
-        var spec = JSON.parse(document.getElementById(div.id + "-spec").textContent);
-        Plotly.newPlot(div, spec.data, spec.layout, {responsive: true, displaylogo: false, typesetMath: false})
-          .then(function () {
-            drawn += 1;
-            document.body.setAttribute("data-plots-drawn", String(drawn));
-          }, function (err) { window.rtsReportError(div.id + ": " + err); });
-      } catch (err) {
-        div.textContent = "This plot could not be drawn: " + err;
-        window.rtsReportError(div.id + ": " + err);
-      }
-    });
+    rtsDrawPlots(divs);
   }
 
   var busy = false, again = false;
