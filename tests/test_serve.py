@@ -7,13 +7,11 @@ database that goes down and comes back.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -70,8 +70,8 @@ class Server:
         self.store, self.access = store, access
         self.watch = Watch(store)
         self.run_docs = Bounded(256)       # run id -> (show document, its text)
-        self.run_pages = Bounded(32)       # run id -> page (a stored run never changes)
-        self.by_state = Bounded(64)        # (what, args..., fingerprint) -> page or document
+        self.run_pages = Bounded(16)       # run id -> page (a stored run never changes)
+        self.by_state = Bounded(32)        # (what, args..., fingerprint) -> page or document (pages < ~1 MB)
         self.templates = jinja2.Environment(loader=jinja2.ChoiceLoader([
             jinja2.FileSystemLoader(HERE / "templates"), jinja2.DictLoader({"tables.html": TABLES})]), autoescape=True,
                                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)

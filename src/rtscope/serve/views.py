@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import sysinfo
-from ..analysis.documents import show_document
 from ..analysis.recommend import GOALS, recommend
 from ..analysis.results import DISPLAY, display_unit, fmt
 from ..analysis.select import value_text

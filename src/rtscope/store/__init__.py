@@ -183,7 +183,6 @@ class Store:
         sessions in read-only transactions; nothing is created or migrated, a store at another schema
         version is refused."""
         self.url = resolve_url(db)
-        self.read_only = read_only
         try:
             url = sa.engine.make_url(self.url)
         except SQLAlchemyError as e:
