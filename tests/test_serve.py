@@ -327,6 +327,7 @@ def test_postgres_store_down_and_back(lab, pg, browser, tmp_path, cli):
                                                        "created_at": "now"})
         page = new_page(browser)
         assert open_page(page, s.url + "/")["errors"] == 0
+        wait_until(page, "document.body.dataset.live === 'on'")
 
         pg.pause()
         time.sleep(1.0)    # past the fingerprint's poll interval: nothing answers from a cache

@@ -232,7 +232,7 @@ def make_app(store: Store, access: Access) -> FastAPI:
                     if not unreachable(e):
                         raise
                     fp, state = "unavailable", "unavailable"
-                if last is not None and fp != last:
+                if fp != last and (last is not None or state == "unavailable"):
                     yield f"event: {state}\ndata: {json.dumps({'runs': fp[0]} if state == 'change' else {})}\n\n"
                     quiet = 0.0
                 last = fp
