@@ -58,10 +58,18 @@ class PgServer:
             shutil.chown(self.base, "postgres")
         self._as_postgres([str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres",
                            "--no-sync"])
+        self.resume()
+        return self
+
+    def pause(self) -> None:
+        """Stop the server, keeping its databases (a database that goes down)."""
+        self._as_postgres([str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop"])
+
+    def resume(self) -> None:
+        """Start the server (again) on the same port."""
         self._as_postgres([str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.base / "log"), "-w",
                            "-o", f"-h 127.0.0.1 -p {self.port} -k {self.base} -c fsync=off -c max_connections=100",
                            "start"])
-        return self
 
     def url(self, database: str) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
@@ -73,5 +81,5 @@ class PgServer:
 
     def stop(self) -> None:
         if (self.data / "postmaster.pid").exists():
-            self._as_postgres([str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop"])
+            self.pause()
         shutil.rmtree(self.base, ignore_errors=True)

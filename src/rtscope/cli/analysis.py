@@ -48,11 +48,9 @@ def _selection(experiment, workload, variant, runtime, tag, where, run) -> Selec
 
 
 def _compare(db, sel: Selection, baseline, alpha, resamples, seed, per_thread=False) -> ComparisonSet:
-    from ..analysis.compare import compare_runs
-    from ..analysis.select import select_runs
-    store = open_store(db)
-    return compare_runs(store, select_runs(store, sel), baseline or [], per_thread=per_thread, alpha=alpha,
-                        resamples=resamples, seed=seed)
+    from ..analysis.documents import comparison_set
+    return comparison_set(open_store(db), sel, baseline, alpha=alpha, resamples=resamples, seed=seed,
+                          per_thread=per_thread)
 
 
 def comparison_table(cs: ComparisonSet, k) -> Table:

@@ -13,17 +13,11 @@ import typer
 from rich.console import Group
 from rich.table import Table
 
+from ..analysis.documents import run_summary
 from .common import DbOption, JsonOption, app, console, escape, open_store, print_json, settings_text
 
 if TYPE_CHECKING:
     from ..store import Run
-
-
-def run_summary(run: Run) -> dict:
-    return {"id": run.id, "workload": run.workload, "variant": run.variant, "runtime": run.runtime,
-            "settings": run.settings, "params": run.params, "n_samples": run.n_samples,
-            "started_at": run.started_at, "finished_at": run.finished_at, "tags": run.tags,
-            "experiment_id": run.experiment_id, "cell": run.cell, "repetition": run.repetition}
 
 
 @app.command("runs")
@@ -103,21 +97,17 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
     from .. import sysinfo
     from ..analysis import distribution, stats, threads
     from ..analysis.distribution import REPORTED_KEYS
+    from ..analysis.documents import show_document
     from ..analysis.results import DISPLAY, display_unit, fmt
     store = open_store(db)
     run = store.get_run(run_id)
     dist = distribution.of_run(store, run)
     st = dist.stats if dist else stats.summarize([])
     bucket = dist.resolution if dist else None
-    parts = threads.breakdown(store, run)
     if json_out:
-        summary = run_summary(run)
-        summary.update(environment=run.machine, trailer=run.trailer, tool=run.tool,
-                       tool_version=run.tool_version, columns=run.columns,
-                       percentile_definition=stats.PERCENTILE_DEFINITION, unit=run.primary["unit"])
-        print_json({"run": summary, "settings": run.settings, "stats": st, "resolution": bucket,
-                    "threads": [p.to_json() for p in parts]})
+        print_json(show_document(store, run, dist))
         return
+    parts = threads.breakdown(store, run)
     env = run.machine
     console.print(f"[bold]run {run.id}[/]: {escape(run.label)}  tool {escape(run['tool'])} {escape(run['tool_version'])}")
     console.print(f"settings: {escape(settings_text(run['settings']))}")

@@ -33,7 +33,7 @@ from ..fileio import write_atomic
 from ..version import __version__
 from . import lab
 from .model import MAX_OUTLIERS, TAIL_LEVELS, Report, id_ranges
-from .template import TEMPLATE
+from .template import DRAW_PLOTS, STYLE, TABLES, TEMPLATE
 
 STATS_COLUMNS = tuple((k, h) for k, h in DISPLAY if k in ("n", "mean", "max", "var", "stdev", "p50", "p99", "p999"))
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
@@ -310,17 +310,21 @@ def plotly_payload() -> str:
     return base64.b64encode(PLOTLY_BUNDLE.read_bytes()).decode("ascii")
 
 
-def render(report: Report, plotly_gz: str | None = None) -> str:
-    import jinja2
-    if plotly_gz is None:
-        plotly_gz = plotly_payload()
-    plots: list[dict] = []
+class Plots:
+    """The page's plots in order: each an element id, its figure as script-safe JSON and a caption."""
 
-    def plot(spec: dict, caption: str = "") -> dict:
-        entry = {"id": f"plot-{len(plots) + 1}", "json": script_json(spec), "caption": caption}
-        plots.append(entry)
+    def __init__(self, prefix: str = "plot"):
+        self.prefix, self.entries = prefix, []
+
+    def __call__(self, spec: dict, caption: str = "") -> dict:
+        entry = {"id": f"{self.prefix}-{len(self.entries) + 1}", "json": script_json(spec), "caption": caption}
+        self.entries.append(entry)
         return entry
 
+
+def sections(report: Report, plot: Plots) -> dict:
+    """The report's plotted sections (groups, time series, task memory, monitoring), each plot made by `plot`:
+    the HTML report and `rtscope serve`'s pages draw the same figures."""
     groups = []
     for g in report.groups:
         shown, scale = display_unit(g.unit)
@@ -373,16 +377,25 @@ def render(report: Report, plotly_gz: str | None = None) -> str:
                                                                "(log y), as OSADL plots its farm's latency."),
                              plot(monitor_series_figure(v), "Shaded: intervals under load.")]}
                   for v in report.monitoring]
-    tunes = tune_sections(report, plot)
+    return {"groups": groups, "series": series, "task": task, "monitoring": monitoring,
+            "tunes": tune_sections(report, plot)}
+
+
+def render(report: Report, plotly_gz: str | None = None) -> str:
+    import jinja2
+    if plotly_gz is None:
+        plotly_gz = plotly_payload()
+    plots = Plots()
+    parts = sections(report, plots)
     cs = report.comparisons
-    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
-                             lstrip_blocks=True)
+    env = jinja2.Environment(loader=jinja2.DictLoader({"tables.html": TABLES}), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     template = env.from_string(TEMPLATE)
     return template.render(
-        r=report, version=__version__, plotly_gz=plotly_gz, machines=report.machines,
-        stats_tables=stats_tables(report), comparisons=comparison_rows(report), groups=groups, series=series,
-        series_omitted=report.series_omitted, task=task, plots=plots, monitoring=monitoring,
-        fleet=fleet_table(report), tunes=tunes,
+        r=report, style=STYLE, draw_plots=DRAW_PLOTS, version=__version__, plotly_gz=plotly_gz, machines=report.machines,
+        stats_tables=stats_tables(report), comparisons=comparison_rows(report), **parts,
+        series_omitted=report.series_omitted, plots=plots.entries,
+        fleet=fleet_table(report),
         any_gc=any(ts.gc_events for ts in report.series),
         configurations=len(report.cells), tests=TESTS, metrics=METRICS,
         baseline=cs.baseline.text if cs else "", alpha=cs.alpha if cs else None,

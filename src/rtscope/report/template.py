@@ -1,17 +1,11 @@
 """The jinja2 template of the HTML report (rendered with autoescape on, see html.py).
 
-Kept in a Python module so that it ships inside every build of the package.
+Kept in a Python module so that it ships inside every build of the package. STYLE, TABLES (jinja2 macros,
+loaded as "tables.html") and DRAW_PLOTS are shared with `rtscope serve`'s pages, which show the same tables and
+plots.
 """
 
-TEMPLATE = r'''<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="rtscope {{ version }}">
-<title>{{ r.title }}</title>
-<style>
-  body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1200px;
+STYLE = r'''  body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1200px;
          padding: 0 1.5rem 3rem; color: #1a1a1a; line-height: 1.45; }
   h1 { margin-top: 1.5rem; } h2 { border-bottom: 1px solid #ddd; padding-bottom: .2rem; margin-top: 2.5rem; }
   table { border-collapse: collapse; margin: .8rem 0 1.2rem; font-size: .9rem; }
@@ -23,6 +17,72 @@ TEMPLATE = r'''<!DOCTYPE html>
   figcaption, .note { color: #555; font-size: .85rem; } .warn { color: #8a6d00; }
   #rts-errors { display: none; background: #fde8e8; border: 1px solid #b3161b; padding: .6rem 1rem; }
   code { background: #f3f3f3; padding: 0 .2rem; }
+'''
+
+TABLES = r'''{% macro stats_tables(stats_tables) %}
+{% for tb in stats_tables %}
+<table>
+  <tr><th class="l">configuration</th><th class="l">runs</th>{% for h in tb.heads %}<th>{{ h }}</th>{% endfor %}</tr>
+  {% for row in tb.rows %}
+  <tr><td class="l" title="{{ row.full }}">{{ row.label }}</td><td class="l">{{ row.runs }}</td>{% for c in row.cells %}<td>{{ c }}</td>{% endfor %}</tr>
+  {% endfor %}
+</table>
+{% endfor %}
+{% endmacro %}
+
+{% macro comparison_table(comparisons) %}
+<table>
+  <tr><th class="l">configuration</th><th class="l">metric</th><th>baseline</th><th>value</th><th>change</th>
+      <th>95% CI of difference</th><th>p</th><th>p (Holm)</th><th class="l">verdict</th></tr>
+  {% for k in comparisons %}
+  {% for row in k.rows %}
+  <tr>
+    {% if loop.first %}
+    <td class="l" rowspan="{{ k.rows|length }}"><strong>{{ k.label }}</strong><br>vs {{ k.baseline }}<br>
+      <span class="note">{{ k.runs }} runs; values in {{ k.unit }}<br>Mann-Whitney p {{ k.mw_p }}<br>Cliff's δ {{ k.delta }}</span></td>
+    {% endif %}
+    <td class="l">{{ row.metric }}</td><td>{{ row.baseline }}</td><td>{{ row.value }}</td><td>{{ row.change }}</td>
+    <td>{{ row.ci }}</td><td>{{ row.p }}</td><td>{{ row.p_holm }}</td>
+    <td class="l {{ row.css }}"{% if row.why %} title="{{ row.why }}"{% endif %}>{{ row.verdict }}{% if row.why %}<br><span class="note">{{ row.why }}</span>{% endif %}</td>
+  </tr>
+  {% endfor %}
+  {% endfor %}
+</table>
+{% for k in comparisons %}{% for n in k.notes %}<p class="note">{{ k.label }}: {{ n }}</p>{% endfor %}{% endfor %}
+{% endmacro %}
+'''
+
+DRAW_PLOTS = r'''/* Draw each plot div from its JSON block (id + "-spec"); count them in body[data-plots-drawn]. */
+function rtsDrawPlots(divs) {
+  var drawn = 0;
+  document.body.setAttribute("data-plots-drawn", "0");
+  document.body.setAttribute("data-js-errors", String(window.rtsErrors.length));
+  if (!divs.length) { return; }
+  if (typeof Plotly === "undefined") { window.rtsReportError("plotly.js did not load"); return; }
+  divs.forEach(function (div) {
+    try {
+      var spec = JSON.parse(document.getElementById(div.id + "-spec").textContent);
+      Plotly.newPlot(div, spec.data, spec.layout, {responsive: true, displaylogo: false, typesetMath: false}).then(function () {
+        drawn += 1;
+        document.body.setAttribute("data-plots-drawn", String(drawn));
+      }, function (err) { window.rtsReportError(div.id + ": " + err); });
+    } catch (err) {
+      div.textContent = "This plot could not be drawn: " + err;
+      window.rtsReportError(div.id + ": " + err);
+    }
+  });
+}
+'''
+
+TEMPLATE = r'''{% import "tables.html" as m %}<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="rtscope {{ version }}">
+<title>{{ r.title }}</title>
+<style>
+{{ style|safe }}
 </style>
 <script>
   /* Any script error or failed plot is shown on the page and kept in body[data-js-errors]. */
@@ -118,14 +178,7 @@ only these runs decide the verdict.</p>
 <h2 id="statistics">Statistics per configuration</h2>
 <p class="note">Repetitions (runs of one configuration) are pooled; AVG = mean, MAX = maximum, VAR = variance,
 STDEV = standard deviation.</p>
-{% for tb in stats_tables %}
-<table>
-  <tr><th class="l">configuration</th><th class="l">runs</th>{% for h in tb.heads %}<th>{{ h }}</th>{% endfor %}</tr>
-  {% for row in tb.rows %}
-  <tr><td class="l" title="{{ row.full }}">{{ row.label }}</td><td class="l">{{ row.runs }}</td>{% for c in row.cells %}<td>{{ c }}</td>{% endfor %}</tr>
-  {% endfor %}
-</table>
-{% endfor %}
+{{ m.stats_tables(stats_tables) }}
 {% endif %}
 
 {% if comparisons %}
@@ -135,24 +188,7 @@ the interval is the 95% interval of the difference (value − baseline); bootstr
 resamples, seed {{ seed }}. Tests:
 {% for m in metrics %}{{ m }}: {{ tests[m] }}{{ "; " if not loop.last else "." }}{% endfor %}
 Cliff's δ of the whole distribution (negligible &lt; 0.147 &lt; small &lt; 0.33 &lt; medium &lt; 0.474 &lt; large).</p>
-<table>
-  <tr><th class="l">configuration</th><th class="l">metric</th><th>baseline</th><th>value</th><th>change</th>
-      <th>95% CI of difference</th><th>p</th><th>p (Holm)</th><th class="l">verdict</th></tr>
-  {% for k in comparisons %}
-  {% for row in k.rows %}
-  <tr>
-    {% if loop.first %}
-    <td class="l" rowspan="{{ k.rows|length }}"><strong>{{ k.label }}</strong><br>vs {{ k.baseline }}<br>
-      <span class="note">{{ k.runs }} runs; values in {{ k.unit }}<br>Mann-Whitney p {{ k.mw_p }}<br>Cliff's δ {{ k.delta }}</span></td>
-    {% endif %}
-    <td class="l">{{ row.metric }}</td><td>{{ row.baseline }}</td><td>{{ row.value }}</td><td>{{ row.change }}</td>
-    <td>{{ row.ci }}</td><td>{{ row.p }}</td><td>{{ row.p_holm }}</td>
-    <td class="l {{ row.css }}"{% if row.why %} title="{{ row.why }}"{% endif %}>{{ row.verdict }}{% if row.why %}<br><span class="note">{{ row.why }}</span>{% endif %}</td>
-  </tr>
-  {% endfor %}
-  {% endfor %}
-</table>
-{% for k in comparisons %}{% for n in k.notes %}<p class="note">{{ k.label }}: {{ n }}</p>{% endfor %}{% endfor %}
+{{ m.comparison_table(comparisons) }}
 {% for label, why in unmatched %}<p class="note warn">not compared: {{ label }}: {{ why }}</p>{% endfor %}
 {% for w in warnings %}<p class="note warn">warning: {{ w }}</p>{% endfor %}
 {% endif %}
@@ -202,23 +238,8 @@ or else a heap size that drops) are marked{% endif %}.</p>
 {% endfor %}
 <script>
 (function () {
-  function drawAll() {
-    var divs = document.querySelectorAll("div.plot"), drawn = 0;
-    document.body.setAttribute("data-js-errors", String(window.rtsErrors.length));
-    if (typeof Plotly === "undefined") { window.rtsReportError("plotly.js did not load"); return; }
-    divs.forEach(function (div) {
-      try {
-        var spec = JSON.parse(document.getElementById(div.id + "-spec").textContent);
-        Plotly.newPlot(div, spec.data, spec.layout, {responsive: true, displaylogo: false, typesetMath: false}).then(function () {
-          drawn += 1;
-          document.body.setAttribute("data-plots-drawn", String(drawn));
-        }, function (err) { window.rtsReportError(div.id + ": " + err); });
-      } catch (err) {
-        div.textContent = "This plot could not be drawn: " + err;
-        window.rtsReportError(div.id + ": " + err);
-      }
-    });
-  }
+  function drawAll() { rtsDrawPlots(document.querySelectorAll("div.plot")); }
+  {{ draw_plots|safe }}
   /* plotly.js travels gzip-compressed (a fifth of its size): unpack it, run it, then draw. */
   var packed = document.getElementById("rts-plotly-gz");
   if (typeof DecompressionStream === "undefined") {

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
+from urllib.parse import quote
 
 import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
@@ -181,15 +182,28 @@ RUN_FIELDS = {f.name for f in dataclasses.fields(Run)} - {"machine"}
 
 
 class Store:
-    def __init__(self, db: str | None = None):
+    def __init__(self, db: str | None = None, *, read_only: bool = False):
+        """read_only: the store as it is, never written (rtscope serve): SQLite opened with mode=ro, PostgreSQL
+        sessions in read-only transactions; nothing is created or migrated, a store at another schema
+        version is refused."""
         self.url = resolve_url(db)
         try:
             url = sa.engine.make_url(self.url)
         except SQLAlchemyError as e:
             raise UsageError(f"invalid store URL {self.url!r}: {e}") from None
-        if url.get_backend_name() == "sqlite":
+        if url.get_backend_name() == "sqlite" and not read_only:
             _check_sqlite_path(url)
         try:
+            if read_only:
+                self.engine = _read_only_engine(url)
+                with self.engine.connect() as c:
+                    found = migrations.current(c)
+                if found != migrations.LATEST:
+                    raise RtscopeError(f"store {self.shown_url} has schema version {found}; this rtscope reads "
+                                       f"version {migrations.LATEST}" + (": it is empty (no runs stored yet)"
+                                                                         if found == 0 else
+                                                                         ": run `rtscope db migrate --db ...`"))
+                return
             self.engine = sa.create_engine(url)
             if url.get_backend_name() == "sqlite":
                 sa.event.listen(self.engine, "connect", _sqlite_pragmas)
@@ -292,6 +306,53 @@ class Store:
         with self.engine.connect() as c:
             return [Run.from_row(dict(r)) for r in c.execute(q).mappings()]
 
+    def run_page(self, *, workload: str | None = None, experiment_id: int | None = None, limit: int = 100,
+                 offset: int = 0) -> tuple[list[Run], int]:
+        """One page of runs in id order, as `runs` filters them, and how many match in all."""
+        where = [c for c in (runs.c.workload == workload if workload else None,
+                             runs.c.experiment_id == experiment_id if experiment_id is not None else None)
+                 if c is not None]
+        q = sa.select(runs).where(*where).order_by(runs.c.id).limit(limit).offset(offset)
+        with self.engine.connect() as c:
+            total = c.execute(sa.select(sa.func.count()).select_from(runs).where(*where)).scalar_one()
+            return [Run.from_row(dict(r)) for r in c.execute(q).mappings()], total
+
+    def latest_runs(self, limit: int) -> list[Run]:
+        """The newest stored runs, newest first."""
+        q = sa.select(runs).order_by(runs.c.id.desc()).limit(limit)
+        with self.engine.connect() as c:
+            return [Run.from_row(dict(r)) for r in c.execute(q).mappings()]
+
+    def run_origins(self) -> list[tuple[int, str, dict, str, list[str]]]:
+        """(id, workload, settings, stored_at, tags) of every run: what the lab's overview counts, without the
+        runs' larger columns."""
+        q = sa.select(runs.c.id, runs.c.workload, runs.c.settings, runs.c.stored_at, runs.c.tags) \
+            .order_by(runs.c.id)
+        with self.engine.connect() as c:
+            return [tuple(r) for r in c.execute(q)]
+
+    def experiment_rows(self, statuses: tuple[str, ...] | None = None) -> list[dict]:
+        """Experiments, newest first, with how many of their runs are stored (their specs are not read)."""
+        stored = (sa.select(runs.c.experiment_id, sa.func.count().label("stored")).group_by(runs.c.experiment_id)
+                  .subquery())
+        e = experiments.c
+        q = (sa.select(e.id, e.name, e.spec_path, e.status, e.created_at, e.finished_at, e.plan,
+                       sa.func.coalesce(stored.c.stored, 0).label("stored"))
+             .outerjoin(stored, stored.c.experiment_id == experiments.c.id).order_by(experiments.c.id.desc()))
+        if statuses:
+            q = q.where(experiments.c.status.in_(statuses))
+        with self.engine.connect() as c:
+            return [dict(r) for r in c.execute(q).mappings()]
+
+    def fingerprint(self) -> tuple:
+        """Changes whenever a run or an experiment is stored or an experiment changes state: a cheap poll."""
+        with self.engine.connect() as c:
+            r = c.execute(sa.select(sa.func.count(), sa.func.max(runs.c.id))).one()
+            e = c.execute(sa.select(sa.func.count(), sa.func.max(experiments.c.id),
+                                    sa.func.max(experiments.c.finished_at),
+                                    sa.func.sum(sa.case((experiments.c.status == "running", 1), else_=0)))).one()
+        return (*r, *e)
+
     def get_run(self, run_id: int) -> Run:
         found = self.runs(ids=[run_id])
         if not found:
@@ -360,6 +421,38 @@ def bare_engine(db: str | None) -> sa.Engine:
         return sa.create_engine(sa.engine.make_url(resolve_url(db)))
     except SQLAlchemyError as e:
         raise UsageError(f"invalid store URL {db!r}: {e}") from None
+
+
+def _read_only_engine(url: sa.engine.URL) -> sa.Engine:
+    """An engine that cannot write the store; connections are checked before use, so a database that went
+    away and came back is reconnected to."""
+    if url.get_backend_name() == "sqlite":
+        path = Path(url.database or "")
+        if not path.is_file():
+            raise UsageError(f"no store at {path}: give an existing store with --db (runs are stored by "
+                             "`rtscope run`, `rtscope import` or `rtscope monitor`)")
+        # mode=ro: SQLite itself refuses every write. The file's WAL mode (set by writers) is kept.
+        ro = sa.engine.make_url(f"sqlite:///file:{quote(str(path.resolve()))}?mode=ro&uri=true")
+        engine = sa.create_engine(ro, pool_pre_ping=True)
+        sa.event.listen(engine, "connect", _sqlite_read_pragmas)
+        return engine
+    if url.get_backend_name() == "postgresql":
+        return sa.create_engine(url, pool_pre_ping=True,
+                                connect_args={"options": "-c default_transaction_read_only=on"})
+    return sa.create_engine(url, pool_pre_ping=True)
+
+
+def _sqlite_read_pragmas(dbapi_conn, _record) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA mmap_size=268435456")
+    cur.close()
+
+
+def unreachable(exc: BaseException) -> bool:
+    """Whether an error raised by a store's method means the database cannot be reached (server down,
+    connection lost) rather than a mistake: the caller may say so and try again later."""
+    return isinstance(exc, (sa.exc.OperationalError, sa.exc.InterfaceError)) or \
+        (isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated)
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:

@@ -1,0 +1,41 @@
+"""The JSON documents of stored results: what `runs --json`, `show --json` and `compare --json` print, and what
+`rtscope serve`'s API returns — built here once, so that both give the same document for the same arguments."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # `runs --json` needs none of the numbers: numpy and scipy are imported by what uses them
+    from ..store import Run, Store
+    from .compare import ComparisonSet
+    from .distribution import Distribution
+    from .select import Selection
+
+
+def run_summary(run: Run) -> dict:
+    """One run's identity and metadata (a row of `runs --json`)."""
+    return {"id": run.id, "workload": run.workload, "variant": run.variant, "runtime": run.runtime,
+            "settings": run.settings, "params": run.params, "n_samples": run.n_samples,
+            "started_at": run.started_at, "finished_at": run.finished_at, "tags": run.tags,
+            "experiment_id": run.experiment_id, "cell": run.cell, "repetition": run.repetition}
+
+
+def show_document(store: Store, run: Run, dist: Distribution | None = None) -> dict:
+    """`show --json`: the run, its machine record, statistics, resolution and threads."""
+    from . import distribution, stats, threads
+    dist = distribution.of_run(store, run) if dist is None else dist
+    summary = run_summary(run)
+    summary.update(environment=run.machine, trailer=run.trailer, tool=run.tool, tool_version=run.tool_version,
+                   columns=run.columns, percentile_definition=stats.PERCENTILE_DEFINITION, unit=run.primary["unit"])
+    return {"run": summary, "settings": run.settings, "stats": dist.stats if dist else stats.summarize([]),
+            "resolution": dist.resolution if dist else None,
+            "threads": [p.to_json() for p in threads.breakdown(store, run)]}
+
+
+def comparison_set(store: Store, sel: Selection, baseline: list[str] | None, *, alpha: float, resamples: int,
+                   seed: int, per_thread: bool = False) -> ComparisonSet:
+    """The comparison `compare` prints (its `--json` is this set's to_json())."""
+    from .compare import compare_runs
+    from .select import select_runs
+    return compare_runs(store, select_runs(store, sel), baseline or [], per_thread=per_thread, alpha=alpha,
+                        resamples=resamples, seed=seed)

@@ -1,0 +1,69 @@
+/* rtscope serve's pages (served after the report's rtsDrawPlots): draw each plot from its JSON block, follow the store through server-sent events
+   (a stored run or interval re-renders the page's content in place), and show any script error on the page
+   (also kept in body[data-js-errors], which the browser tests read). */
+(function () {
+  "use strict";
+  window.rtsErrors = [];
+  function banner(text, kind) {
+    var box = document.getElementById("rts-errors");
+    if (!box) { return; }
+    box.className = kind || "";
+    box.style.display = text ? "block" : "none";
+    box.textContent = text || "";
+  }
+  window.rtsReportError = function (msg) {
+    window.rtsErrors.push(String(msg));
+    banner("Page error: " + window.rtsErrors.join("; "), "error");
+    if (document.body) { document.body.setAttribute("data-js-errors", String(window.rtsErrors.length)); }
+  };
+  window.addEventListener("error", function (e) { window.rtsReportError(e.message || "script error"); });
+
+  function drawAll() {   /* rtsDrawPlots: the report's own (report/template.py), served before this script */
+    var divs = document.querySelectorAll("main div.plot");
+    document.body.setAttribute("data-plots", String(divs.length));
+    rtsDrawPlots(divs);
+  }
+
+  var busy = false, again = false;
+  function refresh() {
+    if (busy) { again = true; return; }
+    busy = true;
+    fetch(window.location.href, {credentials: "same-origin", cache: "no-store"}).then(function (response) {
+      if (response.status === 503) { banner("The store cannot be reached; this page follows it again when it is back.", "warn"); return null; }
+      if (!response.ok) { return null; }
+      return response.text();
+    }).then(function (text) {
+      if (text === null) { return; }
+      var fresh = new DOMParser().parseFromString(text, "text/html").getElementById("main");
+      var main = document.getElementById("main");
+      if (!fresh || !main) { return; }
+      if (typeof Plotly !== "undefined") { main.querySelectorAll("div.plot").forEach(function (d) { Plotly.purge(d); }); }
+      main.innerHTML = fresh.innerHTML;
+      banner("", "");
+      document.body.setAttribute("data-updates", String(Number(document.body.getAttribute("data-updates")) + 1));
+      drawAll();
+    }).catch(function (err) {
+      banner("Could not follow the store: " + err, "warn");
+    }).then(function () {
+      busy = false;
+      if (again) { again = false; refresh(); }
+    });
+  }
+
+  function follow() {
+    if (typeof EventSource === "undefined" || !document.getElementById("main") || document.body.hasAttribute("data-static")) { return; }
+    var events = new EventSource("/events");
+    events.addEventListener("hello", function () { document.body.setAttribute("data-live", "on"); });
+    events.addEventListener("change", refresh);
+    events.addEventListener("unavailable", function () {
+      banner("The store cannot be reached; this page follows it again when it is back.", "warn");
+    });
+    events.onerror = function () { document.body.setAttribute("data-live", "reconnecting"); };
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    document.body.setAttribute("data-js-errors", String(window.rtsErrors.length));
+    drawAll();
+    follow();
+  });
+})();
