@@ -56,7 +56,7 @@ def stats_table(title: str, rows: list[tuple[str, dict]], unit: str, keys=None, 
     width = width or console.width
     shown, scale = display_unit(unit)
     figures = {k: [fmt(k, st.get(k), scale) for _, st in rows] for k, _ in keys}
-    label_width = min(12, max((len(label) for label, _ in rows), default=3))
+    longest = max((len(label) for label, _ in rows), default=3)
 
     def heads(unit_sep: str | None) -> dict[str, str]:
         return {k: head + ("" if k == "n" or unit_sep is None else
@@ -68,7 +68,8 @@ def stats_table(title: str, rows: list[tuple[str, dict]], unit: str, keys=None, 
     def need(chunk, named: dict[str, str]) -> int:  # 3 characters of border and padding per column
         return label_width + sum(column_width(k, named[k]) for k in chunk) + 3 * (len(chunk) + 1) + 1
 
-    for unit_sep in (" ", "\n", None):
+    # The first layout that fits: roomy labels before narrow ones, units in the headers before the title.
+    for label_width, unit_sep in ((w, sep) for w in (min(longest, 24), min(longest, 12)) for sep in (" ", "\n", None)):
         named = heads(unit_sep)
         if need(named, named) <= width:
             break

@@ -203,11 +203,11 @@ class Store:
                                        f"version {migrations.LATEST}" + (": it is empty (no runs stored yet)"
                                                                          if found == 0 else
                                                                          ": run `rtscope db migrate --db ...`"))
-                return
-            self.engine = sa.create_engine(url)
-            if url.get_backend_name() == "sqlite":
-                sa.event.listen(self.engine, "connect", _sqlite_pragmas)
-            migrations.migrate(self.engine, metadata, create_only=True)
+            else:
+                self.engine = sa.create_engine(url)
+                if url.get_backend_name() == "sqlite":
+                    sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+                migrations.migrate(self.engine, metadata, create_only=True)
             self.tunes = TuneTables(self.engine, runs)
         except SQLAlchemyError as e:
             raise RtscopeError(f"cannot open store {self.shown_url}: {e.orig if hasattr(e, 'orig') else e}") from None
