@@ -46,10 +46,12 @@ static void print_help(void)
            "                       memory does not grow with --loops (N <= %lld)\n"
            "  --overflow-cycles N  histogram mode: cycle numbers of overflows kept per\n"
            "                       thread (default %lld)\n"
+           "  --start-times        add a column start: each sample's deadline, CLOCK_MONOTONIC\n"
+           "                       ns (what rtscope explain matches kernel events against)\n"
            "%s"
            "  --help               this text\n"
            "\n"
-           "Columns: latency (ns), cycle, thread, cpu. Histogram mode writes no records\n"
+           "Columns: latency (ns), cycle, thread, cpu[, start (ns)]. Histogram mode writes no records\n"
            "and one trailer histogram per thread (docs/timer.md).\n"
            "\n"
            "exit codes: 0 written, 1 run failed (refused setting, I/O error), 2 usage error\n",
@@ -191,6 +193,8 @@ int timer_parse_args(int argc, char **argv, struct timer_config *cfg)
             if (m < 0 || rtp_option_i64("--overflow-cycles", v, 0, TIMER_MAX_OVERFLOW_CYCLES,
                                         &cfg->overflow_cycles) != 0)
                 return RTP_EXIT_USAGE;
+        } else if (strcmp(argv[i], "--start-times") == 0) {
+            cfg->start_times = true;
         } else if (rtp_unknown_option("timer", argv[i]) || rtp_choice_set(&choices, argv[i], &chosen) != 0) {
             return RTP_EXIT_USAGE;
         }
@@ -329,6 +333,7 @@ void timer_hist_json(const struct timer_hist *h, struct rtp_json *j, const char 
 /* ---- measurement threads -------------------------------------------------- */
 
 struct timer_sample {
+    int64_t deadline; /* CLOCK_MONOTONIC ns */
     int64_t latency;
     int64_t cycle;
     int32_t cpu;
@@ -374,10 +379,11 @@ static inline struct timespec to_ts(int64_t ns)
 }
 
 /* No allocation, no I/O: a store into pre-touched memory. */
-static inline void record(struct timer_thread *t, int64_t latency, int64_t cycle)
+static inline void record(struct timer_thread *t, int64_t deadline, int64_t latency, int64_t cycle)
 {
     if (t->samples) {
         struct timer_sample *s = &t->samples[t->n];
+        s->deadline = deadline;
         s->latency = latency;
         s->cycle = cycle;
         s->cpu = sched_getcpu();
@@ -401,7 +407,7 @@ static void measure_absolute(struct timer_thread *t, int64_t start, int64_t end)
             break;
         }
         int64_t now = now_ns();
-        record(t, now - next, cycle);
+        record(t, next, now - next, cycle);
         next += interval;
         cycle++;
         if (now > next) { /* woke after the next deadline: skip what has passed, and count it */
@@ -437,7 +443,7 @@ static void measure_relative(struct timer_thread *t, int64_t start, int64_t end)
             t->error = rc;
             break;
         }
-        record(t, now_ns() - next, cycle);
+        record(t, next, now_ns() - next, cycle);
         cycle++;
     }
     t->cycles = cycle;
@@ -472,6 +478,7 @@ static const struct rtp_sf_column sample_columns[] = {
     {"cycle", "count", RTP_SF_I64},
     {"thread", "", RTP_SF_I64},
     {"cpu", "", RTP_SF_I64},
+    {"start", "ns", RTP_SF_I64}, /* with --start-times only: the last column */
 };
 
 struct timer_run {
@@ -755,11 +762,12 @@ static int write_records(struct rtp_sf_writer *w, const struct timer_run *r)
     for (int k = 0; k < r->nthreads; k++) {
         const struct timer_thread *t = &r->threads[k];
         for (int64_t i = 0; t->samples && i < t->n; i++) {
-            union rtp_sf_value rec[4];
+            union rtp_sf_value rec[5];
             rec[0].i = t->samples[i].latency;
             rec[1].i = t->samples[i].cycle;
             rec[2].i = k;
             rec[3].i = t->samples[i].cpu;
+            rec[4].i = t->samples[i].deadline;
             if (rtp_sf_append(w, rec) != 0)
                 return -1;
         }
@@ -800,7 +808,7 @@ static int run(const void *arg)
         .workload = "timer",
         .variant = cfg->variant,
         .columns = sample_columns,
-        .ncolumns = sizeof sample_columns / sizeof sample_columns[0],
+        .ncolumns = sizeof sample_columns / sizeof sample_columns[0] - (cfg->start_times ? 0 : 1),
     };
     /* Stream mode: nothing is written until the threads are done. */
     if ((rc = rtp_run_open(&sf, cfg->output, &header, RTP_SF_STREAM)) != RTP_EXIT_OK)

@@ -46,6 +46,7 @@ struct timer_config {
     const char *threads_text; /* --threads as given, NULL: one thread */
     bool threads_all;
     cpu_set_t threads;        /* --threads CPU list (unless threads_all) */
+    bool start_times;         /* --start-times: a column with each sample's deadline (CLOCK_MONOTONIC ns) */
     const char *output;
     struct rtp_rt_options rt;
     int help;

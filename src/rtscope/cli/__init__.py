@@ -12,7 +12,7 @@ import sys
 from ..errors import RtscopeError
 from .common import app, err_console, escape
 
-COMMAND_MODULES = ["runs", "run", "system", "analysis", "fit", "storage", "latency", "db", "monitor"]
+COMMAND_MODULES = ["runs", "run", "system", "analysis", "fit", "storage", "latency", "db", "monitor", "explain"]
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"{__name__}.{_name}")

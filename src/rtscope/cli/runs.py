@@ -14,7 +14,7 @@ from rich.table import Table
 
 from .. import sysinfo
 from ..analysis import stats
-from ..analysis import distribution, threads
+from ..analysis import causes, distribution, threads
 from ..analysis.results import DISPLAY, display_unit, fmt
 from ..fileio import write_atomic
 from ..store import Run
@@ -105,6 +105,9 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
                                   run.primary["unit"]))
     for name, count in (run.trailer.get("counters") or {}).items():
         console.print(f"{name}: {count:,}" if isinstance(count, int) else f"{name}: {count}")
+    why = causes.top_line(store, run)
+    if why:
+        console.print(f"causes:   {escape(why)} (rtscope explain {run.id})")
     for note in run.trailer.get("notes", []) + sysinfo.warnings(env):
         console.print(f"[yellow]warning:[/] {escape(note)}")
 

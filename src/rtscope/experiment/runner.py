@@ -99,6 +99,8 @@ def execute(req: RunRequest, store: RunSink, *, timeout: float | None = None, ta
         for name, value in req.settings.items():  # the probe cannot know the system settings
             if SETTINGS[name].scope == "system":
                 sf.header["settings"].setdefault(name, value)
+        if ctx.explain is not None:
+            store_kwargs = {**store_kwargs, "causes": ctx.explain(sf)}
         with store_lock or nullcontext():
             return store.add_run(sf, environment, tags=list(req.tags), source=" ".join(argv), **store_kwargs)
 

@@ -76,6 +76,8 @@ class Native(Runtime):
         argv = [rtprobe(site), req.workload, req.variant]
         for name, value in req.params.items():
             argv += [param_flag(name), str(value).lower() if isinstance(value, bool) else str(value)]
+        if req.settings.get("explain") and req.workload in ("timer", "exec"):
+            argv.append("--start-times")  # what setting explain matches kernel events against
         return argv + probe_flags(req.settings) + ["--output", out]
 
     def version(self, site: Site | None = None) -> str | None:

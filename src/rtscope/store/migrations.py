@@ -48,10 +48,15 @@ def _unique_plan_index(conn: sa.Connection, metadata: sa.MetaData) -> None:
                          "ON runs (experiment_id, plan_index)")
 
 
+def _sample_causes(conn: sa.Connection, metadata: sa.MetaData) -> None:
+    metadata.tables["sample_causes"].create(conn, checkfirst=True)
+
+
 STEPS = (
     Step(1, "experiments, runs and sample chunks (rtscope 0.1)", _create_tables),
     Step(2, "one stored run per experiment plan index (concurrent --resume stores nothing twice)",
          _unique_plan_index),
+    Step(3, "sample_causes: the causes of the explained samples of a run (setting explain)", _sample_causes),
 )
 LATEST = STEPS[-1].version
 

@@ -1,0 +1,100 @@
+"""The causes of a run's explained samples, summed up: what share of the excess time each kind and culprit took.
+
+A sample's *excess* is what it took beyond a reference (the run's median for `rtscope explain` and `show`;
+the baseline's p99 for `compare`). Its causes are charged against its excess largest first, each up to what
+is left, and what no cause covers is `unexplained`: so the shares of a run add up to 100 % of its excess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..store import Store
+
+UNEXPLAINED = "unexplained"
+
+
+def culprit(cause: dict) -> str:
+    """How a cause is named: `thread rtprobe/1234`, `irq local_timer (236)`, `softirq TIMER`, `gc major`."""
+    who = cause.get("name") or "?"
+    if cause.get("pid") is not None:
+        who += f"/{cause['pid']}"
+    elif cause.get("irq") is not None and cause["kind"] == "irq":
+        who += f" ({cause['irq']})"
+    return f"{cause['kind']} {who}"
+
+
+@dataclass
+class Share:
+    by: str                 # "kind" or "culprit"
+    kind: str
+    name: str | None
+    pid: int | None
+    irq: int | None
+    excess_ns: int
+    share: float            # of the excess of the samples above the reference
+    samples: int            # samples in which it took part of the excess
+
+    def to_json(self) -> dict:
+        return {"by": self.by, "kind": self.kind, "name": self.name, "pid": self.pid, "irq": self.irq,
+                "excess_ns": self.excess_ns, "share": self.share, "samples": self.samples}
+
+    @property
+    def label(self) -> str:
+        if self.by == "kind":
+            return self.kind
+        return UNEXPLAINED if self.kind == UNEXPLAINED else culprit(self.to_json())
+
+
+def shares(explained: list[dict], reference: float) -> list[Share]:
+    """Share of the excess above `reference` per cause kind and per culprit, over the explained samples that
+    exceed it (kind rows first, each list largest first). Samples whose window was not traced are left out."""
+    kinds: dict[str, list] = {}
+    culprits: dict[tuple, list] = {}
+    total = 0
+    for s in explained:
+        if s.get("note") or s["value_ns"] <= reference:
+            continue
+        left = s["value_ns"] - reference
+        total += left
+        for c in sorted(s.get("causes", []), key=lambda c: -c["duration_ns"]):
+            take = min(left, c["duration_ns"])
+            if take <= 0:
+                break
+            left -= take
+            for table, key in ((kinds, c["kind"]), (culprits, (c["kind"], c.get("name"), c.get("pid"), c.get("irq")))):
+                table.setdefault(key, [0, 0])
+                table[key][0] += take
+                table[key][1] += 1
+        if left > 0:
+            for table, key in ((kinds, UNEXPLAINED), (culprits, (UNEXPLAINED, None, None, None))):
+                table.setdefault(key, [0, 0])
+                table[key][0] += left
+                table[key][1] += 1
+    if total <= 0:
+        return []
+    rows = [Share("kind", k, None, None, None, round(v[0]), v[0] / total, v[1]) for k, v in kinds.items()]
+    rows.sort(key=lambda r: -r.excess_ns)
+    more = [Share("culprit", k[0], k[1], k[2], k[3], round(v[0]), v[0] / total, v[1]) for k, v in culprits.items()]
+    more.sort(key=lambda r: -r.excess_ns)
+    return rows + more
+
+
+def run_median(store: Store, run) -> float | None:
+    from . import distribution
+    dist = distribution.of_run(store, run)
+    return dist.stats.get("p50") if dist else None
+
+
+def top_line(store: Store, run, most: int = 3) -> str | None:
+    """One line for `show`: the run's largest culprits by share of the excess above its median."""
+    explained = store.causes(run.id)
+    if not explained:
+        return None
+    median = run_median(store, run)
+    rows = [r for r in shares(explained, median or 0) if r.by == "culprit"][:most]
+    traced = sum(1 for s in explained if not s.get("note"))
+    head = f"{traced} of {len(explained)} worst samples explained"
+    if not rows:
+        return head + "; none above the median"
+    return head + "; excess above the median: " + ", ".join(f"{r.label} {r.share:.0%}" for r in rows)

@@ -1,0 +1,213 @@
+"""rtscope's own tracefs instance on a target: the kernel events of the probe's CPUs while a run measures.
+
+Never the global buffer another tool (trace-cmd, rtla, a user's ftrace) may be using: each run gets
+`instances/rtscope-<host>-<pid>-<random>` below the target's tracefs, with its own per-CPU ring buffer of a
+bounded size (overwrite mode: a long run keeps its last part), restricted to the probe's CPUs
+(tracing_cpumask), stamped with trace_clock `mono` (CLOCK_MONOTONIC, what the probes stamp samples with).
+Everything goes through the Target interface (one shell script per step, so an SSH or QEMU target costs a
+round trip per step), and the instance is removed when the run ends, whatever ends it. An instance left by a
+killed rtscope of this host is removed at the next start; `rtscope check` reports any.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import secrets
+import shlex
+import socket
+from dataclasses import dataclass
+
+from .base import Target, TargetError
+
+PREFIX = "rtscope-"
+TRACEFS = "sys/kernel/tracing"
+# Required on every kernel; the x86 local timer vectors where the kernel has them (an ARM board's timer is an
+# ordinary irq, seen by irq_handler_entry).
+EVENTS = ("sched/sched_switch", "sched/sched_wakeup", "irq/irq_handler_entry", "irq/irq_handler_exit",
+          "irq/softirq_entry", "irq/softirq_exit", "timer/hrtimer_expire_entry", "timer/hrtimer_expire_exit")
+OPTIONAL_EVENTS = ("irq_vectors/local_timer_entry", "irq_vectors/local_timer_exit")
+CLOCK = "mono"
+BUFFER_KB = 8192  # per traced CPU: the memory the kernel holds for a run, and the window it covers
+
+
+def tracefs(target: Target) -> str:
+    return target.sys_path(TRACEFS)
+
+
+def _sh(target: Target, script: str, *args: str, what: str, timeout: float = 60) -> str:
+    return target.check(["sh", "-c", script, "sh", *args], what, timeout=timeout).stdout
+
+
+def missing(target: Target) -> str | None:
+    """Why this target cannot trace a run (no tracefs, not root, events or the clock missing), else None."""
+    root = tracefs(target)
+    script = r"""
+root=$1; shift
+if [ ! -d "$root/instances" ]; then echo "mount"; exit 0; fi
+if [ "$(id -u)" != 0 ] && [ ! -w "$root/instances" ]; then echo "root"; exit 0; fi
+for e; do [ -d "$root/events/$e" ] || echo "event $e"; done
+grep -qw mono "$root/trace_clock" 2>/dev/null || echo "clock"
+"""
+    try:
+        said = _sh(target, script, root, *EVENTS, what="checking tracefs").split("\n")
+    except TargetError as e:
+        return str(e)
+    said = [s.strip() for s in said if s.strip()]
+    where = f"target {target.name}"
+    if "mount" in said:
+        return (f"{where}: tracefs not mounted at {root}; mount -t tracefs nodev {root} "
+                "(or a kernel with CONFIG_FTRACE)")
+    if "root" in said:
+        return f"{where}: not root, and tracefs instances at {root} need root; connect as root"
+    events = [s.split(" ", 1)[1] for s in said if s.startswith("event ")]
+    if events:
+        return f"{where}: the kernel has no trace event(s) {', '.join(events)} (CONFIG_FTRACE's event tracing)"
+    if "clock" in said:
+        return f"{where}: tracefs at {root} has no trace_clock {CLOCK}"
+    return None
+
+
+def cpumask(cpus: list[int]) -> str:
+    """tracing_cpumask text: hex, in groups of 32 bits separated by commas."""
+    mask = 0
+    for c in cpus:
+        mask |= 1 << c
+    text = f"{mask:x}"
+    groups = []
+    while text:
+        groups.insert(0, text[-8:])
+        text = text[:-8]
+    return ",".join(groups)
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname())[:40] or "host"
+
+
+@dataclass
+class Owner:
+    host: str
+    pid: int
+
+    @property
+    def alive(self) -> bool | None:
+        """Whether the rtscope that made it still runs: None when it ran on another host (cannot tell)."""
+        if self.host != _host():
+            return None
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+
+def owner(name: str) -> Owner | None:
+    m = re.fullmatch(re.escape(PREFIX) + r"(.+)-(\d+)-[0-9a-f]+", name)
+    return Owner(m[1], int(m[2])) if m else None
+
+
+def instances(target: Target) -> list[str]:
+    """The names of the rtscope instances on the target."""
+    out = _sh(target, 'cd "$1/instances" 2>/dev/null && for d in rtscope-*; do [ -d "$d" ] && echo "$d"; done; true',
+              tracefs(target), what="listing tracefs instances")
+    return [line for line in out.split() if line.startswith(PREFIX)]
+
+
+def stale(target: Target) -> list[tuple[str, Owner | None]]:
+    """Instances whose rtscope no longer runs (or cannot be told: made on another host)."""
+    found = []
+    for name in instances(target):
+        who = owner(name)
+        if who is None or not who.alive:
+            found.append((name, who))
+    return found
+
+
+def remove_stale(target: Target) -> list[str]:
+    """Remove the instances a killed rtscope of this host left behind; their names."""
+    gone = [name for name, who in stale(target) if who is not None and who.alive is False]
+    for name in gone:
+        _remove(target, posixpath.join(tracefs(target), "instances", name))
+    return gone
+
+
+def _remove(target: Target, path: str) -> None:
+    _sh(target, 'echo 0 > "$1/tracing_on" 2>/dev/null; rmdir "$1" 2>/dev/null || [ ! -d "$1" ] || '
+                '{ sleep 0.2; rmdir "$1"; }', path, what=f"removing tracefs instance {path}")
+
+
+# Windows of trace lines: every line of one CPU's buffer whose time falls in one of the windows (seconds,
+# as the trace prints them). The trace is filtered where it lies: only the windows cross the connection.
+_AWK = r"""
+BEGIN { n = split(W, w, " ") }
+/^#/ { next }
+{
+  t = -1
+  for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) { t = substr($i, 1, length($i) - 1) + 0; break }
+  for (j = 1; j < n; j += 2) if (t >= w[j] && t <= w[j + 1]) { print; next }
+}
+"""
+
+
+class Instance:
+    """One run's tracefs instance on a target."""
+
+    def __init__(self, target: Target, cpus: list[int], buffer_kb: int = BUFFER_KB):
+        self.target = target
+        self.cpus = sorted(set(cpus))
+        self.buffer_kb = buffer_kb
+        self.name = f"{PREFIX}{_host()}-{os.getpid()}-{secrets.token_hex(3)}"
+        self.path = posixpath.join(tracefs(target), "instances", self.name)
+        self.created = False
+
+    def start(self) -> None:
+        """Create, configure and enable the instance (one round trip)."""
+        script = r"""
+set -e
+d=$1; mask=$2; kb=$3; shift 3
+mkdir "$d"
+echo mono > "$d/trace_clock"
+echo "$mask" > "$d/tracing_cpumask"
+echo "$kb" > "$d/buffer_size_kb"
+for e; do
+  if [ -d "$d/events/$e" ]; then echo 1 > "$d/events/$e/enable"; fi
+done
+echo 1 > "$d/tracing_on"
+"""
+        self.created = True  # before the mkdir: a failure half-way is removed too
+        _sh(self.target, script, self.path, cpumask(self.cpus), str(self.buffer_kb), *EVENTS, *OPTIONAL_EVENTS,
+            what=f"creating tracefs instance {self.path}")
+
+    def stop(self) -> None:
+        self.target.write_file(posixpath.join(self.path, "tracing_on"), "0\n")
+
+    def remove(self) -> None:
+        if self.created:
+            _remove(self.target, self.path)
+            self.created = False
+
+    def oldest_ns(self) -> dict[int, int | None]:
+        """Per traced CPU, the time of the oldest event its buffer still holds (None: empty)."""
+        files = {c: posixpath.join(self.path, "per_cpu", f"cpu{c}", "stats") for c in self.cpus}
+        got = self.target.read_files(list(files.values()))
+        out: dict[int, int | None] = {}
+        for c, f in files.items():
+            m = re.search(r"oldest event ts:\s*(\d+)\.(\d{6})", got.get(f) or "")
+            out[c] = int(m[1]) * 1_000_000_000 + int(m[2]) * 1000 if m else None
+        return out
+
+    def windows(self, cpu: int, spans: list[tuple[int, int]]) -> list[str]:
+        """The trace lines of `cpu` inside any of `spans` (CLOCK_MONOTONIC ns, inclusive)."""
+        if not spans:
+            return []
+        w = " ".join(f"{a / 1e9:.6f} {b / 1e9:.6f}" for a, b in spans)
+        trace = posixpath.join(self.path, "per_cpu", f"cpu{cpu}", "trace")
+        proc = self.target.run(["awk", "-v", f"W={w}", _AWK, trace], timeout=300)
+        if proc.returncode != 0:
+            raise TargetError(f"target {self.target.name}: reading {trace} failed: `awk ... {shlex.quote(trace)}` "
+                              f"exited {proc.returncode}: {proc.said()}")
+        return proc.stdout.splitlines()
