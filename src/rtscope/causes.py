@@ -141,11 +141,18 @@ def attribute(events: list[Event], start_ns: int, end_ns: int, measuring: int | 
         if e.ts_ns > end_ns:
             break
         if current is None:
+            # No event before it in the window read (which begins before start_ns): the task the first event
+            # interrupted was current since then.
             current = (e.comm, e.pid, None)
+            last = min(e.ts_ns, start_ns)
         if last is not None:
             a, b = max(last, start_ns), min(e.ts_ns, end_ns)
             if b > a:
-                slices.append((a, b, ("ctx", stack[-1]) if stack else ("task", current[1])))
+                # Outside interrupts, every line names the task current when it was written: it ran up to
+                # this event (also when the trace lost the sched_switch that brought it in).
+                slices.append((a, b, ("ctx", stack[-1]) if stack else ("task", e.pid)))
+        if not stack and e.pid != current[1] and e.name != "sched_switch":
+            current = (e.comm, e.pid, prios.get(e.pid))
         last = e.ts_ns
         opened = _context(e)
         if opened:

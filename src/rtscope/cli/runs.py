@@ -107,7 +107,7 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
         console.print(f"{name}: {count:,}" if isinstance(count, int) else f"{name}: {count}")
     why = causes.top_line(store, run)
     if why:
-        console.print(f"causes:   {escape(why)} (rtscope explain {run.id})")
+        console.print(f"causes:   {escape(why)} (rtscope explain {run.id})", soft_wrap=True)
     for note in run.trailer.get("notes", []) + sysinfo.warnings(env):
         console.print(f"[yellow]warning:[/] {escape(note)}")
 

@@ -1,0 +1,135 @@
+"""Setting explain and `rtscope explain` on the real kernel: a culprit the test starts is named as the cause of
+the samples it delays; no tracefs -> a clear refusal; kill -9 mid-run -> the instance is reported and removed
+at the next start (tests/culprit.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import culprit
+from rtscope import causes
+from rtscope.store import Store
+
+CPUS = sorted(os.sched_getaffinity(0))
+WHY = culprit.tracing_unavailable()
+needs_tracing = pytest.mark.skipif(WHY is not None, reason=WHY or "")
+RTSCOPE = Path(sys.executable).with_name("rtscope")
+
+
+def spec(tmp_path: Path, *, explain: int = 10, loops: int = 3000, workload: str = "timer", runtime: str = "native",
+         extra: str = "", pinned: bool = True) -> Path:
+    params = f"loops = {loops}\ninterval_us = 1000" if workload == "timer" else "iterations = 50\npause_ms = 1"
+    variant = "absolute" if workload == "timer" else "sum"
+    p = tmp_path / "explain.toml"
+    p.write_text(f'name = "explain"\n{extra}[[workload]]\nname = "{workload}"\nvariants = ["{variant}"]\n'
+                 f'runtime = "{runtime}"\n[workload.params]\n{params}\n[workload.settings]\n'
+                 f"explain = {explain}\n" + (f"cpu = {CPUS[-1]}\nrt_priority = 80\nmlock = true\n" if pinned else ""))
+    return p
+
+
+# --- the attribution, on a trace excerpt of this kernel's format -------------------------------------------
+
+TRACE = """\
+      khugepaged-37      [001] d.h..   797.124371: local_timer_entry: vector=236
+      khugepaged-37      [001] d.h..   797.124372: hrtimer_expire_entry: hrtimer=000000001adf0a48 function=hrtimer_wakeup now=797124371595
+      khugepaged-37      [001] dNh3.   797.124374: sched_wakeup: comm=rtprobe pid=8869 prio=19 target_cpu=001
+      khugepaged-37      [001] dNh..   797.124374: hrtimer_expire_exit: hrtimer=000000001adf0a48
+      khugepaged-37      [001] dNh..   797.124381: local_timer_exit: vector=236
+      khugepaged-37      [001] .Ns..   797.124400: softirq_entry: vec=1 [action=TIMER]
+      khugepaged-37      [001] .Ns..   797.124410: softirq_exit: vec=1 [action=TIMER]
+      khugepaged-37      [001] d..2.   797.124464: sched_switch: prev_comm=khugepaged prev_pid=37 prev_prio=139 prev_state=R+ ==> next_comm=rtprobe next_pid=8869 next_prio=19
+"""
+
+
+def test_attribution_splits_the_interval_by_innermost_context():
+    events = causes.parse(TRACE.splitlines())
+    start = 797_124_360_000
+    got = causes.attribute(events, start, 797_124_470_000)
+    by = {(c["kind"], c["name"]): c for c in got["causes"]}
+    # khugepaged: from the start to the timer irq, between the irq and the softirq, after it until the switch.
+    assert by[("thread", "khugepaged")]["duration_ns"] == 11_000 + 19_000 + 54_000
+    assert by[("thread", "khugepaged")]["pid"] == 37 and by[("thread", "khugepaged")]["prio"] == 139
+    assert by[("irq", "local_timer")]["duration_ns"] == 1_000 + 7_000 and by[("irq", "local_timer")]["irq"] == 236
+    assert by[("hrtimer", "hrtimer_wakeup")]["duration_ns"] == 2_000
+    assert by[("softirq", "TIMER")]["duration_ns"] == 10_000 and by[("softirq", "TIMER")]["irq"] == 1
+    assert got["measuring_pid"] == 8869 and got["self_ns"] == 6_000 and got["unexplained_ns"] == 0
+    assert [c["kind"] for c in got["causes"]][0] == "thread"  # largest first
+    assert by[("thread", "khugepaged")]["intervals"][0] == [0, 11_000]
+
+
+# --- the real kernel ----------------------------------------------------------------------------------------
+
+@needs_tracing
+def test_culprit_thread_is_named_with_its_delay(cli, db, tmp_path, rtprobe):
+    with culprit.culprit(CPUS[-1]) as pid:
+        r = cli("run", spec(tmp_path), "--db", db)
+    assert r.code == 0, r.err
+    assert culprit.instances() == []  # removed when the run ended
+    [run] = Store(db).runs()
+    assert run.settings["explain"] == 10 and run.trailer["explain"]["samples"] == 10
+    assert run.trailer["explain"]["trace_bytes_per_sample"] > 0
+    out = json.loads(cli("explain", run.id, "--db", db, "--json").out)
+    assert out["run"] == run.id and len(out["samples"]) == 10
+    samples = out["samples"]
+    assert all(s["note"] is None for s in samples)
+    for s in samples:  # causes sorted, within the sample's value, with the unexplained rest
+        durations = [c["duration_ns"] for c in s["causes"]]
+        assert durations == sorted(durations, reverse=True)
+        assert sum(durations) + s["self_ns"] + s["unexplained_ns"] <= s["value_ns"] + 1000
+    big, named = culprit.check_named(samples, pid)
+    assert big >= 5, samples  # 3 s at one burst per 200 ms: the worst ten are its doing
+    assert named >= 0.9 * big, json.dumps(samples, indent=1)[:4000]
+    top = [r for r in out["summary"] if r["by"] == "culprit"][0]
+    assert (top["name"], top["pid"], top["kind"]) == (culprit.NAME, pid, "thread") and top["share"] > 0.5
+    shown = cli("show", run.id, "--db", db).out
+    assert f"thread {culprit.NAME}/{pid}" in shown
+    text = cli("explain", run.id, "--db", db, "--worst", "2").out
+    assert text.count("\nsample ") == 2 and culprit.NAME in text
+
+
+def test_explain_refused_without_tracefs(cli, db, tmp_path, monkeypatch, rtprobe):
+    monkeypatch.setenv("RTSCOPE_SYSFS_ROOT", str(tmp_path / "no-tracefs"))
+    r = cli("run", spec(tmp_path, loops=10), "--db", db)
+    assert r.code == 1
+    assert "target local: tracefs not mounted at" in r.err and "mount -t tracefs nodev" in r.err
+    assert not Path(db).exists() or Store(db).runs() == []
+
+
+def test_explain_refuses_what_it_cannot_explain(cli, db, tmp_path):
+    r = cli("check", spec(tmp_path, workload="exec", runtime="beam", pinned=False))
+    assert r.code == 2 and "setting explain applies to runtime native: workload timer, exec" in r.err
+    r = cli("run", spec(tmp_path, explain=-1), "--db", db)
+    assert r.code == 2 and "an integer >= 0" in r.err
+
+
+@needs_tracing
+def test_kill_9_instance_reported_and_removed_at_next_start(cli, db, tmp_path, rtprobe):
+    path = spec(tmp_path, loops=60000, explain=3)
+    proc = subprocess.Popen([str(RTSCOPE), "run", str(path), "--db", db], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not culprit.instances() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        [left] = culprit.instances()
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert (culprit.TRACEFS / "instances" / left / "tracing_on").read_text().strip() == "1"  # what kill -9 leaves
+    checked = cli("check", path)
+    assert checked.code == 0 and f"tracefs instance {left}" in checked.out and "no longer running" in checked.out
+    r = cli("run", spec(tmp_path, loops=200, explain=3), "--db", db)
+    assert r.code == 0, r.err
+    assert culprit.instances() == []
+    [run] = Store(db).runs()
+    assert any(left in note for note in run.trailer["notes"])
