@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import culprit
+import sshd
 from rtscope import causes
 from rtscope.store import Store
 
@@ -95,6 +96,26 @@ def test_culprit_thread_is_named_with_its_delay(cli, db, tmp_path, rtprobe):
     assert text.count("\nsample ") == 2 and culprit.NAME in text
 
 
+@needs_tracing
+@pytest.mark.skipif(sshd.available() is not None, reason=sshd.available() or "")
+def test_culprit_named_on_an_ssh_target(cli, db, tmp_path, rtprobe):
+    """The same culprit, the run on an SSH target (a real sshd in its own namespaces on this kernel): the
+    instance is made, read and removed through the target."""
+    server = sshd.SshServer(tmp_path / "board", "rtscope-board-explain").start()
+    try:
+        with culprit.culprit(CPUS[-1]) as pid:
+            r = cli("run", spec(tmp_path, extra='target = "board"\n' + server.table("board")), "--db", db)
+        assert r.code == 0, r.err
+        assert culprit.instances() == []
+        [run] = Store(db).runs()
+        assert run.machine["target"] == "board"
+        samples = json.loads(cli("explain", run.id, "--db", db, "--json").out)["samples"]
+        big, named = culprit.check_named(samples, pid)
+        assert big >= 5 and named >= 0.9 * big, json.dumps(samples, indent=1)[:4000]
+    finally:
+        server.stop()
+
+
 def test_explain_refused_without_tracefs(cli, db, tmp_path, monkeypatch, rtprobe):
     monkeypatch.setenv("RTSCOPE_SYSFS_ROOT", str(tmp_path / "no-tracefs"))
     r = cli("run", spec(tmp_path, loops=10), "--db", db)
@@ -108,6 +129,19 @@ def test_explain_refuses_what_it_cannot_explain(cli, db, tmp_path):
     assert r.code == 2 and "setting explain applies to runtime native: workload timer, exec" in r.err
     r = cli("run", spec(tmp_path, explain=-1), "--db", db)
     assert r.code == 2 and "an integer >= 0" in r.err
+
+
+def probes_of(spec_path: Path) -> list[int]:
+    """Running rtprobe timer processes with this test's loop count (60000)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if cmd and cmd[0].endswith(b"rtprobe") and b"60000" in cmd:
+            found.append(int(entry))
+    return found
 
 
 @needs_tracing
@@ -126,6 +160,10 @@ def test_kill_9_instance_reported_and_removed_at_next_start(cli, db, tmp_path, r
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert (culprit.TRACEFS / "instances" / left / "tracing_on").read_text().strip() == "1"  # what kill -9 leaves
+    deadline = time.monotonic() + 10
+    while probes_of(path) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not probes_of(path)  # the probe died with rtscope
     checked = cli("check", path)
     assert checked.code == 0 and f"tracefs instance {left}" in checked.out and "no longer running" in checked.out
     r = cli("run", spec(tmp_path, loops=200, explain=3), "--db", db)
