@@ -236,10 +236,10 @@ class Store:
         }
         if conn is None:
             with self.transaction() as c:
-                return self._insert(c, row, sf, causes)
-        return self._insert(conn, row, sf, causes)
+                return self._insert_causes(c, self._insert(c, row, sf), causes)
+        return self._insert_causes(conn, self._insert(conn, row, sf), causes)
 
-    def _insert(self, conn: sa.Connection, row: dict, sf: SampleFile, causes: list[dict] | None = None) -> int:
+    def _insert(self, conn: sa.Connection, row: dict, sf: SampleFile) -> int:
         try:
             run_id = conn.execute(runs.insert().values(**row)).inserted_primary_key[0]
         except sa.exc.IntegrityError:
@@ -254,6 +254,10 @@ class Store:
                 chunks.append({"run_id": run_id, "column": col.name, "chunk": i, "dtype": col.dtype.str,
                                "data": arr[start:start + CHUNK].tobytes()})
         conn.execute(sample_chunks.insert(), chunks)
+        return run_id
+
+    @staticmethod
+    def _insert_causes(conn: sa.Connection, run_id: int, causes: list[dict] | None) -> int:
         if causes:
             conn.execute(sample_causes.insert(), [
                 {"run_id": run_id, **{k: c.get(k) for k in CAUSE_COLUMNS},
