@@ -116,6 +116,36 @@ def test_culprit_named_on_an_ssh_target(cli, db, tmp_path, rtprobe):
         server.stop()
 
 
+def test_beam_gc_named_as_the_cause(cli, db, tmp_path):
+    """A BEAM exec run whose measuring process collects large heaps (5000 messages per call, a full sweep at
+    every collection): its worst samples name its major collections, from the BEAM's own trace."""
+    from rtscope.runtimes import RUNTIMES
+    if RUNTIMES["beam"].unavailable():
+        pytest.skip(RUNTIMES["beam"].unavailable())
+    p = tmp_path / "beam.toml"
+    p.write_text('name = "gc"\n[[workload]]\nname = "exec"\nvariants = ["spawn_each"]\nruntime = "beam"\n'
+                 "[workload.params]\nn = 5000\niterations = 20\npause_ms = 1\n"
+                 "[workload.settings]\nexplain = 3\nfullsweep_after = 0\n")
+    r = cli("run", p, "--db", db)
+    assert r.code == 0, r.err
+    [run] = Store(db).runs()
+    assert run.trailer["explain"] == {"samples": 3, "per_thread": 3, "source": "erlang:trace"}
+    out = json.loads(cli("explain", run.id, "--db", db, "--json").out)
+    values = sorted(Store(db).samples(run.id)["duration"].tolist(), reverse=True)
+    assert [s["value_ns"] for s in out["samples"]] == values[:3]  # the three worst, largest first
+    for s in out["samples"]:
+        gc = [c for c in s["causes"] if c["kind"] == "gc"]
+        assert [c["name"] for c in gc] == ["major"]  # fullsweep_after = 0: every collection is a full sweep
+        major = gc[0]
+        assert major["count"] >= 10 and major["heap_before"] > major["heap_after"] > 0
+        assert sum(c["duration_ns"] for c in s["causes"]) + s["self_ns"] == s["value_ns"]
+        assert major["duration_ns"] > 0.2 * s["value_ns"]
+        assert isinstance(s["scheduler"], int) and s["scheduler"] >= 1
+    kinds = [r for r in out["summary"] if r["by"] == "kind"]
+    assert kinds[0]["kind"] == "gc"
+    assert "gc major" in cli("show", run.id, "--db", db).out
+
+
 def test_explain_refused_without_tracefs(cli, db, tmp_path, monkeypatch, rtprobe):
     monkeypatch.setenv("RTSCOPE_SYSFS_ROOT", str(tmp_path / "no-tracefs"))
     r = cli("run", spec(tmp_path, loops=10), "--db", db)
@@ -125,8 +155,12 @@ def test_explain_refused_without_tracefs(cli, db, tmp_path, monkeypatch, rtprobe
 
 
 def test_explain_refuses_what_it_cannot_explain(cli, db, tmp_path):
-    r = cli("check", spec(tmp_path, workload="exec", runtime="beam", pinned=False))
-    assert r.code == 2 and "setting explain applies to runtime native: workload timer, exec" in r.err
+    p = tmp_path / "beam-timer.toml"
+    p.write_text('name = "x"\n[[workload]]\nname = "timer"\nvariants = ["send_after"]\nruntime = "beam"\n'
+                 "[workload.settings]\nexplain = 5\n")
+    r = cli("check", p)
+    assert r.code == 2
+    assert "setting explain applies to runtime native: workload timer, exec; runtime beam: workload exec" in r.err
     r = cli("run", spec(tmp_path, explain=-1), "--db", db)
     assert r.code == 2 and "an integer >= 0" in r.err
 

@@ -16,6 +16,8 @@ UNEXPLAINED = "unexplained"
 
 def culprit(cause: dict) -> str:
     """How a cause is named: `thread rtprobe/1234`, `irq local_timer (236)`, `softirq TIMER`, `gc major`."""
+    if cause["kind"] == "scheduled_out":
+        return "scheduled out"
     who = cause.get("name") or "?"
     if cause.get("pid") is not None:
         who += f"/{cause['pid']}"

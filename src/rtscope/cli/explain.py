@@ -15,6 +15,18 @@ def _us(ns: float | None) -> str:
     return "-" if ns is None else f"{ns / 1000:,.1f}"
 
 
+def _detail(cause: dict) -> str:
+    """What else is known of a cause: a thread's kernel priority; a GC's count and heap sizes (words)."""
+    parts = []
+    if cause.get("prio") is not None:
+        parts.append(f"prio {cause['prio']}")
+    if cause.get("count", 1) > 1:
+        parts.append(f"{cause['count']}×")
+    if cause.get("heap_before") is not None:
+        parts.append(f"heap {cause['heap_before']:,} → {cause.get('heap_after', 0):,} words")
+    return ", ".join(parts)
+
+
 @app.command("explain")
 def explain(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see `rtscope runs`).")],
             worst: Annotated[Optional[int], typer.Option("--worst", min=1, metavar="K",
@@ -38,7 +50,7 @@ def explain(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (s
         print_json({"run": run.id, "reference": {"what": "median", "value_ns": median},
                     "trace": run.trailer.get("explain"),
                     "samples": [{"index": s["sample_index"], "value_ns": s["value_ns"], "cpu": s["cpu"],
-                                 "thread": s["thread"], "start_ns": s["start_ns"],
+                                 "thread": s["thread"], "scheduler": s.get("scheduler"), "start_ns": s["start_ns"],
                                  "causes": [{k: v for k, v in c.items() if k != "intervals"} | {"intervals_ns":
                                             c.get("intervals", [])} for c in s.get("causes", [])],
                                  "self_ns": s.get("self_ns", 0), "idle_ns": s.get("idle_ns", 0),
@@ -49,20 +61,21 @@ def explain(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (s
     console.print(f"[bold]run {run.id}[/]: {escape(run.label)}; {len(explained)} explained sample(s), largest first")
     for s in explained:
         where = ", ".join(p for p in (f"thread {s['thread']}" if s["thread"] is not None else "",
-                                      f"CPU {s['cpu']}" if s["cpu"] is not None else "") if p)
+                                      f"CPU {s['cpu']}" if s["cpu"] is not None else "",
+                                      f"scheduler {s['scheduler']}" if s.get("scheduler") is not None else "") if p)
         console.print(f"\n[bold]sample {s['sample_index']}[/] ({where}): {_us(s['value_ns'])} µs")
         if s.get("note"):
             console.print(f"  [yellow]not explained:[/] {escape(s['note'])}")
             continue
         table = Table(show_header=True, box=None, pad_edge=False)
         table.add_column("cause")
-        table.add_column("prio", justify="right")
+        table.add_column("detail")
         table.add_column("µs", justify="right")
         table.add_column("share", justify="right")
         for c in s.get("causes", []):
-            table.add_row(escape(causes.culprit(c)), "" if c.get("prio") is None else str(c["prio"]),
+            table.add_row(escape(causes.culprit(c)), escape(_detail(c)),
                           _us(c["duration_ns"]), f"{c['duration_ns'] / s['value_ns']:.0%}")
-        table.add_row("the measuring thread itself", "", _us(s.get("self_ns", 0)),
+        table.add_row("the measuring " + ("process" if run.runtime == "beam" else "thread") + " itself", "", _us(s.get("self_ns", 0)),
                       f"{s.get('self_ns', 0) / s['value_ns']:.0%}")
         table.add_row("unexplained", "", _us(s["unexplained_ns"]), f"{s['unexplained_ns'] / s['value_ns']:.0%}")
         console.print(table)

@@ -24,7 +24,10 @@ from ..targets import tracefs
 from .base import RunContext, Setting
 
 LOOKBACK_NS = 2_000_000  # trace read before a sample's start: the context the CPU was in when it began
-EXPLAINED = {"native": ("timer", "exec")}  # runtime -> workloads whose probe stamps sample starts
+# runtime -> workloads it explains: native from the kernel's trace (its probe stamps sample starts), beam from
+# the measuring process's GC and scheduling trace (the harness's RtScope.Explain, beam/lib/rtscope/explain.ex).
+EXPLAINED = {"native": ("timer", "exec"), "beam": ("exec",)}
+KERNEL_SIDE = ("native",)
 
 
 def unsupported(req: Any) -> str | None:
@@ -106,6 +109,21 @@ def explain_samples(instance: tracefs.Instance, sf: Any, k: int) -> tuple[list[d
     return records, cost
 
 
+def beam_samples(sf: Any, k: int) -> list[dict]:
+    """The explained samples the BEAM harness wrote into the trailer, as stored records (the trailer keeps
+    only what it cost)."""
+    got = sf.trailer.get("explain") or {}
+    records = []
+    for s in got.get("samples", []):
+        causes_ = [{"pid": None, "irq": None, "prio": None, **c} for c in s.get("causes", [])]
+        records.append({"sample_index": s["index"], "thread": None, "cpu": None, "value_ns": s["value_ns"],
+                        "start_ns": s["start_ns"], "causes": causes_, "self_ns": s.get("self_ns", 0), "idle_ns": 0,
+                        "unexplained_ns": s.get("unexplained_ns", 0), "scheduler": s.get("scheduler"),
+                        "clock": "erlang:monotonic_time", "note": None})
+    sf.trailer["explain"] = {"samples": len(records), "per_thread": k, "source": got.get("source", "erlang:trace")}
+    return records
+
+
 @contextmanager
 def explaining(value: int, ctx: RunContext) -> Iterator[None]:
     """Trace the run's CPUs on its target while it measures; always remove the instance."""
@@ -115,6 +133,10 @@ def explaining(value: int, ctx: RunContext) -> Iterator[None]:
     why = unsupported(ctx.request)
     if why:
         raise UsageError(why)
+    if ctx.request.runtime not in KERNEL_SIDE:
+        ctx.explain = lambda sf: beam_samples(sf, value)
+        yield
+        return
     target = ctx.target
     missing = tracefs.missing(target)
     if missing:
@@ -139,7 +161,11 @@ def explaining(value: int, ctx: RunContext) -> Iterator[None]:
 
 
 def check_target(value: int, target: Any) -> str | None:
-    return tracefs.missing(target) if value else None
+    """Whether the target can trace its kernel (a BEAM node target, which runs only the BEAM harness and has
+    no shell, explains from the BEAM's own trace)."""
+    if not value or target.runtimes is not None:
+        return None
+    return tracefs.missing(target)
 
 
 SETTINGS = (Setting(
