@@ -97,6 +97,28 @@ def test_culprit_thread_is_named_with_its_delay(cli, db, tmp_path, rtprobe):
 
 
 @needs_tracing
+def test_compare_gives_each_configuration_its_cause_shares(cli, db, tmp_path, rtprobe):
+    """The probe below the culprit's priority and above it: compare says the tail's excess is the thread's
+    below, and not above."""
+    p = spec(tmp_path, loops=2000, explain=5)
+    p.write_text(p.read_text().replace("rt_priority = 80", "rt_priority = [80, 95]"))
+    with culprit.culprit(CPUS[-1]):
+        r = cli("run", p, "--db", db)
+    assert r.code == 0, r.err
+    out = json.loads(cli("compare", "--db", db, "--baseline", "rt_priority=95", "--json").out)
+    why = {c["configuration"]: c for c in out["causes"]}
+    assert set(why) == {"rt_priority=80", "rt_priority=95"}
+    below, above = why["rt_priority=80"], why["rt_priority=95"]
+    assert below["reference"] == above["reference"] and below["samples"] == 5
+
+    def thread_ns(c):
+        return sum(k["excess_ns"] for k in c["kinds"] if k["kind"] == "thread") / max(c["samples"], 1)
+
+    assert thread_ns(below) > 5e6 and thread_ns(below) > 3 * thread_ns(above)
+    assert "why: the excess above the baseline's p99" in cli("compare", "--db", db, "--baseline", "rt_priority=95").out
+
+
+@needs_tracing
 @pytest.mark.skipif(sshd.available() is not None, reason=sshd.available() or "")
 def test_culprit_named_on_an_ssh_target(cli, db, tmp_path, rtprobe):
     """The same culprit, the run on an SSH target (a real sshd in its own namespaces on this kernel): the

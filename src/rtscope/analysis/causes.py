@@ -100,3 +100,47 @@ def top_line(store: Store, run, most: int = 3) -> str | None:
     if not rows:
         return head + "; none above the median"
     return head + "; excess above the median: " + ", ".join(f"{r.label} {r.share:.0%}" for r in rows)
+
+
+@dataclass
+class ConfigShares:
+    """The cause shares of one configuration's explained samples above its comparison's reference."""
+
+    label: str
+    reference_ns: float     # the baseline's pooled p99
+    samples: int            # explained samples above it
+    kinds: list[Share]
+
+    def per_sample_ns(self, kind: str) -> float:
+        """The excess time of `kind` per explained sample above the reference (0 when none)."""
+        row = next((r for r in self.kinds if r.kind == kind), None)
+        return row.excess_ns / self.samples if row and self.samples else 0.0
+
+    def to_json(self) -> dict:
+        return {"configuration": self.label, "reference": {"what": "baseline p99", "value_ns": self.reference_ns},
+                "samples": self.samples, "kinds": [r.to_json() for r in self.kinds]}
+
+
+def comparison_shares(store: Store, cs) -> list[ConfigShares]:
+    """Per compared configuration and its baseline: the cause shares of the explained samples above the
+    baseline's p99 (`compare`: "the tail got shorter because GC time in it fell from X to Y")."""
+    explained = {r.id: store.causes(r.id) for c in cs.cells for r in c.runs}
+    if not any(explained.values()):
+        return []
+    labels = cs.labels
+    out: list[ConfigShares] = []
+    seen = set()
+    for k in cs.comparisons:
+        reference = k.base.stats.get("p99")
+        if reference is None:
+            continue
+        for cell in (k.base, k.cell):
+            key = (cell.config, k.base.config)
+            if key in seen:
+                continue
+            seen.add(key)
+            samples = [s for r in cell.runs for s in explained[r.id]]
+            above = [s for s in samples if not s.get("note") and s["value_ns"] > reference]
+            rows = [r for r in shares(samples, reference) if r.by == "kind"]
+            out.append(ConfigShares(labels[cell.config], reference, len(above), rows))
+    return out
