@@ -116,6 +116,12 @@ def test_compare_gives_each_configuration_its_cause_shares(cli, db, tmp_path, rt
 
     assert thread_ns(below) > 5e6 and thread_ns(below) > 3 * thread_ns(above)
     assert "why: the excess above the baseline's p99" in cli("compare", "--db", db, "--baseline", "rt_priority=95").out
+    html = tmp_path / "report.html"
+    assert cli("report", "--db", db, "-o", html, "--baseline", "rt_priority=95").code == 0
+    page = html.read_text()
+    # The why section: the share table and a timeline per worst sample (two per configuration).
+    assert 'id="why"' in page and page.count("the grey bar is the sample") == 4
+    assert f"thread {culprit.NAME}" in page
 
 
 @needs_tracing

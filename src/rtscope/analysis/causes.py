@@ -107,9 +107,10 @@ class ConfigShares:
     """The cause shares of one configuration's explained samples above its comparison's reference."""
 
     label: str
-    reference_ns: float     # the baseline's pooled p99
+    reference_ns: float     # the baseline's pooled p99 (compare), or the configuration's median
     samples: int            # explained samples above it
     kinds: list[Share]
+    reference: str = "baseline p99"
 
     def per_sample_ns(self, kind: str) -> float:
         """The excess time of `kind` per explained sample above the reference (0 when none)."""
@@ -117,8 +118,22 @@ class ConfigShares:
         return row.excess_ns / self.samples if row and self.samples else 0.0
 
     def to_json(self) -> dict:
-        return {"configuration": self.label, "reference": {"what": "baseline p99", "value_ns": self.reference_ns},
+        return {"configuration": self.label, "reference": {"what": self.reference, "value_ns": self.reference_ns},
                 "samples": self.samples, "kinds": [r.to_json() for r in self.kinds]}
+
+
+def cell_shares(store: Store, cells, labels) -> list[ConfigShares]:
+    """Per configuration with explained samples: their cause shares above the configuration's own median."""
+    out = []
+    for cell in cells:
+        samples = [s for r in cell.runs for s in store.causes(r.id)]
+        median = cell.stats.get("p50")
+        if not samples or median is None:
+            continue
+        above = [s for s in samples if not s.get("note") and s["value_ns"] > median]
+        rows = [r for r in shares(samples, median) if r.by == "kind"]
+        out.append(ConfigShares(labels[cell.config], median, len(above), rows, "median"))
+    return out
 
 
 def comparison_shares(store: Store, cs) -> list[ConfigShares]:
