@@ -121,7 +121,9 @@ def test_compare_gives_each_configuration_its_cause_shares(cli, db, tmp_path, rt
     page = html.read_text()
     # The why section: the share table and a timeline per worst sample (two per configuration).
     assert 'id="why"' in page and page.count("the grey bar is the sample") == 4
-    assert f"thread {culprit.NAME}" in page
+    [below_run] = next(c["runs"] for c in out["configurations"] if c["label"] == "rt_priority=80")
+    worst = json.loads(cli("explain", below_run, "--db", db, "--json").out)["samples"][0]
+    assert f'{worst["causes"][0]["name"]}/{worst["causes"][0]["pid"]}' in page  # its timeline's top lane
 
 
 @needs_tracing
