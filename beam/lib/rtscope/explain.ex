@@ -53,20 +53,8 @@ defmodule RtScope.Explain do
 
   @doc "Stops tracing; returns the explained samples, largest first."
   @spec stop(pid()) :: [map()]
-  def stop(tracer) do
-    :erlang.trace(self(), false, @flags -- [:scheduler_id, :monotonic_timestamp])
-    ref = :erlang.trace_delivered(self())
-
-    receive do
-      {:trace_delivered, _, ^ref} -> :ok
-    end
-
-    send(tracer, {:result, self(), ref})
-
-    receive do
-      {^ref, worst} -> worst
-    end
-  end
+  def stop(tracer),
+    do: RtScope.TraceSelf.stop(tracer, @flags -- [:scheduler_id, :monotonic_timestamp])
 
   defp loop(st) do
     receive do
