@@ -10,6 +10,7 @@
 
 #include "rtprobe.h"
 #include "samplefile.h"
+#include "worst.h"
 #include "subcommand.h"
 #include "util.h"
 
@@ -97,6 +98,8 @@ static void print_help(void)
            "                     (default 5)\n"
            "  --start-times      add a column start: each call's start, CLOCK_MONOTONIC ns\n"
            "                     (what rtscope explain matches kernel events against)\n"
+           "  --mark-worst K     when a call enters the K worst, write its window to the\n"
+           "                     tracefs trace_marker in $RTSCOPE_TRACE_MARKER\n"
            "%s"
            "  --help             this text\n"
            "\n"
@@ -152,6 +155,9 @@ int exec_parse_args(int argc, char **argv, struct exec_config *cfg)
                 return RTP_EXIT_USAGE;
         } else if (strcmp(argv[i], "--start-times") == 0) {
             cfg->start_times = true;
+        } else if ((m = rtp_option_value(argc, argv, &i, "--mark-worst", &v)) != 0) {
+            if (m < 0 || rtp_option_i64("--mark-worst", v, 0, 1000000, &cfg->mark_worst) != 0)
+                return RTP_EXIT_USAGE;
         } else if (rtp_unknown_option("exec", argv[i]) || set_variant(cfg, argv[i]) != 0) {
             return RTP_EXIT_USAGE;
         }
@@ -197,6 +203,14 @@ static int run(const void *arg)
 {
     const struct exec_config *cfg = arg;
     struct rtp_run sf;
+    struct rtp_worst worst;
+    int marker_fd = cfg->mark_worst > 0 ? rtp_marker_open(RTPROBE_NAME " exec") : -1;
+    if (marker_fd == -2)
+        return RTP_EXIT_FAILURE;
+    if (rtp_worst_init(&worst, marker_fd >= 0 ? (int)cfg->mark_worst : 0) != 0) {
+        fprintf(stderr, RTPROBE_NAME ": out of memory\n");
+        return RTP_EXIT_FAILURE;
+    }
     int rc = rtp_run_start(&sf);
     if (rc != RTP_EXIT_OK || (rc = rtp_rt_apply(&cfg->rt)) != RTP_EXIT_OK)
         goto out;
@@ -243,6 +257,8 @@ static int run(const void *arg)
         rec[1].i = sched_getcpu();
         rec[2].i = rtp_ts_to_ns(t0);
         rtp_sf_append(sf.w, rec); /* errors are reported by rtp_sf_finish */
+        if (marker_fd >= 0 && rtp_worst_offer(&worst, rec[0].i))
+            rtp_mark_window(marker_fd, rec[2].i, rec[2].i + rec[0].i);
         if (rtp_stop_signal)
             goto interrupted;
         if (k + 1 < cfg->iterations && rtp_sleep_ns(pause_ns) != 0)
@@ -259,6 +275,9 @@ interrupted:
     rc = rtp_run_stopped("no sample file written");
 out:
     rtp_run_free(&sf);
+    rtp_worst_free(&worst);
+    if (marker_fd >= 0)
+        close(marker_fd);
     return rc;
 }
 

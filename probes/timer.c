@@ -14,6 +14,7 @@
 #include "rtprobe.h"
 #include "samplefile.h"
 #include "subcommand.h"
+#include "worst.h"
 
 #define TIMER_THREAD_STACK (256 * 1024)
 #define TIMER_LEAD_NS INT64_C(1000000) /* threads are asleep before the first deadline */
@@ -48,6 +49,8 @@ static void print_help(void)
            "                       thread (default %lld)\n"
            "  --start-times        add a column start: each sample's deadline, CLOCK_MONOTONIC\n"
            "                       ns (what rtscope explain matches kernel events against)\n"
+           "  --mark-worst K       when a sample enters its thread's K worst, write its window\n"
+           "                       to the tracefs trace_marker in $RTSCOPE_TRACE_MARKER\n"
            "%s"
            "  --help               this text\n"
            "\n"
@@ -195,6 +198,9 @@ int timer_parse_args(int argc, char **argv, struct timer_config *cfg)
                 return RTP_EXIT_USAGE;
         } else if (strcmp(argv[i], "--start-times") == 0) {
             cfg->start_times = true;
+        } else if ((m = rtp_option_value(argc, argv, &i, "--mark-worst", &v)) != 0) {
+            if (m < 0 || rtp_option_i64("--mark-worst", v, 0, 1000000, &cfg->mark_worst) != 0)
+                return RTP_EXIT_USAGE;
         } else if (rtp_unknown_option("timer", argv[i]) || rtp_choice_set(&choices, argv[i], &chosen) != 0) {
             return RTP_EXIT_USAGE;
         }
@@ -347,6 +353,7 @@ struct timer_shared {
     int ready;
     int state;
     int64_t start_ns;
+    int marker_fd; /* $RTSCOPE_TRACE_MARKER, or -1 */
 };
 
 struct timer_thread {
@@ -359,6 +366,7 @@ struct timer_thread {
     int64_t limit;                 /* samples to take */
     struct timer_sample *samples;  /* NULL in histogram mode */
     struct timer_hist hist;
+    struct rtp_worst worst;        /* --mark-worst: the K worst so far */
     int64_t n;                     /* samples taken */
     int64_t cycles;                /* deadlines passed: samples + missed */
     uint64_t missed;
@@ -391,6 +399,8 @@ static inline void record(struct timer_thread *t, int64_t deadline, int64_t late
         timer_hist_add(&t->hist, latency, cycle);
     }
     t->n++;
+    if (t->shared->marker_fd >= 0 && rtp_worst_offer(&t->worst, latency))
+        rtp_mark_window(t->shared->marker_fd, deadline, deadline + latency);
 }
 
 static void measure_absolute(struct timer_thread *t, int64_t start, int64_t end)
@@ -553,6 +563,8 @@ static int allocate(struct timer_run *r, const int *cpus)
         t->cfg = cfg;
         t->shared = &r->shared;
         t->limit = limit;
+        if (rtp_worst_init(&t->worst, (int)cfg->mark_worst) != 0)
+            goto oom;
         if (cfg->histogram_us) {
             if (timer_hist_init(&t->hist, cfg->histogram_us, TIMER_BUCKET_NS, cfg->overflow_cycles) != 0)
                 goto oom;
@@ -578,6 +590,7 @@ static void release(struct timer_run *r)
     for (int k = 0; k < r->nthreads; k++) {
         free(r->threads[k].samples);
         timer_hist_free(&r->threads[k].hist);
+        rtp_worst_free(&r->threads[k].worst);
     }
     free(r->threads);
     r->threads = NULL;
@@ -786,6 +799,9 @@ static int run(const void *arg)
     memset(&r, 0, sizeof r);
     r.cfg = cfg;
     r.pm_qos_fd = -1;
+    r.shared.marker_fd = cfg->mark_worst > 0 ? rtp_marker_open(RTPROBE_NAME " timer") : -1;
+    if (r.shared.marker_fd == -2)
+        return RTP_EXIT_FAILURE;
     pthread_mutex_init(&r.shared.lock, NULL);
     pthread_cond_init(&r.shared.cond, NULL);
     struct timespec res;
@@ -827,6 +843,8 @@ out:
     rtp_run_free(&sf);
     if (r.pm_qos_fd >= 0)
         close(r.pm_qos_fd);
+    if (r.shared.marker_fd >= 0)
+        close(r.shared.marker_fd);
     release(&r);
     pthread_mutex_destroy(&r.shared.lock);
     pthread_cond_destroy(&r.shared.cond);
