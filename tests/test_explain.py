@@ -97,6 +97,26 @@ def test_culprit_thread_is_named_with_its_delay(cli, db, tmp_path, rtprobe):
 
 
 @needs_tracing
+def test_worst_samples_early_in_a_long_run_keep_their_windows(cli, db, tmp_path, rtprobe, monkeypatch):
+    """The culprit only in the first 1.5 s of a 5 s run, and a ring buffer that holds well under a second:
+    the windows of the worst samples come from the window keeper, not the ring buffer's end."""
+    import threading
+    from rtscope.targets import tracefs
+    monkeypatch.setattr(tracefs, "BUFFER_KB", 128)
+    with culprit.culprit(CPUS[-1]) as pid:
+        threading.Timer(1.5, os.kill, (pid, signal.SIGKILL)).start()
+        r = cli("run", spec(tmp_path, loops=5000, explain=5), "--db", db)
+    assert r.code == 0, r.err
+    [run] = Store(db).runs()
+    e = run.trailer["explain"]
+    assert e["buffer_kb_per_cpu"] == 128 and e["windows_kept"] >= 5
+    samples = json.loads(cli("explain", run.id, "--db", db, "--json").out)["samples"]
+    assert max(s["index"] for s in samples) < 2000  # the worst are early: the culprit's
+    big, named = culprit.check_named(samples, pid)
+    assert big >= 5 and named >= 0.9 * big, [(s["value_ns"], s["note"], s["causes"][:1]) for s in samples]
+
+
+@needs_tracing
 def test_compare_gives_each_configuration_its_cause_shares(cli, db, tmp_path, rtprobe):
     """The probe below the culprit's priority and above it: compare says the tail's excess is the thread's
     below, and not above."""

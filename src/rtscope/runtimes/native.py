@@ -77,7 +77,8 @@ class Native(Runtime):
         for name, value in req.params.items():
             argv += [param_flag(name), str(value).lower() if isinstance(value, bool) else str(value)]
         if req.settings.get("explain") and req.workload in ("timer", "exec"):
-            argv.append("--start-times")  # what setting explain matches kernel events against
+            # What setting explain matches kernel events against, and the worst samples' windows it keeps.
+            argv += ["--start-times", "--mark-worst", str(req.settings["explain"])]
         return argv + probe_flags(req.settings) + ["--output", out]
 
     def version(self, site: Site | None = None) -> str | None:

@@ -23,6 +23,7 @@ from ..signals import held_signals
 from ..targets import tracefs
 from .base import RunContext, Setting
 
+MARKER_ENV = "RTSCOPE_TRACE_MARKER"  # probes/lib/worst.h
 LOOKBACK_NS = 2_000_000  # trace read before a sample's start: the context the CPU was in when it began
 # runtime -> workloads it explains: native from the kernel's trace (its probe stamps sample starts), beam from
 # the measuring process's GC and scheduling trace (the harness's RtScope.Explain, beam/lib/rtscope/explain.ex).
@@ -40,15 +41,19 @@ def unsupported(req: Any) -> str | None:
     return None
 
 
-def _probe_cpus(req: Any, target: Any) -> list[int]:
+def _online(target: Any) -> list[int]:
+    online = target.sys_path("sys/devices/system/cpu/online")
+    return sysinfo.parse_cpu_list(target.read_files([online])[online]) or [0]
+
+
+def _probe_cpus(req: Any, online: list[int]) -> list[int]:
     """The CPUs the probe may run on: its pinned CPU or threads, else every online CPU of the target."""
     threads = req.params.get("threads")
     if threads and threads != "all":
         return sysinfo.parse_cpu_list(str(threads))
     if "cpu" in req.settings:
         return [int(req.settings["cpu"])]
-    online = target.sys_path("sys/devices/system/cpu/online")
-    return sysinfo.parse_cpu_list(target.read_files([online])[online]) or [0]
+    return online
 
 
 def worst(values: np.ndarray, groups: np.ndarray | None, k: int) -> list[int]:
@@ -62,7 +67,10 @@ def worst(values: np.ndarray, groups: np.ndarray | None, k: int) -> list[int]:
 
 
 def explain_samples(instance: tracefs.Instance, sf: Any, k: int) -> tuple[list[dict], dict]:
-    """The causes of the k worst samples per thread of the sample file, and what it cost (for the trailer)."""
+    """The causes of the k worst samples per thread of the sample file, and what it cost (for the trailer).
+
+    Each sample's events come from the window keeper (the probe marked it when it entered its thread's
+    worst), else from what the instance's ring buffer still holds (the end of the run)."""
     instance.stop()
     values = np.asarray(sf.data[sf.columns[0].name], dtype=np.int64)
     if "start" not in sf.data:
@@ -71,40 +79,49 @@ def explain_samples(instance: tracefs.Instance, sf: Any, k: int) -> tuple[list[d
     cpus = np.asarray(sf.data["cpu"], dtype=np.int64) if "cpu" in sf.data else None
     threads = np.asarray(sf.data["thread"], dtype=np.int64) if "thread" in sf.data else None
     picked = worst(values, threads, k)
+    kept = instance.kept_windows()
+    read_bytes = sum(len(line) + 1 for lines, _ in kept.values() for line in lines)
     oldest = instance.oldest_ns()
-    spans: dict[int, list[tuple[int, int, int]]] = {}
+    ring: dict[int, list[tuple[int, int, int]]] = {}
+    windows: dict[int, list] = {}
     out: dict[int, dict] = {}
     for i in picked:
         cpu = int(cpus[i]) if cpus is not None else instance.cpus[0]
         start, end = int(starts[i]), int(starts[i] + values[i])
-        rec = {"sample_index": i, "thread": int(threads[i]) if threads is not None else None, "cpu": cpu,
-               "value_ns": int(values[i]), "start_ns": start, "causes": [], "self_ns": 0, "idle_ns": 0,
-               "unexplained_ns": max(0, int(values[i])), "note": None}
-        out[i] = rec
+        out[i] = {"sample_index": i, "thread": int(threads[i]) if threads is not None else None, "cpu": cpu,
+                  "value_ns": int(values[i]), "start_ns": start, "causes": [], "self_ns": 0, "idle_ns": 0,
+                  "unexplained_ns": max(0, int(values[i])), "note": None}
+        lines, truncated = kept.get((start, end), (None, False))
         if cpu not in instance.cpus:
-            rec["note"] = f"CPU {cpu} was not traced (traced: {workloads.format_cpus(instance.cpus)})"
-        elif oldest.get(cpu) is None or oldest[cpu] > start - LOOKBACK_NS // 2:
-            rec["note"] = (f"the trace buffer ({instance.buffer_kb} KiB per CPU) no longer held this sample's "
-                           "window: it keeps the end of a long run")
+            out[i]["note"] = f"CPU {cpu} was not traced (traced: {workloads.format_cpus(instance.cpus)})"
+        elif lines is not None and not truncated:
+            windows[i] = causes.parse(lines)
+        elif oldest.get(cpu) is not None and oldest[cpu] <= start - LOOKBACK_NS // 2:
+            ring.setdefault(cpu, []).append((i, start - LOOKBACK_NS, end))
         else:
-            spans.setdefault(cpu, []).append((i, start - LOOKBACK_NS, end))
-    read_bytes = 0
-    for cpu, wanted in spans.items():
+            out[i]["note"] = (f"the sample lasted longer than the {tracefs.HOLD_S * 1000:g} ms of events the window "
+                              "keeper holds" if truncated else
+                              "no trace window: the probe's mark was lost and the ring buffer "
+                              f"({instance.buffer_kb} KiB per CPU) no longer held it")
+    for cpu, wanted in ring.items():
         lines = instance.windows(cpu, [(a, b) for _, a, b in wanted])
         read_bytes += sum(len(line) + 1 for line in lines)
         events = causes.parse(lines)
         stamps = np.fromiter((e.ts_ns for e in events), dtype=np.int64, count=len(events))
-        windows = {i: events[np.searchsorted(stamps, a):np.searchsorted(stamps, b, side="right")]
-                   for i, a, b in wanted}
+        for i, a, b in wanted:
+            windows[i] = events[np.searchsorted(stamps, a):np.searchsorted(stamps, b, side="right")]
+    for cpu in {out[i]["cpu"] for i in windows}:
+        mine = [i for i in windows if out[i]["cpu"] == cpu]
         # The measuring thread: the task most often current at the samples' ends on this CPU (one sample's
         # end may fall a moment before its switch-in shows in the trace).
-        ends = [causes.current_at(windows[i], b) for i, _, b in wanted]
-        measuring = max(set(ends), key=ends.count) if ends else None
-        for i, a, b in wanted:
-            out[i].update(causes.attribute(windows[i], int(starts[i]), b, measuring))
+        ends = [causes.current_at(windows[i], out[i]["start_ns"] + out[i]["value_ns"]) for i in mine]
+        measuring = max(set(ends), key=ends.count)
+        for i in mine:
+            out[i].update(causes.attribute(windows[i], out[i]["start_ns"], out[i]["start_ns"] + out[i]["value_ns"],
+                                           measuring))
     records = [out[i] for i in picked]
     cost = {"samples": len(records), "per_thread": k, "cpus": instance.cpus, "buffer_kb_per_cpu": instance.buffer_kb,
-            "trace_bytes_read": read_bytes,
+            "windows_kept": len(kept), "trace_bytes_read": read_bytes,
             "trace_bytes_per_sample": round(read_bytes / len(records)) if records else 0, "clock": tracefs.CLOCK}
     return records, cost
 
@@ -144,7 +161,8 @@ def explaining(value: int, ctx: RunContext) -> Iterator[None]:
     gone = tracefs.remove_stale(target)
     if gone:
         ctx.notes.append(f"removed tracefs instance(s) a killed rtscope left behind: {', '.join(gone)}")
-    instance = tracefs.Instance(target, _probe_cpus(ctx.request, target))
+    online = _online(target)
+    instance = tracefs.Instance(target, _probe_cpus(ctx.request, online))
 
     def explain(sf: Any) -> list[dict]:
         records, cost = explain_samples(instance, sf, value)
@@ -153,6 +171,9 @@ def explaining(value: int, ctx: RunContext) -> Iterator[None]:
 
     try:
         instance.start()
+        instance.keep_windows(ctx.run_dir, online)
+        # rtprobe --mark-worst (the native runtime adds it) writes the worst samples' windows here.
+        ctx.command_prefix = ctx.command_prefix + ["env", f"{MARKER_ENV}={instance.marker}"]
         ctx.explain = explain
         yield
     finally:

@@ -17,6 +17,7 @@ import re
 import secrets
 import shlex
 import socket
+import time
 from dataclasses import dataclass
 
 from .base import Target, TargetError
@@ -153,16 +154,62 @@ BEGIN { n = split(W, w, " ") }
 """
 
 
+# The window keeper: reads the instance's trace_pipe while the run measures, holds the last HOLD seconds of
+# events, and when the probe marks a sample that entered its thread's worst ("rtscope-window START END" in
+# trace_marker, rtprobe --mark-worst), writes the events of that sample's CPU from LOOK before START to END.
+# Memory: HOLD seconds of events; output: one window per mark (about K * (1 + ln(N / K)) over N samples).
+_KEEPER = r"""
+{
+  t = -1
+  for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) { t = substr($i, 1, length($i) - 1) + 0; break }
+  if (t < 0) next
+  c = ""
+  if (match($0, /\[[0-9]+\]/)) c = substr($0, RSTART + 1, RLENGTH - 2) + 0
+  if (index($0, "rtscope-window ")) {
+    for (j = 1; j < NF; j++) if ($j == "rtscope-window") break
+    s = $(j + 1) / 1e9; e = $(j + 2) / 1e9
+    print "# rtscope-window " $(j + 1) " " $(j + 2) " cpu " c (head < tail && ts[head] > s - LOOK ? " truncated" : "")
+    for (k = head; k < tail; k++) if (cpu[k] == c && ts[k] >= s - LOOK && ts[k] <= e) print line[k]
+    print "# end"
+    fflush()
+    next
+  }
+  line[tail] = $0; ts[tail] = t; cpu[tail] = c; tail++
+  while (head < tail && ts[head] < t - HOLD) { delete line[head]; delete ts[head]; delete cpu[head]; head++ }
+}
+"""
+HOLD_S = 0.25   # events the keeper holds: a sample longer than this minus LOOK_S gets a truncated window
+LOOK_S = 0.002  # kept before a marked sample's start
+
+
+def parse_windows(text: str) -> dict[tuple[int, int], tuple[list[str], bool]]:
+    """The keeper's output: (start_ns, end_ns) -> (the window's trace lines, whether it was truncated)."""
+    out: dict[tuple[int, int], tuple[list[str], bool]] = {}
+    key, lines, cut = None, [], False
+    for line in text.splitlines():
+        if line.startswith("# rtscope-window "):
+            words = line.split()
+            key, lines, cut = (int(words[2]), int(words[3])), [], "truncated" in words
+        elif line == "# end" and key is not None:
+            out[key] = (lines, cut)
+            key = None
+        elif key is not None:
+            lines.append(line)
+    return out
+
+
 class Instance:
     """One run's tracefs instance on a target."""
 
-    def __init__(self, target: Target, cpus: list[int], buffer_kb: int = BUFFER_KB):
+    def __init__(self, target: Target, cpus: list[int], buffer_kb: int | None = None):
         self.target = target
         self.cpus = sorted(set(cpus))
-        self.buffer_kb = buffer_kb
+        self.buffer_kb = buffer_kb or BUFFER_KB
         self.name = f"{PREFIX}{_host()}-{os.getpid()}-{secrets.token_hex(3)}"
         self.path = posixpath.join(tracefs(target), "instances", self.name)
         self.created = False
+        self.keeper = None          # the Spawned window keeper
+        self.kept = ""              # its output file on the target
 
     def start(self) -> None:
         """Create, configure and enable the instance (one round trip)."""
@@ -182,13 +229,53 @@ echo 1 > "$d/tracing_on"
         _sh(self.target, script, self.path, cpumask(self.cpus), str(self.buffer_kb), *EVENTS, *OPTIONAL_EVENTS,
             what=f"creating tracefs instance {self.path}")
 
+    @property
+    def marker(self) -> str:
+        return posixpath.join(self.path, "trace_marker")
+
+    def keep_windows(self, run_dir: str, online: list[int]) -> None:
+        """Start the window keeper on the target (awk on the instance's trace_pipe), on the CPUs the probe
+        does not use when there are any (and the target has taskset)."""
+        self.kept = posixpath.join(run_dir, "trace-windows.txt")
+        others = ",".join(str(c) for c in online if c not in self.cpus)
+        script = (f'pin=""; if [ -n "$4" ] && command -v taskset >/dev/null; then pin="taskset -c $4"; fi; '
+                  f'exec $pin awk -v HOLD={HOLD_S} -v LOOK={LOOK_S} "$3" < "$1/trace_pipe" > "$2"')
+        self.keeper = self.target.spawn(["sh", "-c", script, "sh", self.path, self.kept, _KEEPER, others],
+                                        cwd=run_dir, log=posixpath.join(run_dir, "trace-keeper.log"))
+
     def stop(self) -> None:
+        """Stop tracing; let the keeper read what is left, then stop it."""
         self.target.write_file(posixpath.join(self.path, "tracing_on"), "0\n")
+        if self.keeper is not None:
+            files = [posixpath.join(self.path, "per_cpu", f"cpu{c}", "stats") for c in self.cpus]
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and self.keeper.running():
+                stats = self.target.read_files(files).values()
+                if all(re.search(r"^entries: 0$", s or "", re.MULTILINE) for s in stats):
+                    break
+                time.sleep(0.05)
+            self.stop_keeper()
+
+    def stop_keeper(self) -> None:
+        if self.keeper is not None:
+            try:
+                self.keeper.stop()
+            finally:
+                self.keeper = None
+
+    def kept_windows(self) -> dict[tuple[int, int], tuple[list[str], bool]]:
+        """The windows the keeper wrote (empty without a keeper)."""
+        if not self.kept:
+            return {}
+        return parse_windows(self.target.read_files([self.kept])[self.kept] or "")
 
     def remove(self) -> None:
-        if self.created:
-            _remove(self.target, self.path)
-            self.created = False
+        try:
+            self.stop_keeper()  # a reader of trace_pipe keeps the instance busy
+        finally:
+            if self.created:
+                _remove(self.target, self.path)
+                self.created = False
 
     def oldest_ns(self) -> dict[int, int | None]:
         """Per traced CPU, the time of the oldest event its buffer still holds (None: empty)."""
