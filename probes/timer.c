@@ -49,8 +49,8 @@ static void print_help(void)
            "                       thread (default %lld)\n"
            "  --start-times        add a column start: each sample's deadline, CLOCK_MONOTONIC\n"
            "                       ns (what rtscope explain matches kernel events against)\n"
-           "  --mark-worst K       when a sample enters its thread's K worst, write its window\n"
-           "                       to the tracefs trace_marker in $RTSCOPE_TRACE_MARKER\n"
+           "  --mark-worst K       when a sample enters its thread's K worst, append its window\n"
+           "                       (start end cpu) to the file in $RTSCOPE_MARKS\n"
            "%s"
            "  --help               this text\n"
            "\n"
@@ -353,7 +353,7 @@ struct timer_shared {
     int ready;
     int state;
     int64_t start_ns;
-    int marker_fd; /* $RTSCOPE_TRACE_MARKER, or -1 */
+    int marker_fd; /* $RTSCOPE_MARKS, or -1 */
 };
 
 struct timer_thread {

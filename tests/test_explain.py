@@ -215,6 +215,12 @@ def test_explain_refuses_what_it_cannot_explain(cli, db, tmp_path):
     assert r.code == 2 and "an integer >= 0" in r.err
 
 
+def keepers() -> list[int]:
+    """Running window keepers of setting explain (their command line names their trace-windows directory)."""
+    return [int(p) for p in subprocess.run(["pgrep", "-f", "trace-windows"], capture_output=True,
+                                           text=True).stdout.split()]
+
+
 def probes_of(spec_path: Path) -> list[int]:
     """Running rtprobe timer processes with this test's loop count (60000)."""
     found = []
@@ -238,6 +244,9 @@ def test_kill_9_instance_reported_and_removed_at_next_start(cli, db, tmp_path, r
         while not culprit.instances() and time.monotonic() < deadline:
             time.sleep(0.1)
         [left] = culprit.instances()
+        while not keepers() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert keepers() and probes_of(path)  # the window keeper and the probe run
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     finally:
@@ -248,6 +257,7 @@ def test_kill_9_instance_reported_and_removed_at_next_start(cli, db, tmp_path, r
     while probes_of(path) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not probes_of(path)  # the probe died with rtscope
+    assert not keepers()  # and the keeper
     checked = cli("check", path)
     assert checked.code == 0 and f"tracefs instance {left}" in checked.out and "no longer running" in checked.out
     r = cli("run", spec(tmp_path, loops=200, explain=3), "--db", db)

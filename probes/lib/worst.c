@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,12 +65,12 @@ bool rtp_worst_offer(struct rtp_worst *w, int64_t v)
 
 int rtp_marker_open(const char *who)
 {
-    const char *path = getenv(RTP_TRACE_MARKER_ENV);
+    const char *path = getenv(RTP_MARKS_ENV);
     if (!path || !*path)
         return -1;
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) {
-        fprintf(stderr, "%s: cannot open %s=%s: %s\n", who, RTP_TRACE_MARKER_ENV, path, strerror(errno));
+        fprintf(stderr, "%s: cannot open %s=%s: %s\n", who, RTP_MARKS_ENV, path, strerror(errno));
         return -2;
     }
     return fd;
@@ -77,8 +78,8 @@ int rtp_marker_open(const char *who)
 
 void rtp_mark_window(int fd, int64_t start_ns, int64_t end_ns)
 {
-    char line[64];
-    int len = snprintf(line, sizeof line, "rtscope-window %lld %lld\n", (long long)start_ns, (long long)end_ns);
+    char line[80];
+    int len = snprintf(line, sizeof line, "%lld %lld %d\n", (long long)start_ns, (long long)end_ns, sched_getcpu());
     if (write(fd, line, (size_t)len) < 0) {
         /* A lost mark loses one explanation, never the measurement. */
     }

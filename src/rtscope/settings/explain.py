@@ -23,7 +23,7 @@ from ..signals import held_signals
 from ..targets import tracefs
 from .base import RunContext, Setting
 
-MARKER_ENV = "RTSCOPE_TRACE_MARKER"  # probes/lib/worst.h
+MARKS_ENV = "RTSCOPE_MARKS"  # probes/lib/worst.h
 LOOKBACK_NS = 2_000_000  # trace read before a sample's start: the context the CPU was in when it began
 # runtime -> workloads it explains: native from the kernel's trace (its probe stamps sample starts), beam from
 # the measuring process's GC and scheduling trace (the harness's RtScope.Explain, beam/lib/rtscope/explain.ex).
@@ -79,8 +79,7 @@ def explain_samples(instance: tracefs.Instance, sf: Any, k: int) -> tuple[list[d
     cpus = np.asarray(sf.data["cpu"], dtype=np.int64) if "cpu" in sf.data else None
     threads = np.asarray(sf.data["thread"], dtype=np.int64) if "thread" in sf.data else None
     picked = worst(values, threads, k)
-    kept = instance.kept_windows()
-    read_bytes = sum(len(line) + 1 for lines, _ in kept.values() for line in lines)
+    kept, read_bytes = instance.kept_windows()
     oldest = instance.oldest_ns()
     ring: dict[int, list[tuple[int, int, int]]] = {}
     windows: dict[int, list] = {}
@@ -91,17 +90,15 @@ def explain_samples(instance: tracefs.Instance, sf: Any, k: int) -> tuple[list[d
         out[i] = {"sample_index": i, "thread": int(threads[i]) if threads is not None else None, "cpu": cpu,
                   "value_ns": int(values[i]), "start_ns": start, "causes": [], "self_ns": 0, "idle_ns": 0,
                   "unexplained_ns": max(0, int(values[i])), "note": None}
-        lines, truncated = kept.get((start, end), (None, False))
+        lines = kept.get((start, end))
         if cpu not in instance.cpus:
             out[i]["note"] = f"CPU {cpu} was not traced (traced: {workloads.format_cpus(instance.cpus)})"
-        elif lines is not None and not truncated:
+        elif lines is not None:
             windows[i] = causes.parse(lines)
         elif oldest.get(cpu) is not None and oldest[cpu] <= start - LOOKBACK_NS // 2:
             ring.setdefault(cpu, []).append((i, start - LOOKBACK_NS, end))
         else:
-            out[i]["note"] = (f"the sample lasted longer than the {tracefs.HOLD_S * 1000:g} ms of events the window "
-                              "keeper holds" if truncated else
-                              "no trace window: the probe's mark was lost and the ring buffer "
+            out[i]["note"] = ("no trace window: the window keeper did not copy it in time and the ring buffer "
                               f"({instance.buffer_kb} KiB per CPU) no longer held it")
     for cpu, wanted in ring.items():
         lines = instance.windows(cpu, [(a, b) for _, a, b in wanted])
@@ -172,8 +169,8 @@ def explaining(value: int, ctx: RunContext) -> Iterator[None]:
     try:
         instance.start()
         instance.keep_windows(ctx.run_dir, online)
-        # rtprobe --mark-worst (the native runtime adds it) writes the worst samples' windows here.
-        ctx.command_prefix = ctx.command_prefix + ["env", f"{MARKER_ENV}={instance.marker}"]
+        # rtprobe --mark-worst (the native runtime adds it) appends the worst samples' windows here.
+        ctx.command_prefix = ctx.command_prefix + ["env", f"{MARKS_ENV}={instance.marks}"]
         ctx.explain = explain
         yield
     finally:

@@ -154,47 +154,56 @@ BEGIN { n = split(W, w, " ") }
 """
 
 
-# The window keeper: reads the instance's trace_pipe while the run measures, holds the last HOLD seconds of
-# events, and when the probe marks a sample that entered its thread's worst ("rtscope-window START END" in
-# trace_marker, rtprobe --mark-worst), writes the events of that sample's CPU from LOOK before START to END.
-# Memory: HOLD seconds of events; output: one window per mark (about K * (1 + ln(N / K)) over N samples).
-_KEEPER = r"""
+# The window keeper: every KEEP_S, copies the windows of the samples the probe marked since its last pass
+# (rtprobe --mark-worst appends "START END CPU" to $RTSCOPE_MARKS when a sample enters its thread's worst so
+# far) out of the ring buffer's per-CPU `trace` files, while the buffer still holds them. It sleeps between
+# passes and never waits on trace_pipe: a waiting reader would make the kernel wake it at every event.
+# Each pass writes one file (kept atomically by a rename); `once` makes the last pass after the run.
+_WINDOW_LINES = r"""
+BEGIN { n = split(W, w, " ") }
+/^#/ { next }
 {
   t = -1
   for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) { t = substr($i, 1, length($i) - 1) + 0; break }
   if (t < 0) next
-  c = ""
-  if (match($0, /\[[0-9]+\]/)) c = substr($0, RSTART + 1, RLENGTH - 2) + 0
-  if (index($0, "rtscope-window ")) {
-    for (j = 1; j < NF; j++) if ($j == "rtscope-window") break
-    s = $(j + 1) / 1e9; e = $(j + 2) / 1e9
-    print "# rtscope-window " $(j + 1) " " $(j + 2) " cpu " c (head < tail && ts[head] > s - LOOK ? " truncated" : "")
-    for (k = head; k < tail; k++) if (cpu[k] == c && ts[k] >= s - LOOK && ts[k] <= e) print line[k]
-    print "# end"
-    fflush()
-    next
-  }
-  line[tail] = $0; ts[tail] = t; cpu[tail] = c; tail++
-  while (head < tail && ts[head] < t - HOLD) { delete line[head]; delete ts[head]; delete cpu[head]; head++ }
+  for (j = 1; j < n; j += 2) if (t >= w[j] / 1e9 - LOOK && t <= w[j + 1] / 1e9) print w[j] " " w[j + 1] "\t" $0
 }
 """
-HOLD_S = 0.25   # events the keeper holds: a sample longer than this minus LOOK_S gets a truncated window
+_KEEPER = r"""
+marks=$1; dir=$2; inst=$3; prog=$4; look=$5; every=$6; mode=$7
+mkdir -p "$dir"
+pass() {
+  [ -f "$marks" ] || return 0
+  done_=$(cat "$dir/.n" 2>/dev/null || echo 0)
+  total=$(wc -l < "$marks")
+  [ "$total" -gt "$done_" ] || return 0
+  sed -n "$((done_ + 1)),${total}p" "$marks" > "$dir/.new"
+  : > "$dir/.part"
+  for cpu in $(awk '{ print $3 }' "$dir/.new" | sort -u); do
+    w=$(awk -v c="$cpu" '$3 == c { printf "%s %s ", $1, $2 }' "$dir/.new")
+    awk -v W="$w" -v LOOK="$look" "$prog" "$inst/per_cpu/cpu$cpu/trace" >> "$dir/.part"
+  done
+  mv "$dir/.part" "$dir/kept-$total"
+  echo "$total" > "$dir/.n"
+}
+if [ "$mode" = once ]; then pass; exit 0; fi
+while :; do sleep "$every"; pass; done
+"""
+KEEP_S = 0.2    # between the keeper's passes: the ring buffer must hold this long of events (it holds seconds)
 LOOK_S = 0.002  # kept before a marked sample's start
 
 
-def parse_windows(text: str) -> dict[tuple[int, int], tuple[list[str], bool]]:
-    """The keeper's output: (start_ns, end_ns) -> (the window's trace lines, whether it was truncated)."""
-    out: dict[tuple[int, int], tuple[list[str], bool]] = {}
-    key, lines, cut = None, [], False
+def parse_windows(text: str) -> dict[tuple[int, int], list[str]]:
+    """The keeper's files: (start_ns, end_ns) -> the window's trace lines (a window copied twice, once)."""
+    out: dict[tuple[int, int], list[str]] = {}
+    seen: set[str] = set()
     for line in text.splitlines():
-        if line.startswith("# rtscope-window "):
-            words = line.split()
-            key, lines, cut = (int(words[2]), int(words[3])), [], "truncated" in words
-        elif line == "# end" and key is not None:
-            out[key] = (lines, cut)
-            key = None
-        elif key is not None:
-            lines.append(line)
+        key, tab, rest = line.partition("\t")
+        if not tab or line in seen:
+            continue
+        seen.add(line)
+        start, _, end = key.partition(" ")
+        out.setdefault((int(start), int(end)), []).append(rest)
     return out
 
 
@@ -209,7 +218,8 @@ class Instance:
         self.path = posixpath.join(tracefs(target), "instances", self.name)
         self.created = False
         self.keeper = None          # the Spawned window keeper
-        self.kept = ""              # its output file on the target
+        self.kept = ""              # its directory on the target
+        self.marks = ""             # the probe's marks file on the target
 
     def start(self) -> None:
         """Create, configure and enable the instance (one round trip)."""
@@ -229,32 +239,27 @@ echo 1 > "$d/tracing_on"
         _sh(self.target, script, self.path, cpumask(self.cpus), str(self.buffer_kb), *EVENTS, *OPTIONAL_EVENTS,
             what=f"creating tracefs instance {self.path}")
 
-    @property
-    def marker(self) -> str:
-        return posixpath.join(self.path, "trace_marker")
+    def _keeper_argv(self, mode: str) -> list[str]:
+        return ["sh", "-c", _KEEPER, "sh", self.marks, self.kept, self.path, _WINDOW_LINES, str(LOOK_S), str(KEEP_S),
+                mode]
 
     def keep_windows(self, run_dir: str, online: list[int]) -> None:
-        """Start the window keeper on the target (awk on the instance's trace_pipe), on the CPUs the probe
-        does not use when there are any (and the target has taskset)."""
-        self.kept = posixpath.join(run_dir, "trace-windows.txt")
+        """Start the window keeper on the target, on the CPUs the probe does not use when there are any
+        (and the target has taskset); the probe's marks go to `self.marks`."""
+        self.kept = posixpath.join(run_dir, "trace-windows")
+        self.marks = posixpath.join(run_dir, "trace-marks.txt")
         others = ",".join(str(c) for c in online if c not in self.cpus)
-        script = (f'pin=""; if [ -n "$4" ] && command -v taskset >/dev/null; then pin="taskset -c $4"; fi; '
-                  f'exec $pin awk -v HOLD={HOLD_S} -v LOOK={LOOK_S} "$3" < "$1/trace_pipe" > "$2"')
-        self.keeper = self.target.spawn(["sh", "-c", script, "sh", self.path, self.kept, _KEEPER, others],
-                                        cwd=run_dir, log=posixpath.join(run_dir, "trace-keeper.log"))
+        argv = self._keeper_argv("loop")
+        if others and self.target.which("taskset"):
+            argv = ["taskset", "-c", others, *argv]
+        self.keeper = self.target.spawn(argv, cwd=run_dir, log=posixpath.join(run_dir, "trace-keeper.log"))
 
     def stop(self) -> None:
-        """Stop tracing; let the keeper read what is left, then stop it."""
+        """Stop tracing; stop the keeper and make its last pass."""
         self.target.write_file(posixpath.join(self.path, "tracing_on"), "0\n")
         if self.keeper is not None:
-            files = [posixpath.join(self.path, "per_cpu", f"cpu{c}", "stats") for c in self.cpus]
-            deadline = time.monotonic() + 5
-            while time.monotonic() < deadline and self.keeper.running():
-                stats = self.target.read_files(files).values()
-                if all(re.search(r"^entries: 0$", s or "", re.MULTILINE) for s in stats):
-                    break
-                time.sleep(0.05)
             self.stop_keeper()
+            self.target.check(self._keeper_argv("once"), "keeping the last trace windows", timeout=300)
 
     def stop_keeper(self) -> None:
         if self.keeper is not None:
@@ -263,11 +268,12 @@ echo 1 > "$d/tracing_on"
             finally:
                 self.keeper = None
 
-    def kept_windows(self) -> dict[tuple[int, int], tuple[list[str], bool]]:
-        """The windows the keeper wrote (empty without a keeper)."""
+    def kept_windows(self) -> tuple[dict[tuple[int, int], list[str]], int]:
+        """The windows the keeper copied, and their size in bytes (nothing without a keeper)."""
         if not self.kept:
-            return {}
-        return parse_windows(self.target.read_files([self.kept])[self.kept] or "")
+            return {}, 0
+        text = self.target.run(["sh", "-c", 'cat "$1"/kept-* 2>/dev/null; true', "sh", self.kept], timeout=300).stdout
+        return parse_windows(text), len(text)
 
     def remove(self) -> None:
         try:
