@@ -10,6 +10,7 @@
 
 #include "rtprobe.h"
 #include "samplefile.h"
+#include "worst.h"
 #include "subcommand.h"
 #include "util.h"
 
@@ -95,6 +96,10 @@ static void print_help(void)
            "  --iterations N     recorded calls, 1..%lld (default 10000)\n"
            "  --pause-ms X       pause between calls in ms, may be fractional, 0 for none\n"
            "                     (default 5)\n"
+           "  --start-times      add a column start: each call's start, CLOCK_MONOTONIC ns\n"
+           "                     (what rtscope explain matches kernel events against)\n"
+           "  --mark-worst K     when a call enters the K worst, append its window\n"
+           "                     (start end cpu) to the file in $RTSCOPE_MARKS\n"
            "%s"
            "  --help             this text\n"
            "\n"
@@ -148,6 +153,11 @@ int exec_parse_args(int argc, char **argv, struct exec_config *cfg)
         } else if ((m = rtp_option_value(argc, argv, &i, "--pause-ms", &v)) != 0) {
             if (m < 0 || rtp_option_f64("--pause-ms", v, 0.0, EXEC_MAX_PAUSE_MS, &cfg->pause_ms) != 0)
                 return RTP_EXIT_USAGE;
+        } else if (strcmp(argv[i], "--start-times") == 0) {
+            cfg->start_times = true;
+        } else if ((m = rtp_option_value(argc, argv, &i, "--mark-worst", &v)) != 0) {
+            if (m < 0 || rtp_option_i64("--mark-worst", v, 0, 1000000, &cfg->mark_worst) != 0)
+                return RTP_EXIT_USAGE;
         } else if (rtp_unknown_option("exec", argv[i]) || set_variant(cfg, argv[i]) != 0) {
             return RTP_EXIT_USAGE;
         }
@@ -183,6 +193,7 @@ int exec_parse_args(int argc, char **argv, struct exec_config *cfg)
 static const struct rtp_sf_column exec_columns[] = {
     {"duration", "ns", RTP_SF_I64},
     {"cpu", "", RTP_SF_I64},
+    {"start", "ns", RTP_SF_I64}, /* with --start-times only: the last column */
 };
 
 static volatile uint64_t n_source; /* the workload's n, read anew per call */
@@ -192,6 +203,14 @@ static int run(const void *arg)
 {
     const struct exec_config *cfg = arg;
     struct rtp_run sf;
+    struct rtp_worst worst;
+    int marker_fd = cfg->mark_worst > 0 ? rtp_marker_open(RTPROBE_NAME " exec") : -1;
+    if (marker_fd == -2)
+        return RTP_EXIT_FAILURE;
+    if (rtp_worst_init(&worst, marker_fd >= 0 ? (int)cfg->mark_worst : 0) != 0) {
+        fprintf(stderr, RTPROBE_NAME ": out of memory\n");
+        return RTP_EXIT_FAILURE;
+    }
     int rc = rtp_run_start(&sf);
     if (rc != RTP_EXIT_OK || (rc = rtp_rt_apply(&cfg->rt)) != RTP_EXIT_OK)
         goto out;
@@ -208,7 +227,7 @@ static int run(const void *arg)
         .workload = "exec",
         .variant = cfg->variant->name,
         .columns = exec_columns,
-        .ncolumns = sizeof exec_columns / sizeof exec_columns[0],
+        .ncolumns = sizeof exec_columns / sizeof exec_columns[0] - (cfg->start_times ? 0 : 1),
     };
     if ((rc = rtp_run_open(&sf, cfg->output, &header, RTP_SF_BUFFER)) != RTP_EXIT_OK)
         goto out;
@@ -233,10 +252,13 @@ static int run(const void *arg)
         uint64_t result = call(n_source);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         sink = result;
-        union rtp_sf_value rec[2];
+        union rtp_sf_value rec[3];
         rec[0].i = rtp_ts_diff_ns(t1, t0);
         rec[1].i = sched_getcpu();
+        rec[2].i = rtp_ts_to_ns(t0);
         rtp_sf_append(sf.w, rec); /* errors are reported by rtp_sf_finish */
+        if (marker_fd >= 0 && rtp_worst_offer(&worst, rec[0].i))
+            rtp_mark_window(marker_fd, rec[2].i, rec[2].i + rec[0].i);
         if (rtp_stop_signal)
             goto interrupted;
         if (k + 1 < cfg->iterations && rtp_sleep_ns(pause_ns) != 0)
@@ -253,6 +275,9 @@ interrupted:
     rc = rtp_run_stopped("no sample file written");
 out:
     rtp_run_free(&sf);
+    rtp_worst_free(&worst);
+    if (marker_fd >= 0)
+        close(marker_fd);
     return rc;
 }
 

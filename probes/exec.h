@@ -3,6 +3,7 @@
 #ifndef RTP_EXEC_H
 #define RTP_EXEC_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "util.h"
@@ -20,6 +21,8 @@ struct exec_config {
     int64_t n;
     int64_t iterations;
     double pause_ms;
+    bool start_times; /* --start-times: a column with each call's start (CLOCK_MONOTONIC ns) */
+    int64_t mark_worst; /* --mark-worst K: mark the K worst so far in $RTSCOPE_MARKS */
     const char *output;
     struct rtp_rt_options rt;
     int help; /* --help seen: print help, exit 0 */

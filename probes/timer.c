@@ -14,6 +14,7 @@
 #include "rtprobe.h"
 #include "samplefile.h"
 #include "subcommand.h"
+#include "worst.h"
 
 #define TIMER_THREAD_STACK (256 * 1024)
 #define TIMER_LEAD_NS INT64_C(1000000) /* threads are asleep before the first deadline */
@@ -46,10 +47,14 @@ static void print_help(void)
            "                       memory does not grow with --loops (N <= %lld)\n"
            "  --overflow-cycles N  histogram mode: cycle numbers of overflows kept per\n"
            "                       thread (default %lld)\n"
+           "  --start-times        add a column start: each sample's deadline, CLOCK_MONOTONIC\n"
+           "                       ns (what rtscope explain matches kernel events against)\n"
+           "  --mark-worst K       when a sample enters its thread's K worst, append its window\n"
+           "                       (start end cpu) to the file in $RTSCOPE_MARKS\n"
            "%s"
            "  --help               this text\n"
            "\n"
-           "Columns: latency (ns), cycle, thread, cpu. Histogram mode writes no records\n"
+           "Columns: latency (ns), cycle, thread, cpu[, start (ns)]. Histogram mode writes no records\n"
            "and one trailer histogram per thread (docs/timer.md).\n"
            "\n"
            "exit codes: 0 written, 1 run failed (refused setting, I/O error), 2 usage error\n",
@@ -191,6 +196,11 @@ int timer_parse_args(int argc, char **argv, struct timer_config *cfg)
             if (m < 0 || rtp_option_i64("--overflow-cycles", v, 0, TIMER_MAX_OVERFLOW_CYCLES,
                                         &cfg->overflow_cycles) != 0)
                 return RTP_EXIT_USAGE;
+        } else if (strcmp(argv[i], "--start-times") == 0) {
+            cfg->start_times = true;
+        } else if ((m = rtp_option_value(argc, argv, &i, "--mark-worst", &v)) != 0) {
+            if (m < 0 || rtp_option_i64("--mark-worst", v, 0, 1000000, &cfg->mark_worst) != 0)
+                return RTP_EXIT_USAGE;
         } else if (rtp_unknown_option("timer", argv[i]) || rtp_choice_set(&choices, argv[i], &chosen) != 0) {
             return RTP_EXIT_USAGE;
         }
@@ -329,6 +339,7 @@ void timer_hist_json(const struct timer_hist *h, struct rtp_json *j, const char 
 /* ---- measurement threads -------------------------------------------------- */
 
 struct timer_sample {
+    int64_t deadline; /* CLOCK_MONOTONIC ns */
     int64_t latency;
     int64_t cycle;
     int32_t cpu;
@@ -342,6 +353,7 @@ struct timer_shared {
     int ready;
     int state;
     int64_t start_ns;
+    int marker_fd; /* $RTSCOPE_MARKS, or -1 */
 };
 
 struct timer_thread {
@@ -354,6 +366,7 @@ struct timer_thread {
     int64_t limit;                 /* samples to take */
     struct timer_sample *samples;  /* NULL in histogram mode */
     struct timer_hist hist;
+    struct rtp_worst worst;        /* --mark-worst: the K worst so far */
     int64_t n;                     /* samples taken */
     int64_t cycles;                /* deadlines passed: samples + missed */
     uint64_t missed;
@@ -374,10 +387,11 @@ static inline struct timespec to_ts(int64_t ns)
 }
 
 /* No allocation, no I/O: a store into pre-touched memory. */
-static inline void record(struct timer_thread *t, int64_t latency, int64_t cycle)
+static inline void record(struct timer_thread *t, int64_t deadline, int64_t latency, int64_t cycle)
 {
     if (t->samples) {
         struct timer_sample *s = &t->samples[t->n];
+        s->deadline = deadline;
         s->latency = latency;
         s->cycle = cycle;
         s->cpu = sched_getcpu();
@@ -385,6 +399,8 @@ static inline void record(struct timer_thread *t, int64_t latency, int64_t cycle
         timer_hist_add(&t->hist, latency, cycle);
     }
     t->n++;
+    if (t->shared->marker_fd >= 0 && rtp_worst_offer(&t->worst, latency))
+        rtp_mark_window(t->shared->marker_fd, deadline, deadline + latency);
 }
 
 static void measure_absolute(struct timer_thread *t, int64_t start, int64_t end)
@@ -401,7 +417,7 @@ static void measure_absolute(struct timer_thread *t, int64_t start, int64_t end)
             break;
         }
         int64_t now = now_ns();
-        record(t, now - next, cycle);
+        record(t, next, now - next, cycle);
         next += interval;
         cycle++;
         if (now > next) { /* woke after the next deadline: skip what has passed, and count it */
@@ -437,7 +453,7 @@ static void measure_relative(struct timer_thread *t, int64_t start, int64_t end)
             t->error = rc;
             break;
         }
-        record(t, now_ns() - next, cycle);
+        record(t, next, now_ns() - next, cycle);
         cycle++;
     }
     t->cycles = cycle;
@@ -472,6 +488,7 @@ static const struct rtp_sf_column sample_columns[] = {
     {"cycle", "count", RTP_SF_I64},
     {"thread", "", RTP_SF_I64},
     {"cpu", "", RTP_SF_I64},
+    {"start", "ns", RTP_SF_I64}, /* with --start-times only: the last column */
 };
 
 struct timer_run {
@@ -546,6 +563,8 @@ static int allocate(struct timer_run *r, const int *cpus)
         t->cfg = cfg;
         t->shared = &r->shared;
         t->limit = limit;
+        if (rtp_worst_init(&t->worst, (int)cfg->mark_worst) != 0)
+            goto oom;
         if (cfg->histogram_us) {
             if (timer_hist_init(&t->hist, cfg->histogram_us, TIMER_BUCKET_NS, cfg->overflow_cycles) != 0)
                 goto oom;
@@ -571,6 +590,7 @@ static void release(struct timer_run *r)
     for (int k = 0; k < r->nthreads; k++) {
         free(r->threads[k].samples);
         timer_hist_free(&r->threads[k].hist);
+        rtp_worst_free(&r->threads[k].worst);
     }
     free(r->threads);
     r->threads = NULL;
@@ -755,11 +775,12 @@ static int write_records(struct rtp_sf_writer *w, const struct timer_run *r)
     for (int k = 0; k < r->nthreads; k++) {
         const struct timer_thread *t = &r->threads[k];
         for (int64_t i = 0; t->samples && i < t->n; i++) {
-            union rtp_sf_value rec[4];
+            union rtp_sf_value rec[5];
             rec[0].i = t->samples[i].latency;
             rec[1].i = t->samples[i].cycle;
             rec[2].i = k;
             rec[3].i = t->samples[i].cpu;
+            rec[4].i = t->samples[i].deadline;
             if (rtp_sf_append(w, rec) != 0)
                 return -1;
         }
@@ -778,6 +799,9 @@ static int run(const void *arg)
     memset(&r, 0, sizeof r);
     r.cfg = cfg;
     r.pm_qos_fd = -1;
+    r.shared.marker_fd = cfg->mark_worst > 0 ? rtp_marker_open(RTPROBE_NAME " timer") : -1;
+    if (r.shared.marker_fd == -2)
+        return RTP_EXIT_FAILURE;
     pthread_mutex_init(&r.shared.lock, NULL);
     pthread_cond_init(&r.shared.cond, NULL);
     struct timespec res;
@@ -800,7 +824,7 @@ static int run(const void *arg)
         .workload = "timer",
         .variant = cfg->variant,
         .columns = sample_columns,
-        .ncolumns = sizeof sample_columns / sizeof sample_columns[0],
+        .ncolumns = sizeof sample_columns / sizeof sample_columns[0] - (cfg->start_times ? 0 : 1),
     };
     /* Stream mode: nothing is written until the threads are done. */
     if ((rc = rtp_run_open(&sf, cfg->output, &header, RTP_SF_STREAM)) != RTP_EXIT_OK)
@@ -819,6 +843,8 @@ out:
     rtp_run_free(&sf);
     if (r.pm_qos_fd >= 0)
         close(r.pm_qos_fd);
+    if (r.shared.marker_fd >= 0)
+        close(r.shared.marker_fd);
     release(&r);
     pthread_mutex_destroy(&r.shared.lock);
     pthread_cond_destroy(&r.shared.cond);

@@ -46,6 +46,8 @@ struct timer_config {
     const char *threads_text; /* --threads as given, NULL: one thread */
     bool threads_all;
     cpu_set_t threads;        /* --threads CPU list (unless threads_all) */
+    bool start_times;         /* --start-times: a column with each sample's deadline (CLOCK_MONOTONIC ns) */
+    int64_t mark_worst;       /* --mark-worst K: mark each thread's K worst so far in $RTSCOPE_MARKS */
     const char *output;
     struct rtp_rt_options rt;
     int help;

@@ -27,7 +27,13 @@ defmodule RtScope.CLI do
   ]
 
   @switches %{
-    "exec" => [iterations: :integer, pause_ms: :integer, n: :integer, csv: :string],
+    "exec" => [
+      iterations: :integer,
+      pause_ms: :integer,
+      n: :integer,
+      csv: :string,
+      explain: :integer
+    ],
     "timer" => [cycles: :integer, interval_ms: :integer],
     "gpio" => [
       rtprobe: :string,
@@ -211,6 +217,7 @@ defmodule RtScope.CLI do
             --iterations N (10000)  --pause-ms MS (5)
             --n N (sum 4000, fib 20, sleep 5 ms, spawn_* 1000 processes)
             --csv FILE.csv (also write count,time,heap_size,minor_gcs)
+            --explain K (0: the K worst samples' GCs and times scheduled out, in the trailer)
       timer send_after | receive_after | timer_sleep    wake-up latency
             --cycles N (10000)  --interval-ms MS (1)
       msgq  pmap                            Task.async/await parallel map

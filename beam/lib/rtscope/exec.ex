@@ -39,6 +39,9 @@ defmodule RtScope.Exec do
       measuring process, or each spawning the next; timed until the last
       one has run)
     * `:csv` – also write the study's CSV (`RtScope.Exec.CSV`)
+    * `:explain` – the number of worst samples whose causes (GCs, times
+      scheduled out) are recorded in the trailer's `explain` (`RtScope.Explain`;
+      default 0 = none)
     * the common options of `RtScope.Options` (`:output`, spawn options,
       `:expect_vm_flags`)
 
@@ -51,10 +54,10 @@ defmodule RtScope.Exec do
   and `:csv` paths) or `{:error, {:invalid | :failed, message}}`.
   """
 
-  alias RtScope.{Exec.CSV, Exec.Workloads, Harness, Options, SpawnOpts}
+  alias RtScope.{Exec.CSV, Exec.Workloads, Explain, Harness, Options, SpawnOpts}
 
   @variants [:sum, :fib, :sleep, :nothing, :spawn_each, :spawn_recursive, :nodeconnect]
-  @keys [:iterations, :pause_ms, :n, :csv]
+  @keys [:iterations, :pause_ms, :n, :csv, :explain]
 
   @columns [
     %{name: "duration", unit: "ns", type: "i64"},
@@ -91,6 +94,7 @@ defmodule RtScope.Exec do
          :ok <- distributed(variant),
          {:ok, iterations} <- Options.integer(opts, :iterations, 10_000, 1),
          {:ok, pause_ms} <- Options.integer(opts, :pause_ms, 5, 0),
+         {:ok, explain} <- Options.integer(opts, :explain, 0, 0),
          {:ok, arg} <- argument(variant, opts),
          {:ok, csv} <- Options.path(opts, :csv),
          {:ok, common} <- Options.common(opts) do
@@ -99,6 +103,7 @@ defmodule RtScope.Exec do
          variant: variant,
          iterations: iterations,
          pause_ms: pause_ms,
+         explain: explain,
          arg: arg,
          csv: csv
        })}
@@ -137,6 +142,7 @@ defmodule RtScope.Exec do
     arg = cfg.arg
     iterations = cfg.iterations
     pause_ms = cfg.pause_ms
+    explain = cfg.explain
 
     %{
       workload: "exec",
@@ -152,15 +158,25 @@ defmodule RtScope.Exec do
         try do
           _warmup = fun.()
           after_call.()
+          {mark, explained} = explaining(explain)
           t0 = :erlang.monotonic_time(:nanosecond)
-          loop(fun, after_call, collector, iterations, pause_ms)
+          loop(fun, after_call, collector, iterations, pause_ms, mark)
           loop_ns = :erlang.monotonic_time(:nanosecond) - t0
-          %{process: observed, counters: %{warmup_calls: 1, loop_ns: loop_ns}, notes: []}
+          info = %{process: observed, counters: %{warmup_calls: 1, loop_ns: loop_ns}, notes: []}
+          if explain > 0, do: Map.put(info, :explain, explained.()), else: info
         after
           finish.()
         end
       end
     }
+  end
+
+  # What the loop calls with each sample's interval, and what returns the explained samples.
+  defp explaining(0), do: {fn _t0, _t1 -> :ok end, fn -> [] end}
+
+  defp explaining(k) do
+    tracer = Explain.start(k)
+    {fn t0, t1 -> Explain.sample(tracer, t0, t1) end, fn -> Explain.stop(tracer) end}
   end
 
   # The timed call; what follows each call, untimed; what ends the run.
@@ -182,12 +198,13 @@ defmodule RtScope.Exec do
 
   # The measuring loop. Only the call sits between the two clock reads;
   # Process.info, the send to the output process and the pause come after.
-  defp loop(_fun, _after_call, _collector, 0, _pause_ms), do: :ok
+  defp loop(_fun, _after_call, _collector, 0, _pause_ms, _mark), do: :ok
 
-  defp loop(fun, after_call, collector, left, pause_ms) do
+  defp loop(fun, after_call, collector, left, pause_ms, mark) do
     t0 = :erlang.monotonic_time(:nanosecond)
     fun.()
     t1 = :erlang.monotonic_time(:nanosecond)
+    mark.(t0, t1)
 
     [heap_size: heap, garbage_collection: gc] =
       :erlang.process_info(self(), [:heap_size, :garbage_collection])
@@ -196,6 +213,6 @@ defmodule RtScope.Exec do
     send(collector, {:s, t1 - t0, heap, minor})
     after_call.()
     if pause_ms > 0, do: :timer.sleep(pause_ms)
-    loop(fun, after_call, collector, left - 1, pause_ms)
+    loop(fun, after_call, collector, left - 1, pause_ms, mark)
   end
 end

@@ -26,21 +26,7 @@ defmodule RtScope.GcCounter do
 
   @doc "Stops counting; returns `%{minor: n, major: m}` collections seen."
   @spec stop_self(pid()) :: %{minor: non_neg_integer(), major: non_neg_integer()}
-  def stop_self(counter) do
-    :erlang.trace(self(), false, [:garbage_collection])
-    # Every trace message sent so far reaches the counter before this returns.
-    ref = :erlang.trace_delivered(self())
-
-    receive do
-      {:trace_delivered, _, ^ref} -> :ok
-    end
-
-    send(counter, {:result, self(), ref})
-
-    receive do
-      {^ref, counts} -> counts
-    end
-  end
+  def stop_self(counter), do: RtScope.TraceSelf.stop(counter, [:garbage_collection])
 
   defp count(minor, major) do
     receive do

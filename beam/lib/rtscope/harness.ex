@@ -135,6 +135,13 @@ defmodule RtScope.Harness do
       notes: SpawnOpts.notes(spec.requested, observed) ++ Map.get(info, :notes, [])
     ]
 
+    # The explained samples (RtScope.Explain), when the workload recorded them.
+    trailer =
+      case Map.fetch(info, :explain) do
+        {:ok, samples} -> trailer ++ [explain: %{source: "erlang:trace", samples: samples}]
+        :error -> trailer
+      end
+
     %{header: header, trailer: trailer, records: records, count: count}
   end
 

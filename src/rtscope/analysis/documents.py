@@ -39,3 +39,11 @@ def comparison_set(store: Store, sel: Selection, baseline: list[str] | None, *, 
     from .select import select_runs
     return compare_runs(store, select_runs(store, sel), baseline or [], per_thread=per_thread, alpha=alpha,
                         resamples=resamples, seed=seed)
+
+
+def compare_document(store: Store, cs: ComparisonSet, shares: list | None = None) -> dict:
+    """`compare --json`: the comparison set, and the cause shares of its explained runs where there are any
+    (`shares`: analysis.causes.comparison_shares's, when the caller has them already)."""
+    from . import causes
+    shares = causes.comparison_shares(store, cs) if shares is None else shares
+    return {**cs.to_json(), **({"causes": [c.to_json() for c in shares]} if shares else {})}

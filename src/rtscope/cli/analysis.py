@@ -53,6 +53,25 @@ def _compare(db, sel: Selection, baseline, alpha, resamples, seed, per_thread=Fa
                           per_thread=per_thread)
 
 
+def cause_table(rows) -> Table:
+    """Per configuration, the cause shares of its explained samples above the baseline's p99 (setting explain)."""
+    kinds = list(dict.fromkeys(r.kind for c in rows for r in c.kinds))
+    table = Table(title="why: the excess above the baseline's p99 of the explained samples, per cause kind "
+                        "(share; µs per sample)", box=box.SIMPLE_HEAD, title_justify="left")
+    table.add_column("configuration")
+    table.add_column("p99 of baseline", justify="right")
+    table.add_column("samples", justify="right")
+    for kind in kinds:
+        table.add_column(kind, justify="right")
+    for c in rows:
+        cells = []
+        for kind in kinds:
+            row = next((r for r in c.kinds if r.kind == kind), None)
+            cells.append("-" if row is None else f"{row.share:.0%}; {c.per_sample_ns(kind) / 1000:,.1f}")
+        table.add_row(escape(c.label), f"{c.reference_ns / 1000:,.1f} µs", str(c.samples), *cells)
+    return table
+
+
 def comparison_table(cs: ComparisonSet, k) -> Table:
     """One comparison: a row per metric."""
     from ..analysis.recommend import change, p_text
@@ -118,12 +137,17 @@ def compare(
     per_thread: PerThreadOpt = False, db: DbOption = None, json_out: JsonOption = False,
 ) -> None:
     """Compare configurations with a baseline: change, tests, effect size, intervals and a verdict per metric."""
+    from ..analysis import causes
+    from ..analysis.documents import compare_document
     cs = _compare(db, _selection(experiment, workload, variant, runtime, tag, where, run), baseline, alpha,
                   resamples, seed, per_thread)
+    why = causes.comparison_shares(open_store(db), cs)
     if json_out:
-        print_json(cs.to_json())
+        print_json(compare_document(open_store(db), cs, why))
         return
     print_comparisons(cs)
+    if why:
+        console.print(cause_table(why))
 
 
 @app.command()

@@ -303,7 +303,10 @@ def check(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML) to v
     if problems:
         raise UsageError(f"{spec}: {len(problems)} problem(s); nothing was run")
     with Pool() as pool:
-        refused = _check_availability(spec, analysed, exp_mod.Availability(pool, boot=False))
+        availability = exp_mod.Availability(pool, boot=False)
+        refused = _check_availability(spec, analysed, availability)
+        for line in exp_mod.stale_traces([p for a in analysed for p in exp_mod.plan(a, 0)], availability):
+            console.print(f"  [yellow]stale trace:[/] {escape(line)}")
     if refused:
         raise RtscopeError(f"{spec} is valid, but this machine cannot make every run and the spec says "
                            "on_unavailable = \"fail\"")

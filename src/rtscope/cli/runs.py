@@ -96,7 +96,7 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
          db: DbOption = None, json_out: JsonOption = False) -> None:
     """Show a run: the study's AVG MAX VAR STDEV, percentiles, settings and machine state."""
     from .. import sysinfo
-    from ..analysis import distribution, stats, threads
+    from ..analysis import causes, distribution, stats, threads
     from ..analysis.distribution import REPORTED_KEYS
     from ..analysis.documents import show_document
     from ..analysis.results import DISPLAY, display_unit, fmt
@@ -137,6 +137,9 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
                                   run.primary["unit"]))
     for name, count in (run.trailer.get("counters") or {}).items():
         console.print(f"{name}: {count:,}" if isinstance(count, int) else f"{name}: {count}")
+    why = causes.top_line(store, run)
+    if why:
+        console.print(f"causes:   {escape(why)} (rtscope explain {run.id})", soft_wrap=True)
     for note in run.trailer.get("notes", []) + sysinfo.warnings(env):
         console.print(f"[yellow]warning:[/] {escape(note)}")
 

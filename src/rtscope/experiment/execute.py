@@ -27,7 +27,7 @@ from ..runtimes.base import RunRequest
 from ..settings.registry import SETTINGS
 from ..signals import Terminated, held_signals, sigterm_raises
 from ..store import DuplicateRun, Store, to_jsonable
-from ..targets import LOCAL, Pool, redact_spec, resolve
+from ..targets import LOCAL, Pool, redact_spec, resolve, tracefs
 from .runner import execute as execute_run
 from .spec import Spec
 
@@ -216,6 +216,23 @@ class Availability:
                     where = "" if target.is_local else f" on target {name}"
                     return f"setting {setting_name}{where}: {why}"  # the reasons name the value when it matters
         return None
+
+
+def stale_traces(planned: list[PlannedRun], availability: Availability) -> list[str]:
+    """The tracefs instances a killed rtscope left on the targets of the runs with setting explain."""
+    lines = []
+    for name in sorted({target_of(p.request) for p in planned if p.request.settings.get("explain")}):
+        if not availability.boot and resolve(name).kind in BOOTED_KINDS:
+            continue
+        target = availability.pool.get(name)
+        if tracefs.missing(target):
+            continue
+        for instance, who in tracefs.stale(target):
+            whose = (f"rtscope pid {who.pid} on {who.host}, no longer running" if who and who.alive is False
+                     else f"made on host {who.host}: cannot tell whether its rtscope runs" if who else "unknown owner")
+            lines.append(f"target {name}: tracefs instance {instance} ({whose}); the next run with explain "
+                         "on this host removes one whose rtscope is gone")
+    return lines
 
 
 def unavailable_runs(planned: list[PlannedRun], availability: Availability | None = None) -> list[tuple[PlannedRun, str]]:

@@ -37,7 +37,8 @@ class RunSink(Protocol):
 def check_probe(argv: list[str], proc: Completed, name: str | None = None) -> None:
     if proc.returncode != 0:
         said = (proc.stderr or proc.stdout or "").strip()[-PROBE_STDERR_TAIL:]
-        raise ProbeError(f"{name or posixpath.basename(argv[0])} failed (exit {proc.returncode}): "
+        command = next((a for a in argv if a != "env" and "=" not in a), argv[0])  # past an `env NAME=VALUE` prefix
+        raise ProbeError(f"{name or posixpath.basename(command)} failed (exit {proc.returncode}): "
                          f"{said or 'no output'}",
                          exit_code=proc.returncode if proc.returncode in (1, 2) else 1)
 
@@ -103,6 +104,8 @@ def execute(req: RunRequest, store: RunSink, *, timeout: float | None = None, ta
         for name, value in req.settings.items():  # the probe cannot know the system settings
             if SETTINGS[name].scope == "system":
                 sf.header["settings"].setdefault(name, value)
+        if ctx.explain is not None:
+            store_kwargs = {**store_kwargs, "causes": ctx.explain(sf)}
         with store_lock or nullcontext():
             return store.add_run(sf, environment, tags=list(req.tags), source=" ".join(argv), **store_kwargs)
 

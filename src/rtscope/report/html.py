@@ -305,6 +305,38 @@ def comparison_rows(report: Report) -> list[dict]:
 PLOTLY_BUNDLE = Path(__file__).parent / "vendor" / "plotly-cartesian-4.1.1.min.js.gz"
 
 
+def why_figure(w) -> dict:
+    """A sample's interval on a time axis (µs from its start) and each cause's stretches as bars, one lane
+    per cause, on the sample's CPU (or scheduler)."""
+    from ..analysis.causes import culprit
+    lanes = [f"sample ({w.where})" if w.where else "sample"]
+    data = [{"type": "bar", "orientation": "h", "name": "the sample", "y": [lanes[0]], "x": [w.value_ns / 1000],
+             "base": [0], "marker": {"color": "#bbbbbb"}, "hovertemplate": "%{x:.1f} µs<extra></extra>"}]
+    for i, c in enumerate(w.causes[:8]):
+        lane = culprit(c)
+        spans = c.get("intervals") or []
+        data.append({"type": "bar", "orientation": "h", "name": lane, "y": [lane] * len(spans),
+                     "base": [a / 1000 for a, _ in spans], "x": [(b - a) / 1000 for a, b in spans],
+                     "marker": {"color": _color(i)},
+                     "hovertemplate": f"{t(lane)}: %{{x:.1f}} µs from %{{base:.1f}} µs<extra></extra>"})
+    layout = _layout(w.label, "µs from the sample's start", "", barmode="overlay", showlegend=False,
+                     margin={"l": 230}, height=150 + 34 * len(data))
+    layout["yaxis"]["autorange"] = "reversed"
+    return {"data": data, "layout": layout}
+
+
+def why_table(report: Report) -> dict | None:
+    rows = report.why_shares
+    if not rows:
+        return None
+    kinds = list(dict.fromkeys(k.kind for c in rows for k in c.kinds))
+    return {"kinds": kinds, "reference": rows[0].reference,
+            "rows": [{"label": c.label, "reference": f"{c.reference_ns / 1000:,.1f}", "samples": c.samples,
+                      "cells": [next((f"{k.share:.0%} ({c.per_sample_ns(kind) / 1000:,.1f})"
+                                      for k in c.kinds if k.kind == kind), "–") for kind in kinds]}
+                     for c in rows]}
+
+
 def plotly_payload() -> str:
     """The embedded plotly.js: gzip bytes as base64 (ASCII, nothing to escape in the page)."""
     return base64.b64encode(PLOTLY_BUNDLE.read_bytes()).decode("ascii")
@@ -377,8 +409,13 @@ def sections(report: Report, plot: Plots) -> dict:
                                                                "(log y), as OSADL plots its farm's latency."),
                              plot(monitor_series_figure(v), "Shaded: intervals under load.")]}
                   for v in report.monitoring]
+    why = [plot(why_figure(w), f"{w.value_ns / 1000:,.1f} µs: the grey bar is the sample's interval, each "
+                                "coloured bar a stretch of one cause; the measuring "
+                                f"{'thread' if w.where.startswith('CPU') else 'process'} itself "
+                                f"{w.self_ns / 1000:,.1f} µs, unexplained {w.unexplained_ns / 1000:,.1f} µs.")
+           for w in report.why]
     return {"groups": groups, "series": series, "task": task, "monitoring": monitoring,
-            "tunes": tune_sections(report, plot)}
+            "tunes": tune_sections(report, plot), "why": why}
 
 
 def render(report: Report, plotly_gz: str | None = None) -> str:
@@ -395,7 +432,7 @@ def render(report: Report, plotly_gz: str | None = None) -> str:
         r=report, style=STYLE, draw_plots=DRAW_PLOTS, version=__version__, plotly_gz=plotly_gz, machines=report.machines,
         stats_tables=stats_tables(report), comparisons=comparison_rows(report), **parts,
         series_omitted=report.series_omitted, plots=plots.entries,
-        fleet=fleet_table(report),
+        fleet=fleet_table(report), why_table=why_table(report),
         any_gc=any(ts.gc_events for ts in report.series),
         configurations=len(report.cells), tests=TESTS, metrics=METRICS,
         baseline=cs.baseline.text if cs else "", alpha=cs.alpha if cs else None,

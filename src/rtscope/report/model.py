@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from .. import sysinfo
-from ..analysis import stats
+from ..analysis import causes, stats
 from ..analysis.compare import RESAMPLES, SEED, Baseline, Cell, ComparisonSet, check_options, compare, load_cells
 from ..analysis.fit import Series, memory_series
 from ..analysis.select import Configuration, short_labels
@@ -155,9 +155,40 @@ class Report:
     monitoring: list = field(default_factory=list)   # lab.MonitorView: OSADL-style views of `rtscope monitor` runs
     fleet: list = field(default_factory=list)        # lab.FleetRow: the worst case per target, for several targets
     tunes: list = field(default_factory=list)        # tune.TuneView: the search and confirmation of `rtscope tune`
+    why: list = field(default_factory=list)          # WhySample: the worst explained samples (setting explain)
+    why_shares: list = field(default_factory=list)   # causes.ConfigShares: cause shares per configuration
+
+
+@dataclass
+class WhySample:
+    """One explained sample for the report's timeline: its interval and each cause's stretches in it."""
+
+    label: str          # configuration, run and sample
+    value_ns: int
+    where: str          # "CPU 1", "scheduler 2"
+    causes: list[dict]
+    self_ns: int
+    unexplained_ns: int
 
 
 # --- pieces ---------------------------------------------------------------------------------------------
+
+WHY_PER_CELL = 2    # timelines per configuration: its worst explained samples
+MAX_WHY = 12
+
+
+def why_samples(store: Store, cells: list[Cell], labels: dict) -> list[WhySample]:
+    out = []
+    for cell in cells:
+        found = [(r, s) for r in cell.runs for s in store.causes(r.id) if not s.get("note")]
+        found.sort(key=lambda rs: -rs[1]["value_ns"])
+        for run, s in found[:WHY_PER_CELL]:
+            where = (f"CPU {s['cpu']}" if s.get("cpu") is not None else
+                     f"scheduler {s['scheduler']}" if s.get("scheduler") is not None else "")
+            out.append(WhySample(f"{labels[cell.config]}, run {run.id}, sample {s['sample_index']}", s["value_ns"],
+                                 where, s.get("causes", []), s.get("self_ns", 0), s["unexplained_ns"]))
+    return out[:MAX_WHY]
+
 
 def box_of(label: str, values: np.ndarray) -> Box:
     """Tukey box: quartiles (type 7), whiskers at the furthest data within 1.5 IQR, outliers beyond."""
@@ -415,8 +446,13 @@ def build(store: Store, runs: list[Run], *, title: str, selection: str, baseline
             notes.append("no comparisons: give --baseline NAME=VALUE to compare configurations")
     for c in cells:
         notes += [f"{labels[c.config]}: {n}" for n in c.notes]
+    why = why_samples(store, cells, labels)
+    why_shares = []
+    if why:
+        why_shares = (causes.comparison_shares(store, comparisons) if comparisons is not None else
+                      causes.cell_shares(store, cells, labels))
     return Report(title, datetime.now(timezone.utc).isoformat(timespec="seconds"), selection, runs,
                   machines(runs), cells, labels, plot_groups, series, omitted, task_series,
                   units.pop() if len(units) == 1 else "bytes", comparisons, notes,
                   experiment_infos(store, runs), lab.monitor_views(runs), lab.fleet_rows(store, runs),
-                  tune.tune_views(store, runs))
+                  tune.tune_views(store, runs), why, why_shares)

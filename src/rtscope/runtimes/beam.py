@@ -60,6 +60,8 @@ def harness_args(req: RunRequest) -> list[str]:
         argv += [a for name, value in p.items() for a in (_flag(name), str(value))]
     elif req.workload == "exec":
         argv += ["--iterations", str(p["iterations"]), "--pause-ms", str(_whole(p["pause_ms"], "pause_ms"))]
+        if s.get("explain"):
+            argv += ["--explain", str(s["explain"])]  # the K worst samples' GCs and times scheduled out
         if "n" in p:
             argv += ["--n", str(p["n"])]
     elif req.workload == "timer":

@@ -76,6 +76,9 @@ class Native(Runtime):
         argv = [rtprobe(site), req.workload, req.variant]
         for name, value in req.params.items():
             argv += [param_flag(name), str(value).lower() if isinstance(value, bool) else str(value)]
+        if req.settings.get("explain") and req.workload in ("timer", "exec"):
+            # What setting explain matches kernel events against, and the worst samples' windows it keeps.
+            argv += ["--start-times", "--mark-worst", str(req.settings["explain"])]
         return argv + probe_flags(req.settings) + ["--output", out]
 
     def version(self, site: Site | None = None) -> str | None:

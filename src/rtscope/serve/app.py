@@ -26,7 +26,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..analysis.compare import ALPHA, RESAMPLES, SEED
-from ..analysis.documents import comparison_set, run_summary, show_document
+from ..analysis.documents import compare_document, comparison_set, run_summary, show_document
 from ..analysis.select import Selection
 from ..errors import RtscopeError, UsageError
 from ..report.html import PLOTLY_BUNDLE
@@ -291,7 +291,7 @@ def make_app(store: Store, access: Access) -> FastAPI:
             views.get_experiment(store, exp_id)
             cs = comparison_set(store, Selection(experiment=str(exp_id)), baseline, alpha=alpha,
                                 resamples=resamples, seed=seed, per_thread=per_thread)
-            return document_text(cs.to_json())
+            return document_text(compare_document(store, cs))
         return json_text(srv.current(("compare", exp_id, tuple(baseline or ()), alpha, resamples, seed, per_thread),
                                      make))
 

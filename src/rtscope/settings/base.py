@@ -34,3 +34,5 @@ class RunContext:
     tool_paths: dict[str, str] = field(default_factory=dict)  # tool -> path as the wrapped command sees it
     fetch: Callable[[str, Any], bool] | None = None           # fetch(file name, local Path) -> found?
     command_name: str | None = None  # how errors name the command ("rtprobe@jail"); default: its file name
+    # Set by setting explain: the sample file -> the causes of its worst samples, stored with the run.
+    explain: Callable[[Any], list[dict]] | None = None

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..options import boolean, integer, one_of
 from ..targets import parse_target
 from ..workloads import TASK_MODELS
-from . import environments, governor, loadgen
+from . import environments, explain, governor, loadgen
 from .base import RunContext, Setting
 from .vm_flags import parse_vm_flags
 
@@ -53,7 +53,8 @@ BEAM_SETTINGS = (
 )
 
 SETTINGS: dict[str, Setting] = {s.name: s for s in (
-    *PROBE_SETTINGS, TARGET, MODEL, *BEAM_SETTINGS, *governor.SETTINGS, *loadgen.SETTINGS, *environments.SETTINGS)}
+    *PROBE_SETTINGS, TARGET, MODEL, *BEAM_SETTINGS, *governor.SETTINGS, *loadgen.SETTINGS, *environments.SETTINGS,
+    *explain.SETTINGS)}
 
 
 def system_settings() -> dict[str, Setting]:

@@ -89,6 +89,20 @@ sample_chunks = sa.Table(
     sa.Column("data", sa.LargeBinary, nullable=False),
 )
 
+# Setting explain: the causes of a run's worst samples (docs/explain.md), one row per explained sample.
+sample_causes = sa.Table(
+    "sample_causes", metadata,
+    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("sample_index", sa.BigInteger, primary_key=True),  # position in the run's samples
+    sa.Column("thread", sa.Integer),
+    sa.Column("cpu", sa.Integer),
+    sa.Column("value_ns", sa.BigInteger, nullable=False),
+    sa.Column("start_ns", sa.BigInteger),                    # CLOCK_MONOTONIC of the target
+    sa.Column("unexplained_ns", sa.BigInteger, nullable=False),
+    sa.Column("detail", sa.JSON, nullable=False),            # causes, self_ns, idle_ns, measuring thread, note
+)
+CAUSE_COLUMNS = ("sample_index", "thread", "cpu", "value_ns", "start_ns", "unexplained_ns")
+
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -225,8 +239,10 @@ class Store:
     # --- writing -----------------------------------------------------------------
     def add_run(self, sf: SampleFile, environment: dict, *, tags: list[str] | None = None,
                 experiment_id: int | None = None, plan_index: int | None = None, cell: str | None = None,
-                repetition: int | None = None, source: str | None = None, conn: sa.Connection | None = None) -> int:
-        """Insert one run and all its samples in one transaction; return its id."""
+                repetition: int | None = None, source: str | None = None, conn: sa.Connection | None = None,
+                causes: list[dict] | None = None) -> int:
+        """Insert one run and all its samples (and the causes of its explained samples) in one transaction;
+        return its id."""
         h = sf.header
         row = {
             "experiment_id": experiment_id, "plan_index": plan_index, "cell": cell, "repetition": repetition,
@@ -239,8 +255,8 @@ class Store:
         }
         if conn is None:
             with self.transaction() as c:
-                return self._insert(c, row, sf)
-        return self._insert(conn, row, sf)
+                return self._insert_causes(c, self._insert(c, row, sf), causes)
+        return self._insert_causes(conn, self._insert(conn, row, sf), causes)
 
     def _insert(self, conn: sa.Connection, row: dict, sf: SampleFile) -> int:
         try:
@@ -258,6 +274,14 @@ class Store:
                 chunks.append({"run_id": run_id, "column": col.name, "chunk": i, "dtype": col.dtype.str,
                                "data": arr[start:start + CHUNK].tobytes()})
         conn.execute(sample_chunks.insert(), chunks)
+        return run_id
+
+    @staticmethod
+    def _insert_causes(conn: sa.Connection, run_id: int, causes: list[dict] | None) -> int:
+        if causes:
+            conn.execute(sample_causes.insert(), [
+                {"run_id": run_id, **{k: c.get(k) for k in CAUSE_COLUMNS},
+                 "detail": {k: v for k, v in c.items() if k not in CAUSE_COLUMNS}} for c in causes])
         return run_id
 
     # --- experiments -------------------------------------------------------------
@@ -408,6 +432,13 @@ class Store:
         """The raw samples of a run, column name -> array, in measurement order."""
         import numpy as np
         return {k: (v[0] if len(v) == 1 else np.concatenate(v)) for k, v in self.chunks(run_id, columns).items()}
+
+    def causes(self, run_id: int) -> list[dict]:
+        """The explained samples of a run (setting explain), largest value first: each with its causes."""
+        q = (sa.select(sample_causes).where(sample_causes.c.run_id == run_id)
+             .order_by(sample_causes.c.value_ns.desc(), sample_causes.c.sample_index))
+        with self.engine.connect() as c:
+            return [{**{k: r[k] for k in CAUSE_COLUMNS}, **(r["detail"] or {})} for r in c.execute(q).mappings()]
 
     def primary_samples(self, run: Run) -> np.ndarray:
         import numpy as np

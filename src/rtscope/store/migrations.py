@@ -53,12 +53,17 @@ def _tune_tables(conn: sa.Connection, metadata: sa.MetaData) -> None:
     tunes.metadata.create_all(conn)
 
 
+def _sample_causes(conn: sa.Connection, metadata: sa.MetaData) -> None:
+    metadata.tables["sample_causes"].create(conn, checkfirst=True)
+
+
 STEPS = (
     Step(1, "experiments, runs and sample chunks (rtscope 0.1)", _create_tables),
     Step(2, "one stored run per experiment plan index (concurrent --resume stores nothing twice)",
          _unique_plan_index),
     Step(3, "tunes: a tune's candidates and planned runs, shared by the processes working on it (rtscope tune)",
          _tune_tables),
+    Step(4, "sample_causes: the causes of the explained samples of a run (setting explain)", _sample_causes),
 )
 LATEST = STEPS[-1].version
 

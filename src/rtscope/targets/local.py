@@ -121,7 +121,7 @@ class LocalTarget(Target):
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
-                                    start_new_session=True)
+                                    start_new_session=True, preexec_fn=die_with_parent)  # no probe outlives kill -9
         except OSError as e:
             raise ProbeError(f"cannot start {argv[0]}: {e.strerror}") from None
         with self._lock:

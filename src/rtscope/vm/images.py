@@ -53,6 +53,8 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 /bin/busybox mount -t devpts devpts /dev/pts
 /bin/busybox mount -t tmpfs tmpfs /dev/shm
 /bin/busybox mount -t tmpfs tmpfs /run
+# tracefs for setting explain (docs/explain.md): rtscope's own instances below it, nothing enabled here.
+/bin/busybox mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
 /bin/busybox mkdir -p /run/sshd
 for m in {' '.join(MODULES)}; do /bin/busybox modprobe $m 2>/dev/null; done
 # A virtio-blk disk (the target's `disk`): an ext4 file system on a host file, for storage runs.

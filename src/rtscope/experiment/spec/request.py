@@ -8,6 +8,7 @@ from ...errors import UsageError, choices
 from ...options import lookup
 from ...runtimes import RUNTIMES
 from ...runtimes.base import RunRequest
+from ...settings import explain
 from ...settings.registry import SETTINGS, system_settings
 from ...workloads import WORKLOADS
 
@@ -35,4 +36,7 @@ def build_request(workload: str, variant: str, runtime: str, params: dict[str, A
     parsed = {}
     for name, raw in (settings or {}).items():
         parsed[name] = lookup(accepted, f"setting for runtime {runtime}", name, where).value(raw, where)
-    return RunRequest(workload, variant, runtime, full, parsed, tuple(tags))
+    req = RunRequest(workload, variant, runtime, full, parsed, tuple(tags))
+    if parsed.get("explain") and (why := explain.unsupported(req)):
+        raise UsageError(f"{why}{' in ' + where if where else ''}")
+    return req

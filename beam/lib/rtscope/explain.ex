@@ -1,0 +1,224 @@
+defmodule RtScope.Explain do
+  @moduledoc """
+  Why the worst samples of a run took long, as the BEAM sees it (setting
+  `explain`, docs/explain.md): the measuring process's garbage collections
+  and the times it was scheduled out, inside each sample's interval.
+
+  The measuring process is traced with `erlang:trace/3` (`garbage_collection`,
+  `running`, `scheduler_id`, `monotonic_timestamp`: the timestamps are
+  `:erlang.monotonic_time(:nanosecond)`, the clock the samples are timed
+  with) into a tracer process. After each timed call the measuring process
+  tells the tracer the call's interval; the tracer attributes the events of
+  that interval and keeps the `k` worst samples only, so its memory is
+  bounded by `k` and by the events of one call, whatever the run's length.
+  A sample is attributed one sample late (trace messages may arrive after the
+  measuring process's own message), and the last one after
+  `erlang:trace_delivered/1`.
+
+  Each explained sample: `%{index, value_ns, start_ns, scheduler, causes,
+  self_ns, unexplained_ns}`; a cause `%{kind: "gc", name: "minor" | "major",
+  count, duration_ns, heap_before, heap_after, intervals}`, the
+  collections of one kind summed (heap sizes in words: heap + old heap +
+  heap fragments such as received messages; the largest before one of them,
+  and after the last) or `%{kind:
+  "scheduled_out", name: "scheduled out", duration_ns, count, intervals}`
+  (time not running, GC excluded). `self_ns` is the rest: the process
+  running its code (and whatever the OS took from its scheduler thread,
+  which only the kernel side sees).
+  """
+
+  @flags [:garbage_collection, :running, :scheduler_id, :monotonic_timestamp]
+  @intervals_kept 16
+
+  @doc "Starts tracing the calling process; returns the tracer."
+  @spec start(pos_integer()) :: pid()
+  def start(k) do
+    me = self()
+
+    tracer =
+      spawn_link(fn ->
+        loop(%{k: k, events: [], pending: nil, worst: [], index: 0, sched: nil, me: me})
+      end)
+
+    :erlang.trace(self(), true, [{:tracer, tracer} | @flags])
+    tracer
+  end
+
+  @doc "The interval [t0, t1] of the sample just taken (after its clock reads)."
+  @spec sample(pid(), integer(), integer()) :: :ok
+  def sample(tracer, t0, t1) do
+    send(tracer, {:sample, t0, t1})
+    :ok
+  end
+
+  @doc "Stops tracing; returns the explained samples, largest first."
+  @spec stop(pid()) :: [map()]
+  def stop(tracer),
+    do: RtScope.TraceSelf.stop(tracer, @flags -- [:scheduler_id, :monotonic_timestamp])
+
+  defp loop(st) do
+    receive do
+      {:sample, t0, t1} ->
+        st = settle(st)
+        loop(%{st | pending: {st.index, t0, t1}, index: st.index + 1})
+
+      {:result, to, ref} ->
+        st = settle(st)
+        send(to, {ref, Enum.sort_by(st.worst, & &1.value_ns, :desc)})
+
+      ev when elem(ev, 0) == :trace_ts ->
+        loop(%{st | events: [event(ev) | st.events]})
+
+      _other ->
+        loop(st)
+    end
+  end
+
+  # {ts, what, data}: the trace message in a form attribute/3 reads. With scheduler_id every message is
+  # {:trace_ts, pid, tag, info_or_mfa, scheduler, ts}; without it the scheduler is missing.
+  defp event(msg) do
+    ts = elem(msg, tuple_size(msg) - 1)
+    sched = if tuple_size(msg) == 6, do: elem(msg, 4), else: nil
+
+    case {elem(msg, 2), elem(msg, 3)} do
+      {tag, info} when tag in [:gc_minor_start, :gc_major_start] ->
+        {ts, :gc_start, {tag, heap(info)}}
+
+      {tag, info} when tag in [:gc_minor_end, :gc_major_end] ->
+        {ts, :gc_end, heap(info)}
+
+      {:in, _mfa} ->
+        {ts, :in, sched}
+
+      {:out, _mfa} ->
+        {ts, :out, sched}
+
+      _ ->
+        {ts, :other, nil}
+    end
+  end
+
+  defp heap(info) when is_list(info),
+    do:
+      Keyword.get(info, :heap_size, 0) + Keyword.get(info, :old_heap_size, 0) +
+        Keyword.get(info, :mbuf_size, 0)
+
+  defp heap(_), do: 0
+
+  # Attribute the pending sample with the events so far; keep events from its end on.
+  defp settle(%{pending: nil} = st), do: st
+
+  defp settle(%{pending: {i, t0, t1}} = st) do
+    events = Enum.reverse(st.events)
+    {explained, sched} = attribute(events, t0, t1, st.sched)
+    explained = Map.merge(explained, %{index: i, value_ns: t1 - t0, start_ns: t0})
+
+    # Events after t1 belong to the next sample (a GC begun in the pause is attributed there if it overlaps).
+    rest = Enum.filter(events, fn {ts, _, _} -> ts > t1 end)
+    last_before = Enum.filter(events, fn {ts, _, _} -> ts <= t1 end)
+    open = open_gc(last_before)
+
+    %{
+      st
+      | events: Enum.reverse(open ++ rest),
+        pending: nil,
+        worst: keep(st.worst, explained, st.k),
+        sched: sched
+    }
+  end
+
+  # A collection that started before t1 and has not ended: carried into the next window.
+  defp open_gc(events) do
+    Enum.reduce(events, [], fn
+      {_, :gc_start, _} = e, _ -> [e]
+      {_, :gc_end, _}, _ -> []
+      _, acc -> acc
+    end)
+  end
+
+  defp keep(worst, s, k) when length(worst) < k, do: [s | worst]
+
+  defp keep(worst, s, _k) do
+    smallest = Enum.min_by(worst, & &1.value_ns)
+    if s.value_ns > smallest.value_ns, do: [s | List.delete(worst, smallest)], else: worst
+  end
+
+  @doc false
+  # The causes inside [t0, t1] from the events (in time order); the scheduler it ran on last.
+  def attribute(events, t0, t1, sched \\ nil) do
+    {gcs, outs, sched, _gc_open, _out_open} =
+      Enum.reduce(events, {[], [], sched, nil, nil}, fn
+        {ts, :gc_start, {tag, before}}, {g, o, s, _, out} ->
+          {g, o, s, {ts, tag, before}, out}
+
+        {ts, :gc_end, aft}, {g, o, s, {ts0, tag, before}, out} ->
+          {[{ts0, ts, tag, before, aft} | g], o, s, nil, out}
+
+        {ts, :out, sc}, {g, o, s, gc, _} ->
+          {g, o, sc || s, gc, ts}
+
+        {ts, :in, sc}, {g, o, _s, gc, out} when out != nil ->
+          {g, [{out, ts} | o], sc, gc, nil}
+
+        {_ts, :in, sc}, {g, o, s, gc, out} ->
+          {g, o, sc || s, gc, out}
+
+        _, acc ->
+          acc
+      end)
+
+    gc_spans = for {a, b, _, _, _} <- gcs, a < t1 and b > t0, do: {max(a, t0), min(b, t1)}
+
+    gc_causes =
+      for(
+        {a, b, tag, before, aft} <- Enum.reverse(gcs),
+        a < t1 and b > t0,
+        do: {tag, max(a, t0), min(b, t1), before, aft}
+      )
+      |> Enum.group_by(&elem(&1, 0))
+      |> Enum.map(fn {tag, list} ->
+        %{
+          kind: "gc",
+          name: if(tag == :gc_major_start, do: "major", else: "minor"),
+          count: length(list),
+          duration_ns: Enum.reduce(list, 0, fn {_, x, y, _, _}, acc -> acc + y - x end),
+          heap_before: list |> Enum.map(&elem(&1, 3)) |> Enum.max(),
+          heap_after: list |> List.last() |> elem(4),
+          intervals:
+            list
+            |> Enum.take(@intervals_kept)
+            |> Enum.map(fn {_, x, y, _, _} -> [x - t0, y - t0] end)
+        }
+      end)
+
+    out_spans = for {a, b} <- Enum.reverse(outs), a < t1 and b > t0, do: {max(a, t0), min(b, t1)}
+
+    out_ns =
+      Enum.reduce(out_spans, 0, fn {a, b}, acc -> acc + (b - a) - overlap({a, b}, gc_spans) end)
+
+    out_causes =
+      if out_ns > 0,
+        do: [
+          %{
+            kind: "scheduled_out",
+            name: "scheduled out",
+            duration_ns: out_ns,
+            count: length(out_spans),
+            intervals:
+              out_spans
+              |> Enum.take(@intervals_kept)
+              |> Enum.map(fn {a, b} -> [a - t0, b - t0] end)
+          }
+        ],
+        else: []
+
+    causes = Enum.sort_by(gc_causes ++ out_causes, & &1.duration_ns, :desc)
+    explained = Enum.reduce(causes, 0, &(&1.duration_ns + &2))
+
+    {%{scheduler: sched, causes: causes, self_ns: max(0, t1 - t0 - explained), unexplained_ns: 0},
+     sched}
+  end
+
+  defp overlap({a, b}, spans),
+    do: Enum.reduce(spans, 0, fn {x, y}, acc -> acc + max(0, min(b, y) - max(a, x)) end)
+end

@@ -1,0 +1,161 @@
+"""The causes of a run's explained samples, summed up: what share of the excess time each kind and culprit took.
+
+A sample's *excess* is what it took beyond a reference (the run's median for `rtscope explain` and `show`;
+the baseline's p99 for `compare`). Its causes are charged against its excess largest first, each up to what
+is left, and what no cause covers is `unexplained`: so the shares of a run add up to 100 % of its excess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..store import Store
+
+UNEXPLAINED = "unexplained"
+
+
+def culprit(cause: dict) -> str:
+    """How a cause is named: `thread rtprobe/1234`, `irq local_timer (236)`, `softirq TIMER`, `gc major`."""
+    if cause["kind"] == "scheduled_out":
+        return "scheduled out"
+    who = cause.get("name") or "?"
+    if cause.get("pid") is not None:
+        who += f"/{cause['pid']}"
+    elif cause.get("irq") is not None and cause["kind"] == "irq":
+        who += f" ({cause['irq']})"
+    return f"{cause['kind']} {who}"
+
+
+@dataclass
+class Share:
+    by: str                 # "kind" or "culprit"
+    kind: str
+    name: str | None
+    pid: int | None
+    irq: int | None
+    excess_ns: int
+    share: float            # of the excess of the samples above the reference
+    samples: int            # samples in which it took part of the excess
+
+    def to_json(self) -> dict:
+        return {"by": self.by, "kind": self.kind, "name": self.name, "pid": self.pid, "irq": self.irq,
+                "excess_ns": self.excess_ns, "share": self.share, "samples": self.samples}
+
+    @property
+    def label(self) -> str:
+        if self.by == "kind":
+            return self.kind
+        return UNEXPLAINED if self.kind == UNEXPLAINED else culprit(self.to_json())
+
+
+def shares(explained: list[dict], reference: float) -> list[Share]:
+    """Share of the excess above `reference` per cause kind and per culprit, over the explained samples that
+    exceed it (kind rows first, each list largest first). Samples whose window was not traced are left out."""
+    kinds: dict[str, list] = {}
+    culprits: dict[tuple, list] = {}
+    total = 0
+    for s in explained:
+        if s.get("note") or s["value_ns"] <= reference:
+            continue
+        left = s["value_ns"] - reference
+        total += left
+        for c in sorted(s.get("causes", []), key=lambda c: -c["duration_ns"]):
+            take = min(left, c["duration_ns"])
+            if take <= 0:
+                break
+            left -= take
+            for table, key in ((kinds, c["kind"]), (culprits, (c["kind"], c.get("name"), c.get("pid"), c.get("irq")))):
+                table.setdefault(key, [0, 0])
+                table[key][0] += take
+                table[key][1] += 1
+        if left > 0:
+            for table, key in ((kinds, UNEXPLAINED), (culprits, (UNEXPLAINED, None, None, None))):
+                table.setdefault(key, [0, 0])
+                table[key][0] += left
+                table[key][1] += 1
+    if total <= 0:
+        return []
+    rows = [Share("kind", k, None, None, None, round(v[0]), v[0] / total, v[1]) for k, v in kinds.items()]
+    rows.sort(key=lambda r: -r.excess_ns)
+    more = [Share("culprit", k[0], k[1], k[2], k[3], round(v[0]), v[0] / total, v[1]) for k, v in culprits.items()]
+    more.sort(key=lambda r: -r.excess_ns)
+    return rows + more
+
+
+def run_median(store: Store, run) -> float | None:
+    from . import distribution
+    dist = distribution.of_run(store, run)
+    return dist.stats.get("p50") if dist else None
+
+
+def top_line(store: Store, run, most: int = 3) -> str | None:
+    """One line for `show`: the run's largest culprits by share of the excess above its median."""
+    explained = store.causes(run.id)
+    if not explained:
+        return None
+    median = run_median(store, run)
+    rows = [r for r in shares(explained, median or 0) if r.by == "culprit"][:most]
+    traced = sum(1 for s in explained if not s.get("note"))
+    head = f"{traced} of {len(explained)} worst samples explained"
+    if not rows:
+        return head + "; none above the median"
+    return head + "; excess above the median: " + ", ".join(f"{r.label} {r.share:.0%}" for r in rows)
+
+
+@dataclass
+class ConfigShares:
+    """The cause shares of one configuration's explained samples above its comparison's reference."""
+
+    label: str
+    reference_ns: float     # the baseline's pooled p99 (compare), or the configuration's median
+    samples: int            # explained samples above it
+    kinds: list[Share]
+    reference: str = "baseline p99"
+
+    def per_sample_ns(self, kind: str) -> float:
+        """The excess time of `kind` per explained sample above the reference (0 when none)."""
+        row = next((r for r in self.kinds if r.kind == kind), None)
+        return row.excess_ns / self.samples if row and self.samples else 0.0
+
+    def to_json(self) -> dict:
+        return {"configuration": self.label, "reference": {"what": self.reference, "value_ns": self.reference_ns},
+                "samples": self.samples, "kinds": [r.to_json() for r in self.kinds]}
+
+
+def cell_shares(store: Store, cells, labels) -> list[ConfigShares]:
+    """Per configuration with explained samples: their cause shares above the configuration's own median."""
+    out = []
+    for cell in cells:
+        samples = [s for r in cell.runs for s in store.causes(r.id)]
+        median = cell.stats.get("p50")
+        if not samples or median is None:
+            continue
+        above = [s for s in samples if not s.get("note") and s["value_ns"] > median]
+        rows = [r for r in shares(samples, median) if r.by == "kind"]
+        out.append(ConfigShares(labels[cell.config], median, len(above), rows, "median"))
+    return out
+
+
+def comparison_shares(store: Store, cs) -> list[ConfigShares]:
+    """Per compared configuration and its baseline: the cause shares of the explained samples above the
+    baseline's p99 (`compare`: "the tail got shorter because GC time in it fell from X to Y")."""
+    explained = {r.id: store.causes(r.id) for c in cs.cells for r in c.runs}
+    if not any(explained.values()):
+        return []
+    labels = cs.labels
+    out: list[ConfigShares] = []
+    seen = set()
+    for k in cs.comparisons:
+        reference = k.base.stats.get("p99")
+        if reference is None:
+            continue
+        for cell in (k.base, k.cell):
+            key = (cell.config, k.base.config)
+            if key in seen:
+                continue
+            seen.add(key)
+            samples = [s for r in cell.runs for s in explained[r.id]]
+            above = [s for s in samples if not s.get("note") and s["value_ns"] > reference]
+            rows = [r for r in shares(samples, reference) if r.by == "kind"]
+            out.append(ConfigShares(labels[cell.config], reference, len(above), rows))
+    return out

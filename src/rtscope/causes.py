@@ -1,0 +1,226 @@
+"""What a CPU did during one sample's interval, from the kernel's trace: the sample's causes.
+
+Input: the text lines of a tracefs `trace` file of one CPU (`comm-pid [cpu] flags secs.usecs: event: fields`,
+trace_clock `mono`, the clock the probes stamp their samples with) and the sample's interval
+[start, end] in CLOCK_MONOTONIC ns. Every moment of the interval belongs to the innermost context the CPU was
+in: an interrupt handler (`irq_handler_entry/exit`, the local timer vector), an hrtimer callback inside it,
+a softirq, else the task that was current (`sched_switch`). Summed per culprit, those are the causes:
+
+  irq      a hard interrupt handler (name and irq number; the local APIC timer as `local_timer`)
+  hrtimer  an hrtimer callback run in the timer interrupt (name: the callback function)
+  softirq  a softirq (name: its action, e.g. TIMER, RCU, NET_RX; `irq` holds the vector)
+  thread   another task running on the CPU (comm, pid, kernel priority: 0..99 real-time, 100..139 normal)
+
+Time the measuring thread itself ran is `self_ns` (its own work, or its path back from the wake-up) and is no
+cause. Time in the idle task while the sample was pending, and any gap no event accounts for, is
+`unexplained_ns`: the hardware waking from a power state, a hypervisor's steal, an SMI, interrupts disabled.
+A leaf module: pure functions over text, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+US = 1000
+_LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+(?:\(\s*[\d-]+\)\s+)?\[(?P<cpu>\d+)\]\s+(?:\S+\s+)?"
+                   r"(?P<sec>\d+)\.(?P<usec>\d{6}):\s+(?P<event>\w+):\s?(?P<rest>.*)$")
+_FIELD = re.compile(r"(\w+)=(\S+)")
+INTERVALS_KEPT = 16  # per cause: enough to draw a timeline, bounded for a cause that recurs
+
+
+@dataclass(frozen=True)
+class Event:
+    ts_ns: int
+    cpu: int
+    comm: str
+    pid: int
+    name: str
+    rest: str
+
+    def fields(self) -> dict[str, str]:
+        return dict(_FIELD.findall(self.rest))
+
+
+def parse_line(line: str) -> Event | None:
+    """One trace line, or None for comments, markers of lost events and lines of other formats."""
+    m = _LINE.match(line)
+    if not m:
+        return None
+    ts = int(m["sec"]) * 1_000_000_000 + int(m["usec"]) * US
+    return Event(ts, int(m["cpu"]), m["comm"], int(m["pid"]), m["event"], m["rest"])
+
+
+def parse(lines) -> list[Event]:
+    return [e for e in map(parse_line, lines) if e is not None]
+
+
+def _switch(rest: str) -> tuple[tuple[str, int, int], tuple[str, int, int]] | None:
+    """sched_switch's (prev comm, pid, prio), (next comm, pid, prio); comms may hold spaces."""
+    m = re.match(r"prev_comm=(.*?) prev_pid=(\d+) prev_prio=(\d+) .*==> next_comm=(.*?) next_pid=(\d+) "
+                 r"next_prio=(\d+)", rest)
+    if not m:
+        return None
+    return (m[1], int(m[2]), int(m[3])), (m[4], int(m[5]), int(m[6]))
+
+
+@dataclass
+class _Cause:
+    kind: str
+    name: str
+    pid: int | None = None
+    irq: int | None = None
+    prio: int | None = None
+    duration_ns: int = 0
+    intervals: list[list[int]] = field(default_factory=list)
+
+    def add(self, a: int, b: int, origin: int) -> None:
+        self.duration_ns += b - a
+        if self.intervals and self.intervals[-1][1] == a - origin:
+            self.intervals[-1][1] = b - origin   # one slice continued after an event that did not change it
+        elif len(self.intervals) < INTERVALS_KEPT:
+            self.intervals.append([a - origin, b - origin])
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "name": self.name, "pid": self.pid, "irq": self.irq, "prio": self.prio,
+                "duration_ns": self.duration_ns, "intervals": self.intervals}
+
+
+_ENTRY = {"irq_handler_entry": "irq", "softirq_entry": "softirq", "hrtimer_expire_entry": "hrtimer"}
+_EXIT = {"irq_handler_exit": "irq", "softirq_exit": "softirq", "hrtimer_expire_exit": "hrtimer"}
+
+
+def _context(event: Event) -> tuple[str, str, int | None] | None:
+    """(kind, name, irq) an entry event opens, else None."""
+    f = event.fields()
+    if event.name == "irq_handler_entry":
+        return "irq", f.get("name", "?"), int(f["irq"]) if f.get("irq", "").isdigit() else None
+    if event.name == "softirq_entry":
+        m = re.search(r"action=(\w+)", event.rest)
+        return "softirq", m[1] if m else "?", int(f["vec"]) if f.get("vec", "").isdigit() else None
+    if event.name == "hrtimer_expire_entry":
+        return "hrtimer", f.get("function", "?"), None
+    if event.name.endswith("_entry") and "vector" in f:  # x86 irq_vectors: local_timer_entry, reschedule_entry
+        return "irq", event.name[:-len("_entry")], int(f["vector"]) if f["vector"].isdigit() else None
+    return None
+
+
+def _closes(event: Event) -> str | None:
+    if event.name in _EXIT:
+        return _EXIT[event.name]
+    if event.name.endswith("_exit") and "vector=" in event.rest:
+        return "irq"
+    return None
+
+
+def current_at(events: list[Event], end_ns: int) -> int | None:
+    """The pid current on the CPU at end_ns: for a sample's interval, the measuring thread (it has just woken,
+    or just finished)."""
+    pid = None
+    for e in events:
+        if e.ts_ns > end_ns:
+            break
+        pid = e.pid
+        if e.name == "sched_switch" and (sw := _switch(e.rest)):
+            pid = sw[1][1]
+    return pid
+
+
+def attribute(events: list[Event], start_ns: int, end_ns: int, measuring: int | None = None) -> dict:
+    """The causes of one sample whose interval is [start_ns, end_ns], from its CPU's events (sorted by time,
+    beginning some time before start_ns so that the state at start_ns is known).
+
+    `measuring`: the pid of the measuring thread (default: the task current at end_ns).
+    """
+    stack: list[tuple[str, str, int | None]] = []
+    current: tuple[str, int, int | None] | None = None
+    prios: dict[int, int] = {}
+    slices: list[tuple[int, int, tuple]] = []  # (from, to, owner) within [start, end]
+    last = None
+    for e in events:
+        if e.ts_ns > end_ns:
+            break
+        if current is None:
+            # No event before it in the window read (which begins before start_ns): the task the first event
+            # interrupted was current since then.
+            current = (e.comm, e.pid, None)
+            last = min(e.ts_ns, start_ns)
+        if last is not None:
+            a, b = max(last, start_ns), min(e.ts_ns, end_ns)
+            if b > a:
+                # Outside interrupts, every line names the task current when it was written: it ran up to
+                # this event (also when the trace lost the sched_switch that brought it in).
+                slices.append((a, b, ("ctx", stack[-1]) if stack else ("task", e.pid)))
+        if not stack and e.pid != current[1] and e.name != "sched_switch":
+            current = (e.comm, e.pid, prios.get(e.pid))
+        last = e.ts_ns
+        opened = _context(e)
+        if opened:
+            stack.append(opened)
+            continue
+        closed = _closes(e)
+        if closed:
+            for i in range(len(stack) - 1, -1, -1):  # the innermost open context of that kind
+                if stack[i][0] == closed:
+                    del stack[i:]
+                    break
+            continue
+        if e.name == "sched_switch":
+            sw = _switch(e.rest)
+            if sw:
+                (pc, pp, pprio), (nc, np_, nprio) = sw
+                prios[pp], prios[np_] = pprio, nprio
+                current = (nc, np_, nprio)
+        elif e.name == "sched_wakeup":
+            f = e.fields()
+            if f.get("pid", "").isdigit() and f.get("prio", "").isdigit():
+                prios[int(f["pid"])] = int(f["prio"])
+    if current is not None and last is not None and end_ns > max(last, start_ns):
+        slices.append((max(last, start_ns), end_ns, ("ctx", stack[-1]) if stack else ("task", current[1])))
+    if measuring is None:
+        measuring = current[1] if current else None
+    names = _task_names(events)
+    causes: dict[tuple, _Cause] = {}
+    self_ns = idle_ns = 0
+    for a, b, (what, who) in slices:
+        if what == "task" and who == measuring:
+            self_ns += b - a
+            continue
+        if what == "task" and who == 0:
+            idle_ns += b - a
+            continue
+        if what == "task":
+            key = ("thread", who)
+            if key not in causes:
+                causes[key] = _Cause("thread", names.get(who, "?"), pid=who, prio=prios.get(who))
+        else:
+            kind, name, irq = who
+            key = (kind, name, irq)
+            if key not in causes:
+                causes[key] = _Cause(kind, name, irq=irq)
+        causes[key].add(a, b, start_ns)
+    ordered = sorted(causes.values(), key=lambda c: -c.duration_ns)
+    explained = sum(c.duration_ns for c in ordered)
+    return {"causes": [c.to_json() for c in ordered], "self_ns": self_ns, "idle_ns": idle_ns,
+            "unexplained_ns": max(0, end_ns - start_ns - explained - self_ns),
+            "measuring_pid": measuring, "measuring_comm": names.get(measuring) if measuring is not None else None}
+
+
+def _task_names(events: list[Event]) -> dict[int, str]:
+    """pid -> comm, from the events' own fields first (the line prefix may say <...>)."""
+    names: dict[int, str] = {}
+    for e in events:
+        if e.comm and e.comm != "<...>":
+            names.setdefault(e.pid, e.comm)
+    for e in events:
+        if e.name == "sched_switch":
+            sw = _switch(e.rest)
+            if sw:
+                for comm, pid, _ in sw:
+                    names[pid] = comm
+        elif e.name == "sched_wakeup":
+            m = re.match(r"comm=(.*?) pid=(\d+)", e.rest)
+            if m:
+                names[int(m[2])] = m[1]
+    names[0] = "idle"
+    return names

@@ -1,0 +1,193 @@
+"""System setting `explain`: record why the worst samples of a run were late (docs/explain.md).
+
+`explain = K` (K > 0) traces the kernel events of the probe's CPUs into rtscope's own tracefs instance on the
+run's target while the probe measures (targets/tracefs.py), then, for the K worst samples of each thread,
+reads only the trace around each sample's interval and stores what the CPU did instead (causes.py): the
+interrupts, softirqs, hrtimer callbacks and threads that ran, and the time no event accounts for. The probe
+stamps each sample's start (the timer's deadline, the call's start) in CLOCK_MONOTONIC ns, the trace's clock.
+The instance is removed when the run ends (also on an error, Ctrl-C or SIGTERM); one a killed rtscope left
+behind is removed at the next start. `explain = 0` (the default) changes nothing.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import numpy as np
+
+from .. import causes, sysinfo, workloads
+from ..errors import RtscopeError, UsageError
+from ..options import integer
+from ..signals import held_signals
+from ..targets import tracefs
+from .base import RunContext, Setting
+
+MARKS_ENV = "RTSCOPE_MARKS"  # probes/lib/worst.h
+LOOKBACK_NS = 2_000_000  # trace read before a sample's start: the context the CPU was in when it began
+# runtime -> workloads it explains: native from the kernel's trace (its probe stamps sample starts), beam from
+# the measuring process's GC and scheduling trace (the harness's RtScope.Explain, beam/lib/rtscope/explain.ex).
+EXPLAINED = {"native": ("timer", "exec"), "beam": ("exec",)}
+KERNEL_SIDE = ("native",)
+
+
+def unsupported(req: Any) -> str | None:
+    """Why a run request cannot be explained, else None."""
+    if req.workload not in EXPLAINED.get(req.runtime, ()):
+        can = "; ".join(f"runtime {rt}: workload {', '.join(ws)}" for rt, ws in EXPLAINED.items())
+        return f"setting explain applies to {can}; not to {req.runtime} {req.workload}"
+    if req.params.get("histogram_us"):
+        return "setting explain needs every sample: it cannot explain a timer run with histogram_us"
+    return None
+
+
+def _online(target: Any) -> list[int]:
+    online = target.sys_path("sys/devices/system/cpu/online")
+    return sysinfo.parse_cpu_list(target.read_files([online])[online]) or [0]
+
+
+def _probe_cpus(req: Any, online: list[int]) -> list[int]:
+    """The CPUs the probe may run on: its pinned CPU or threads, else every online CPU of the target."""
+    threads = req.params.get("threads")
+    if threads and threads != "all":
+        return sysinfo.parse_cpu_list(str(threads))
+    if "cpu" in req.settings:
+        return [int(req.settings["cpu"])]
+    return online
+
+
+def worst(values: np.ndarray, groups: np.ndarray | None, k: int) -> list[int]:
+    """Indexes of the k largest values of each group (each thread), largest first."""
+    chosen: list[int] = []
+    for g in (np.unique(groups) if groups is not None else [None]):
+        idx = np.flatnonzero(groups == g) if g is not None else np.arange(len(values))
+        top = idx[np.argsort(values[idx], kind="stable")[::-1][:k]]
+        chosen.extend(int(i) for i in top)
+    return sorted(chosen, key=lambda i: -int(values[i]))
+
+
+def explain_samples(instance: tracefs.Instance, sf: Any, k: int) -> tuple[list[dict], dict]:
+    """The causes of the k worst samples per thread of the sample file, and what it cost (for the trailer).
+
+    Each sample's events come from the window keeper (the probe marked it when it entered its thread's
+    worst), else from what the instance's ring buffer still holds (the end of the run)."""
+    instance.stop()
+    values = np.asarray(sf.data[sf.columns[0].name], dtype=np.int64)
+    if "start" not in sf.data:
+        raise RtscopeError("explain: the probe wrote no start column (an rtprobe older than --start-times?)")
+    starts = np.asarray(sf.data["start"], dtype=np.int64)
+    cpus = np.asarray(sf.data["cpu"], dtype=np.int64) if "cpu" in sf.data else None
+    threads = np.asarray(sf.data["thread"], dtype=np.int64) if "thread" in sf.data else None
+    picked = worst(values, threads, k)
+    kept, read_bytes = instance.kept_windows()
+    oldest = instance.oldest_ns()
+    ring: dict[int, list[tuple[int, int, int]]] = {}
+    windows: dict[int, list] = {}
+    out: dict[int, dict] = {}
+    for i in picked:
+        cpu = int(cpus[i]) if cpus is not None else instance.cpus[0]
+        start, end = int(starts[i]), int(starts[i] + values[i])
+        out[i] = {"sample_index": i, "thread": int(threads[i]) if threads is not None else None, "cpu": cpu,
+                  "value_ns": int(values[i]), "start_ns": start, "causes": [], "self_ns": 0, "idle_ns": 0,
+                  "unexplained_ns": max(0, int(values[i])), "note": None}
+        lines = kept.get((start, end))
+        if cpu not in instance.cpus:
+            out[i]["note"] = f"CPU {cpu} was not traced (traced: {workloads.format_cpus(instance.cpus)})"
+        elif lines is not None:
+            windows[i] = causes.parse(lines)
+        elif oldest.get(cpu) is not None and oldest[cpu] <= start - LOOKBACK_NS // 2:
+            ring.setdefault(cpu, []).append((i, start - LOOKBACK_NS, end))
+        else:
+            out[i]["note"] = ("no trace window: the window keeper did not copy it in time and the ring buffer "
+                              f"({instance.buffer_kb} KiB per CPU) no longer held it")
+    for cpu, wanted in ring.items():
+        lines = instance.windows(cpu, [(a, b) for _, a, b in wanted])
+        read_bytes += sum(len(line) + 1 for line in lines)
+        events = causes.parse(lines)
+        stamps = np.fromiter((e.ts_ns for e in events), dtype=np.int64, count=len(events))
+        for i, a, b in wanted:
+            windows[i] = events[np.searchsorted(stamps, a):np.searchsorted(stamps, b, side="right")]
+    for cpu in {out[i]["cpu"] for i in windows}:
+        mine = [i for i in windows if out[i]["cpu"] == cpu]
+        # The measuring thread: the task most often current at the samples' ends on this CPU (one sample's
+        # end may fall a moment before its switch-in shows in the trace).
+        ends = [causes.current_at(windows[i], out[i]["start_ns"] + out[i]["value_ns"]) for i in mine]
+        measuring = max(set(ends), key=ends.count)
+        for i in mine:
+            out[i].update(causes.attribute(windows[i], out[i]["start_ns"], out[i]["start_ns"] + out[i]["value_ns"],
+                                           measuring))
+    records = [out[i] for i in picked]
+    cost = {"samples": len(records), "per_thread": k, "cpus": instance.cpus, "buffer_kb_per_cpu": instance.buffer_kb,
+            "windows_kept": len(kept), "trace_bytes_read": read_bytes,
+            "trace_bytes_per_sample": round(read_bytes / len(records)) if records else 0, "clock": tracefs.CLOCK}
+    return records, cost
+
+
+def beam_samples(sf: Any, k: int) -> list[dict]:
+    """The explained samples the BEAM harness wrote into the trailer, as stored records (the trailer keeps
+    only what it cost)."""
+    got = sf.trailer.get("explain") or {}
+    records = []
+    for s in got.get("samples", []):
+        causes_ = [{"pid": None, "irq": None, "prio": None, **c} for c in s.get("causes", [])]
+        records.append({"sample_index": s["index"], "thread": None, "cpu": None, "value_ns": s["value_ns"],
+                        "start_ns": s["start_ns"], "causes": causes_, "self_ns": s.get("self_ns", 0), "idle_ns": 0,
+                        "unexplained_ns": s.get("unexplained_ns", 0), "scheduler": s.get("scheduler"),
+                        "clock": "erlang:monotonic_time", "note": None})
+    sf.trailer["explain"] = {"samples": len(records), "per_thread": k, "source": got.get("source", "erlang:trace")}
+    return records
+
+
+@contextmanager
+def explaining(value: int, ctx: RunContext) -> Iterator[None]:
+    """Trace the run's CPUs on its target while it measures; always remove the instance."""
+    if not value:
+        yield
+        return
+    why = unsupported(ctx.request)
+    if why:
+        raise UsageError(why)
+    if ctx.request.runtime not in KERNEL_SIDE:
+        ctx.explain = lambda sf: beam_samples(sf, value)
+        yield
+        return
+    target = ctx.target
+    missing = tracefs.missing(target)
+    if missing:
+        raise RtscopeError(f"explain = {value}: {missing}")
+    gone = tracefs.remove_stale(target)
+    if gone:
+        ctx.notes.append(f"removed tracefs instance(s) a killed rtscope left behind: {', '.join(gone)}")
+    online = _online(target)
+    instance = tracefs.Instance(target, _probe_cpus(ctx.request, online))
+
+    def explain(sf: Any) -> list[dict]:
+        records, cost = explain_samples(instance, sf, value)
+        sf.trailer["explain"] = cost
+        return records
+
+    try:
+        instance.start()
+        instance.keep_windows(ctx.run_dir, online)
+        # rtprobe --mark-worst (the native runtime adds it) appends the worst samples' windows here.
+        ctx.command_prefix = ctx.command_prefix + ["env", f"{MARKS_ENV}={instance.marks}"]
+        ctx.explain = explain
+        yield
+    finally:
+        with held_signals():
+            instance.remove()
+
+
+def check_target(value: int, target: Any) -> str | None:
+    """Whether the target can trace its kernel (a BEAM node target, which runs only the BEAM harness and has
+    no shell, explains from the BEAM's own trace)."""
+    if not value or target.runtimes is not None:
+        return None
+    return tracefs.missing(target)
+
+
+SETTINGS = (Setting(
+    "explain", integer(0), "an integer >= 0 (samples per thread; 0 = off)",
+    "record the causes of the worst samples: kernel events of the probe's CPUs (interrupts, softirqs, "
+    "threads) kept around this many worst samples per thread (docs/explain.md)", 0,
+    scope="system", apply=explaining, unavailable=check_target),)

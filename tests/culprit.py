@@ -1,0 +1,78 @@
+"""A real culprit for setting explain's tests: a SCHED_FIFO thread with a distinctive name, pinned to one CPU,
+busy for BUSY_S every PERIOD_S (longer than this VM's own worst noise, ~4 ms), above the probe's priority."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+NAME = "rtsc-culprit"
+BUSY_S = 0.010
+PERIOD_S = 0.200
+TRACEFS = Path("/sys/kernel/tracing")
+
+_CODE = r"""
+import os, sys, time
+cpu, prio, busy, period, name = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+with open(f"/proc/self/task/{os.getpid()}/comm", "w") as f:
+    f.write(name)
+os.sched_setaffinity(0, {cpu})
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(prio))
+print("ready", flush=True)
+at = time.monotonic()
+while True:
+    end = time.monotonic() + busy
+    while time.monotonic() < end:
+        pass
+    at += period
+    time.sleep(max(0.0, at - time.monotonic()))
+"""
+
+
+def tracing_unavailable() -> str | None:
+    """None when this machine can trace (tracefs mounted, mounting it if need be), else why not."""
+    if os.geteuid() != 0:
+        return "needs root (tracefs instances, SCHED_FIFO)"
+    if not (TRACEFS / "instances").is_dir():
+        subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACEFS)], capture_output=True)
+    if not (TRACEFS / "instances").is_dir():
+        return f"tracefs cannot be mounted at {TRACEFS}"
+    return None
+
+
+def instances() -> list[str]:
+    return sorted(p.name for p in (TRACEFS / "instances").iterdir() if p.name.startswith("rtscope-"))
+
+
+@contextmanager
+def culprit(cpu: int, priority: int = 90) -> Iterator[int]:
+    """Run the culprit on `cpu`; yields its pid (the comm is NAME)."""
+    proc = subprocess.Popen([sys.executable, "-c", _CODE, str(cpu), str(priority), str(BUSY_S), str(PERIOD_S),
+                             NAME], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def check_named(samples: list[dict], pid: int, within: float | None = 0.2, *, seen_only: bool = False) -> tuple[int, int]:
+    """Of the explained samples above half the culprit's busy time: (how many, how many name the culprit,
+    name and pid, as the largest cause with a duration within `within` of the sample's value; None: any).
+
+    seen_only: leave out the samples mostly made of time the guest's kernel did not see run (a TCG vCPU the
+    host did not schedule: unexplained, or the measuring thread's own time stretched)."""
+    big = [s for s in samples if s["value_ns"] > BUSY_S * 1e9 / 2
+           and not (seen_only and s["unexplained_ns"] + s["self_ns"] > s["value_ns"] / 2)]
+    named = 0
+    for s in big:
+        top = s["causes"][0] if s["causes"] else None
+        if (top and top["kind"] == "thread" and top["name"] == NAME and top["pid"] == pid
+                and (within is None or abs(top["duration_ns"] - s["value_ns"]) <= within * s["value_ns"])):
+            named += 1
+    return len(big), named
