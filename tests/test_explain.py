@@ -158,6 +158,19 @@ def test_compare_gives_each_configuration_its_cause_shares(cli, db, tmp_path, rt
     [below_run] = next(c["runs"] for c in out["configurations"] if c["label"] == "rt_priority=80")
     worst = json.loads(cli("explain", below_run, "--db", db, "--json").out)["samples"][0]
     assert f'{worst["causes"][0]["name"]}/{worst["causes"][0]["pid"]}' in page  # its timeline's top lane
+    # rtscope serve shows the same: the experiment's and the run's why sections, and explain's JSON.
+    from served import Served
+    server = Served(db, log=tmp_path / "serve.log")
+    try:
+        status, body, _ = server.get(f"/experiments/{Store(db).runs()[0].experiment_id}?baseline=rt_priority%3D95")
+        assert status == 200 and 'id="why"' in body and body.count("the grey bar is the sample") == 4
+        status, body, _ = server.get(f"/runs/{below_run}")
+        assert status == 200 and 'id="why"' in body and culprit.NAME in body
+        assert server.json(f"/api/runs/{below_run}/explain") == json.loads(
+            cli("explain", below_run, "--db", db, "--json").out)
+        assert server.get(f"/api/runs/{above_run + below_run + 100}/explain")[0] == 404
+    finally:
+        server.stop()
 
 
 @needs_tracing

@@ -35,29 +35,20 @@ def explain(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (s
     """Why the worst samples of a run were late: per sample the interrupts, softirqs, threads, GCs that ran
     instead, and the share of the excess time per cause over the run."""
     from ..analysis import causes
+    from ..analysis.documents import explain_document
     store = open_store(db)
     run = store.get_run(run_id)
-    explained = store.causes(run.id)
-    if not explained:
+    doc = explain_document(store, run, worst)
+    if doc is None:
         raise UsageError(f"run {run.id} has no explained samples: measure it with setting explain = K "
                          "(K worst samples per thread), e.g. `explain = 10` in [workload.settings]; "
                          "see docs/explain.md")
-    if worst is not None:
-        explained = explained[:worst]
-    median = causes.run_median(store, run) or 0
-    summary = causes.shares(explained, median)
     if json_out:
-        print_json({"run": run.id, "reference": {"what": "median", "value_ns": median},
-                    "trace": run.trailer.get("explain"),
-                    "samples": [{"index": s["sample_index"], "value_ns": s["value_ns"], "cpu": s["cpu"],
-                                 "thread": s["thread"], "scheduler": s.get("scheduler"), "start_ns": s["start_ns"],
-                                 "causes": [{k: v for k, v in c.items() if k != "intervals"} | {"intervals_ns":
-                                            c.get("intervals", [])} for c in s.get("causes", [])],
-                                 "self_ns": s.get("self_ns", 0), "idle_ns": s.get("idle_ns", 0),
-                                 "unexplained_ns": s["unexplained_ns"], "measuring_pid": s.get("measuring_pid"),
-                                 "note": s.get("note")} for s in explained],
-                    "summary": [r.to_json() for r in summary]})
+        print_json(doc)
         return
+    explained = store.causes(run.id)[:worst] if worst is not None else store.causes(run.id)
+    median = doc["reference"]["value_ns"]
+    summary = causes.shares(explained, median)
     console.print(f"[bold]run {run.id}[/]: {escape(run.label)}; {len(explained)} explained sample(s), largest first")
     for s in explained:
         where = ", ".join(p for p in (f"thread {s['thread']}" if s["thread"] is not None else "",

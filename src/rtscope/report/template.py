@@ -30,6 +30,19 @@ TABLES = r'''{% macro stats_tables(stats_tables) %}
 {% endfor %}
 {% endmacro %}
 
+{% macro why_table(why_table) %}
+{% if why_table %}
+<table>
+  <caption>Share of the excess above the {{ why_table.reference }} of the explained samples per cause kind
+  (µs per sample in parentheses); what no cause covers is unexplained.</caption>
+  <tr><th class="l">configuration</th><th>{{ why_table.reference }} (µs)</th><th>samples</th>{% for k in why_table.kinds %}<th>{{ k }}</th>{% endfor %}</tr>
+  {% for row in why_table.rows %}
+  <tr><td class="l">{{ row.label }}</td><td>{{ row.reference }}</td><td>{{ row.samples }}</td>{% for c in row.cells %}<td>{{ c }}</td>{% endfor %}</tr>
+  {% endfor %}
+</table>
+{% endif %}
+{% endmacro %}
+
 {% macro comparison_table(comparisons) %}
 <table>
   <tr><th class="l">configuration</th><th class="l">metric</th><th>baseline</th><th>value</th><th>change</th>
@@ -198,16 +211,7 @@ Cliff's δ of the whole distribution (negligible &lt; 0.147 &lt; small &lt; 0.33
 <p class="note">Runs measured with setting <code>explain</code> (docs/explain.md): what the sample's CPU did
 instead (interrupts, softirqs, other threads) or, on the BEAM, the measuring process's garbage collections and
 times scheduled out.</p>
-{% if why_table %}
-<table>
-  <caption>Share of the excess above the {{ why_table.reference }} of the explained samples per cause kind
-  (µs per sample in parentheses); what no cause covers is unexplained.</caption>
-  <tr><th class="l">configuration</th><th>{{ why_table.reference }} (µs)</th><th>samples</th>{% for k in why_table.kinds %}<th>{{ k }}</th>{% endfor %}</tr>
-  {% for row in why_table.rows %}
-  <tr><td class="l">{{ row.label }}</td><td>{{ row.reference }}</td><td>{{ row.samples }}</td>{% for c in row.cells %}<td>{{ c }}</td>{% endfor %}</tr>
-  {% endfor %}
-</table>
-{% endif %}
+{{ m.why_table(why_table) }}
 {% for p in why %}
 <figure><div class="plot" id="{{ p.id }}"></div>{% if p.caption %}<figcaption>{{ p.caption }}</figcaption>{% endif %}</figure>
 {% endfor %}

@@ -26,7 +26,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..analysis.compare import ALPHA, RESAMPLES, SEED
-from ..analysis.documents import compare_document, comparison_set, run_summary, show_document
+from ..analysis.documents import compare_document, comparison_set, explain_document, run_summary, show_document
 from ..analysis.select import Selection
 from ..errors import RtscopeError, UsageError
 from ..report.html import PLOTLY_BUNDLE
@@ -263,6 +263,16 @@ def make_app(store: Store, access: Access) -> FastAPI:
     @app.get("/api/runs/{run_id}", summary="One run: exactly what `rtscope show RUN --json` prints")
     def api_run(run_id: int):
         return json_text(srv.run_doc(run_id)[1])
+
+    @app.get("/api/runs/{run_id}/explain",
+             summary="Why the run's worst samples were late: exactly what `rtscope explain RUN --json` prints")
+    def api_explain(run_id: int):
+        def make():
+            doc = explain_document(store, views.get_run(store, run_id))
+            if doc is None:
+                raise views.NotFound(f"run {run_id} has no explained samples (setting explain, docs/explain.md)")
+            return document_text(doc)
+        return json_text(srv.current(("explain", run_id), make))
 
     @app.get("/api/experiments/{exp_id}", summary="An experiment: its record, progress and runs")
     def api_experiment(exp_id: int):

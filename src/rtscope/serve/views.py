@@ -136,6 +136,7 @@ def run_page(store: Store, run: Run, doc: dict) -> dict:
             "threads": threads, "heads": [h for _, h in DISPLAY], "settings": sorted(run.settings.items()),
             "params": sorted(run.params.items()), "machines": rep.machines, "plots": plots.entries,
             "groups": parts["groups"], "series": parts["series"], "notes": notes + rep.notes,
+            "why": parts["why"], "why_table": report_html.why_table(rep), "explained": bool(store.causes(run.id)),
             "counters": sorted((run.trailer.get("counters") or {}).items()),
             "tags": run.tags, "target": target_of(run.settings)}
 
@@ -183,6 +184,7 @@ def experiment_page(store: Store, exp_id: int, baseline: list[str] | None) -> di
             "choices": baseline_choices(runs), "recommendations": recommendations,
             "unmatched": [(cs.labels[c.config], why) for c, why in cs.unmatched] if cs else [],
             "warnings": cs.warnings if cs else [], "plots": plots.entries, "groups": parts["groups"],
+            "why": parts["why"], "why_table": report_html.why_table(rep),
             "series": parts["series"], "task": parts["task"], "notes": rep.notes, "machines": rep.machines,
             "labels": {r.id: rep_label(rep, r) for r in runs}}
 
