@@ -68,9 +68,7 @@ def test_every_command_help_imports_nothing_heavy():
     for path in paths:
         code, heavy, out = imported(*path, "--help")
         assert code == 0 and "Usage: rtscope " + " ".join(path) in out, (path, out)
-        # `import --help` lists the importers, whose modules need numpy: the one exception.
-        allowed = {"numpy"} if path == ("import",) else set()
-        assert set(heavy) <= allowed, (path, heavy)
+        assert heavy == [], (path, heavy)
 
 
 def test_import_help_lists_every_importer():

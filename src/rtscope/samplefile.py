@@ -14,12 +14,13 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .errors import SampleFileError
 from .fileio import write_atomic
+
+if TYPE_CHECKING:  # numpy is imported where samples are made or read: `rtscope --help` needs none
+    import numpy as np
 
 MAGIC = b"RTSCSF01"
 END_MAGIC = b"RTSCEND1"
@@ -50,6 +51,7 @@ class Column:
 
     @property
     def dtype(self) -> np.dtype:
+        import numpy as np
         return np.dtype(COLUMN_TYPES[self.type])
 
 
@@ -115,6 +117,7 @@ def _json(path, raw: bytes, what: str) -> Any:
 
 def parse(blob: bytes, path: str | os.PathLike = "<bytes>") -> SampleFile:
     """Parse and fully validate the bytes of a sample file."""
+    import numpy as np
     if len(blob) < len(MAGIC) + 4 + TAIL.size:
         raise _fail(path, f"only {len(blob)} bytes: truncated")
     if blob[:8] != MAGIC:
@@ -168,6 +171,7 @@ def make_header(workload: str, variant: str, runtime: str, tool: str, tool_versi
 
 def serialize(header: dict, data: dict[str, np.ndarray], trailer: dict | None = None) -> bytes:
     """Encode a run as sample-file bytes; the header's `columns` decide record layout."""
+    import numpy as np
     _validate_header("<new file>", header)
     columns = _parse_columns("<new file>", header["columns"])
     lengths = {len(data[c.name]) for c in columns}

@@ -25,14 +25,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .. import sysinfo
 from ..errors import UsageError, choices
 from ..samplefile import Column, SampleFile, make_header
 from .base import Importer
+
+if TYPE_CHECKING:  # numpy is imported where samples are made or read: `rtscope --help` needs none
+    import numpy as np
 
 FORMS = ("json", "histogram", "verbose")
 VARIANTS = ("absolute", "relative")
@@ -221,6 +222,7 @@ def parse_histogram_text(text: str, path="<histogram>", unit_ns: int = 1000) -> 
 # --- verbose samples (-v) ---------------------------------------------------------------------------------
 
 def parse_verbose(text: str, path="<verbose>", unit_ns: int | None = None) -> CyclictestLog:
+    import numpy as np
     per_thread: dict[int, tuple[list[int], list[int]]] = {}
     summaries: dict[int, dict[str, int]] = {}
     act_widths: set[int] = set()
@@ -383,6 +385,7 @@ def to_samplefile(log: CyclictestLog, *, variant: str | None, settings: dict, pa
                   path: Path | None = None, runtime: str = "cyclictest", cpus: list[int] | None = None,
                   extra_notes: list[str] | None = None) -> SampleFile:
     """One run: every sample (verbose), or one trailer histogram per thread (JSON, histogram text)."""
+    import numpy as np
     cmd_settings, cmd_params, cmd_variant = options_from_cmdline(log.cmdline)
     variant = variant or cmd_variant or "absolute"
     if variant not in VARIANTS:

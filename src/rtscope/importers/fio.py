@@ -20,13 +20,14 @@ import json
 import re
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError, choices
 from ..samplefile import Column, SampleFile, make_header
 from .base import Importer
+
+if TYPE_CHECKING:  # numpy is imported where samples are made or read: `rtscope --help` needs none
+    import numpy as np
 
 VARIANTS = ("write_sync", "write", "read")
 READS = ("read", "randread")
@@ -47,6 +48,7 @@ def _flag(options: dict, key: str) -> bool:
 
 def expand_bins(bins: dict) -> np.ndarray:
     """One value per I/O from fio's {value: count} bins, ascending."""
+    import numpy as np
     if not bins:
         return np.empty(0, dtype=np.int64)
     items = sorted((int(k), int(v)) for k, v in bins.items())

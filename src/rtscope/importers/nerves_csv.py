@@ -11,7 +11,6 @@ import csv
 from datetime import datetime, timezone
 from pathlib import Path
 
-import numpy as np
 
 from ..errors import UsageError, choices
 from ..samplefile import Column, SampleFile, make_header
@@ -23,6 +22,7 @@ SIDE = ("heap_size", "minor_gcs")
 
 
 def convert(path: Path, variant: str | None, settings: dict) -> list[SampleFile]:
+    import numpy as np
     valid = WORKLOADS["exec"].variants
     if variant not in valid:
         raise UsageError(f"nerves-csv needs --variant to say which function was measured; valid: {choices(valid)}")

@@ -33,7 +33,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 
 from ..errors import UsageError
 from ..samplefile import Column, SampleFile, make_header
@@ -104,6 +103,7 @@ def parse(text: str, path="<latency>") -> LatencyLog:
 def to_samplefile(log: LatencyLog, *, settings: dict, params: dict | None = None, path: Path | None = None,
                   runtime: str = "xenomai", version: str = "unknown", started_at: str = "1970-01-01T00:00:00Z",
                   extra_notes: list[str] | None = None) -> SampleFile:
+    import numpy as np
     lo, avg, hi, overruns = log.summary
     notes = ["Xenomai latency prints µs with 3 decimals; stored in ns", *(extra_notes or [])]
     if lo < 0:
