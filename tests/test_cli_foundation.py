@@ -201,7 +201,7 @@ def test_written_files_get_normal_permissions(cli, db, make_samplefile, tmp_path
 
 
 @pytest.mark.parametrize("width", [80, 60])
-def test_tables_never_cut_a_figure(width):
+def test_tables_never_cut_a_figure(width, clean_targets):
     """specs/kernels.toml's result table (its real cell names, made short as `rtscope run` makes them) and a
     run's full statistics at 80 and 60 columns: every figure and header word shows whole; labels fold."""
     from rich.console import Console
