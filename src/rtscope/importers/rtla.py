@@ -34,7 +34,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..samplefile import Column, SampleFile, make_header
-from .base import Importer
+from .base import Importer, read_text
 
 UNITS = {"us": 1000, "ns": 1}
 KINDS = {"IRQ": "irq", "Thr": "thread", "Usr": "user"}
@@ -227,10 +227,7 @@ def to_samplefile(hist: TimerlatHist, *, settings: dict, params: dict | None = N
 def convert(path: Path, variant: str | None, extra: dict) -> list[SampleFile]:
     if variant not in (None, "absolute"):
         raise UsageError(f"rtla timerlat measures a periodic timer: variant absolute, not {variant!r}")
-    try:
-        text = Path(path).read_text(errors="replace")
-    except OSError as e:
-        raise UsageError(f"cannot read {path}: {e.strerror}") from None
+    text = read_text(path)
     if not text.strip():
         raise _fail(path, "empty file")
     return [to_samplefile(parse(text, path), settings=extra, path=Path(path))]

@@ -29,7 +29,7 @@ from ..errors import ProbeError, RtscopeError, UsageError
 from ..importers import rtla as parser
 from ..targets import LocalTarget, Target
 from ..workloads import check_timer_request, format_cpus, timer_cpus
-from .base import RunRequest, Runtime, Site
+from .base import RunRequest, Runtime, Site, printed_version
 
 DEFAULT_LOOPS = 10_000           # as rtprobe timer
 DEFAULT_ENTRIES_US = 10_000      # histogram over 0..10 ms in 1 µs buckets unless histogram_us says otherwise
@@ -124,13 +124,7 @@ class Rtla(Runtime):
         return out
 
     def version(self, site: Site | None = None) -> str | None:
-        target = site.target if site else LocalTarget()
-        try:
-            res = target.run(["rtla", "--help"], timeout=10)
-        except RtscopeError:
-            return None
-        m = re.search(r"rtla version\s*(\S+)", res.stdout + res.stderr)
-        return m.group(1) if m else None
+        return printed_version(site, ["rtla", "--help"], r"rtla version\s*(\S+)")
 
 
 RUNTIME = Rtla(
