@@ -180,7 +180,7 @@ def test_rtla_beside_explained_rtprobe_on_the_rt_guest(cli, tmp_path, rt_guest):
     native, rtla = sorted(store.runs(), key=lambda run: run["runtime"])
     assert (native["runtime"], rtla["runtime"]) == ("native", "rtla")
     assert rtla["environment"]["preemption"] == "PREEMPT_RT"
-    assert rtla["source"].startswith("rtla timerlat hist -d 2 -p 1000 -n -b 1000 -E 10000 -c 1 -P f:90")
+    assert rtla["source"].endswith(" rtla timerlat hist -d 2 -p 1000 -n -b 1000 -E 10000 -c 1 -P f:90")
     trailer = rtla["trailer"]
     [hist] = trailer["histograms"].values()
     assert hist["cpu"] == 1 and hist["bucket_width"] == 1000 and 1000 <= hist["n"] <= 2100
@@ -226,3 +226,23 @@ def test_the_stock_guest_says_it_has_no_timerlat_tracer(cli, tmp_path, short_tmp
     assert "target x86-stock: kernel has no timerlat tracer (available_tracers: " in said
     assert "linux-image-rt" in said
     assert Store(db).runs() == []
+
+
+@pytest.mark.skipif(QEMU_WHY is not None, reason=QEMU_WHY or "")
+@pytest.mark.slow
+def test_a_stopped_rtla_run_leaves_no_timerlat_tracer(tmp_path, rt_guest):
+    """A run stopped midway (here by its timeout; Ctrl-C and SIGTERM stop it the same way: TERM, then KILL, to
+    its process group) stores nothing and leaves the guest without rtla's instance or timerlat threads."""
+    from rtscope.errors import RtscopeError
+    from rtscope.experiment.runner import execute
+    from rtscope.experiment.spec import build_request
+    guest = rt_guest.get("x86-rt")
+    req = build_request("timer", "absolute", "rtla", {"loops": 30000, "interval_us": 1000},
+                        {"cpu": 1, "target": "x86-rt"})
+    store = Store(str(tmp_path / "s.db"))
+    with pytest.raises(RtscopeError, match="did not finish"):
+        execute(req, store, target=guest, timeout=4)
+    assert store.runs() == []
+    left = guest.check(["sh", "-c", "sleep 1; ls /sys/kernel/tracing/instances; cat /sys/kernel/tracing/current_tracer; "
+                        "ps -e -o comm= | grep -c '^timerlat/' || true"], "looking for timerlat").stdout.split()
+    assert left == ["nop", "0"], left

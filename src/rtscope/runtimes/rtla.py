@@ -49,6 +49,21 @@ command -v rtla >/dev/null 2>&1 || echo "nortla"
 """
 
 
+# rtla stops cleanly (tracer off, its tracefs instance removed, the histogram printed) on SIGINT or at -d's
+# end, but SIGTERM or SIGKILL would leave the timerlat tracer running in its instance, its kernel threads
+# waking every period on every CPU. rtscope stops a run by signalling its process group (TERM, then KILL):
+# this wrapper keeps TERM/HUP from rtla and turns them into the SIGINT it handles. (A wrapper killed outright
+# leaves rtla to end at -d's end, cleanly.)
+_WRAPPER = r"""
+(trap '' TERM HUP; exec "$@") &
+pid=$!
+trap 'kill -INT $pid 2>/dev/null' TERM HUP INT
+wait $pid; rc=$?
+while kill -0 $pid 2>/dev/null; do wait $pid; rc=$?; done
+exit $rc
+"""
+
+
 def missing(target: Target) -> str | None:
     """What keeps rtla timerlat from running on the target, else None."""
     root = target.sys_path(TRACEFS)
@@ -103,7 +118,7 @@ class Rtla(Runtime):
             argv += ["-c", format_cpus(cpus)]  # else (threads = "all" or one unpinned thread) every CPU
         if "rt_priority" in s:
             argv += ["-P", f"f:{s['rt_priority']}"]
-        return argv
+        return ["sh", "-c", _WRAPPER, "sh", *argv]
 
     def outputs(self, req: RunRequest, out: str) -> list[str]:
         return []  # everything is on stdout
