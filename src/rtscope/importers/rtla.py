@@ -147,8 +147,9 @@ def parse(text: str, path="<rtla>") -> TimerlatHist:
 
 
 def bucket_units(hist: TimerlatHist) -> int:
-    """The bucket size (-b) in rtla's unit: the largest that divides every printed bucket start."""
-    return math.gcd(*hist.rows) or 1 if hist.rows else 1
+    """The bucket size (-b) in rtla's unit, which rtla does not print: the largest that divides every printed
+    bucket start (1, rtla's default, with fewer than two non-empty buckets to tell)."""
+    return (math.gcd(*hist.rows) or 1) if len(hist.rows) >= 2 else 1
 
 
 def _histogram(hist: TimerlatHist, i: int, bucket: int) -> dict:
@@ -187,6 +188,7 @@ def to_samplefile(hist: TimerlatHist, *, settings: dict, params: dict | None = N
     """The run: the primary context's per-CPU histograms and headline; the other contexts beside it.
     `bucket`: the -b the run was made with (rtla's unit); else the largest that fits every printed bucket."""
     import numpy as np
+    inferred = not bucket
     bucket = bucket or bucket_units(hist)
     kinds = hist.kinds()
     primary = kinds[0]
@@ -206,7 +208,9 @@ def to_samplefile(hist: TimerlatHist, *, settings: dict, params: dict | None = N
         "contexts": {k: {"summary": summaries[k], "histograms": per_kind[k]} for k in kinds if k != primary},
     }
     notes = [f"rtla timerlat hist in {unit} ({'-n' if hist.unit_ns == 1 else 'without -n'}): min and max exact to "
-             f"1 {unit}, avg is rtla's sum / count truncated to 1 {unit}; histogram buckets of {bucket} {unit}",
+             f"1 {unit}, avg is rtla's sum / count truncated to 1 {unit}; histogram buckets of {bucket} {unit}"
+             + (" (rtla does not print -b: the largest size that divides every printed bucket start)"
+                if inferred else ""),
              f"primary: timerlat's {primary} latency, one histogram per CPU"
              + (" (the thread's wake-up, comparable to rtprobe timer and cyclictest)" if primary == "thread" else "")]
     for k in kinds[1:]:
