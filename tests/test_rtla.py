@@ -150,10 +150,10 @@ def short_tmp():
 def rt_guest(short_tmp):
     """The PREEMPT_RT guest with rtla, booted once for this module: (pool, target name)."""
     before = dict(targets.TARGETS)
-    targets.define("x86-rt", {"kind": "qemu", "arch": "x86_64", "kernel": "debian:rt", "cpus": 2,
+    targets.define("x86-rt-rtla", {"kind": "qemu", "arch": "x86_64", "kernel": "debian:rt", "cpus": 2,
                               "memory": "1G", "packages": ["rtla"]}, replace=True)
     with targets.Pool() as pool:
-        pool.get("x86-rt")
+        pool.get("x86-rt-rtla")
         yield pool
     targets.TARGETS.clear()
     targets.TARGETS.update(before)
@@ -165,7 +165,7 @@ def test_rtla_beside_explained_rtprobe_on_the_rt_guest(cli, tmp_path, rt_guest):
     """One experiment on the PREEMPT_RT guest: rtprobe timer with explain, then rtla timerlat, same CPU,
     period and priority; compare shows rtla's own figures beside rtscope's."""
     from rtscope.experiment import execute as exp_mod, spec as spec_mod
-    text = ('name = "rtla"\ntarget = "x86-rt"\n' + guest_table("x86-rt", "debian:rt")
+    text = ('name = "rtla"\ntarget = "x86-rt-rtla"\n' + guest_table("x86-rt-rtla", "debian:rt")
             + "".join('[[workload]]\nname = "timer"\nvariants = "absolute"\n'
                       f'runtime = "{rt}"\n[workload.params]\ninterval_us = 1000\nloops = 2000\n'
                       f'[workload.settings]\nrt_priority = 90\ncpu = 1\n{extra}'
@@ -203,7 +203,7 @@ def test_rtla_beside_explained_rtprobe_on_the_rt_guest(cli, tmp_path, rt_guest):
 @pytest.mark.slow
 def test_rtla_output_from_the_guest_keeps_its_headline(cli, tmp_path, rt_guest):
     """rtla's own output, captured in the same guest and imported: the headline is its summary rows."""
-    out = rt_guest.get("x86-rt").check(["rtla", "timerlat", "hist", "-d", "1", "-c", "0", "-n"], "rtla").stdout
+    out = rt_guest.get("x86-rt-rtla").check(["rtla", "timerlat", "hist", "-d", "1", "-c", "0", "-n"], "rtla").stdout
     (tmp_path / "live.txt").write_text(out)
     rows = printed(out)
     st = imported_stats(cli, str(tmp_path / "live.db"), "rtla", tmp_path / "live.txt")
@@ -216,14 +216,14 @@ def test_rtla_output_from_the_guest_keeps_its_headline(cli, tmp_path, rt_guest):
 @pytest.mark.slow
 def test_the_stock_guest_says_it_has_no_timerlat_tracer(cli, tmp_path, short_tmp, clean_targets):
     spec = tmp_path / "stock.toml"
-    spec.write_text('name = "stock"\ntarget = "x86-stock"\n' + guest_table("x86-stock", "debian:stock")
+    spec.write_text('name = "stock"\ntarget = "x86-stock-rtla"\n' + guest_table("x86-stock-rtla", "debian:stock")
                     + '[[workload]]\nname = "timer"\nvariants = "absolute"\nruntime = "rtla"\n'
                       '[workload.params]\nloops = 100\n')
     db = str(tmp_path / "s.db")
     r = cli("run", spec, "--db", db)
     said = " ".join((r.out + r.err).split())
     assert r.code == 1, said
-    assert "target x86-stock: kernel has no timerlat tracer (available_tracers: " in said
+    assert "target x86-stock-rtla: kernel has no timerlat tracer (available_tracers: " in said
     assert "linux-image-rt" in said
     assert Store(db).runs() == []
 
@@ -236,9 +236,9 @@ def test_a_stopped_rtla_run_leaves_no_timerlat_tracer(tmp_path, rt_guest):
     from rtscope.errors import RtscopeError
     from rtscope.experiment.runner import execute
     from rtscope.experiment.spec import build_request
-    guest = rt_guest.get("x86-rt")
+    guest = rt_guest.get("x86-rt-rtla")
     req = build_request("timer", "absolute", "rtla", {"loops": 30000, "interval_us": 1000},
-                        {"cpu": 1, "target": "x86-rt"})
+                        {"cpu": 1, "target": "x86-rt-rtla"})
     store = Store(str(tmp_path / "s.db"))
     with pytest.raises(RtscopeError, match="did not finish"):
         execute(req, store, target=guest, timeout=4)
