@@ -10,10 +10,11 @@ use them to convert its output.
 
 from __future__ import annotations
 
-from . import cyclictest, fio, nerves_csv, rts, xenomai
+from . import cyclictest, fio, nerves_csv, rtla, rts, xenomai
 from .base import Importer
 
 IMPORTERS: dict[str, Importer] = {imp.name: imp for imp in (
-    *rts.IMPORTERS, *nerves_csv.IMPORTERS, *fio.IMPORTERS, *cyclictest.IMPORTERS, *xenomai.IMPORTERS)}
+    *rts.IMPORTERS, *nerves_csv.IMPORTERS, *fio.IMPORTERS, *cyclictest.IMPORTERS, *xenomai.IMPORTERS,
+    *rtla.IMPORTERS)}
 
 __all__ = ["IMPORTERS", "Importer"]

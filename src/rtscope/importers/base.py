@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from ..errors import UsageError
 from ..samplefile import SampleFile
 
 
@@ -14,3 +15,11 @@ class Importer:
     name: str
     help: str
     convert: Callable[[Path, str | None, dict], list[SampleFile]]  # (file, variant, extra settings)
+
+
+def read_text(path: Path) -> str:
+    """A tool's text output (undecodable bytes replaced); UsageError when it cannot be read."""
+    try:
+        return Path(path).read_text(errors="replace")
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror}") from None

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..samplefile import Column, SampleFile, make_header
-from .base import Importer
+from .base import Importer, read_text
 
 US = 1000  # ns per µs: latency prints microseconds with 3 decimals, i.e. whole ns
 MODES = {"periodic user-mode task": "user", "in-kernel periodic task": "kernel", "in-kernel timer handler": "irq"}
@@ -154,10 +154,7 @@ def to_samplefile(log: LatencyLog, *, settings: dict, params: dict | None = None
 def convert(path: Path, variant: str | None, extra: dict) -> list[SampleFile]:
     if variant not in (None, "absolute"):
         raise UsageError(f"Xenomai latency runs a periodic task: variant absolute, not {variant!r}")
-    try:
-        text = Path(path).read_text(errors="replace")
-    except OSError as e:
-        raise UsageError(f"cannot read {path}: {e.strerror}") from None
+    text = read_text(path)
     return [to_samplefile(parse(text, path), settings=extra, path=Path(path))]
 
 

@@ -8,10 +8,10 @@ and everything above use them.
 
 from __future__ import annotations
 
-from . import beam, cyclictest, fio, native, xenomai
+from . import beam, cyclictest, fio, native, rtla, xenomai
 from .base import Runtime
 
 RUNTIMES: dict[str, Runtime] = {rt.name: rt for rt in (
-    native.RUNTIME, fio.RUNTIME, cyclictest.RUNTIME, beam.RUNTIME, xenomai.RUNTIME)}
+    native.RUNTIME, fio.RUNTIME, cyclictest.RUNTIME, beam.RUNTIME, xenomai.RUNTIME, rtla.RUNTIME)}
 
 __all__ = ["RUNTIMES", "Runtime"]

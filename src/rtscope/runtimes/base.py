@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import posixpath
+import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..targets import Target
+from ..errors import RtscopeError
+from ..targets import LocalTarget, Target
 from ..targets.deploy import place_file, place_tree
 
 
@@ -78,3 +80,15 @@ class Runtime:
         return None
 
 
+
+
+def printed_version(site: Site | None, argv: list[str], pattern: str) -> str | None:
+    """A peer tool's version: group 1 of `pattern` in what `argv` prints on the site's target (this machine
+    by default); None when it does not run or says no version."""
+    target = site.target if site else LocalTarget()
+    try:
+        res = target.run(argv, timeout=10)
+    except RtscopeError:
+        return None
+    m = re.search(pattern, res.stdout + res.stderr)
+    return m.group(1) if m else None

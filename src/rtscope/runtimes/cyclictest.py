@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import samplefile
-from ..errors import ProbeError, RtscopeError, UsageError
+from ..errors import ProbeError, UsageError
 from ..importers import cyclictest as parser
 from ..targets import LocalTarget, Target
 from ..workloads import check_timer_request, format_cpus, timer_cpus
-from .base import RunRequest, Runtime, Site
+from .base import RunRequest, Runtime, Site, printed_version
 
 DEFAULT_LOOPS = 10_000  # as rtprobe timer
 PROBE_SETTINGS = ("rt_priority", "cpu", "mlock")
@@ -129,13 +129,7 @@ class Cyclictest(Runtime):
             return None
 
     def version(self, site: Site | None = None) -> str | None:
-        target = site.target if site else LocalTarget()
-        try:
-            res = target.run(["cyclictest", "--help"], timeout=10)
-        except RtscopeError:
-            return None
-        m = re.search(r"cyclictest V\s*(\S+)", res.stdout + res.stderr)
-        return m.group(1) if m else None
+        return printed_version(site, ["cyclictest", "--help"], r"cyclictest V\s*(\S+)")
 
 
 RUNTIME = Cyclictest(

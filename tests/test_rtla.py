@@ -1,0 +1,248 @@
+"""rtla (the kernel's timerlat tracer) as an importer and a runtime.
+
+The importer reads real `rtla timerlat hist` output captured in the PREEMPT_RT guest (tests/fixtures/rtla: rtla
+6.1 of Debian 12, under TCG; `_us`: both CPUs, µs; `_ns`: CPU 1, -n -b 1000 -E 5000 -P f:90 -p 500). The
+runtime runs in a real QEMU guest with Debian's PREEMPT_RT kernel and the rtla package, beside rtprobe timer
+with explain, in one experiment; a stock-kernel guest and this host (whose kernels have no timerlat tracer)
+say why rtla cannot run there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from rtscope import targets
+from rtscope.importers import rtla as parser
+from rtscope.runtimes import RUNTIMES
+from rtscope.store import Store
+from rtscope.targets import LocalTarget
+from test_import_headlines import imported_stats
+
+FIXTURES = Path(__file__).parent / "fixtures" / "rtla"
+
+
+def printed(text: str) -> dict[str, list[tuple[str, int, int | None]]]:
+    """rtla's own summary rows, read independently of the importer: row -> [(kind, cpu, value)]."""
+    header = re.search(r"^Index\s+(.*)$", text, re.M).group(1).split()
+    cols = [(("thread" if c.startswith("Thr") else "irq"), int(c[4:])) for c in header]
+    rows = {}
+    for name in ("count", "min", "avg", "max", "over"):
+        values = re.search(rf"^{name}:\s+(.*)$", text, re.M).group(1).split()
+        rows[name] = [(k, cpu, int(v)) for (k, cpu), v in zip(cols, values)]
+    return rows
+
+
+@pytest.mark.parametrize("fixture, unit_ns", [("timerlat_hist_us.txt", 1000), ("timerlat_hist_ns.txt", 1)])
+def test_import_keeps_rtlas_own_headline(cli, tmp_path, fixture, unit_ns):
+    text = (FIXTURES / fixture).read_text()
+    rows = printed(text)
+    thread = {row: [(cpu, v) for k, cpu, v in vals if k == "thread"] for row, vals in rows.items()}
+    n = sum(v for _, v in thread["count"])
+    db = str(tmp_path / "r.db")
+    st = imported_stats(cli, db, "rtla", FIXTURES / fixture)
+    assert st["n"] == n
+    assert st["min"] == min(v for _, v in thread["min"]) * unit_ns
+    assert st["max"] == max(v for _, v in thread["max"]) * unit_ns
+    mean = sum(v * c for (_, v), (_, c) in zip(thread["avg"], thread["count"])) / n * unit_ns
+    assert st["mean"] == pytest.approx(mean)
+    if len(thread["count"]) == 1:
+        assert st["mean"] == thread["avg"][0][1] * unit_ns  # one CPU: exactly rtla's avg
+    [run] = Store(db).runs()
+    trailer = run["trailer"]
+    assert trailer["primary_context"] == "thread"
+    # One histogram per CPU for the primary context, rtla's own per-CPU figures in each.
+    hists = sorted(trailer["histograms"].values(), key=lambda h: h["cpu"])
+    assert [(h["cpu"], h["n"], h["overflow"]) for h in hists] == \
+        [(cpu, c, o) for (cpu, c), (_, o) in zip(thread["count"], thread["over"])]
+    # The IRQ latency is kept beside it, per CPU, with rtla's figures.
+    irq = trailer["contexts"]["irq"]
+    irq_rows = {row: [(cpu, v) for k, cpu, v in vals if k == "irq"] for row, vals in rows.items()}
+    assert sorted((h["cpu"], h["n"], h["min"], h["max"]) for h in irq["histograms"].values()) == \
+        [(cpu, c, lo * unit_ns, hi * unit_ns) for (cpu, c), (_, lo), (_, hi)
+         in zip(irq_rows["count"], irq_rows["min"], irq_rows["max"])]
+    assert irq["summary"]["max"] == max(v for _, v in irq_rows["max"]) * unit_ns
+    threads = json.loads(cli("show", str(run["id"]), "--db", db, "--json").out).get("threads") or []
+    if len(hists) > 1:
+        assert [t["cpu"] for t in threads] == [h["cpu"] for h in hists]
+
+
+def test_bad_rtla_output_is_refused_and_nothing_is_stored(cli, tmp_path):
+    good = (FIXTURES / "timerlat_hist_us.txt").read_text()
+    cases = {
+        "empty.txt": ("", "empty file"),
+        "cyclictest.txt": ("# /dev/cpu_dma_latency set to 0us\nT: 0 ( 812) P:90 I:1000 C: 100 Min: 3 Act: 5 Avg: 4 "
+                           "Max: 9\n", "no '# RTLA timerlat histogram' table"),
+        "headerless.txt": (good.split("Index")[1].split("\n", 1)[1], "histogram rows without an 'Index"),
+        "cut.txt": (good.split("count:")[0], "no count:, min:, avg:, max: summary row"),
+        "edited.txt": (re.sub(r"^count:\s+\d+", "count:     1999", good, flags=re.M), "CPU 0 irq"),
+        "column.txt": (good.replace("Thr-001", "Foo-001"), "unknown column 'Foo-001'"),
+    }
+    db = tmp_path / "bad.db"
+    for name, (text, said) in cases.items():
+        (tmp_path / name).write_text(text)
+        r = cli("import", "rtla", tmp_path / name, "--db", db)
+        assert r.code == 2 and said in " ".join(r.err.split()), (name, r.err)
+    r = cli("import", "rtla", FIXTURES / "timerlat_hist_us.txt", "--variant", "relative", "--db", db)
+    assert r.code == 2 and "variant absolute" in r.err
+    assert Store(str(db)).runs() == []
+
+
+def test_check_accepts_rtla_for_timer_absolute_only(cli, tmp_path):
+    spec = tmp_path / "s.toml"
+    block = '[[workload]]\nname = "timer"\nvariants = "{v}"\nruntime = "rtla"\n[workload.settings]\nrt_priority = 90\n'
+    spec.write_text('name = "r"\non_unavailable = "skip"\n' + block.format(v="absolute"))
+    r = cli("check", spec)
+    assert r.code == 0, r.err
+    spec.write_text('name = "r"\n' + block.format(v="relative"))
+    r = cli("check", spec)
+    assert r.code != 0 and "relative" in r.out + r.err
+
+
+def test_this_host_says_what_rtla_lacks():
+    tracers = Path("/sys/kernel/tracing/available_tracers")
+    if os.geteuid() != 0 or not tracers.exists():
+        pytest.skip("needs root and tracefs")
+    why = RUNTIMES["rtla"].unavailable(LocalTarget())
+    if "timerlat" not in tracers.read_text().split():
+        assert why.startswith("target local: kernel has no timerlat tracer (available_tracers: ")
+        assert "linux-image-rt" in why
+    else:
+        assert why is None or "apt-get install -y rtla" in why
+
+
+# --- In QEMU guests: Debian 12's PREEMPT_RT kernel has the timerlat tracer, its stock kernel has not ----------
+
+QEMU_WHY = None
+if os.geteuid() != 0:
+    QEMU_WHY = "needs root (kernels are fetched with apt)"
+elif not os.path.exists("/usr/bin/qemu-system-x86_64"):
+    QEMU_WHY = "qemu-system-x86 is not installed"
+
+
+def guest_table(name: str, kernel: str) -> str:
+    return (f'[targets.{name}]\nkind = "qemu"\narch = "x86_64"\nkernel = "{kernel}"\ncpus = 2\nmemory = "1G"\n'
+            'packages = ["rtla"]\n')
+
+
+@pytest.fixture(scope="module")
+def short_tmp():
+    """Short paths for QEMU's unix sockets (also for an rtscope started as a subprocess)."""
+    import shutil
+    import tempfile
+    mine = tempfile.mkdtemp(prefix="rtsq-", dir="/tmp")
+    saved, saved_env = tempfile.tempdir, os.environ.get("TMPDIR")
+    tempfile.tempdir, os.environ["TMPDIR"] = mine, mine
+    yield mine
+    tempfile.tempdir = saved
+    if saved_env is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = saved_env
+    shutil.rmtree(mine, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def rt_guest(short_tmp):
+    """The PREEMPT_RT guest with rtla, booted once for this module: (pool, target name)."""
+    before = dict(targets.TARGETS)
+    targets.define("x86-rt-rtla", {"kind": "qemu", "arch": "x86_64", "kernel": "debian:rt", "cpus": 2,
+                              "memory": "1G", "packages": ["rtla"]}, replace=True)
+    with targets.Pool() as pool:
+        pool.get("x86-rt-rtla")
+        yield pool
+    targets.TARGETS.clear()
+    targets.TARGETS.update(before)
+
+
+@pytest.mark.skipif(QEMU_WHY is not None, reason=QEMU_WHY or "")
+@pytest.mark.slow
+def test_rtla_beside_explained_rtprobe_on_the_rt_guest(cli, tmp_path, rt_guest):
+    """One experiment on the PREEMPT_RT guest: rtprobe timer with explain, then rtla timerlat, same CPU,
+    period and priority; compare shows rtla's own figures beside rtscope's."""
+    from rtscope.experiment import execute as exp_mod, spec as spec_mod
+    text = ('name = "rtla"\ntarget = "x86-rt-rtla"\n' + guest_table("x86-rt-rtla", "debian:rt")
+            + "".join('[[workload]]\nname = "timer"\nvariants = "absolute"\n'
+                      f'runtime = "{rt}"\n[workload.params]\ninterval_us = 1000\nloops = 2000\n'
+                      f'[workload.settings]\nrt_priority = 90\ncpu = 1\n{extra}'
+                      for rt, extra in (("native", "mlock = true\nexplain = 5\n"), ("rtla", ""))))
+    db = str(tmp_path / "s.db")
+    store = Store(db)
+    parsed = spec_mod.parse(text, "rtla.toml")
+    planned = exp_mod.plan(parsed, 1)
+    experiment = exp_mod.start(store, parsed, planned, 1, "rtla.toml")
+    outcome = exp_mod.execute(store, experiment, None, rt_guest)  # the guest booted once, by the fixture
+    assert experiment.status == "finished", outcome
+    native, rtla = sorted(store.runs(), key=lambda run: run["runtime"])
+    assert (native["runtime"], rtla["runtime"]) == ("native", "rtla")
+    assert rtla["environment"]["preemption"] == "PREEMPT_RT"
+    assert rtla["source"].endswith(" rtla timerlat hist -d 2 -p 1000 -n -b 1000 -E 10000 -c 1 -P f:90")
+    trailer = rtla["trailer"]
+    [hist] = trailer["histograms"].values()
+    assert hist["cpu"] == 1 and hist["bucket_width"] == 1000 and 1000 <= hist["n"] <= 2100
+    assert trailer["summary"]["n"] == hist["n"] and trailer["summary"]["max"] == hist["max"]
+    irq = trailer["contexts"]["irq"]["summary"]
+    assert irq["n"] == hist["n"]  # one IRQ and one thread sample per period woken
+    assert irq["min"] <= trailer["summary"]["min"]  # the handler runs before the thread it wakes
+    assert json.loads(cli("explain", native["id"], "--db", db, "--json").out)["samples"]
+
+    compared = json.loads(cli("compare", "--experiment", "rtla", "--baseline", "runtime=native", "--db", db,
+                              "--json").out)
+    by_runtime = {c["configuration"]["runtime"]: c for c in compared["configurations"]}
+    assert by_runtime["native"]["is_baseline"] and by_runtime["native"]["n_samples"] == 2000
+    mine = by_runtime["rtla"]["stats"]
+    assert (mine["n"], mine["min"], mine["max"]) == (hist["n"], trailer["summary"]["min"], hist["max"])
+    assert mine["mean"] == pytest.approx(trailer["summary"]["mean"])
+
+
+@pytest.mark.skipif(QEMU_WHY is not None, reason=QEMU_WHY or "")
+@pytest.mark.slow
+def test_rtla_output_from_the_guest_keeps_its_headline(cli, tmp_path, rt_guest):
+    """rtla's own output, captured in the same guest and imported: the headline is its summary rows."""
+    out = rt_guest.get("x86-rt-rtla").check(["rtla", "timerlat", "hist", "-d", "1", "-c", "0", "-n"], "rtla").stdout
+    (tmp_path / "live.txt").write_text(out)
+    rows = printed(out)
+    st = imported_stats(cli, str(tmp_path / "live.db"), "rtla", tmp_path / "live.txt")
+    [(count, lo, avg, hi)] = [tuple(v for k, _, v in (rows[r][i] for r in ("count", "min", "avg", "max")))
+                              for i in range(len(rows["count"])) if rows["count"][i][0] == "thread"]
+    assert (st["n"], st["min"], st["mean"], st["max"]) == (count, lo, avg, hi)
+
+
+@pytest.mark.skipif(QEMU_WHY is not None, reason=QEMU_WHY or "")
+@pytest.mark.slow
+def test_the_stock_guest_says_it_has_no_timerlat_tracer(cli, tmp_path, short_tmp, clean_targets):
+    spec = tmp_path / "stock.toml"
+    spec.write_text('name = "stock"\ntarget = "x86-stock-rtla"\n' + guest_table("x86-stock-rtla", "debian:stock")
+                    + '[[workload]]\nname = "timer"\nvariants = "absolute"\nruntime = "rtla"\n'
+                      '[workload.params]\nloops = 100\n')
+    db = str(tmp_path / "s.db")
+    r = cli("run", spec, "--db", db)
+    said = " ".join((r.out + r.err).split())
+    assert r.code == 1, said
+    assert "target x86-stock-rtla: kernel has no timerlat tracer (available_tracers: " in said
+    assert "linux-image-rt" in said
+    assert Store(db).runs() == []
+
+
+@pytest.mark.skipif(QEMU_WHY is not None, reason=QEMU_WHY or "")
+@pytest.mark.slow
+def test_a_stopped_rtla_run_leaves_no_timerlat_tracer(tmp_path, rt_guest):
+    """A run stopped midway (here by its timeout; Ctrl-C and SIGTERM stop it the same way: TERM, then KILL, to
+    its process group) stores nothing and leaves the guest without rtla's instance or timerlat threads."""
+    from rtscope.errors import RtscopeError
+    from rtscope.experiment.runner import execute
+    from rtscope.experiment.spec import build_request
+    guest = rt_guest.get("x86-rt-rtla")
+    req = build_request("timer", "absolute", "rtla", {"loops": 30000, "interval_us": 1000},
+                        {"cpu": 1, "target": "x86-rt-rtla"})
+    store = Store(str(tmp_path / "s.db"))
+    with pytest.raises(RtscopeError, match="did not finish"):
+        execute(req, store, target=guest, timeout=4)
+    assert store.runs() == []
+    left = guest.check(["sh", "-c", "sleep 1; ls /sys/kernel/tracing/instances; cat /sys/kernel/tracing/current_tracer; "
+                        "ps -e -o comm= | grep -c '^timerlat/' || true"], "looking for timerlat").stdout.split()
+    assert left == ["nop", "0"], left
