@@ -42,6 +42,7 @@ from .. import sysinfo
 from ..errors import ProbeError
 from .base import Completed, ProbeRun, Target, TargetError, parse_url
 
+CHANNEL_OPEN_TIMEOUT_S = 60.0  # a target that does not open a channel in this time is not answering
 CONNECT_TIMEOUT = 15.0  # seconds for TCP, banner and authentication
 STOP_WAIT = 15.0        # seconds for a stopped command's supervisor to report back
 KEEPALIVE = 5           # seconds between keepalives: a dead connection is noticed within a few of them
@@ -305,7 +306,7 @@ class SshTarget(Target):
         with self._lock:
             owed, self._pending = self._pending, []
         try:
-            chan = self.transport.open_session()
+            chan = self.transport.open_session(timeout=CHANNEL_OPEN_TIMEOUT_S)
             chan.exec_command("".join(owed) + command)
         except (paramiko.SSHException, OSError, EOFError) as e:
             raise self._fail(f"cannot start a command: {e}") from None
