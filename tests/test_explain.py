@@ -292,3 +292,10 @@ def test_kill_9_instance_reported_and_removed_at_next_start(cli, db, tmp_path, r
     assert culprit.instances() == []
     [run] = Store(db).runs()
     assert any(left in note for note in run.trailer["notes"])
+
+
+def test_explain_of_a_run_measured_without_it_says_how(cli, db, make_samplefile):
+    assert cli("import", "rts", make_samplefile([100, 200, 300]), "--db", db).code == 0
+    for extra in ((), ("--json",)):
+        r = cli("explain", "1", "--db", db, *extra)
+        assert r.code == 2 and "run 1 has no explained samples" in r.err and "explain = 10" in r.err

@@ -27,6 +27,11 @@ def _detail(cause: dict) -> str:
     return ", ".join(parts)
 
 
+def _not_explained(run_id: int) -> UsageError:
+    return UsageError(f"run {run_id} has no explained samples: measure it with setting explain = K "
+                      "(K worst samples per thread), e.g. `explain = 10` in [workload.settings]; see docs/explain.md")
+
+
 @app.command("explain")
 def explain(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see `rtscope runs`).")],
             worst: Annotated[Optional[int], typer.Option("--worst", min=1, metavar="K",
@@ -38,16 +43,17 @@ def explain(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (s
     from ..analysis.documents import explain_document
     store = open_store(db)
     run = store.get_run(run_id)
-    doc = explain_document(store, run, worst)
-    if doc is None:
-        raise UsageError(f"run {run.id} has no explained samples: measure it with setting explain = K "
-                         "(K worst samples per thread), e.g. `explain = 10` in [workload.settings]; "
-                         "see docs/explain.md")
     if json_out:
+        doc = explain_document(store, run, worst)
+        if doc is None:
+            raise _not_explained(run.id)
         print_json(doc)
         return
-    explained = store.causes(run.id)[:worst] if worst is not None else store.causes(run.id)
-    median = doc["reference"]["value_ns"]
+    explained = store.causes(run.id)
+    if not explained:
+        raise _not_explained(run.id)
+    explained = explained[:worst] if worst is not None else explained
+    median = causes.run_median(store, run) or 0
     summary = causes.shares(explained, median)
     console.print(f"[bold]run {run.id}[/]: {escape(run.label)}; {len(explained)} explained sample(s), largest first")
     for s in explained:
