@@ -225,3 +225,25 @@ def test_the_stock_guest_says_it_has_no_timerlat_tracer(cli, tmp_path, short_tmp
     assert "target x86-stock-rtla: kernel has no timerlat tracer (available_tracers: " in said
     assert "linux-image-rt" in said
     assert Store(db).runs() == []
+
+
+@pytest.mark.skipif(QEMU_WHY is not None, reason=QEMU_WHY or "")
+@pytest.mark.slow
+def test_a_stopped_rtla_run_leaves_no_timerlat_tracer(tmp_path, rt_guest):
+    """A run stopped midway (here by its timeout; Ctrl-C and SIGTERM stop it the same way: TERM, then KILL, to
+    its process group) stores nothing and leaves the guest without rtla's instance or timerlat threads, also
+    when rtla did not stop on SIGINT within the second before the KILL (its clean stop is slow under TCG)."""
+    from rtscope.errors import RtscopeError
+    from rtscope.experiment.runner import execute
+    from rtscope.experiment.spec import build_request
+    guest = rt_guest.get("x86-rt-rtla")
+    req = build_request("timer", "absolute", "rtla", {"loops": 30000, "interval_us": 1000},
+                        {"cpu": 1, "target": "x86-rt-rtla"})
+    store = Store(str(tmp_path / "s.db"))
+    with pytest.raises(RtscopeError, match="did not finish"):
+        execute(req, store, target=guest, timeout=4)
+    assert store.runs() == []
+    left = guest.check(["sh", "-c", "for i in $(seq 50); do ps -e -o comm= | grep -q '^timerlat/' || break; sleep 0.1; "
+                        "done; ls /sys/kernel/tracing/instances; cat /sys/kernel/tracing/current_tracer; "
+                        "ps -e -o comm= | grep -c '^timerlat/' || true"], "looking for timerlat", timeout=60)
+    assert left.stdout.split() == ["nop", "0"], left.stdout

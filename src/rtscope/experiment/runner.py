@@ -11,7 +11,7 @@ from __future__ import annotations
 import posixpath
 import tempfile
 import threading
-from contextlib import ExitStack, nullcontext
+from contextlib import ExitStack, nullcontext, suppress
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -21,7 +21,7 @@ from ..runtimes import RUNTIMES
 from ..runtimes.base import RunRequest, Site
 from ..settings.base import RunContext
 from ..settings.registry import SETTINGS
-from ..signals import sigterm_raises
+from ..signals import held_signals, sigterm_raises
 from ..targets import Completed, LocalTarget, Target
 
 PROBE_STDERR_TAIL = 2000  # characters of a failed probe's output kept in the error
@@ -89,6 +89,7 @@ def execute(req: RunRequest, store: RunSink, *, timeout: float | None = None, ta
         probe_version = _version(rt, site, target)
         out = posixpath.join(ctx.out_dir or run_dir, "run.rts")
         argv = ctx.command_prefix + rt.command(req, out, site)
+        undo.push(_clean_up_if_stopped(rt, target))
         # One round trip on a remote target: the machine's state, the command, its output files.
         probe = target.run_probe(argv, timeout=timeout, cwd=run_dir, outputs=_outputs_on_target(rt, req, ctx, out),
                                  into=workdir)
@@ -108,6 +109,16 @@ def execute(req: RunRequest, store: RunSink, *, timeout: float | None = None, ta
             store_kwargs = {**store_kwargs, "causes": ctx.explain(sf)}
         with store_lock or nullcontext():
             return store.add_run(sf, environment, tags=list(req.tags), source=" ".join(argv), **store_kwargs)
+
+
+def _clean_up_if_stopped(rt, target: Target):
+    """An exit callback: when the run ends by an exception, the runtime undoes what its killed tool left."""
+    def exit_(exc_type, exc, tb) -> bool:
+        if exc_type is not None:
+            with held_signals(), suppress(RtscopeError):  # the run's own error is the one to report
+                rt.stopped(target)
+        return False
+    return exit_
 
 
 def _version(rt, site: Site, target: Target) -> str | None:

@@ -79,6 +79,10 @@ class Runtime:
     def version(self, site: Site | None = None) -> str | None:
         return None
 
+    def stopped(self, target: Target) -> None:
+        """After a run that did not end on its own (an error, a timeout, Ctrl-C, SIGTERM: its processes were
+        killed): undo what the tool leaves behind on the target when it is killed."""
+
 
 
 

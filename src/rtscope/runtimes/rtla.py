@@ -64,6 +64,19 @@ exit $rc
 """
 
 
+# What a killed rtla leaves: its tracefs instance with the timerlat tracer on (rtla 6.x names it after the
+# mode), its kernel threads waking every period. Removed unless an rtla still runs (then the instance is its).
+_LEFTOVER = r"""
+root=$1
+running() { for c in /proc/[0-9]*/comm; do [ "$(cat "$c" 2>/dev/null)" = rtla ] && return 0; done; return 1; }
+i=0; while running; do i=$((i + 1)); [ $i -gt 30 ] && exit 0; sleep 0.1; done
+for d in "$root/instances/timerlat_hist" "$root/instances/timerlat_top"; do
+  [ -d "$d" ] || continue
+  echo 0 > "$d/tracing_on"; echo nop > "$d/current_tracer"; rmdir "$d"
+done
+"""
+
+
 def missing(target: Target) -> str | None:
     """What keeps rtla timerlat from running on the target, else None."""
     root = target.sys_path(TRACEFS)
@@ -140,6 +153,12 @@ class Rtla(Runtime):
 
     def version(self, site: Site | None = None) -> str | None:
         return printed_version(site, ["rtla", "--help"], r"rtla version\s*(\S+)")
+
+    def stopped(self, target: Target) -> None:
+        """rtla needs seconds to stop cleanly on SIGINT under a slow guest, more than the TERM-to-KILL grace of
+        a stopped run: turn off the tracer a killed rtla left on."""
+        target.check(["sh", "-c", _LEFTOVER, "sh", target.sys_path(TRACEFS)], "turning off a killed rtla's timerlat",
+                     timeout=30)
 
 
 RUNTIME = Rtla(
