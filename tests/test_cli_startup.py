@@ -1,5 +1,6 @@
-"""The CLI starts light: `--help` and every `COMMAND --help` load no heavy library, `runs` no numpy; and the
-shell completion that `rtscope --install-completion` installs completes commands, options and import kinds.
+"""The CLI starts light: `--help` and every `COMMAND --help` load no heavy library, `runs` and `show` on a SQLite
+store no SQLAlchemy (and `runs` no numpy); and the shell completion that `rtscope --install-completion` installs
+completes commands, options and import kinds.
 
 Each check runs rtscope in a fresh interpreter and looks at what it imported (sys.modules), not at a time:
 bench/cli_startup.py times it.
@@ -8,6 +9,7 @@ bench/cli_startup.py times it.
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -79,15 +81,17 @@ def test_import_help_lists_every_importer():
         assert f" {name}," in text or f" {name}." in text, (name, text)
 
 
-def test_runs_lists_without_numpy(cli, tmp_path, make_samplefile):
+def test_runs_and_show_read_sqlite_without_sqlalchemy(cli, tmp_path, make_samplefile):
     db = str(tmp_path / "store.db")
     assert cli("import", "rts", make_samplefile([100, 200, 300]), "--db", db).code == 0
     code, heavy, out = imported("runs", "--db", db)
     assert code == 0 and "exec" in out and "sum" in out
-    assert heavy == ["sqlalchemy"]  # the store, and nothing of the analysis
+    assert heavy == []  # the store read with sqlite3 (store/sqlite_read.py), nothing of the analysis
     code, heavy, out = imported("show", "1", "--db", db)
-    assert code == 0 and "AVG" in out
-    assert "matplotlib" not in heavy and "scipy" not in heavy and "pandas" not in heavy
+    assert code == 0 and re.search(r"AVG +│ +0\.2 │", out), out  # the mean of 100, 200, 300 ns, in µs
+    assert heavy == ["numpy"]  # the statistics need numpy, and nothing else heavy
+    code, heavy, _ = imported("show", "1", "--db", db, "--json")
+    assert code == 0 and heavy == ["numpy"]
 
 
 @pytest.mark.skipif(shutil.which("bash") is None or not RTSCOPE_BIN.exists(), reason="needs bash and the "
