@@ -8,6 +8,7 @@ bench/cli_startup.py times it.
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import os
@@ -22,11 +23,11 @@ from rtscope.cli import app
 
 HEAVY = ("numpy", "scipy", "pandas", "sqlalchemy", "matplotlib", "plotly", "paramiko", "jinja2", "psycopg",
          "labgrid", "pydantic")
-# Run rtscope with these arguments, then print the heavy top-level packages it imported (also when it exits).
+# Run rtscope with these arguments, then print the modules it imported that `keep` (also when it exits): by
+# default the heavy top-level packages.
 PROBE = """
 import atexit, json, sys
-atexit.register(lambda: print("\\nIMPORTED " + json.dumps(sorted(
-    m for m in sys.modules if m.split(".")[0] in HEAVY and "." not in m)), file=sys.stderr))
+atexit.register(lambda: print("\\nIMPORTED " + json.dumps(sorted(m for m in sys.modules if {keep})), file=sys.stderr))
 HEAVY = {heavy!r}
 sys.argv = ["rtscope", *{args!r}]
 from rtscope.cli import main
@@ -35,9 +36,10 @@ main()
 RTSCOPE_BIN = Path(sys.executable).with_name("rtscope")
 
 
-def imported(*args: str) -> tuple[int, list[str], str]:
-    """(exit code, heavy packages imported, stdout) of `rtscope ARGS` in a fresh interpreter."""
-    r = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY, args=list(args))],
+def imported(*args: str, keep: str = 'm.split(".")[0] in HEAVY and "." not in m') -> tuple[int, list[str], str]:
+    """(exit code, heavy packages imported, stdout) of `rtscope ARGS` in a fresh interpreter (`keep`: which
+    modules to list instead, a Python expression of the module name m)."""
+    r = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY, args=list(args), keep=keep)],
                        capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "200"})
     line = [x for x in r.stderr.splitlines() if x.startswith("IMPORTED ")]
     assert line, r.stderr
@@ -79,6 +81,15 @@ def test_import_help_lists_every_importer():
     text = " ".join(out.split()).replace("- ", "-")  # the help wraps long names at their hyphen
     for name in IMPORTERS:
         assert f" {name}," in text or f" {name}." in text, (name, text)
+
+
+def test_import_help_loads_no_converter():
+    from rtscope import importers
+    for module in set(importers.KINDS.values()):  # KINDS names each module's importers, no more, no less
+        converts = {imp.name for imp in importlib.import_module(f"rtscope.importers.{module}").IMPORTERS}
+        assert converts == {k for k, m in importers.KINDS.items() if m == module}, module
+    code, loaded, out = imported("import", "--help", keep='m.startswith("rtscope.importers.")')
+    assert code == 0 and "xenomai" in out and loaded == ["rtscope.importers.base"]
 
 
 def test_runs_and_show_read_sqlite_without_sqlalchemy(cli, tmp_path, make_samplefile):
