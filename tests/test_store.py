@@ -1,4 +1,5 @@
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -105,6 +106,8 @@ def test_sqlite_read_path_reads_what_sqlalchemy_reads(tmp_path, make_samplefile)
         assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) and a[k].dtype == b[k].dtype for k in a)
     assert [c["value_ns"] for c in fast.causes(3)] == [500, 50] and fast.causes(3)[1]["note"] == "window not traced"
     assert fast.samples(1, ["cpu"]).keys() == {"cpu"} and len(fast.samples(1)["duration"]) == (1 << 20) + 5000
+    with ThreadPoolExecutor(1) as pool:  # and from another thread
+        assert pool.submit(fast.runs).result() == slow.runs()
     assert fast._fast is not None  # reading never opened SQLAlchemy
 
 

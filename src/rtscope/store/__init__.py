@@ -60,9 +60,7 @@ class Store:
         if self._sql is None:
             from .sql import SqlStore
             self._sql = SqlStore(self.url, read_only=self.read_only)
-            if self._fast is not None:
-                self._fast.close()
-                self._fast = None
+            self._fast = None  # not closed here: a read under way in another thread finishes with it
         return self._sql
 
     def __getattr__(self, name: str) -> Any:

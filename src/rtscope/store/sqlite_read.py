@@ -40,8 +40,10 @@ def open_current(url: str) -> SqliteReader | None:
         return None
     check_sqlite_file(path)
     try:
-        # mode=ro: reading never writes the store, not even its journal mode.
-        conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True)
+        # Opened as SQLAlchemy opens it (mode=rw: but never creating a file), though only read: a process that
+        # reads and then writes the store has connections of one kind to it, as before this read path.
+        # check_same_thread=False: a Store may be read from several threads (the library serialises them).
+        conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=rw", uri=True, check_same_thread=False)
     except sqlite3.Error:
         return None
     try:
@@ -68,13 +70,10 @@ def _json(text: str | None) -> Any:
 
 
 class SqliteReader:
-    """The reads of `runs` and `show` on one read-only sqlite3 connection."""
+    """The reads of `runs` and `show`, on one sqlite3 connection that only reads."""
 
     def __init__(self, conn: sqlite3.Connection):
-        self.conn = conn
-
-    def close(self) -> None:
-        self.conn.close()
+        self.conn = conn  # closed with the reader (sqlite3 closes a connection it frees)
 
     def runs(self, *, workload: str | None = None, experiment_id: int | None = None,
              ids: list[int] | None = None) -> list[Run]:
