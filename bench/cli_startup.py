@@ -37,6 +37,14 @@ REPORTED_BEFORE = {"--help": 0.46, "runs": 0.43}
 CLI = "import sys; sys.argv[0] = 'rtscope'; from rtscope.cli import main; main()"
 
 
+def child_env(src: Path) -> dict:
+    """The environment of a timed command: rtscope from `src`, its bytecode cached (by the warm-up run) as an
+    installed rtscope's is; PYTHONDONTWRITEBYTECODE would have every run compile its modules again."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def run_once(argv: list[str], env: dict) -> tuple[float, float, int]:
     """(wall s, cpu s, exit code) of one run of argv."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -93,7 +101,7 @@ def commands(db: str, run_id: int) -> list[tuple[str, list[str], str]]:
 
 def demo_store(work: Path) -> tuple[str, int]:
     db = str(work / "demo.db")
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = child_env(ROOT / "src")
     print("filling the demo store (rtscope demo) ...", file=sys.stderr)
     subprocess.run([sys.executable, "-c", CLI, "demo", "--db", db], env=env, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -116,7 +124,7 @@ def main() -> None:
         if args.baseline:
             (work / "base").mkdir()
             trees[args.baseline] = source_of(args.baseline, work / "base")
-        envs = {name: {**os.environ, "PYTHONPATH": str(src)} for name, src in trees.items()}
+        envs = {name: child_env(src) for name, src in trees.items()}
         py = measure([sys.executable, "-c", "pass"], envs["now"], args.repeat)
         print(f"python -c pass: {py['wall']:.3f} s wall (median of {args.repeat}), {py['cpu']:.3f} s CPU")
         head = f"{'command':26} {'goal':>6}" + "".join(f" {name[:10]:>10} {'CPU':>6}" for name in trees)

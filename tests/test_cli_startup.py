@@ -1,5 +1,6 @@
-"""The CLI starts light: `--help` and every `COMMAND --help` load no heavy library, `runs` no numpy; and the
-shell completion that `rtscope --install-completion` installs completes commands, options and import kinds.
+"""The CLI starts light: `--help` and every `COMMAND --help` load no heavy library, `runs` and `show` on a SQLite
+store no SQLAlchemy (and `runs` no numpy); and the shell completion that `rtscope --install-completion` installs
+completes commands, options and import kinds.
 
 Each check runs rtscope in a fresh interpreter and looks at what it imported (sys.modules), not at a time:
 bench/cli_startup.py times it.
@@ -7,7 +8,9 @@ bench/cli_startup.py times it.
 
 from __future__ import annotations
 
+import importlib
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -20,11 +23,11 @@ from rtscope.cli import app
 
 HEAVY = ("numpy", "scipy", "pandas", "sqlalchemy", "matplotlib", "plotly", "paramiko", "jinja2", "psycopg",
          "labgrid", "pydantic")
-# Run rtscope with these arguments, then print the heavy top-level packages it imported (also when it exits).
+# Run rtscope with these arguments, then print the modules it imported that `keep` (also when it exits): by
+# default the heavy top-level packages.
 PROBE = """
 import atexit, json, sys
-atexit.register(lambda: print("\\nIMPORTED " + json.dumps(sorted(
-    m for m in sys.modules if m.split(".")[0] in HEAVY and "." not in m)), file=sys.stderr))
+atexit.register(lambda: print("\\nIMPORTED " + json.dumps(sorted(m for m in sys.modules if {keep})), file=sys.stderr))
 HEAVY = {heavy!r}
 sys.argv = ["rtscope", *{args!r}]
 from rtscope.cli import main
@@ -33,9 +36,10 @@ main()
 RTSCOPE_BIN = Path(sys.executable).with_name("rtscope")
 
 
-def imported(*args: str) -> tuple[int, list[str], str]:
-    """(exit code, heavy packages imported, stdout) of `rtscope ARGS` in a fresh interpreter."""
-    r = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY, args=list(args))],
+def imported(*args: str, keep: str = 'm.split(".")[0] in HEAVY and "." not in m') -> tuple[int, list[str], str]:
+    """(exit code, heavy packages imported, stdout) of `rtscope ARGS` in a fresh interpreter (`keep`: which
+    modules to list instead, a Python expression of the module name m)."""
+    r = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY, args=list(args), keep=keep)],
                        capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "200"})
     line = [x for x in r.stderr.splitlines() if x.startswith("IMPORTED ")]
     assert line, r.stderr
@@ -79,15 +83,26 @@ def test_import_help_lists_every_importer():
         assert f" {name}," in text or f" {name}." in text, (name, text)
 
 
-def test_runs_lists_without_numpy(cli, tmp_path, make_samplefile):
+def test_import_help_loads_no_converter():
+    from rtscope import importers
+    for module in set(importers.KINDS.values()):  # KINDS names each module's importers, no more, no less
+        converts = {imp.name for imp in importlib.import_module(f"rtscope.importers.{module}").IMPORTERS}
+        assert converts == {k for k, m in importers.KINDS.items() if m == module}, module
+    code, loaded, out = imported("import", "--help", keep='m.startswith("rtscope.importers.")')
+    assert code == 0 and "xenomai" in out and loaded == ["rtscope.importers.base"]
+
+
+def test_runs_and_show_read_sqlite_without_sqlalchemy(cli, tmp_path, make_samplefile):
     db = str(tmp_path / "store.db")
     assert cli("import", "rts", make_samplefile([100, 200, 300]), "--db", db).code == 0
     code, heavy, out = imported("runs", "--db", db)
     assert code == 0 and "exec" in out and "sum" in out
-    assert heavy == ["sqlalchemy"]  # the store, and nothing of the analysis
+    assert heavy == []  # the store read with sqlite3 (store/sqlite_read.py), nothing of the analysis
     code, heavy, out = imported("show", "1", "--db", db)
-    assert code == 0 and "AVG" in out
-    assert "matplotlib" not in heavy and "scipy" not in heavy and "pandas" not in heavy
+    assert code == 0 and re.search(r"AVG +│ +0\.2 │", out), out  # the mean of 100, 200, 300 ns, in µs
+    assert heavy == ["numpy"]  # the statistics need numpy, and nothing else heavy
+    code, heavy, _ = imported("show", "1", "--db", db, "--json")
+    assert code == 0 and heavy == ["numpy"]
 
 
 @pytest.mark.skipif(shutil.which("bash") is None or not RTSCOPE_BIN.exists(), reason="needs bash and the "

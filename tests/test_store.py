@@ -1,4 +1,5 @@
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -23,13 +24,13 @@ def test_add_and_read_back_every_sample(tmp_path, make_samplefile):
 def test_run_is_stored_whole_or_not_at_all(tmp_path, make_samplefile, monkeypatch):
     st = Store(str(tmp_path / "s.db"))
     sf = samplefile.read(make_samplefile([1, 2, 3]))
-    original = st._insert
+    original = st.sql._insert  # the SQLAlchemy store inserts (store/sql.py)
 
     def insert_then_fail(conn, row, sf):
         original(conn, row, sf)
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(st, "_insert", insert_then_fail)
+    monkeypatch.setattr(st.sql, "_insert", insert_then_fail)
     with pytest.raises(RuntimeError):
         st.add_run(sf, {})
     with st.engine.connect() as c:
@@ -68,3 +69,74 @@ def test_url_resolution(monkeypatch):
     assert store_mod.resolve_url("postgresql+psycopg2://u@h/db") == "postgresql+psycopg2://u@h/db"
     monkeypatch.setenv("RTSCOPE_DB", "/tmp/env.db")
     assert store_mod.resolve_url(None) == "sqlite:////tmp/env.db"
+
+
+def explained_store(path, make_samplefile) -> Store:
+    """A store with a run of each kind the SQLite read path reads: samples in two chunks and tags, a run without
+    samples but with settings, a run with explained samples."""
+    st = Store(str(path))
+    st.add_run(samplefile.read(make_samplefile(np.arange((1 << 20) + 5000) % 977)),
+               {"kernel_release": "x", "governors": {"0": "performance"}}, tags=["b", "a"])
+    st.add_run(samplefile.read(make_samplefile([], name="empty.rts", settings={"kernel": "rt"})), {})
+    st.add_run(samplefile.read(make_samplefile([5, 50, 500], name="e.rts")), {}, causes=[
+        {"sample_index": 2, "thread": 0, "cpu": 1, "value_ns": 500, "start_ns": 7, "unexplained_ns": 20,
+         "causes": [{"kind": "irq", "name": "local_timer", "irq": 236, "duration_ns": 480}]},
+        {"sample_index": 1, "thread": 0, "cpu": 1, "value_ns": 50, "start_ns": None, "unexplained_ns": 50,
+         "note": "window not traced"}])
+    return st
+
+
+def test_sqlite_read_path_reads_what_sqlalchemy_reads(tmp_path, make_samplefile):
+    from rtscope.store import tables
+    from rtscope.store.records import RUN_JSON_COLUMNS
+    assert set(RUN_JSON_COLUMNS) == {c.name for c in tables.runs.c if isinstance(c.type, sa.JSON)}
+    assert [c.name for c in tables.sample_causes.c if isinstance(c.type, sa.JSON)] == ["detail"]
+    explained_store(tmp_path / "s.db", make_samplefile)
+    fast, slow = Store(str(tmp_path / "s.db")), Store(str(tmp_path / "s.db"))
+    assert fast._fast is not None  # a store at this version: read with sqlite3
+    slow.sql  # noqa: B018  (opens it through SQLAlchemy, which then reads)
+    assert slow._fast is None
+    for query in ({}, {"workload": "exec"}, {"workload": "nothing"}, {"ids": [3, 1]}, {"ids": []},
+                  {"experiment_id": 1}):
+        assert fast.runs(**query) == slow.runs(**query), query
+    assert [r.id for r in fast.runs(ids=[3, 1])] == [1, 3] and fast.runs()[0].tags == ["a", "b"]
+    for run_id in (1, 2, 3):
+        assert fast.causes(run_id) == slow.causes(run_id)
+        a, b = fast.samples(run_id), slow.samples(run_id)
+        assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) and a[k].dtype == b[k].dtype for k in a)
+    assert [c["value_ns"] for c in fast.causes(3)] == [500, 50] and fast.causes(3)[1]["note"] == "window not traced"
+    assert fast.samples(1, ["cpu"]).keys() == {"cpu"} and len(fast.samples(1)["duration"]) == (1 << 20) + 5000
+    with ThreadPoolExecutor(1) as pool:  # and from another thread
+        assert pool.submit(fast.runs).result() == slow.runs()
+    assert fast._fast is not None  # reading never opened SQLAlchemy
+
+
+def test_a_store_read_then_written_sees_its_writes(tmp_path, make_samplefile):
+    explained_store(tmp_path / "s.db", make_samplefile)
+    st = Store(str(tmp_path / "s.db"))
+    assert len(st.runs()) == 3 and st._fast is not None
+    new = st.add_run(samplefile.read(make_samplefile([1, 2], name="n.rts")), {})
+    assert st._fast is None and [r.id for r in st.runs()] == [1, 2, 3, new]
+    assert list(st.samples(new)["duration"]) == [1, 2]
+
+
+def test_stores_of_other_versions_get_the_same_errors_from_runs_and_show(tmp_path, make_samplefile, cli):
+    import sqlite3
+    db = tmp_path / "s.db"
+    explained_store(db, make_samplefile)
+    with sqlite3.connect(db) as c:
+        c.execute("update schema_version set version = 99")
+    for args in (("runs",), ("show", "1")):
+        r = cli(*args, "--db", str(db))
+        assert r.code == 1 and "schema version 99, newer than this rtscope knows" in r.err, r.err
+    with sqlite3.connect(db) as c:
+        c.execute("update schema_version set version = 3")
+    r = cli("show", "1", "--db", str(db))
+    assert r.code == 1 and "schema version 3; this rtscope needs" in r.err and "rtscope db migrate" in r.err
+    db.chmod(0o400)
+    try:
+        if os.geteuid() != 0:  # the checks of a store opened for writing come first, as before
+            r = cli("runs", "--db", str(db))
+            assert r.code == 2 and "is not writable" in r.err
+    finally:
+        db.chmod(0o600)

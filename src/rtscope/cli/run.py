@@ -354,8 +354,8 @@ def demo(db: DbOption = None, scale: ScaleOption = None) -> None:
 
 
 def _importer_names() -> list[str]:
-    from ..importers import IMPORTERS
-    return list(IMPORTERS)
+    from ..importers import KINDS
+    return list(KINDS)
 
 
 def _complete_kind(incomplete: str) -> list[str]:
@@ -363,8 +363,8 @@ def _complete_kind(incomplete: str) -> list[str]:
 
 
 class ImportCommand(TyperCommand):
-    """`rtscope import`: its KIND help names the importers, whose modules (and numpy) are loaded only when that
-    help is shown, so that every other command's start stays light."""
+    """`rtscope import`: its KIND help names the importers (importers.KINDS: no converter is loaded for the help),
+    only when that help is shown, so that every other command's start stays light."""
 
     def format_help(self, ctx, formatter) -> None:
         for param in self.params:
@@ -387,11 +387,12 @@ def import_cmd(
     """Import results measured elsewhere: rtscope sample files, nerves_rt_perf CSV, cyclictest, fio, Xenomai's latency.
 
     A run's headline (n, min, mean, max) is the tool's own where its output prints one (docs/analysis.md)."""
-    from ..importers import IMPORTERS
-    if kind not in IMPORTERS:
-        raise UsageError(f"unknown import kind {kind!r}; valid kinds: {choices(IMPORTERS)}")
+    from ..importers import KINDS, importer
+    if kind not in KINDS:
+        raise UsageError(f"unknown import kind {kind!r}; valid kinds: {choices(KINDS)}")
     extra = dict(parse_assignment(s) for s in set_ or [])
-    converted = [(f, sf) for f in files for sf in IMPORTERS[kind].convert(f, variant, extra)]  # all or nothing
+    convert = importer(kind).convert
+    converted = [(f, sf) for f in files for sf in convert(f, variant, extra)]  # all or nothing
     store = open_store(db)
     with store.transaction() as conn:
         ids = [store.add_run(sf, sf.header.get("environment") or {"note": f"imported from {f}"}, tags=tag,

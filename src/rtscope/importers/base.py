@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..errors import UsageError
-from ..samplefile import SampleFile
+
+if TYPE_CHECKING:  # `rtscope import --help` lists the kinds without the sample file module
+    from ..samplefile import SampleFile
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
-"""The result store: runs, their metadata and every raw sample (SQLAlchemy Core).
+"""The result store: runs, their metadata and every raw sample.
 
-A SQLite file by default (./rtscope.db); any SQLAlchemy URL otherwise. Raw
-samples are kept column-wise as little-endian binary chunks, so that 10^7
-samples load in a fraction of a second and nothing is ever summarised away.
-Each run is inserted in one transaction: a run is stored whole or not at all.
+A SQLite file by default (./rtscope.db); any SQLAlchemy URL otherwise. `Store` reads a SQLite store at this
+rtscope's schema version with the standard library alone (store/sqlite_read.py), so that `rtscope runs` and `show`
+start without SQLAlchemy; everything else (writes, migrations, PostgreSQL) goes through SQLAlchemy Core
+(store/sql.py, tables in store/tables.py), opened on first use.
 
 The only package that speaks SQL (an import-linter contract). It imports only the leaf modules (the sample file,
 errors, the version); the analysis and the layers above read runs through it.
@@ -11,371 +11,67 @@ errors, the version); the analysis and the layers above read runs through it.
 
 from __future__ import annotations
 
-import json
-import os
-from contextlib import contextmanager
-import dataclasses
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
-from urllib.parse import quote
+from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-from sqlalchemy.exc import SQLAlchemyError
+from ..errors import UsageError
+from . import sqlite_read
+from .records import DEFAULT_DB, DuplicateRun, Run, resolve_url, to_jsonable
 
-from ..errors import RtscopeError, UsageError
-from ..version import __version__
-from . import migrations
-from .tunes import TuneTables
+if TYPE_CHECKING:
+    import numpy as np
 
-if TYPE_CHECKING:  # numpy (and the sample file, which needs it) only where samples are read or written:
-    import numpy as np  # `rtscope runs` lists runs without them
+    from .sql import SqlStore
 
-    from ..samplefile import SampleFile
-
-DEFAULT_DB = "rtscope.db"
-CHUNK = 1 << 20  # values per stored blob
-_READ_SLICE = 1 << 20  # bytes per read of a blob into a run's array
-
-metadata = sa.MetaData()
-
-experiments = sa.Table(
-    "experiments", metadata,
-    sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("name", sa.String, nullable=False),
-    sa.Column("spec", sa.JSON, nullable=False),          # the parsed spec, as run
-    sa.Column("spec_path", sa.String),
-    sa.Column("seed", sa.BigInteger),
-    sa.Column("plan", sa.JSON),                          # the ordered list of planned runs
-    sa.Column("status", sa.String, nullable=False),      # running / finished / interrupted
-    sa.Column("created_at", sa.String, nullable=False),
-    sa.Column("finished_at", sa.String),
-)
-
-runs = sa.Table(
-    "runs", metadata,
-    sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("experiment_id", sa.Integer, sa.ForeignKey("experiments.id"), index=True),
-    sa.Column("plan_index", sa.Integer),                 # position in the experiment's plan
-    sa.Column("cell", sa.String),                        # configuration key within the experiment
-    sa.Column("repetition", sa.Integer),
-    sa.Column("workload", sa.String, nullable=False),
-    sa.Column("variant", sa.String, nullable=False),
-    sa.Column("runtime", sa.String, nullable=False),
-    sa.Column("tool", sa.String, nullable=False),
-    sa.Column("tool_version", sa.String, nullable=False),
-    sa.Column("rtscope_version", sa.String, nullable=False),
-    sa.Column("started_at", sa.String, nullable=False),
-    sa.Column("finished_at", sa.String),
-    sa.Column("stored_at", sa.String, nullable=False),
-    sa.Column("settings", sa.JSON, nullable=False),
-    sa.Column("params", sa.JSON, nullable=False),
-    sa.Column("columns", sa.JSON, nullable=False),
-    sa.Column("header", sa.JSON, nullable=False),        # the whole sample-file header
-    sa.Column("trailer", sa.JSON, nullable=False),
-    sa.Column("environment", sa.JSON, nullable=False),   # sysinfo.snapshot()
-    sa.Column("tags", sa.JSON, nullable=False),
-    sa.Column("n_samples", sa.BigInteger, nullable=False),
-    sa.Column("source", sa.String),                      # where the samples came from (probe, import path)
-)
-
-sample_chunks = sa.Table(
-    "sample_chunks", metadata,
-    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
-    sa.Column("column", sa.String, primary_key=True),
-    sa.Column("chunk", sa.Integer, primary_key=True),
-    sa.Column("dtype", sa.String, nullable=False),       # numpy dtype string, little-endian
-    sa.Column("data", sa.LargeBinary, nullable=False),
-)
-
-# Setting explain: the causes of a run's worst samples (docs/explain.md), one row per explained sample.
-sample_causes = sa.Table(
-    "sample_causes", metadata,
-    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
-    sa.Column("sample_index", sa.BigInteger, primary_key=True),  # position in the run's samples
-    sa.Column("thread", sa.Integer),
-    sa.Column("cpu", sa.Integer),
-    sa.Column("value_ns", sa.BigInteger, nullable=False),
-    sa.Column("start_ns", sa.BigInteger),                    # CLOCK_MONOTONIC of the target
-    sa.Column("unexplained_ns", sa.BigInteger, nullable=False),
-    sa.Column("detail", sa.JSON, nullable=False),            # causes, self_ns, idle_ns, measuring thread, note
-)
-CAUSE_COLUMNS = ("sample_index", "thread", "cpu", "value_ns", "start_ns", "unexplained_ns")
+# Names that need SQLAlchemy, imported when first asked for (`from rtscope.store import metadata`).
+_LAZY = {"metadata": "tables", "experiments": "tables", "runs": "tables", "sample_chunks": "tables",
+         "sample_causes": "tables", "bare_engine": "sql", "unreachable": "sql", "SqlStore": "sql", "CHUNK": "sql"}
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def resolve_url(db: str | None) -> str:
-    """--db / RTSCOPE_DB: a SQLAlchemy URL, or a plain path meaning a SQLite file.
-    postgresql://user@host/db (and postgres://) use psycopg 3, which rtscope installs."""
-    db = db or os.environ.get("RTSCOPE_DB") or DEFAULT_DB
-    if "://" not in db:
-        return f"sqlite:///{Path(db).expanduser()}"
-    scheme, rest = db.split("://", 1)
-    return f"postgresql+psycopg://{rest}" if scheme in ("postgresql", "postgres") else db
-
-
-class DuplicateRun(RtscopeError):
-    """The experiment's plan index is stored already (another process resuming the same experiment)."""
-
-
-def _check_sqlite_path(url: sa.engine.URL) -> None:
-    if not url.database or url.database == ":memory:":
-        return
-    try:
-        _check_sqlite_file(Path(url.database))
-    except OSError as e:
-        raise UsageError(f"cannot use store {url.database}: {e.strerror}") from None
-
-
-def _check_sqlite_file(path: Path) -> None:
-    parent = path.resolve().parent
-    if path.is_dir():
-        raise UsageError(f"store path {path} is a directory; give a file name such as {path / DEFAULT_DB}")
-    if not parent.is_dir():
-        raise UsageError(f"cannot create store {path}: directory {parent} does not exist")
-    target = path if path.exists() else parent
-    if not os.access(target, os.W_OK):
-        raise UsageError(f"cannot write store {path}: {target} is not writable")
-
-
-@dataclass(frozen=True)
-class Run:
-    """A stored run's metadata, typed (samples are loaded separately with Store.samples).
-
-    `machine` is the machine record read from the target (sysinfo), kept in the table's column
-    `environment` for stores made by earlier versions. `run["name"]` reads a field too.
-    """
-
-    id: int
-    workload: str = ""
-    variant: str = ""
-    runtime: str = ""
-    tool: str = ""
-    tool_version: str = ""
-    rtscope_version: str = ""
-    settings: dict[str, Any] = field(default_factory=dict)
-    params: dict[str, Any] = field(default_factory=dict)
-    columns: list[dict] = field(default_factory=list)
-    header: dict[str, Any] = field(default_factory=dict)
-    trailer: dict[str, Any] = field(default_factory=dict)
-    machine: dict[str, Any] = field(default_factory=dict)
-    tags: list[str] = field(default_factory=list)
-    n_samples: int = 0
-    started_at: str = ""
-    finished_at: str | None = None
-    stored_at: str = ""
-    experiment_id: int | None = None
-    plan_index: int | None = None
-    cell: str | None = None
-    repetition: int | None = None
-    source: str | None = None
-
-    @classmethod
-    def from_row(cls, row: dict[str, Any]) -> "Run":
-        values = {k: v for k, v in row.items() if k in RUN_FIELDS}
-        values["machine"] = row.get("environment") or {}
-        return cls(**values)
-
-    def __getitem__(self, key: str) -> Any:
-        return self.machine if key == "environment" else getattr(self, key)
-
-    @property
-    def primary(self) -> dict:
-        return self.columns[0]
-
-    @property
-    def label(self) -> str:
-        return f"{self.workload} {self.variant} ({self.runtime})"
-
-
-RUN_FIELDS = {f.name for f in dataclasses.fields(Run)} - {"machine"}
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
 
 
 class Store:
+    """A store, read and written.
+
+    read_only: the store as it is, never written (rtscope serve): SQLite opened with mode=ro, PostgreSQL
+    sessions in read-only transactions; nothing is created or migrated, a store at another schema version is
+    refused.
+
+    The reads of `runs` and `show` (runs, get_run, chunks, samples, causes) come from the SQLite read path while
+    nothing else was asked of the store; the first other use (a write, `engine`, `tunes`...) opens the store
+    through SQLAlchemy, which then serves every read too, so a process sees its own writes.
+    """
+
     def __init__(self, db: str | None = None, *, read_only: bool = False):
-        """read_only: the store as it is, never written (rtscope serve): SQLite opened with mode=ro, PostgreSQL
-        sessions in read-only transactions; nothing is created or migrated, a store at another schema
-        version is refused."""
         self.url = resolve_url(db)
-        try:
-            url = sa.engine.make_url(self.url)
-        except SQLAlchemyError as e:
-            raise UsageError(f"invalid store URL {self.url!r}: {e}") from None
-        if url.get_backend_name() == "sqlite" and not read_only:
-            _check_sqlite_path(url)
-        try:
-            if read_only:
-                self.engine = _read_only_engine(url)
-                with self.engine.connect() as c:
-                    found = migrations.current(c)
-                if found != migrations.LATEST:
-                    raise RtscopeError(f"store {self.shown_url} has schema version {found}; this rtscope reads "
-                                       f"version {migrations.LATEST}" + (": it is empty (no runs stored yet)"
-                                                                         if found == 0 else
-                                                                         ": run `rtscope db migrate --db ...`"))
-            else:
-                self.engine = sa.create_engine(url)
-                if url.get_backend_name() == "sqlite":
-                    sa.event.listen(self.engine, "connect", _sqlite_pragmas)
-                migrations.migrate(self.engine, metadata, create_only=True)
-            self.tunes = TuneTables(self.engine, runs)
-        except SQLAlchemyError as e:
-            raise RtscopeError(f"cannot open store {self.shown_url}: {e.orig if hasattr(e, 'orig') else e}") from None
+        self.read_only = read_only
+        self._sql: SqlStore | None = None
+        self._fast = None if read_only else sqlite_read.open_current(self.url)
+        if self._fast is None:
+            self.sql  # noqa: B018  (opens, creates or refuses the store now, as it always did)
 
     @property
-    def shown_url(self) -> str:
-        """The URL without its password, for messages."""
-        return sa.engine.make_url(self.url).render_as_string(hide_password=True)
+    def sql(self) -> SqlStore:
+        """The store through SQLAlchemy (store/sql.py), opened on first use."""
+        if self._sql is None:
+            from .sql import SqlStore
+            self._sql = SqlStore(self.url, read_only=self.read_only)
+            self._fast = None  # not closed here: a read under way in another thread finishes with it
+        return self._sql
 
-    @contextmanager
-    def transaction(self) -> Iterator[sa.Connection]:
-        with self.engine.begin() as conn:
-            yield conn
+    def __getattr__(self, name: str) -> Any:
+        # Everything but the reads below is SqlStore's: engine, tunes, transaction, add_run, experiments...
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.sql, name)
 
-    # --- writing -----------------------------------------------------------------
-    def add_run(self, sf: SampleFile, environment: dict, *, tags: list[str] | None = None,
-                experiment_id: int | None = None, plan_index: int | None = None, cell: str | None = None,
-                repetition: int | None = None, source: str | None = None, conn: sa.Connection | None = None,
-                causes: list[dict] | None = None) -> int:
-        """Insert one run and all its samples (and the causes of its explained samples) in one transaction;
-        return its id."""
-        h = sf.header
-        row = {
-            "experiment_id": experiment_id, "plan_index": plan_index, "cell": cell, "repetition": repetition,
-            "workload": h["workload"], "variant": h["variant"], "runtime": h["runtime"],
-            "tool": h["tool"], "tool_version": h["tool_version"], "rtscope_version": __version__,
-            "started_at": h["started_at"], "finished_at": sf.trailer.get("finished_at"), "stored_at": _now(),
-            "settings": h["settings"], "params": h["params"], "columns": h["columns"], "header": h,
-            "trailer": sf.trailer, "environment": environment, "tags": sorted(set(tags or [])),
-            "n_samples": sf.n, "source": source,
-        }
-        if conn is None:
-            with self.transaction() as c:
-                return self._insert_causes(c, self._insert(c, row, sf), causes)
-        return self._insert_causes(conn, self._insert(conn, row, sf), causes)
-
-    def _insert(self, conn: sa.Connection, row: dict, sf: SampleFile) -> int:
-        try:
-            run_id = conn.execute(runs.insert().values(**row)).inserted_primary_key[0]
-        except sa.exc.IntegrityError:
-            if row["experiment_id"] is None:
-                raise
-            raise DuplicateRun(f"run {row['plan_index'] + 1} of experiment {row['experiment_id']} is stored "
-                               "already (by another process resuming it)") from None
-        import numpy as np
-        chunks = []
-        for col in sf.columns:
-            arr = np.ascontiguousarray(sf.data[col.name], dtype=col.dtype)
-            for i, start in enumerate(range(0, max(len(arr), 1), CHUNK)):
-                chunks.append({"run_id": run_id, "column": col.name, "chunk": i, "dtype": col.dtype.str,
-                               "data": arr[start:start + CHUNK].tobytes()})
-        conn.execute(sample_chunks.insert(), chunks)
-        return run_id
-
-    @staticmethod
-    def _insert_causes(conn: sa.Connection, run_id: int, causes: list[dict] | None) -> int:
-        if causes:
-            conn.execute(sample_causes.insert(), [
-                {"run_id": run_id, **{k: c.get(k) for k in CAUSE_COLUMNS},
-                 "detail": {k: v for k, v in c.items() if k not in CAUSE_COLUMNS}} for c in causes])
-        return run_id
-
-    # --- experiments -------------------------------------------------------------
-    def add_experiment(self, row: dict) -> int:
-        with self.transaction() as c:
-            return c.execute(experiments.insert().values(**row)).inserted_primary_key[0]
-
-    def experiment_row(self, exp_id: int) -> dict | None:
-        with self.engine.connect() as c:
-            row = c.execute(sa.select(experiments).where(experiments.c.id == exp_id)).mappings().first()
-        return dict(row) if row else None
-
-    def latest_experiment_row(self, spec_path: str, statuses: tuple[str, ...]) -> dict | None:
-        """The newest experiment of this spec file in one of these states."""
-        q = (sa.select(experiments).where(experiments.c.spec_path == spec_path, experiments.c.status.in_(statuses))
-             .order_by(experiments.c.id.desc()).limit(1))
-        with self.engine.connect() as c:
-            row = c.execute(q).mappings().first()
-        return dict(row) if row else None
-
-    def experiment_names(self) -> list[tuple[int, str]]:
-        with self.engine.connect() as c:
-            return [(r.id, r.name) for r in c.execute(sa.select(experiments.c.id, experiments.c.name)
-                                                        .order_by(experiments.c.id))]
-
-    def update_experiment(self, exp_id: int, **values: Any) -> None:
-        with self.transaction() as c:
-            c.execute(experiments.update().where(experiments.c.id == exp_id).values(**values))
-
-    def stored_plan_indexes(self, exp_id: int) -> set[int]:
-        """The plan indexes of an experiment's runs already stored."""
-        q = sa.select(runs.c.plan_index).where(runs.c.experiment_id == exp_id)
-        with self.engine.connect() as c:
-            return {i for (i,) in c.execute(q) if i is not None}
-
-    # --- reading -----------------------------------------------------------------
     def runs(self, *, workload: str | None = None, experiment_id: int | None = None,
              ids: list[int] | None = None) -> list[Run]:
-        q = sa.select(runs).order_by(runs.c.id)
-        if workload:
-            q = q.where(runs.c.workload == workload)
-        if experiment_id is not None:
-            q = q.where(runs.c.experiment_id == experiment_id)
-        if ids is not None:
-            q = q.where(runs.c.id.in_(ids))
-        with self.engine.connect() as c:
-            return [Run.from_row(dict(r)) for r in c.execute(q).mappings()]
-
-    def run_page(self, *, workload: str | None = None, experiment_id: int | None = None, limit: int = 100,
-                 offset: int = 0) -> tuple[list[Run], int]:
-        """One page of runs in id order, as `runs` filters them, and how many match in all."""
-        where = [c for c in (runs.c.workload == workload if workload else None,
-                             runs.c.experiment_id == experiment_id if experiment_id is not None else None)
-                 if c is not None]
-        q = sa.select(runs).where(*where).order_by(runs.c.id).limit(limit).offset(offset)
-        with self.engine.connect() as c:
-            total = c.execute(sa.select(sa.func.count()).select_from(runs).where(*where)).scalar_one()
-            return [Run.from_row(dict(r)) for r in c.execute(q).mappings()], total
-
-    def latest_runs(self, limit: int) -> list[Run]:
-        """The newest stored runs, newest first."""
-        q = sa.select(runs).order_by(runs.c.id.desc()).limit(limit)
-        with self.engine.connect() as c:
-            return [Run.from_row(dict(r)) for r in c.execute(q).mappings()]
-
-    def run_origins(self) -> list[tuple[int, str, dict, str, list[str]]]:
-        """(id, workload, settings, stored_at, tags) of every run: what the lab's overview counts, without the
-        runs' larger columns."""
-        q = sa.select(runs.c.id, runs.c.workload, runs.c.settings, runs.c.stored_at, runs.c.tags) \
-            .order_by(runs.c.id)
-        with self.engine.connect() as c:
-            return [tuple(r) for r in c.execute(q)]
-
-    def experiment_rows(self, statuses: tuple[str, ...] | None = None) -> list[dict]:
-        """Experiments, newest first, with how many of their runs are stored (their specs are not read)."""
-        stored = (sa.select(runs.c.experiment_id, sa.func.count().label("stored")).group_by(runs.c.experiment_id)
-                  .subquery())
-        e = experiments.c
-        q = (sa.select(e.id, e.name, e.spec_path, e.status, e.created_at, e.finished_at, e.plan,
-                       sa.func.coalesce(stored.c.stored, 0).label("stored"))
-             .outerjoin(stored, stored.c.experiment_id == experiments.c.id).order_by(experiments.c.id.desc()))
-        if statuses:
-            q = q.where(experiments.c.status.in_(statuses))
-        with self.engine.connect() as c:
-            return [dict(r) for r in c.execute(q).mappings()]
-
-    def fingerprint(self) -> tuple:
-        """Changes whenever a run or an experiment is stored or an experiment changes state: a cheap poll."""
-        with self.engine.connect() as c:
-            r = c.execute(sa.select(sa.func.count(), sa.func.max(runs.c.id))).one()
-            e = c.execute(sa.select(sa.func.count(), sa.func.max(experiments.c.id),
-                                    sa.func.max(experiments.c.finished_at),
-                                    sa.func.sum(sa.case((experiments.c.status == "running", 1), else_=0)))).one()
-        return (*r, *e)
+        return (self._fast or self.sql).runs(workload=workload, experiment_id=experiment_id, ids=ids)
 
     def get_run(self, run_id: int) -> Run:
         found = self.runs(ids=[run_id])
@@ -385,119 +81,21 @@ class Store:
 
     def chunks(self, run_id: int, columns: list[str] | None = None) -> dict[str, list[np.ndarray]]:
         """The raw samples of a run as stored: column name -> list of arrays, in measurement order."""
-        import numpy as np
-        if self.engine.dialect.name == "sqlite":
-            return self._sqlite_chunks(run_id, columns)
-        q = (sa.select(sample_chunks.c.column, sample_chunks.c.dtype, sample_chunks.c.data)
-             .where(sample_chunks.c.run_id == run_id).order_by(sample_chunks.c.column, sample_chunks.c.chunk))
-        if columns:
-            q = q.where(sample_chunks.c.column.in_(columns))
-        parts: dict[str, list[np.ndarray]] = {}
-        with self.engine.connect() as c:
-            for name, dtype, data in c.execute(q):
-                parts.setdefault(name, []).append(np.frombuffer(data, dtype=np.dtype(dtype)))
-        return parts
-
-    def _sqlite_chunks(self, run_id: int, columns: list[str] | None) -> dict[str, list[np.ndarray]]:
-        """Each column's blobs read in slices straight into one array (a column's chunks share a dtype).
-
-        Four times faster than fetching the blobs as bytes objects: a large numpy
-        array is backed by huge pages, and the slice buffer is reused, so loading
-        costs a copy and not a page fault per 4 KiB.
-        """
-        import numpy as np
-        q = (sa.select(sa.literal_column("rowid"), sample_chunks.c.column, sample_chunks.c.dtype,
-                       sa.func.length(sample_chunks.c.data))
-             .where(sample_chunks.c.run_id == run_id).order_by(sample_chunks.c.column, sample_chunks.c.chunk))
-        if columns:
-            q = q.where(sample_chunks.c.column.in_(columns))
-        parts: dict[str, list[np.ndarray]] = {}
-        with self.engine.connect() as c:
-            rows = c.execute(q).all()
-            sqlite = c.connection.driver_connection
-            for name in dict.fromkeys(row[1] for row in rows):
-                blobs = [(rowid, length) for rowid, column, _, length in rows if column == name]
-                data = np.empty(sum(length for _, length in blobs), dtype=np.uint8)
-                at = 0
-                for rowid, _ in blobs:
-                    with sqlite.blobopen("sample_chunks", "data", rowid, readonly=True) as blob:
-                        while piece := blob.read(_READ_SLICE):
-                            data[at:at + len(piece)] = np.frombuffer(piece, dtype=np.uint8)
-                            at += len(piece)
-                dtype = next(d for _, column, d, _ in rows if column == name)
-                parts[name] = [data.view(np.dtype(dtype))]
-        return parts
+        return (self._fast or self.sql).chunks(run_id, columns)
 
     def samples(self, run_id: int, columns: list[str] | None = None) -> dict[str, np.ndarray]:
         """The raw samples of a run, column name -> array, in measurement order."""
         import numpy as np
         return {k: (v[0] if len(v) == 1 else np.concatenate(v)) for k, v in self.chunks(run_id, columns).items()}
 
-    def causes(self, run_id: int) -> list[dict]:
-        """The explained samples of a run (setting explain), largest value first: each with its causes."""
-        q = (sa.select(sample_causes).where(sample_causes.c.run_id == run_id)
-             .order_by(sample_causes.c.value_ns.desc(), sample_causes.c.sample_index))
-        with self.engine.connect() as c:
-            return [{**{k: r[k] for k in CAUSE_COLUMNS}, **(r["detail"] or {})} for r in c.execute(q).mappings()]
-
     def primary_samples(self, run: Run) -> np.ndarray:
         import numpy as np
         name = run.primary["name"]
         return self.samples(run.id, [name]).get(name, np.empty(0))
 
-
-def bare_engine(db: str | None) -> sa.Engine:
-    """An engine for the store at `db`, without creating or migrating anything (for `rtscope db`)."""
-    try:
-        return sa.create_engine(sa.engine.make_url(resolve_url(db)))
-    except SQLAlchemyError as e:
-        raise UsageError(f"invalid store URL {db!r}: {e}") from None
+    def causes(self, run_id: int) -> list[dict]:
+        """The explained samples of a run (setting explain), largest value first: each with its causes."""
+        return (self._fast or self.sql).causes(run_id)
 
 
-def _read_only_engine(url: sa.engine.URL) -> sa.Engine:
-    """An engine that cannot write the store; connections are checked before use, so a database that went
-    away and came back is reconnected to."""
-    if url.get_backend_name() == "sqlite":
-        path = Path(url.database or "")
-        if not path.is_file():
-            raise UsageError(f"no store at {path}: give an existing store with --db (runs are stored by "
-                             "`rtscope run`, `rtscope import` or `rtscope monitor`)")
-        # mode=ro: SQLite itself refuses every write. The file's WAL mode (set by writers) is kept.
-        ro = sa.engine.make_url(f"sqlite:///file:{quote(str(path.resolve()))}?mode=ro&uri=true")
-        engine = sa.create_engine(ro, pool_pre_ping=True)
-        sa.event.listen(engine, "connect", _sqlite_read_pragmas)
-        return engine
-    if url.get_backend_name() == "postgresql":
-        return sa.create_engine(url, pool_pre_ping=True,
-                                connect_args={"options": "-c default_transaction_read_only=on"})
-    return sa.create_engine(url, pool_pre_ping=True)
-
-
-def _sqlite_read_pragmas(dbapi_conn, _record) -> None:
-    cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA mmap_size=268435456")
-    cur.close()
-
-
-def unreachable(exc: BaseException) -> bool:
-    """Whether an error raised by a store's method means the database cannot be reached (server down,
-    connection lost) rather than a mistake: the caller may say so and try again later."""
-    return isinstance(exc, (sa.exc.OperationalError, sa.exc.InterfaceError)) or \
-        (isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated)
-
-
-def _sqlite_pragmas(dbapi_conn, _record) -> None:
-    cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA foreign_keys=ON")
-    # Large pages: sample blobs of megabytes then span few overflow pages (2-3x faster loads).
-    # Takes effect only when the file is created, so it must precede WAL mode.
-    cur.execute("PRAGMA page_size=65536")
-    cur.execute("PRAGMA journal_mode=WAL")
-    # Reads of sample blobs come straight from the mapped file: one copy fewer than read().
-    cur.execute("PRAGMA mmap_size=268435456")
-    cur.close()
-
-
-def to_jsonable(obj: Any) -> Any:
-    """JSON-safe copy (numpy scalars, NaN) for --json output."""
-    return json.loads(json.dumps(obj, default=lambda o: o.item() if hasattr(o, "item") else str(o)))
+__all__ = ["DEFAULT_DB", "DuplicateRun", "Run", "Store", "resolve_url", "to_jsonable", *_LAZY]

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from . import Store, experiments, runs, sample_causes, sample_chunks
+from . import Store
+from .tables import experiments, runs, sample_causes, sample_chunks
 
 EXPERIMENT_KEY = ("name", "created_at", "seed", "spec_path")
 RUN_KEY = ("started_at", "stored_at", "workload", "variant", "runtime", "tool", "n_samples", "plan_index")

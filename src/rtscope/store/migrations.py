@@ -8,8 +8,9 @@ in one transaction under a lock — PostgreSQL's advisory lock, a file lock
 on a SQLite file — so that many rtscope processes opening a fresh
 database at once create it exactly once.
 
-To change the schema: change the tables in store/__init__.py, then append a step
-here that brings a store of the previous version to the new one.
+To change the schema: change the tables in store/tables.py, then append a step
+here that brings a store of the previous version to the new one. SQLAlchemy is imported inside the functions:
+`rtscope runs` and `show` read LATEST from here without it (store/sqlite_read.py).
 """
 
 from __future__ import annotations
@@ -17,21 +18,14 @@ from __future__ import annotations
 import fcntl
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator
-
-import sqlalchemy as sa
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from ..errors import RtscopeError
-from . import tunes
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
 
 ADVISORY_KEY = 0x72747363  # "rtsc": PostgreSQL advisory lock id of rtscope's schema changes
-
-schema_version = sa.Table(
-    "schema_version", sa.MetaData(),
-    sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("version", sa.Integer, nullable=False),
-)
-
 
 @dataclass(frozen=True)
 class Step:
@@ -50,6 +44,7 @@ def _unique_plan_index(conn: sa.Connection, metadata: sa.MetaData) -> None:
 
 
 def _tune_tables(conn: sa.Connection, metadata: sa.MetaData) -> None:
+    from . import tunes
     tunes.metadata.create_all(conn)
 
 
@@ -70,6 +65,9 @@ LATEST = STEPS[-1].version
 
 def current(conn: sa.Connection) -> int:
     """The store's schema version: 0 for an empty database, 1 for a store of rtscope 0.1 (no version table)."""
+    import sqlalchemy as sa
+
+    from .tables import schema_version
     tables = set(sa.inspect(conn).get_table_names())
     if "schema_version" in tables:
         row = conn.execute(sa.select(schema_version.c.version).where(schema_version.c.id == 1)).first()
@@ -90,6 +88,7 @@ def _locked(engine: sa.Engine) -> Iterator[sa.Connection]:
         return
     with engine.begin() as conn:
         if url.get_backend_name() == "postgresql":
+            import sqlalchemy as sa
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": ADVISORY_KEY})
         yield conn
 
@@ -99,6 +98,7 @@ def migrate(engine: sa.Engine, metadata: sa.MetaData, *, create_only: bool = Fal
 
     create_only: only create a fresh (empty) store; an older one is refused with the command that upgrades it.
     """
+    from .tables import schema_version
     with engine.connect() as conn:
         found = current(conn)
     if found == LATEST:
