@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from .. import paths
+from .. import paths, samplefile
 from ..errors import RtscopeError, UsageError, choices
 from ..targets import Target
 from ..targets.beam_node import HARNESS, BeamNodeTarget
@@ -159,6 +160,16 @@ class Beam(Runtime):
         harness = site.tool("beam_ebin", lambda target: paths.beam_ebin(), tree=True)  # BEAM files run on any arch
         return [*env, exe, *vm, "-pa", harness, "-e", "RtScope.CLI.main(System.argv())", "--",
                 *harness_args(req), *gpio, "--output", out]
+
+    def collect(self, req: RunRequest, out: Path, workdir: Path, proc: Any) -> Path:
+        """The harness's sample file, with the VM process's settings recorded (the harness does not know them:
+        taskset and chrt set them before the VM starts)."""
+        applied = {name: req.settings[name] for name in VM_PROCESS_SETTINGS if name in req.settings}
+        if applied:
+            sf = samplefile.read(out)
+            sf.header["settings"].update(applied)
+            samplefile.write(out, sf.header, sf.data, sf.trailer)
+        return out
 
     def version(self, site: Site | None = None) -> str | None:
         try:
