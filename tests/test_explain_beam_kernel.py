@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import culprit
+import sshd
 from rtscope import causes
 from rtscope.settings import explain_beam
 from rtscope.store import Store
@@ -115,17 +116,16 @@ def test_a_scheduler_thread_that_migrates_is_attributed_per_cpu_stretch():
     assert sum(c["duration_ns"] for c in got["causes"]) + got["self_ns"] + got["unexplained_ns"] == rec["value_ns"]
 
 
-@pytest.mark.skipif(WHY is not None, reason=WHY or "")
-def test_culprit_preempting_the_vm_is_named_with_its_delay(cli, db, tmp_path):
-    """A BEAM exec run pinned to the culprit's CPU under SCHED_FIFO 80 (below the culprit's 90): the samples its
-    10 ms bursts delay name it, pid and all, as their largest cause, within 20 % of the delay."""
+def beam_culprit_run(cli, db: str, tmp_path, extra: str = "") -> tuple[list[dict], int]:
+    """A BEAM exec run pinned to the culprit's CPU under SCHED_FIFO 80 (below the culprit's 90), with explain;
+    its explained samples, with `value_ns` the delay (above the run's median call), and the culprit's pid."""
     from rtscope.runtimes import RUNTIMES
     if RUNTIMES["beam"].unavailable():
         pytest.skip(RUNTIMES["beam"].unavailable())
     p = tmp_path / "beam-culprit.toml"
-    # Calls of about 1 ms and 1 ms pauses: a burst that begins in a call delays it by its 10 ms, and the
-    # VM sleeps often enough that the kernel's real-time throttling never steps in.
-    p.write_text('name = "beam-culprit"\n[[workload]]\nname = "exec"\nvariants = ["sum"]\nruntime = "beam"\n'
+    # Calls of about 1 ms and 1 ms pauses: a burst that begins in a call delays it by its 10 ms, and the VM
+    # sleeps often enough that the kernel's real-time throttling never steps in.
+    p.write_text(f'name = "beam-culprit"\n{extra}[[workload]]\nname = "exec"\nvariants = ["sum"]\nruntime = "beam"\n'
                  "[workload.params]\nn = 25000\niterations = 2000\npause_ms = 1\n"
                  f"[workload.settings]\nexplain = 10\ncpu = {CPUS[-1]}\nrt_priority = 80\n"
                  'vm_flags = "+sbwt none +sbwtdcpu none +sbwtdio none"\n')
@@ -135,6 +135,7 @@ def test_culprit_preempting_the_vm_is_named_with_its_delay(cli, db, tmp_path):
     # Removed when the run ended (this process's: another rtscope on this shared machine may be tracing too).
     assert [i for i in culprit.instances() if f"-{os.getpid()}-" in i] == []
     [run] = Store(db).runs()
+    assert run.settings["cpu"] == CPUS[-1] and run.settings["rt_priority"] == 80
     e = run.trailer["explain"]
     assert e["samples"] == 10 and e["cpus"] == [CPUS[-1]] and e["trace_bytes_per_sample"] > 0
     mapping = e["clock_mapping"]
@@ -145,12 +146,35 @@ def test_culprit_preempting_the_vm_is_named_with_its_delay(cli, db, tmp_path):
     for s in samples:
         assert sum(c["duration_ns"] for c in s["causes"]) + s["self_ns"] + s["unexplained_ns"] == s["value_ns"]
         assert s["cpu"] == CPUS[-1] and s["scheduler"] == 1
+    assert f"thread {culprit.NAME}/{pid}" in cli("show", run.id, "--db", db).out
     # The delay a burst caused: the sample's value above the run's median call (an exec sample is mostly its
     # own work, a timer sample mostly delay).
     median = float(np.median(Store(db).samples(run.id)["duration"]))
-    delays = [{**s, "value_ns": s["value_ns"] - median} for s in samples]
+    return [{**s, "value_ns": s["value_ns"] - median} for s in samples], pid
+
+
+def check_culprit_named(delays: list[dict], pid: int) -> None:
     big, named = culprit.check_named(delays, pid)
     detail = [(s["value_ns"], [(c["name"], c["pid"], c["duration_ns"]) for c in s["causes"][:2]]) for s in delays]
     assert big >= 4, detail  # about 20 bursts, half of them inside a call
     assert named >= 0.9 * big, detail
-    assert f"thread {culprit.NAME}/{pid}" in cli("show", run.id, "--db", db).out
+
+
+@pytest.mark.skipif(WHY is not None, reason=WHY or "")
+def test_culprit_preempting_the_vm_is_named_with_its_delay(cli, db, tmp_path):
+    """The samples the culprit's 10 ms bursts delay name it, pid and all, as their largest cause, within 20 %
+    of the delay."""
+    check_culprit_named(*beam_culprit_run(cli, db, tmp_path))
+
+
+@pytest.mark.skipif(WHY is not None, reason=WHY or "")
+@pytest.mark.skipif(sshd.available() is not None, reason=sshd.available() or "")
+def test_culprit_named_on_an_ssh_target(cli, db, tmp_path, clean_targets):
+    """The same on an SSH target (a real sshd in its own namespaces on this kernel): the harness deployed, the
+    instance made, read and removed, and the marks written, through the target."""
+    server = sshd.SshServer(tmp_path / "board", "rtscope-board-beamexp").start()
+    try:
+        check_culprit_named(*beam_culprit_run(cli, db, tmp_path, 'target = "board"\n' + server.table("board")))
+        assert Store(db).runs()[0].machine["target"] == "board"
+    finally:
+        server.stop()
