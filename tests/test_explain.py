@@ -232,7 +232,9 @@ def test_beam_gc_named_as_the_cause(cli, db, tmp_path):
         os_ns = sum(c["duration_ns"] for c in s["causes"] if c["kind"] not in ("gc", "scheduled_out"))
         assert major["duration_ns"] > 0.2 * (s["value_ns"] - os_ns)
         assert isinstance(s["scheduler"], int) and s["scheduler"] >= 1
-    kinds = [r for r in out["summary"] if r["by"] == "kind"]
+    # Of the BEAM's own causes, the collector leads (the kernel side may name others beside it: this machine is
+    # shared, another test's culprit may be busy on the same CPU).
+    kinds = [r for r in out["summary"] if r["by"] == "kind" and r["kind"] in ("gc", "scheduled_out")]
     assert kinds[0]["kind"] == "gc"
     assert "gc major" in cli("show", run.id, "--db", db).out
 
