@@ -25,7 +25,7 @@ import numpy as np
 from .. import causes
 from ..targets import tracefs
 
-LOOKBACK_NS = 2_000_000  # trace read before a sample's start: the state of its CPU when it began
+LOOKBACK_NS = round(tracefs.LOOK_S * 1e9)  # trace kept before a sample's start: the state of its CPU when it began
 Spans = list[tuple[int, int]]
 
 
