@@ -79,6 +79,23 @@ def test_a_run_executes_in_the_node_and_leaves_nothing_there(board, cli, tmp_pat
     assert relays() == []
 
 
+def test_explain_on_a_node_is_the_beam_side_only(board, cli, tmp_path):
+    """No shell and no tracefs on a node target: explain keeps the BEAM's causes (GCs, times scheduled out),
+    no kernel trace, no marks; pinning the node's VM is refused."""
+    db = str(tmp_path / "s.db")
+    spec = spec_file(tmp_path, board.table("board"), EXEC_SUM.replace("300", "50"), "explain = 3")
+    r = cli("run", spec, "--db", db)
+    assert r.code == 0, r.out + r.err
+    [run] = Store(db).runs()
+    assert run.trailer["explain"] == {"samples": 3, "per_thread": 3, "source": "erlang:trace"}
+    samples = json.loads(cli("explain", run.id, "--db", db, "--json").out)["samples"]
+    assert len(samples) == 3 and all(c["kind"] in ("gc", "scheduled_out") for s in samples for c in s["causes"])
+    assert all(s["unexplained_ns"] == 0 and s["scheduler"] >= 1 for s in samples)
+    assert board.leftovers() == CLEAN
+    r = cli("run", spec_file(tmp_path, board.table("board"), EXEC_SUM, "cpu = 0"), "--db", db)
+    assert r.code == 2 and "setting cpu applies to a VM rtscope starts; target board is a running BEAM node" in r.err
+
+
 def test_rtscope_targets_checks_a_node(board, cli, tmp_path):
     spec = spec_file(tmp_path, board.table("board"), EXEC_SUM)
     r = cli("targets", "--spec", spec, "--json")

@@ -193,20 +193,32 @@ def test_culprit_named_on_an_ssh_target(cli, db, tmp_path, rtprobe):
         server.stop()
 
 
+def beam_quiet_flags() -> str:
+    """A VM under SCHED_FIFO whose schedulers sleep at once when idle (no busy wait holding the CPU)."""
+    return "+sbwt none +sbwtdcpu none +sbwtdio none"
+
+
 def test_beam_gc_named_as_the_cause(cli, db, tmp_path):
     """A BEAM exec run whose measuring process collects large heaps (5000 messages per call, a full sweep at
-    every collection): its worst samples name its major collections, from the BEAM's own trace."""
+    every collection): its worst samples name its major collections, from the BEAM's own trace (with the kernel
+    side's causes carved out of them: tests/test_explain_beam_kernel.py)."""
     from rtscope.runtimes import RUNTIMES
     if RUNTIMES["beam"].unavailable():
         pytest.skip(RUNTIMES["beam"].unavailable())
     p = tmp_path / "beam.toml"
     p.write_text('name = "gc"\n[[workload]]\nname = "exec"\nvariants = ["spawn_each"]\nruntime = "beam"\n'
                  "[workload.params]\nn = 5000\niterations = 20\npause_ms = 1\n"
-                 "[workload.settings]\nexplain = 3\nfullsweep_after = 0\n")
+                 "[workload.settings]\nexplain = 3\nfullsweep_after = 0\n"
+                 # The VM pinned, above the machine's other threads (it is shared): the collector's time shows.
+                 f'cpu = {CPUS[-1]}\nrt_priority = 80\nvm_flags = "{beam_quiet_flags()}"\n')
     r = cli("run", p, "--db", db)
     assert r.code == 0, r.err
     [run] = Store(db).runs()
-    assert run.trailer["explain"] == {"samples": 3, "per_thread": 3, "source": "erlang:trace"}
+    e = run.trailer["explain"]
+    assert {k: e[k] for k in ("samples", "per_thread", "source")} == {"samples": 3, "per_thread": 3,
+                                                                       "source": "erlang:trace"}
+    # On this target (a shell and tracefs) the kernel side too: the trace's clock, and the harness's mapping.
+    assert e["clock"] == "mono" and e["clock_mapping"]["source"] == "clock_gettime(CLOCK_MONOTONIC)"
     out = json.loads(cli("explain", run.id, "--db", db, "--json").out)
     values = sorted(Store(db).samples(run.id)["duration"].tolist(), reverse=True)
     assert [s["value_ns"] for s in out["samples"]] == values[:3]  # the three worst, largest first
@@ -215,10 +227,14 @@ def test_beam_gc_named_as_the_cause(cli, db, tmp_path):
         assert [c["name"] for c in gc] == ["major"]  # fullsweep_after = 0: every collection is a full sweep
         major = gc[0]
         assert major["count"] >= 10 and major["heap_before"] > major["heap_after"] > 0
-        assert sum(c["duration_ns"] for c in s["causes"]) + s["self_ns"] == s["value_ns"]
-        assert major["duration_ns"] > 0.2 * s["value_ns"]
+        assert sum(c["duration_ns"] for c in s["causes"]) + s["self_ns"] + s["unexplained_ns"] == s["value_ns"]
+        # Of the time the OS left the VM (this machine is shared: its other threads take their share too).
+        os_ns = sum(c["duration_ns"] for c in s["causes"] if c["kind"] not in ("gc", "scheduled_out"))
+        assert major["duration_ns"] > 0.2 * (s["value_ns"] - os_ns)
         assert isinstance(s["scheduler"], int) and s["scheduler"] >= 1
-    kinds = [r for r in out["summary"] if r["by"] == "kind"]
+    # Of the BEAM's own causes, the collector leads (the kernel side may name others beside it: this machine is
+    # shared, another test's culprit may be busy on the same CPU).
+    kinds = [r for r in out["summary"] if r["by"] == "kind" and r["kind"] in ("gc", "scheduled_out")]
     assert kinds[0]["kind"] == "gc"
     assert "gc major" in cli("show", run.id, "--db", db).out
 

@@ -30,6 +30,8 @@ defmodule RtScope.ExplainTest do
     assert %{kind: "scheduled_out", duration_ns: 120, count: 1, intervals: [[180, 300]]} = out
     assert %{kind: "gc", name: "minor", duration_ns: 30} = minor
     assert got.self_ns == 480 - 250
+    # On scheduler 2 at the start, then switched in on 3 at 420.
+    assert got.on == [[0, 2], [300, 3]]
   end
 
   test "an exec run with explain keeps the worst samples' collections in its trailer" do
@@ -41,5 +43,34 @@ defmodule RtScope.ExplainTest do
     assert a.value_ns >= b.value_ns
     assert Enum.any?(a.causes, &(&1.kind == "gc" and &1.name == "major"))
     assert a.self_ns + Enum.reduce(a.causes, 0, &(&1.duration_ns + &2)) == a.value_ns
+
+    # On the OS monotonic clock (CLOCK_MONOTONIC on Linux) for the kernel side, with the run's offsets.
+    assert a.os_end_ns - a.os_start_ns == a.value_ns and a.offset_bracket_ns >= 0
+    assert [[0, sched] | _] = a.on
+    assert is_integer(sched)
+    assert explain.clock.source == "clock_gettime(CLOCK_MONOTONIC)"
+    assert explain.clock.start.bracket_ns >= 0 and is_integer(explain.clock.drift_ns)
+    assert Enum.any?(explain.threads, fn [_tid, name] -> name == "1_scheduler" end)
+    assert explain.os_pid == List.to_integer(:os.getpid())
+  end
+
+  test "a sample entering the worst is marked for the window keeper on every traced CPU" do
+    marks = Path.join(System.tmp_dir!(), "rtscope-marks-#{System.unique_integer([:positive])}")
+    System.put_env("RTSCOPE_MARKS", marks)
+
+    try do
+      {:ok, result} = Exec.run(:sum, iterations: 20, pause_ms: 0, n: 100, explain: 3)
+      lines = marks |> File.read!() |> String.split("\n", trim: true)
+
+      # The first three enter the worst for sure; every explained sample was marked when it entered.
+      assert length(lines) >= 3
+
+      for s <- Keyword.fetch!(result.trailer, :explain).samples do
+        assert "#{s.os_start_ns} #{s.os_end_ns} *" in lines
+      end
+    after
+      System.delete_env("RTSCOPE_MARKS")
+      File.rm(marks)
+    end
   end
 end

@@ -126,16 +126,19 @@ def current_at(events: list[Event], end_ns: int) -> int | None:
     return pid
 
 
-def attribute(events: list[Event], start_ns: int, end_ns: int, measuring: int | None = None) -> dict:
-    """The causes of one sample whose interval is [start_ns, end_ns], from its CPU's events (sorted by time,
-    beginning some time before start_ns so that the state at start_ns is known).
-
-    `measuring`: the pid of the measuring thread (default: the task current at end_ns).
-    """
+def _slices(events: list[Event], start_ns: int, end_ns: int, vm: frozenset[int] = frozenset(),
+            cpu: int | None = None, assume: frozenset[int] = frozenset()
+            ) -> tuple[list[tuple[int, int, tuple, bool]], dict[int, int], tuple | None]:
+    """The interval [start_ns, end_ns] cut into (from, to, owner, vm_waits) slices: owner ("ctx", (kind, name,
+    irq)) for the innermost interrupt context, else ("task", pid); vm_waits: whether one of the `vm` threads was
+    runnable on this CPU (`cpu`) then (it ran, was preempted, or was woken for this CPU and not yet run; the
+    threads `assume` are taken as runnable until the events say otherwise). Also the kernel priorities seen, and
+    the task current at the end."""
     stack: list[tuple[str, str, int | None]] = []
     current: tuple[str, int, int | None] | None = None
     prios: dict[int, int] = {}
-    slices: list[tuple[int, int, tuple]] = []  # (from, to, owner) within [start, end]
+    runnable: set[int] = set(assume)
+    slices: list[tuple[int, int, tuple, bool]] = []
     last = None
     for e in events:
         if e.ts_ns > end_ns:
@@ -145,14 +148,16 @@ def attribute(events: list[Event], start_ns: int, end_ns: int, measuring: int | 
             # interrupted was current since then.
             current = (e.comm, e.pid, None)
             last = min(e.ts_ns, start_ns)
+            runnable.add(e.pid)
         if last is not None:
             a, b = max(last, start_ns), min(e.ts_ns, end_ns)
             if b > a:
                 # Outside interrupts, every line names the task current when it was written: it ran up to
                 # this event (also when the trace lost the sched_switch that brought it in).
-                slices.append((a, b, ("ctx", stack[-1]) if stack else ("task", e.pid)))
+                slices.append((a, b, ("ctx", stack[-1]) if stack else ("task", e.pid), bool(runnable & vm)))
         if not stack and e.pid != current[1] and e.name != "sched_switch":
             current = (e.comm, e.pid, prios.get(e.pid))
+            runnable.add(e.pid)
         last = e.ts_ns
         opened = _context(e)
         if opened:
@@ -171,39 +176,101 @@ def attribute(events: list[Event], start_ns: int, end_ns: int, measuring: int | 
                 (pc, pp, pprio), (nc, np_, nprio) = sw
                 prios[pp], prios[np_] = pprio, nprio
                 current = (nc, np_, nprio)
+                state = re.search(r"prev_state=(\S+)", e.rest)
+                if not (state and state[1].startswith("R")):  # blocked (S, D, ...), not preempted
+                    runnable.discard(pp)
+                runnable.add(np_)
         elif e.name == "sched_wakeup":
             f = e.fields()
             if f.get("pid", "").isdigit() and f.get("prio", "").isdigit():
                 prios[int(f["pid"])] = int(f["prio"])
+                target = f.get("target_cpu", "")
+                if cpu is None or (target.isdigit() and int(target) == cpu):
+                    runnable.add(int(f["pid"]))
     if current is not None and last is not None and end_ns > max(last, start_ns):
-        slices.append((max(last, start_ns), end_ns, ("ctx", stack[-1]) if stack else ("task", current[1])))
+        slices.append((max(last, start_ns), end_ns, ("ctx", stack[-1]) if stack else ("task", current[1]),
+                       bool(runnable & vm)))
+    return slices, prios, current
+
+
+def attribute(events: list[Event], start_ns: int, end_ns: int, measuring: int | None = None) -> dict:
+    """The causes of one sample whose interval is [start_ns, end_ns], from its CPU's events (sorted by time,
+    beginning some time before start_ns so that the state at start_ns is known).
+
+    `measuring`: the pid of the measuring thread (default: the task current at end_ns).
+    """
+    slices, prios, current = _slices(events, start_ns, end_ns)
     if measuring is None:
         measuring = current[1] if current else None
     names = _task_names(events)
     causes: dict[tuple, _Cause] = {}
     self_ns = idle_ns = 0
-    for a, b, (what, who) in slices:
+    for a, b, (what, who), _ in slices:
         if what == "task" and who == measuring:
             self_ns += b - a
             continue
         if what == "task" and who == 0:
             idle_ns += b - a
             continue
-        if what == "task":
-            key = ("thread", who)
-            if key not in causes:
-                causes[key] = _Cause("thread", names.get(who, "?"), pid=who, prio=prios.get(who))
-        else:
-            kind, name, irq = who
-            key = (kind, name, irq)
-            if key not in causes:
-                causes[key] = _Cause(kind, name, irq=irq)
-        causes[key].add(a, b, start_ns)
+        _cause(causes, what, who, names, prios).add(a, b, start_ns)
     ordered = sorted(causes.values(), key=lambda c: -c.duration_ns)
     explained = sum(c.duration_ns for c in ordered)
     return {"causes": [c.to_json() for c in ordered], "self_ns": self_ns, "idle_ns": idle_ns,
             "unexplained_ns": max(0, end_ns - start_ns - explained - self_ns),
             "measuring_pid": measuring, "measuring_comm": names.get(measuring) if measuring is not None else None}
+
+
+def _cause(causes: dict[tuple, _Cause], what: str, who, names: dict[int, str], prios: dict[int, int]) -> _Cause:
+    """The cause a slice's owner is, made on its first slice."""
+    if what == "task":
+        key: tuple = ("thread", who)
+        if key not in causes:
+            causes[key] = _Cause("thread", names.get(who, "?"), pid=who, prio=prios.get(who))
+    else:
+        kind, name, irq = who
+        key = (kind, name, irq)
+        if key not in causes:
+            causes[key] = _Cause(kind, name, irq=irq)
+    return causes[key]
+
+
+@dataclass
+class Interference:
+    """What the OS took from a VM (a process of several threads, e.g. the BEAM's schedulers) on one CPU during
+    [start, end]: `causes` (interrupt contexts at any time; other tasks while one of the VM's threads was
+    runnable on the CPU), their exact `spans` [(from, to, cause index)] in absolute ns, the time a VM thread
+    ran (`vm_spans`), and `elsewhere_ns`: time the VM did not want this CPU (idle, or other tasks while its
+    threads slept) — no cause."""
+    causes: list[dict]
+    spans: list[tuple[int, int, int]]
+    vm_spans: list[tuple[int, int]]
+    elsewhere_ns: int
+
+
+def interference(events: list[Event], start_ns: int, end_ns: int, vm: set[int], cpu: int,
+                 origin_ns: int | None = None, running: set[int] = frozenset()) -> Interference:
+    """The OS's interference with the `vm` threads on `cpu` during [start_ns, end_ns] (its events, sorted,
+    beginning before start_ns). The threads `running` (those that ran the measured code at start_ns) are taken
+    as runnable until the events say otherwise. `origin_ns`: what the causes' kept intervals are relative to
+    (default start_ns)."""
+    slices, prios, _ = _slices(events, start_ns, end_ns, frozenset(vm), cpu, frozenset(running))
+    names = _task_names(events)
+    causes: dict[tuple, _Cause] = {}
+    index: dict[int, int] = {}
+    spans: list[tuple[int, int, int]] = []
+    vm_spans: list[tuple[int, int]] = []
+    elsewhere = 0
+    for a, b, (what, who), vm_waits in slices:
+        if what == "task" and who in vm:
+            vm_spans.append((a, b))
+        elif what == "task" and (who == 0 or not vm_waits):
+            elsewhere += b - a
+        else:
+            c = _cause(causes, what, who, names, prios)
+            c.add(a, b, start_ns if origin_ns is None else origin_ns)
+            spans.append((a, b, index.setdefault(id(c), len(index))))
+    by_index = sorted(causes.values(), key=lambda c: index[id(c)])
+    return Interference([c.to_json() for c in by_index], spans, vm_spans, elsewhere)
 
 
 def _task_names(events: list[Event]) -> dict[int, str]:

@@ -25,10 +25,26 @@ defmodule RtScope.Explain do
   (time not running, GC excluded). `self_ns` is the rest: the process
   running its code (and whatever the OS took from its scheduler thread,
   which only the kernel side sees).
+
+  For the kernel side (rtscope's tracefs trace, CLOCK_MONOTONIC), each sample
+  also carries `os_start_ns`/`os_end_ns`: its interval on the OS monotonic
+  clock (`erlang:system_info(os_monotonic_time_source)`: clock_gettime
+  (CLOCK_MONOTONIC) on Linux), mapped with the offset Erlang monotonic − OS
+  monotonic read right after the call (a bracket of two Erlang readings
+  around one OS reading, `offset_bracket_ns` wide), and `on`: `[rel_ns,
+  scheduler]` at the call's start and at each switch-in inside it (0: a
+  dirty scheduler). A sample entering the worst so far is appended to
+  `$RTSCOPE_MARKS` as `OS_START OS_END *` (every traced CPU), so the
+  window keeper copies its trace while the ring buffer holds it. `stop/1`
+  returns `%{samples, clock, os_pid, threads}`: the offset at the run's
+  start and end (the tightest of several brackets), and the VM's OS threads
+  (`/proc/self/task`: tid and name, `N_scheduler`, `N_dirty_cpu_sch`, ...).
   """
 
   @flags [:garbage_collection, :running, :scheduler_id, :monotonic_timestamp]
-  @intervals_kept 16
+  # Every stretch of a cause up to this many (the kernel side carves its causes out of them; the store keeps 16).
+  @intervals_kept 4096
+  @clock_readings 9
 
   @doc "Starts tracing the calling process; returns the tracer."
   @spec start(pos_integer()) :: pid()
@@ -37,34 +53,72 @@ defmodule RtScope.Explain do
 
     tracer =
       spawn_link(fn ->
-        loop(%{k: k, events: [], pending: nil, worst: [], index: 0, sched: nil, me: me})
+        loop(%{
+          k: k,
+          events: [],
+          pending: nil,
+          worst: [],
+          index: 0,
+          sched: nil,
+          me: me,
+          marks: System.get_env("RTSCOPE_MARKS"),
+          clock_start: clock_offset(@clock_readings)
+        })
       end)
 
     :erlang.trace(self(), true, [{:tracer, tracer} | @flags])
     tracer
   end
 
-  @doc "The interval [t0, t1] of the sample just taken (after its clock reads)."
+  @doc "The interval [t0, t1] of the sample just taken (after its clock reads); reads the clock offset."
   @spec sample(pid(), integer(), integer()) :: :ok
   def sample(tracer, t0, t1) do
-    send(tracer, {:sample, t0, t1})
+    send(tracer, {:sample, t0, t1, offset_reading()})
     :ok
   end
 
-  @doc "Stops tracing; returns the explained samples, largest first."
-  @spec stop(pid()) :: [map()]
+  @doc "Stops tracing; returns the explained samples (largest first), the clock offsets and the VM's threads."
+  @spec stop(pid()) :: map()
   def stop(tracer),
     do: RtScope.TraceSelf.stop(tracer, @flags -- [:scheduler_id, :monotonic_timestamp])
 
+  @doc """
+  Erlang monotonic time − OS monotonic time in ns, and the reading's uncertainty: `{offset, bracket}`
+  (the OS clock read between two Erlang readings `bracket` ns apart), or nil without an OS monotonic source.
+  """
+  @spec offset_reading() :: {integer(), non_neg_integer()} | nil
+  def offset_reading do
+    a = :erlang.monotonic_time(:nanosecond)
+    os = :erlang.system_info(:os_monotonic_time_source) |> Keyword.get(:time)
+    b = :erlang.monotonic_time(:nanosecond)
+
+    if is_integer(os),
+      do: {div(a + b, 2) - :erlang.convert_time_unit(os, :native, :nanosecond), b - a}
+  end
+
+  @doc "The tightest of `n` offset readings, as `%{offset_ns, bracket_ns}` (nil: no OS monotonic source)."
+  @spec clock_offset(pos_integer()) :: map() | nil
+  def clock_offset(n) do
+    case for(_ <- 1..n, r = offset_reading(), r != nil, do: r) do
+      [] ->
+        nil
+
+      readings ->
+        readings
+        |> Enum.min_by(&elem(&1, 1))
+        |> then(fn {o, w} -> %{offset_ns: o, bracket_ns: w} end)
+    end
+  end
+
   defp loop(st) do
     receive do
-      {:sample, t0, t1} ->
+      {:sample, t0, t1, off} ->
         st = settle(st)
-        loop(%{st | pending: {st.index, t0, t1}, index: st.index + 1})
+        loop(%{st | pending: {st.index, t0, t1, off}, index: st.index + 1})
 
       {:result, to, ref} ->
         st = settle(st)
-        send(to, {ref, Enum.sort_by(st.worst, & &1.value_ns, :desc)})
+        send(to, {ref, result(st)})
 
       ev when elem(ev, 0) == :trace_ts ->
         loop(%{st | events: [event(ev) | st.events]})
@@ -108,10 +162,15 @@ defmodule RtScope.Explain do
   # Attribute the pending sample with the events so far; keep events from its end on.
   defp settle(%{pending: nil} = st), do: st
 
-  defp settle(%{pending: {i, t0, t1}} = st) do
+  defp settle(%{pending: {i, t0, t1, off}} = st) do
     events = Enum.reverse(st.events)
     {explained, sched} = attribute(events, t0, t1, st.sched)
-    explained = Map.merge(explained, %{index: i, value_ns: t1 - t0, start_ns: t0})
+
+    explained =
+      Map.merge(
+        explained,
+        Map.merge(%{index: i, value_ns: t1 - t0, start_ns: t0}, on_os_clock(t0, t1, off))
+      )
 
     # Events after t1 belong to the next sample (a GC begun in the pause is attributed there if it overlaps).
     rest = Enum.filter(events, fn {ts, _, _} -> ts > t1 end)
@@ -122,9 +181,59 @@ defmodule RtScope.Explain do
       st
       | events: Enum.reverse(open ++ rest),
         pending: nil,
-        worst: keep(st.worst, explained, st.k),
+        worst: keep(st.worst, explained, st.k, st.marks),
         sched: sched
     }
+  end
+
+  defp on_os_clock(_t0, _t1, nil), do: %{os_start_ns: nil, os_end_ns: nil, offset_bracket_ns: nil}
+
+  defp on_os_clock(t0, t1, {off, bracket}),
+    do: %{os_start_ns: t0 - off, os_end_ns: t1 - off, offset_bracket_ns: bracket}
+
+  defp result(st) do
+    clock_end = clock_offset(@clock_readings)
+
+    drift =
+      if st.clock_start && clock_end,
+        do: clock_end.offset_ns - st.clock_start.offset_ns
+
+    %{
+      samples: Enum.sort_by(st.worst, & &1.value_ns, :desc),
+      clock: %{
+        source: os_clock_source(),
+        start: st.clock_start,
+        end: clock_end,
+        drift_ns: drift,
+        time_warp_mode: :erlang.system_info(:time_warp_mode),
+        time_correction: :erlang.system_info(:time_correction)
+      },
+      os_pid: List.to_integer(:os.getpid()),
+      threads: vm_threads()
+    }
+  end
+
+  defp os_clock_source do
+    src = :erlang.system_info(:os_monotonic_time_source)
+
+    case {Keyword.get(src, :function), Keyword.get(src, :clock_id)} do
+      {nil, _} -> nil
+      {f, nil} -> "#{f}()"
+      {f, id} -> "#{f}(#{id})"
+    end
+  end
+
+  # The VM's OS threads (Linux): [[tid, name]], e.g. "1_scheduler", "1_dirty_cpu_sch"; [] elsewhere.
+  defp vm_threads do
+    case File.ls("/proc/self/task") do
+      {:ok, tids} ->
+        for tid <- Enum.sort_by(tids, &String.to_integer/1),
+            {:ok, comm} <- [File.read("/proc/self/task/#{tid}/comm")],
+            do: [String.to_integer(tid), String.trim_trailing(comm, "\n")]
+
+      _ ->
+        []
+    end
   end
 
   # A collection that started before t1 and has not ended: carried into the next window.
@@ -136,18 +245,30 @@ defmodule RtScope.Explain do
     end)
   end
 
-  defp keep(worst, s, k) when length(worst) < k, do: [s | worst]
+  defp keep(worst, s, k, marks) when length(worst) < k, do: mark([s | worst], s, marks)
 
-  defp keep(worst, s, _k) do
+  defp keep(worst, s, _k, marks) do
     smallest = Enum.min_by(worst, & &1.value_ns)
-    if s.value_ns > smallest.value_ns, do: [s | List.delete(worst, smallest)], else: worst
+
+    if s.value_ns > smallest.value_ns,
+      do: mark([s | List.delete(worst, smallest)], s, marks),
+      else: worst
   end
+
+  # A sample entering the worst so far: its window, for the kernel side's window keeper (every traced CPU).
+  defp mark(worst, %{os_start_ns: a, os_end_ns: b}, marks)
+       when is_binary(marks) and is_integer(a) do
+    _ = File.write(marks, "#{a} #{b} *\n", [:append])
+    worst
+  end
+
+  defp mark(worst, _s, _marks), do: worst
 
   @doc false
   # The causes inside [t0, t1] from the events (in time order); the scheduler it ran on last.
-  def attribute(events, t0, t1, sched \\ nil) do
+  def attribute(events, t0, t1, sched0 \\ nil) do
     {gcs, outs, sched, _gc_open, _out_open} =
-      Enum.reduce(events, {[], [], sched, nil, nil}, fn
+      Enum.reduce(events, {[], [], sched0, nil, nil}, fn
         {ts, :gc_start, {tag, before}}, {g, o, s, _, out} ->
           {g, o, s, {ts, tag, before}, out}
 
@@ -215,8 +336,25 @@ defmodule RtScope.Explain do
     causes = Enum.sort_by(gc_causes ++ out_causes, & &1.duration_ns, :desc)
     explained = Enum.reduce(causes, 0, &(&1.duration_ns + &2))
 
-    {%{scheduler: sched, causes: causes, self_ns: max(0, t1 - t0 - explained), unexplained_ns: 0},
-     sched}
+    {%{
+       scheduler: sched,
+       causes: causes,
+       self_ns: max(0, t1 - t0 - explained),
+       unexplained_ns: 0,
+       on: on_schedulers(events, t0, t1, sched0)
+     }, sched}
+  end
+
+  # [rel_ns, scheduler]: the scheduler the process was on (or last left) at t0, then each switch-in inside
+  # [t0, t1] (scheduler 0: a dirty scheduler, e.g. a collection of a large heap).
+  defp on_schedulers(events, t0, t1, sched0) do
+    at_start =
+      Enum.reduce(events, sched0, fn
+        {ts, what, sc}, _s when ts <= t0 and what in [:in, :out] and is_integer(sc) -> sc
+        _, s -> s
+      end)
+
+    [[0, at_start] | for({ts, :in, sc} <- events, ts > t0 and ts < t1, do: [ts - t0, sc])]
   end
 
   defp overlap({a, b}, spans),

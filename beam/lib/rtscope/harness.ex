@@ -138,7 +138,7 @@ defmodule RtScope.Harness do
     # The explained samples (RtScope.Explain), when the workload recorded them.
     trailer =
       case Map.fetch(info, :explain) do
-        {:ok, samples} -> trailer ++ [explain: %{source: "erlang:trace", samples: samples}]
+        {:ok, explained} -> trailer ++ [explain: Map.put(explained, :source, "erlang:trace")]
         :error -> trailer
       end
 

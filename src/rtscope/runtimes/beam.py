@@ -15,7 +15,8 @@ On a BEAM node target (targets/beam_node.py, docs/nerves.md) no VM is started: t
 line runs inside the running node, which holds the harness's modules for the session.
 
 Settings of this runtime: the measuring process's spawn options (fullsweep_after, min_heap_size,
-priority, message_queue_data), vm_flags, and model for workload tasks (defined in settings/registry.py, the
+priority, message_queue_data), vm_flags, cpu and rt_priority (the VM's process pinned with `taskset -c`,
+run under SCHED_FIFO with `chrt -f`), and model for workload tasks (defined in settings/registry.py, the
 VM flag rules in settings/vm_flags.py); workload msgq, which only this runtime runs, and the three BEAM
 variants of workload timer are in workloads.py.
 """
@@ -24,9 +25,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from .. import paths
+from .. import paths, samplefile
 from ..errors import RtscopeError, UsageError, choices
 from ..targets import Target
 from ..targets.beam_node import HARNESS, BeamNodeTarget
@@ -78,6 +80,17 @@ def harness_args(req: RunRequest) -> list[str]:
     if s.get("vm_flags"):
         argv += ["--vm-flags", s["vm_flags"]]
     return argv
+
+
+# Settings of the VM's OS process (all its threads: schedulers, dirty schedulers, the rest): `cpu` pins it to
+# one CPU with taskset (the VM then brings one scheduler online: it counts the CPUs it may use); `rt_priority`
+# runs it under SCHED_FIFO with chrt.
+VM_PROCESS_SETTINGS = ("cpu", "rt_priority")
+
+
+def vm_process_prefix(s: dict) -> list[str]:
+    prefix = ["chrt", "-f", str(s["rt_priority"])] if "rt_priority" in s else []
+    return prefix + (["taskset", "-c", str(s["cpu"])] if "cpu" in s else [])
 
 
 def gpio_port_program(site: Site) -> str:
@@ -136,13 +149,27 @@ class Beam(Runtime):
     def command(self, req: RunRequest, out: str, site: Site) -> list[str]:
         gpio = ["--rtprobe", gpio_port_program(site)] if req.workload == "gpio" else []
         if isinstance(site.target, BeamNodeTarget):  # a running node: the harness is loaded there already
+            started = sorted(set(req.settings) & set(VM_PROCESS_SETTINGS))
+            if started:
+                raise UsageError(f"setting {started[0]} applies to a VM rtscope starts; target {site.target.name} "
+                                 "is a running BEAM node (set it where its VM is started, e.g. taskset, chrt)")
             return [HARNESS, *harness_args(req), *gpio, "--output", out]
-        env = ["env", *(a for name in CLEARED_ENV for a in ("-u", name)), "ERL_CRASH_DUMP_SECONDS=0"]
+        env = [*vm_process_prefix(req.settings), "env", *(a for name in CLEARED_ENV for a in ("-u", name)), "ERL_CRASH_DUMP_SECONDS=0"]
         vm = ["--erl", req.settings["vm_flags"]] if req.settings.get("vm_flags") else []
         exe = paths.elixir() if site.target.is_local else "elixir"
         harness = site.tool("beam_ebin", lambda target: paths.beam_ebin(), tree=True)  # BEAM files run on any arch
         return [*env, exe, *vm, "-pa", harness, "-e", "RtScope.CLI.main(System.argv())", "--",
                 *harness_args(req), *gpio, "--output", out]
+
+    def collect(self, req: RunRequest, out: Path, workdir: Path, proc: Any) -> Path:
+        """The harness's sample file, with the VM process's settings recorded (the harness does not know them:
+        taskset and chrt set them before the VM starts)."""
+        applied = {name: req.settings[name] for name in VM_PROCESS_SETTINGS if name in req.settings}
+        if applied:
+            sf = samplefile.read(out)
+            sf.header["settings"].update(applied)
+            samplefile.write(out, sf.header, sf.data, sf.trailer)
+        return out
 
     def version(self, site: Site | None = None) -> str | None:
         try:
@@ -160,5 +187,5 @@ RUNTIME = Beam(
                "timer": BEAM_TIMER_VARIANTS,
                "msgq": ("pmap", "fan_in"), "tasks": ("memory", "switch"),
                "gpio": ("write", "read", "blink", "genserver_write")},
-    settings=(*SPAWN_SETTINGS, "vm_flags", "model"),
+    settings=(*SPAWN_SETTINGS, "vm_flags", "model", *VM_PROCESS_SETTINGS),
 )

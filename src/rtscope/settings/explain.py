@@ -21,12 +21,14 @@ from ..errors import RtscopeError, UsageError
 from ..options import integer
 from ..signals import held_signals
 from ..targets import tracefs
+from . import explain_beam
 from .base import RunContext, Setting
 
 MARKS_ENV = "RTSCOPE_MARKS"  # probes/lib/worst.h
 LOOKBACK_NS = 2_000_000  # trace read before a sample's start: the context the CPU was in when it began
 # runtime -> workloads it explains: native from the kernel's trace (its probe stamps sample starts), beam from
-# the measuring process's GC and scheduling trace (the harness's RtScope.Explain, beam/lib/rtscope/explain.ex).
+# the measuring process's GC and scheduling trace (the harness's RtScope.Explain, beam/lib/rtscope/explain.ex)
+# and, on targets with a shell, from the kernel's trace too (settings/explain_beam.py).
 EXPLAINED = {"native": ("timer", "exec"), "beam": ("exec",)}
 KERNEL_SIDE = ("native",)
 
@@ -123,19 +125,42 @@ def explain_samples(instance: tracefs.Instance, sf: Any, k: int) -> tuple[list[d
     return records, cost
 
 
-def beam_samples(sf: Any, k: int) -> list[dict]:
+def beam_samples(sf: Any, k: int, *, full: bool = False) -> list[dict]:
     """The explained samples the BEAM harness wrote into the trailer, as stored records (the trailer keeps
-    only what it cost)."""
+    only what it cost, and the clock mapping). `full`: every stretch of each cause (for the kernel side's
+    merge), else the first causes.INTERVALS_KEPT."""
     got = sf.trailer.get("explain") or {}
     records = []
     for s in got.get("samples", []):
         causes_ = [{"pid": None, "irq": None, "prio": None, **c} for c in s.get("causes", [])]
+        if not full:
+            causes_ = [{**c, "intervals": (c.get("intervals") or [])[:causes.INTERVALS_KEPT]} for c in causes_]
         records.append({"sample_index": s["index"], "thread": None, "cpu": None, "value_ns": s["value_ns"],
                         "start_ns": s["start_ns"], "causes": causes_, "self_ns": s.get("self_ns", 0), "idle_ns": 0,
                         "unexplained_ns": s.get("unexplained_ns", 0), "scheduler": s.get("scheduler"),
-                        "clock": "erlang:monotonic_time", "note": None})
+                        "clock": "erlang:monotonic_time", "note": None,
+                        **({"os_start_ns": s.get("os_start_ns"), "os_end_ns": s.get("os_end_ns"), "on": s.get("on"),
+                            "offset_bracket_ns": s.get("offset_bracket_ns")} if full else {})})
     sf.trailer["explain"] = {"samples": len(records), "per_thread": k, "source": got.get("source", "erlang:trace")}
     return records
+
+
+def beam_kernel_samples(instance: tracefs.Instance, sf: Any, k: int) -> list[dict]:
+    """A BEAM run's explained samples with both sides: the harness's (GCs, times scheduled out) and the
+    kernel's (what the OS took from the VM's scheduler threads), merged (settings/explain_beam.py)."""
+    got = sf.trailer.get("explain") or {}
+    records, cost = explain_beam.kernel_side(instance, beam_samples(sf, k, full=True), got)
+    for r in records:
+        for key in ("os_start_ns", "os_end_ns", "on"):
+            r.pop(key, None)
+    sf.trailer["explain"] = {**sf.trailer["explain"], **cost, "clock_mapping": explain_beam.clock_summary(got)}
+    return records
+
+
+def kernel_side(req: Any, target: Any) -> bool:
+    """Whether the run is explained from its target's kernel trace: native runs, and BEAM runs on a target
+    with a shell (a BEAM node target has none: the BEAM side only)."""
+    return req.runtime in KERNEL_SIDE or (req.runtime == "beam" and getattr(target, "runtimes", None) is None)
 
 
 @contextmanager
@@ -147,7 +172,7 @@ def explaining(value: int, ctx: RunContext) -> Iterator[None]:
     why = unsupported(ctx.request)
     if why:
         raise UsageError(why)
-    if ctx.request.runtime not in KERNEL_SIDE:
+    if not kernel_side(ctx.request, ctx.target):
         ctx.explain = lambda sf: beam_samples(sf, value)
         yield
         return
@@ -162,6 +187,8 @@ def explaining(value: int, ctx: RunContext) -> Iterator[None]:
     instance = tracefs.Instance(target, _probe_cpus(ctx.request, online))
 
     def explain(sf: Any) -> list[dict]:
+        if ctx.request.runtime == "beam":
+            return beam_kernel_samples(instance, sf, value)
         records, cost = explain_samples(instance, sf, value)
         sf.trailer["explain"] = cost
         return records
@@ -169,7 +196,8 @@ def explaining(value: int, ctx: RunContext) -> Iterator[None]:
     try:
         instance.start()
         instance.keep_windows(ctx.run_dir, online)
-        # rtprobe --mark-worst (the native runtime adds it) appends the worst samples' windows here.
+        # rtprobe --mark-worst (the native runtime adds it) and the BEAM harness append the worst samples'
+        # windows here.
         ctx.command_prefix = ctx.command_prefix + ["env", f"{MARKS_ENV}={instance.marks}"]
         ctx.explain = explain
         yield

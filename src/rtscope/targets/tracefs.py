@@ -160,7 +160,7 @@ BEGIN { n = split(W, w, " ") }
 
 # The window keeper: every KEEP_S, copies the windows of the samples the probe marked since its last pass
 # (rtprobe --mark-worst appends "START END CPU" to $RTSCOPE_MARKS when a sample enters its thread's worst so
-# far) out of the ring buffer's per-CPU `trace` files, while the buffer still holds them. It sleeps between
+# far; the BEAM harness, which cannot know its CPU, writes CPU `*`: every traced CPU) out of the ring buffer's per-CPU `trace` files, while the buffer still holds them. It sleeps between
 # passes and never waits on trace_pipe: a waiting reader would make the kernel wake it at every event.
 # Each pass writes one file (kept atomically by a rename); `once` makes the last pass after the run.
 _WINDOW_LINES = r"""
@@ -174,14 +174,16 @@ BEGIN { n = split(W, w, " ") }
 }
 """
 _KEEPER = r"""
-marks=$1; dir=$2; inst=$3; prog=$4; look=$5; every=$6; mode=$7
+marks=$1; dir=$2; inst=$3; prog=$4; look=$5; every=$6; mode=$7; traced=$8
 mkdir -p "$dir"
 pass() {
   [ -f "$marks" ] || return 0
   done_=$(cat "$dir/.n" 2>/dev/null || echo 0)
   total=$(wc -l < "$marks")
   [ "$total" -gt "$done_" ] || return 0
-  sed -n "$((done_ + 1)),${total}p" "$marks" > "$dir/.new"
+  sed -n "$((done_ + 1)),${total}p" "$marks" |
+    awk -v all="$traced" '$3 == "*" { n = split(all, c, ","); for (i = 1; i <= n; i++) print $1, $2, c[i]; next } { print }' \
+    > "$dir/.new"
   : > "$dir/.part"
   for cpu in $(awk '{ print $3 }' "$dir/.new" | sort -u); do
     w=$(awk -v c="$cpu" '$3 == c { printf "%s %s ", $1, $2 }' "$dir/.new")
@@ -252,7 +254,7 @@ echo 1 > "$d/tracing_on"
 
     def _keeper_argv(self, mode: str) -> list[str]:
         return ["sh", "-c", _KEEPER, "sh", self.marks, self.kept, self.path, _WINDOW_LINES, str(LOOK_S), str(KEEP_S),
-                mode]
+                mode, ",".join(map(str, self.cpus))]
 
     def keep_windows(self, run_dir: str, online: list[int]) -> None:
         """Start the window keeper on the target, on the CPUs the probe does not use when there are any
