@@ -237,7 +237,11 @@ def test_explain_refuses_what_it_cannot_explain(cli, db, tmp_path):
                  "[workload.settings]\nexplain = 5\n")
     r = cli("check", p)
     assert r.code == 2
-    assert "setting explain applies to runtime native: workload timer, exec; runtime beam: workload exec" in r.err
+    assert "setting explain applies to runtime native: workload timer, exec, gpio; runtime beam: workload exec" in r.err
+    p.write_text('name = "x"\n[[workload]]\nname = "gpio"\nvariants = ["blink"]\nruntime = "beam"\n'
+                 "[workload.settings]\nexplain = 5\n")
+    r = cli("check", p)
+    assert r.code == 2 and "; not to beam gpio" in r.err
     r = cli("run", spec(tmp_path, explain=-1), "--db", db)
     assert r.code == 2 and "an integer >= 0" in r.err
 
