@@ -441,8 +441,10 @@ static int run(const void *arg)
     const struct rtp_sf_column *columns = is_blink ? blink_columns
                                           : cfg->variant->output ? write_columns
                                                                  : read_columns;
-    const struct rtp_sf_header header = {
-        .workload = "gpio", .variant = cfg->variant->name, .columns = columns, .ncolumns = cfg->start_times ? 4 : 3};
+    const struct rtp_sf_header header = {.workload = "gpio",
+                                         .variant = cfg->variant->name,
+                                         .columns = columns,
+                                         .ncolumns = cfg->start_times ? 4 : 3}; /* start: the last column */
     if ((rc = rtp_run_open(&sf, cfg->output, &header, RTP_SF_BUFFER)) != RTP_EXIT_OK)
         goto out;
     out.w = sf.w;
