@@ -269,21 +269,27 @@ def test_explain_names_the_culprit_of_a_late_blink(pi3, tmp_path, cli):
                                              for s in samples]
 
 
-def test_explain_a_write_explains_write_1(pi3, tmp_path, cli):
-    # pause_ms 1: the writer sleeps between iterations, so each window shows it switched in (the task current
-    # during a write is known only from a sched_switch within the trace read before it).
-    run, data, out = explained_run(pi3, tmp_path, cli, "write", iterations=300, pause_ms=1, line=2)
-    assert [c["name"] for c in run.columns] == ["write_1", "write_0", "cpu", "start"]
-    assert run.trailer["explain"]["column"] == "write_1"
-    assert (np.diff(data["start"]) >= data["write_1"][:-1] + data["write_0"][:-1]).all()  # one after the other
+@pytest.mark.parametrize("variant, column, params", [
+    ("write", "write_1", {"line": 2}),
+    ("read", "duration", {"line": 3}),
+])
+def test_explain_a_call_explains_its_primary(pi3, tmp_path, cli, variant, column, params):
+    # pause_ms 1: the caller sleeps between iterations, so each window shows it switched in (the task current
+    # during a call is known only from a sched_switch within the trace read before it).
+    run, data, out = explained_run(pi3, tmp_path, cli, variant, iterations=300, pause_ms=1, **params)
+    assert [c["name"] for c in run.columns][0] == column and run.columns[-1]["name"] == "start"
+    assert run.trailer["explain"]["column"] == column
+    took = data[column] + (data["write_0"] if variant == "write" else 0)
+    assert (np.diff(data["start"]) >= took[:-1]).all()  # one call after the other, on the trace's clock
     samples = out["samples"]
-    assert [s["value_ns"] for s in samples] == sorted(data["write_1"].tolist(), reverse=True)[:10]
+    assert [s["value_ns"] for s in samples] == sorted(data[column].tolist(), reverse=True)[:10]
     traced = [s for s in samples if not s["note"]]
     assert traced, samples
-    for s in traced:  # what ran during the write: its causes and the writer's own time, no more than the write
+    for s in traced:  # what ran during the call: its causes, the caller's own time and the rest, the call's time
         assert sum(c["duration_ns"] for c in s["causes"]) + s["self_ns"] + s["unexplained_ns"] == s["value_ns"]
         assert s["self_ns"] > 0, [(x["value_ns"], x["self_ns"], x["idle_ns"], x["unexplained_ns"], x["measuring_pid"],
-                                   [(c["kind"], c["name"], c["pid"], c["duration_ns"]) for c in x["causes"]]) for x in samples]
+                                   [(c["kind"], c["name"], c["pid"], c["duration_ns"]) for c in x["causes"]])
+                                  for x in samples]
 
 
 def test_explain_refused_where_the_guest_cannot_trace(pi3, tmp_path, monkeypatch):
