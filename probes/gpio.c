@@ -7,6 +7,9 @@
  *   read   per iteration: one read (timed); columns duration, value, cpu
  *   blink  an LED loop on an absolute schedule: 1 at each period's start, 0 at its middle;
  *          columns period (between consecutive rising edges), lateness (of the rising edge), cpu
+ *   With --start-times a last column start (CLOCK_MONOTONIC ns): the write of 1's start (write_0 starts at
+ *   start + write_1, the same clock reading), the read's start, blink's deadline. --mark-worst K marks the
+ *   samples entering the K worst of the explained value: write_1, duration, lateness (rtscope setting explain).
  *   port   no sample file: {packet,2} frames on stdin/stdout, "1"/"0" set -> "k", "r" -> "0"/"1";
  *          first frame "ready", or "E<message>" and exit 1 */
 #include <errno.h>
@@ -27,6 +30,7 @@
 #include "samplefile.h"
 #include "subcommand.h"
 #include "util.h"
+#include "worst.h"
 
 #define GPIO_MAX_ITERATIONS INT64_C(100000000)
 #define GPIO_MAX_MS 3600000.0
@@ -55,8 +59,17 @@ struct gpio_config {
     double pause_ms;
     double period_ms;
     const char *output;
+    bool start_times;   /* --start-times: a last column start */
+    int64_t mark_worst; /* --mark-worst K */
     struct rtp_rt_options rt;
     int help;
+};
+
+/* What a measured variant's loop needs besides the config: the sample file and the worst-sample marks. */
+struct gpio_sink {
+    struct rtp_sf_writer *w;
+    struct rtp_worst worst;
+    int marker_fd; /* -1: no marks */
 };
 
 static const struct rtp_choices choices = {"gpio", "variant", variants, NVARIANTS, sizeof variants[0]};
@@ -78,6 +91,12 @@ static void print_help(void)
            "  --iterations N     recorded calls, or periods for blink (default 1000)\n"
            "  --pause-ms X       pause between calls in ms, 0 for none (default 1)\n"
            "  --period-ms X      blink period in ms (default 10)\n"
+           "  --start-times      add a column start, CLOCK_MONOTONIC ns: the write of 1's or\n"
+           "                     the read's start, blink's deadline (what rtscope explain\n"
+           "                     matches kernel events against)\n"
+           "  --mark-worst K     when a sample enters the K worst (write_1, duration, blink's\n"
+           "                     lateness), append its window (start end cpu) to the file in\n"
+           "                     $RTSCOPE_MARKS\n"
            "%s"
            "  --help             this text\n"
            "\n"
@@ -118,6 +137,11 @@ static int parse_args(int argc, char **argv, struct gpio_config *cfg)
                 return RTP_EXIT_USAGE;
         } else if ((m = rtp_option_value(argc, argv, &i, "--period-ms", &v)) != 0) {
             if (m < 0 || rtp_option_f64("--period-ms", v, 0.01, GPIO_MAX_MS, &cfg->period_ms) != 0)
+                return RTP_EXIT_USAGE;
+        } else if (strcmp(argv[i], "--start-times") == 0) {
+            cfg->start_times = true;
+        } else if ((m = rtp_option_value(argc, argv, &i, "--mark-worst", &v)) != 0) {
+            if (m < 0 || rtp_option_i64("--mark-worst", v, 0, 1000000, &cfg->mark_worst) != 0)
                 return RTP_EXIT_USAGE;
         } else if (rtp_unknown_option("gpio", argv[i]) || rtp_choice_set(&choices, argv[i], &chosen) != 0) {
             return RTP_EXIT_USAGE;
@@ -283,20 +307,36 @@ static int run_port(const struct gpio_config *cfg)
 
 /* ---- the measured variants ------------------------------------------------ */
 
-static const struct rtp_sf_column write_columns[] = {
-    {"write_1", "ns", RTP_SF_I64}, {"write_0", "ns", RTP_SF_I64}, {"cpu", "", RTP_SF_I64}};
-static const struct rtp_sf_column read_columns[] = {
-    {"duration", "ns", RTP_SF_I64}, {"value", "", RTP_SF_I64}, {"cpu", "", RTP_SF_I64}};
-static const struct rtp_sf_column blink_columns[] = {
-    {"period", "ns", RTP_SF_I64}, {"lateness", "ns", RTP_SF_I64}, {"cpu", "", RTP_SF_I64}};
+/* The last column, start, only with --start-times. */
+static const struct rtp_sf_column write_columns[] = {{"write_1", "ns", RTP_SF_I64},
+                                                     {"write_0", "ns", RTP_SF_I64},
+                                                     {"cpu", "", RTP_SF_I64},
+                                                     {"start", "ns", RTP_SF_I64}};
+static const struct rtp_sf_column read_columns[] = {{"duration", "ns", RTP_SF_I64},
+                                                    {"value", "", RTP_SF_I64},
+                                                    {"cpu", "", RTP_SF_I64},
+                                                    {"start", "ns", RTP_SF_I64}};
+static const struct rtp_sf_column blink_columns[] = {{"period", "ns", RTP_SF_I64},
+                                                     {"lateness", "ns", RTP_SF_I64},
+                                                     {"cpu", "", RTP_SF_I64},
+                                                     {"start", "ns", RTP_SF_I64}};
 
-static int measure(const struct gpio_config *cfg, int fd, struct rtp_sf_writer *w)
+/* One sample: appended, and marked when its explained value (from start, for value ns) enters the worst. */
+static void record(struct gpio_sink *out, union rtp_sf_value rec[4], int64_t start, int64_t value)
+{
+    rec[3].i = start;
+    rtp_sf_append(out->w, rec); /* errors are reported by rtp_sf_finish */
+    if (out->marker_fd >= 0 && rtp_worst_offer(&out->worst, value))
+        rtp_mark_window(out->marker_fd, start, start + value);
+}
+
+static int measure(const struct gpio_config *cfg, int fd, struct gpio_sink *out)
 {
     const bool is_write = strcmp(cfg->variant->name, "write") == 0;
     const int64_t pause_ns = llround(cfg->pause_ms * 1e6);
     for (int64_t k = -1; k < cfg->iterations; k++) { /* k = -1: the warm-up, not recorded */
         struct timespec t0, t1, t2;
-        union rtp_sf_value rec[3];
+        union rtp_sf_value rec[4];
         int failed;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         if (is_write) {
@@ -319,14 +359,14 @@ static int measure(const struct gpio_config *cfg, int fd, struct rtp_sf_writer *
         }
         rec[2].i = sched_getcpu();
         if (k >= 0)
-            rtp_sf_append(w, rec);
+            record(out, rec, rtp_ts_to_ns(t0), rec[0].i);
         if (rtp_stop_signal || (k + 1 < cfg->iterations && rtp_sleep_ns(pause_ns) != 0))
             return -1;
     }
     return RTP_EXIT_OK;
 }
 
-static int blink(const struct gpio_config *cfg, int fd, struct rtp_sf_writer *w)
+static int blink(const struct gpio_config *cfg, int fd, struct gpio_sink *out)
 {
     const int64_t period = llround(cfg->period_ms * 1e6);
     struct timespec start, deadline, previous = {0, 0};
@@ -340,11 +380,11 @@ static int blink(const struct gpio_config *cfg, int fd, struct rtp_sf_writer *w)
             goto failed;
         clock_gettime(CLOCK_MONOTONIC, &rise);
         if (k >= 0) {
-            union rtp_sf_value rec[3];
+            union rtp_sf_value rec[4];
             rec[0].i = rtp_ts_diff_ns(rise, previous);
             rec[1].i = rtp_ts_diff_ns(rise, deadline);
             rec[2].i = sched_getcpu();
-            rtp_sf_append(w, rec);
+            record(out, rec, rtp_ts_to_ns(deadline), rec[1].i);
         }
         previous = rise;
         if (rtp_sleep_until(rtp_ts_add_ns(deadline, period / 2)) != 0)
@@ -366,6 +406,15 @@ static int run(const void *arg)
         return run_port(cfg);
     char err[400];
     struct rtp_run sf;
+    struct gpio_sink out = {.marker_fd = cfg->mark_worst > 0 ? rtp_marker_open(RTPROBE_NAME " gpio") : -1};
+    if (out.marker_fd == -2)
+        return RTP_EXIT_FAILURE;
+    if (rtp_worst_init(&out.worst, out.marker_fd >= 0 ? (int)cfg->mark_worst : 0) != 0) {
+        fprintf(stderr, RTPROBE_NAME ": out of memory\n");
+        if (out.marker_fd >= 0)
+            close(out.marker_fd);
+        return RTP_EXIT_FAILURE;
+    }
     int fd = -1;
     int rc = rtp_run_start(&sf);
     if (rc != RTP_EXIT_OK || (rc = rtp_rt_apply(&cfg->rt)) != RTP_EXIT_OK)
@@ -392,17 +441,20 @@ static int run(const void *arg)
     const struct rtp_sf_column *columns = is_blink ? blink_columns
                                           : cfg->variant->output ? write_columns
                                                                  : read_columns;
-    const struct rtp_sf_header header = {
-        .workload = "gpio", .variant = cfg->variant->name, .columns = columns, .ncolumns = 3};
+    const struct rtp_sf_header header = {.workload = "gpio",
+                                         .variant = cfg->variant->name,
+                                         .columns = columns,
+                                         .ncolumns = cfg->start_times ? 4 : 3}; /* start: the last column */
     if ((rc = rtp_run_open(&sf, cfg->output, &header, RTP_SF_BUFFER)) != RTP_EXIT_OK)
         goto out;
+    out.w = sf.w;
     if (rtp_sf_reserve(sf.w, (size_t)cfg->iterations) != 0) {
         fprintf(stderr, RTPROBE_NAME ": cannot allocate memory for %lld records\n",
                 (long long)cfg->iterations);
         rc = RTP_EXIT_FAILURE;
         goto out;
     }
-    rc = is_blink ? blink(cfg, fd, sf.w) : measure(cfg, fd, sf.w);
+    rc = is_blink ? blink(cfg, fd, &out) : measure(cfg, fd, &out);
     if (rc < 0) {
         rc = rtp_run_stopped("no sample file written");
         goto out;
@@ -418,6 +470,9 @@ out:
     if (fd >= 0)
         close(fd);
     rtp_run_free(&sf);
+    rtp_worst_free(&out.worst);
+    if (out.marker_fd >= 0)
+        close(out.marker_fd);
     return rc;
 }
 

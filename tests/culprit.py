@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -14,6 +15,7 @@ NAME = "rtsc-culprit"
 BUSY_S = 0.010
 PERIOD_S = 0.200
 TRACEFS = Path("/sys/kernel/tracing")
+SUM_N = 14_000_000  # exec sum of about 10 ms on this machine (the guest calibrates it)
 
 _CODE = r"""
 import os, sys, time
@@ -76,3 +78,31 @@ def check_named(samples: list[dict], pid: int, within: float | None = 0.2, *, se
                 and (within is None or abs(top["duration_ns"] - s["value_ns"]) <= within * s["value_ns"])):
             named += 1
     return len(big), named
+
+
+def start_in_guest(target, cpu: int) -> int:
+    """The culprit in a guest (or any target with a shell): rtprobe as NAME, `exec sum` calibrated there to busy
+    about BUSY_S, then a pause to PERIOD_S, SCHED_FIFO 90 on `cpu`; its pid in the guest."""
+    from rtscope import paths, samplefile
+    probe = str(paths.for_arch("rtprobe", target.arch, False))
+    target.put(probe, f"/tmp/{NAME}", mode=0o755)
+    n = SUM_N
+    for _ in range(3):  # calibrate: one call of about BUSY_S
+        target.check([f"/tmp/{NAME}", "exec", "sum", "--n", str(n), "--iterations", "3", "--pause-ms", "0",
+                      "--output", "/tmp/calibrate.rts"], "calibrating the culprit")
+        local = f"/tmp/rtsq-calibrate-{os.getpid()}.rts"
+        target.get("/tmp/calibrate.rts", local)
+        took = float(samplefile.read(local).data["duration"].min())
+        os.remove(local)
+        n = max(1, int(n * BUSY_S * 1e9 / took))
+    script = (f'echo $$ > /tmp/culprit.pid; exec /tmp/{NAME} exec sum --n {n} --iterations 100000 '
+              f'--pause-ms {(PERIOD_S - BUSY_S) * 1000:g} --priority 90 --cpu {cpu} '
+              f'--output /tmp/culprit.rts')
+    target.spawn(["sh", "-c", script], cwd="/tmp", log="/tmp/culprit.log")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        pid = (target.read_files(["/tmp/culprit.pid"])["/tmp/culprit.pid"] or "").strip()
+        if pid:
+            return int(pid)
+        time.sleep(0.1)
+    raise AssertionError("the culprit did not start in the guest")

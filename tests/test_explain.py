@@ -253,7 +253,11 @@ def test_explain_refuses_what_it_cannot_explain(cli, db, tmp_path):
                  "[workload.settings]\nexplain = 5\n")
     r = cli("check", p)
     assert r.code == 2
-    assert "setting explain applies to runtime native: workload timer, exec; runtime beam: workload exec" in r.err
+    assert "setting explain applies to runtime native: workload timer, exec, gpio; runtime beam: workload exec" in r.err
+    p.write_text('name = "x"\n[[workload]]\nname = "gpio"\nvariants = ["blink"]\nruntime = "beam"\n'
+                 "[workload.settings]\nexplain = 5\n")
+    r = cli("check", p)
+    assert r.code == 2 and "; not to beam gpio" in r.err
     r = cli("run", spec(tmp_path, explain=-1), "--db", db)
     assert r.code == 2 and "an integer >= 0" in r.err
 
@@ -315,3 +319,42 @@ def test_explain_of_a_run_measured_without_it_says_how(cli, db, make_samplefile)
     for extra in ((), ("--json",)):
         r = cli("explain", "1", "--db", db, *extra)
         assert r.code == 2 and "run 1 has no explained samples" in r.err and "explain = 10" in r.err
+
+
+def test_a_blink_run_is_explained_by_its_lateness(cli, db, tmp_path):
+    """A gpio blink's explained samples are its lateness (its primary column is the period, ~10 ms): explain's
+    excess is above the lateness's median, compare's above the baseline's lateness p99 (docs/gpio.md)."""
+    import numpy as np
+    from rtscope import samplefile
+    from rtscope.samplefile import Column
+    from report_fixtures import ENV, add_experiment
+
+    store = Store(db)
+    experiment = add_experiment(store, "blink")
+    rng = np.random.default_rng(7)
+    lateness = {}
+    for prio in (80, 95):
+        late = rng.integers(50_000, 80_000, 400)
+        late[[10, 200]] = [9_000_000, 4_000_000]
+        period = 10_000_000 + np.diff(late, prepend=late[0])
+        start = 1_000_000_000 + np.arange(400) * 10_000_000
+        cols = [Column("period", "ns", "i64"), Column("lateness", "ns", "i64"), Column("cpu", "", "i64"),
+                Column("start", "ns", "i64")]
+        header = samplefile.make_header("gpio", "blink", "native", "rtprobe", "0.1.0", "2026-01-01T00:00:00Z", cols,
+                                        {"rt_priority": prio, "explain": 2}, {"iterations": 400, "period_ms": 10})
+        path = tmp_path / f"blink-{prio}.rts"
+        samplefile.write(path, header, {"period": period, "lateness": late, "cpu": np.ones(400), "start": start},
+                         {"finished_at": "2026-01-01T00:00:01Z", "explain": {"samples": 2, "column": "lateness"}})
+        causes_ = [{"sample_index": i, "thread": None, "cpu": 1, "value_ns": int(late[i]), "start_ns": int(start[i]),
+                    "causes": [{"kind": "thread", "name": culprit.NAME, "pid": 42, "irq": None, "prio": 9,
+                                "duration_ns": int(late[i]) - 20_000}],
+                    "self_ns": 20_000, "idle_ns": 0, "unexplained_ns": 0, "note": None} for i in (10, 200)]
+        store.add_run(samplefile.read(path), ENV, experiment_id=experiment, source=str(path), causes=causes_)
+        lateness[prio] = late
+    out = json.loads(cli("explain", "1", "--db", db, "--json").out)
+    assert out["reference"]["value_ns"] == pytest.approx(float(np.median(lateness[80])))
+    [thread] = [r for r in out["summary"] if r["by"] == "culprit"]
+    assert thread["share"] > 0.99  # of the excess above ~65 µs, not above the period's ~10 ms (which is none)
+    why = json.loads(cli("compare", "--db", db, "--baseline", "rt_priority=95", "--json").out)["causes"]
+    p99 = float(np.percentile(lateness[95], 99))
+    assert len(why) == 2 and all(c["reference"]["value_ns"] == pytest.approx(p99) and c["samples"] == 2 for c in why)

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 import pytest
 
 import culprit
-from rtscope import paths, targets
+from rtscope import targets
 from rtscope.experiment.runner import execute
 from rtscope.experiment.spec import build_request
 from rtscope.store import Store
@@ -30,39 +29,10 @@ elif not os.path.exists("/usr/bin/qemu-system-x86_64"):
     WHY = "qemu-system-x86 is not installed"
 pytestmark = [pytest.mark.skipif(WHY is not None, reason=WHY or ""), pytest.mark.slow]
 
-SUM_N = 14_000_000  # exec sum of about 10 ms on this machine (calibrated below, in the guest)
-
 
 @pytest.fixture(autouse=True)
 def forget_targets(clean_targets):
     yield
-
-
-def start_culprit(target, cpu: int) -> int:
-    """rtprobe as `rtsc-culprit` in the guest, busy ~10 ms every 200 ms; its pid in the guest."""
-    probe = str(paths.for_arch("rtprobe", target.arch, False))
-    target.put(probe, f"/tmp/{culprit.NAME}", mode=0o755)
-    n = SUM_N
-    for _ in range(3):  # calibrate: one call of about BUSY_S
-        target.check([f"/tmp/{culprit.NAME}", "exec", "sum", "--n", str(n), "--iterations", "3", "--pause-ms", "0",
-                      "--output", "/tmp/calibrate.rts"], "calibrating the culprit")
-        local = f"/tmp/rtsq-calibrate-{os.getpid()}.rts"
-        target.get("/tmp/calibrate.rts", local)
-        from rtscope import samplefile
-        took = float(samplefile.read(local).data["duration"].min())
-        os.remove(local)
-        n = max(1, int(n * culprit.BUSY_S * 1e9 / took))
-    script = (f'echo $$ > /tmp/culprit.pid; exec /tmp/{culprit.NAME} exec sum --n {n} --iterations 100000 '
-              f'--pause-ms {(culprit.PERIOD_S - culprit.BUSY_S) * 1000:g} --priority 90 --cpu {cpu} '
-              f'--output /tmp/culprit.rts')
-    target.spawn(["sh", "-c", script], cwd="/tmp", log="/tmp/culprit.log")
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        pid = (target.read_files(["/tmp/culprit.pid"])["/tmp/culprit.pid"] or "").strip()
-        if pid:
-            return int(pid)
-        time.sleep(0.1)
-    raise AssertionError("the culprit did not start in the guest")
 
 
 @pytest.mark.parametrize("kernel", ["debian:stock", "debian:rt"])
@@ -76,7 +46,7 @@ def test_culprit_named_in_a_guest(tmp_path, cli, kernel, monkeypatch):
     store = Store(db)
     with targets.Pool() as pool:
         guest = pool.get("guest")
-        pid = start_culprit(guest, 1)
+        pid = culprit.start_in_guest(guest, 1)
         req = build_request("timer", "absolute", "native", {"loops": 3000, "interval_us": 1000},
                             {"cpu": 1, "rt_priority": 80, "mlock": True, "explain": 10, "target": "guest"})
         run_id = execute(req, store, target=guest)

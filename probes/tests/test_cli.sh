@@ -57,6 +57,18 @@ grep_in "$TMP/err" "no GPIO chip $TMP/gpiochip9; chips here: " "gpio missing chi
 expect 1 "gpio chip that is not a chip" -- "$PROBE" gpio read --chip /dev/zero --output "$OUT"
 grep_in "$TMP/err" "/dev/zero is not a GPIO chip" "gpio not a chip message"
 [ ! -e "$OUT" ] && ok || fail "a failed gpio run left $OUT"
+# gpio --start-times and --mark-worst (setting explain; the samples themselves: tests/test_gpio_explain.py).
+expect 0 "gpio --help" -- "$PROBE" gpio --help
+grep_in "$TMP/out" "--start-times" "gpio --help lists --start-times"
+grep_in "$TMP/out" "--mark-worst K" "gpio --help lists --mark-worst"
+expect 2 "gpio --mark-worst negative" -- "$PROBE" gpio blink --mark-worst -1 --output "$OUT"
+grep_in "$TMP/err" "mark-worst" "gpio --mark-worst message"
+expect 2 "gpio --mark-worst without a value" -- "$PROBE" gpio blink --output "$OUT" --mark-worst
+expect 1 "gpio --start-times reaches the chip" -- "$PROBE" gpio write --start-times --mark-worst 3 --chip "$TMP/gpiochip9" --output "$OUT"
+grep_in "$TMP/err" "no GPIO chip $TMP/gpiochip9" "gpio --start-times chip message"
+expect 1 "gpio marks file that cannot be opened" -- env RTSCOPE_MARKS="$TMP/no/such/marks" "$PROBE" gpio read --mark-worst 3 --chip "$TMP/gpiochip9" --output "$OUT"
+grep_in "$TMP/err" "cannot open RTSCOPE_MARKS=$TMP/no/such/marks" "gpio marks file message"
+[ ! -e "$OUT" ] && ok || fail "a failed gpio --mark-worst run left $OUT"
 expect 1 "gpio port, chip that does not exist" -- "$PROBE" gpio port --chip "$TMP/gpiochip9"
 grep_in "$TMP/out" "Eno GPIO chip $TMP/gpiochip9" "gpio port error frame"
 

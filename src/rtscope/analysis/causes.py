@@ -82,8 +82,30 @@ def shares(explained: list[dict], reference: float) -> list[Share]:
     return rows + more
 
 
+def explained_column(run) -> str | None:
+    """The column a run's explained samples measure when it is not the run's primary one (a gpio blink's
+    lateness, beside its primary period: docs/gpio.md), else None."""
+    column = (run.trailer.get("explain") or {}).get("column")
+    return column if column and column != run.primary["name"] else None
+
+
+def column_quantile(store: Store, runs, q: float) -> float | None:
+    """The pooled q-th percentile of the runs' explained column when they explain one other than their primary
+    (the reference their excess is measured from), else None: the runs' own statistics apply."""
+    columns = {explained_column(r) for r in runs}
+    if len(columns) != 1 or None in columns:
+        return None
+    from . import stats
+    name = columns.pop()
+    values = [v for r in runs if len(v := store.samples(r.id, [name]).get(name, ())) > 0]
+    return stats.summarize(values).get(f"p{q:g}") if values else None
+
+
 def run_median(store: Store, run) -> float | None:
     from . import distribution
+    other = column_quantile(store, [run], 50)
+    if other is not None:
+        return other
     dist = distribution.of_run(store, run)
     return dist.stats.get("p50") if dist else None
 
@@ -127,7 +149,7 @@ def cell_shares(store: Store, cells, labels) -> list[ConfigShares]:
     out = []
     for cell in cells:
         samples = [s for r in cell.runs for s in store.causes(r.id)]
-        median = cell.stats.get("p50")
+        median = column_quantile(store, cell.runs, 50) or cell.stats.get("p50")
         if not samples or median is None:
             continue
         above = [s for s in samples if not s.get("note") and s["value_ns"] > median]
@@ -146,7 +168,7 @@ def comparison_shares(store: Store, cs) -> list[ConfigShares]:
     out: list[ConfigShares] = []
     seen = set()
     for k in cs.comparisons:
-        reference = k.base.stats.get("p99")
+        reference = column_quantile(store, k.base.runs, 99) or k.base.stats.get("p99")
         if reference is None:
             continue
         for cell in (k.base, k.cell):

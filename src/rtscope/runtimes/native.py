@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from .. import paths
 from ..errors import RtscopeError, UsageError
+from ..settings.explain import EXPLAINED
 from ..settings.registry import system_settings
 from ..targets import LocalTarget, Target
 from ..workloads import check_task_request
@@ -76,7 +77,7 @@ class Native(Runtime):
         argv = [rtprobe(site), req.workload, req.variant]
         for name, value in req.params.items():
             argv += [param_flag(name), str(value).lower() if isinstance(value, bool) else str(value)]
-        if req.settings.get("explain") and req.workload in ("timer", "exec"):
+        if req.settings.get("explain") and req.workload in EXPLAINED[self.name]:
             # What setting explain matches kernel events against, and the worst samples' windows it keeps.
             argv += ["--start-times", "--mark-worst", str(req.settings["explain"])]
         return argv + probe_flags(req.settings) + ["--output", out]

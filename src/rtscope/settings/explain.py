@@ -29,8 +29,17 @@ LOOKBACK_NS = 2_000_000  # trace read before a sample's start: the context the C
 # runtime -> workloads it explains: native from the kernel's trace (its probe stamps sample starts), beam from
 # the measuring process's GC and scheduling trace (the harness's RtScope.Explain, beam/lib/rtscope/explain.ex)
 # and, on targets with a shell, from the kernel's trace too (settings/explain_beam.py).
-EXPLAINED = {"native": ("timer", "exec"), "beam": ("exec",)}
+EXPLAINED = {"native": ("timer", "exec", "gpio"), "beam": ("exec",)}
 KERNEL_SIDE = ("native",)
+# The column a run's samples are explained by when it is not the primary one: a blink's rising edge after its
+# deadline (the probe's start column), not the period between two edges. gpio write explains write_1, its
+# primary (docs/gpio.md).
+EXPLAINED_COLUMN = {("gpio", "blink"): "lateness"}
+
+
+def explained_column(sf: Any) -> str:
+    """The name of the sample file's column whose values the explained samples are, from its start."""
+    return EXPLAINED_COLUMN.get((sf.header.get("workload"), sf.header.get("variant")), sf.columns[0].name)
 
 
 def unsupported(req: Any) -> str | None:
@@ -74,7 +83,8 @@ def explain_samples(instance: tracefs.Instance, sf: Any, k: int) -> tuple[list[d
     Each sample's events come from the window keeper (the probe marked it when it entered its thread's
     worst), else from what the instance's ring buffer still holds (the end of the run)."""
     instance.stop()
-    values = np.asarray(sf.data[sf.columns[0].name], dtype=np.int64)
+    column = explained_column(sf)
+    values = np.asarray(sf.data[column], dtype=np.int64)
     if "start" not in sf.data:
         raise RtscopeError("explain: the probe wrote no start column (an rtprobe older than --start-times?)")
     starts = np.asarray(sf.data["start"], dtype=np.int64)
@@ -119,7 +129,7 @@ def explain_samples(instance: tracefs.Instance, sf: Any, k: int) -> tuple[list[d
             out[i].update(causes.attribute(windows[i], out[i]["start_ns"], out[i]["start_ns"] + out[i]["value_ns"],
                                            measuring))
     records = [out[i] for i in picked]
-    cost = {"samples": len(records), "per_thread": k, "cpus": instance.cpus, "buffer_kb_per_cpu": instance.buffer_kb,
+    cost = {"samples": len(records), "per_thread": k, "column": column, "cpus": instance.cpus, "buffer_kb_per_cpu": instance.buffer_kb,
             "windows_kept": len(kept), "trace_bytes_read": read_bytes,
             "trace_bytes_per_sample": round(read_bytes / len(records)) if records else 0, "clock": tracefs.CLOCK}
     return records, cost
