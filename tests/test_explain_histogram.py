@@ -1,0 +1,163 @@
+"""Setting explain on runs that keep a histogram instead of every sample (rtprobe timer --histogram-us), and
+`rtscope monitor --explain K` on the real kernel: the culprit of tests/culprit.py is named in the worst samples
+the probe kept; each interval makes and removes its own tracefs instance and window keeper, also when the
+monitor is stopped by Ctrl-C or SIGTERM midway."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import culprit
+from proc_helpers import default_signals
+from rtscope.store import Store
+from rtscope.targets import tracefs
+
+CPUS = sorted(os.sched_getaffinity(0))
+WHY = culprit.tracing_unavailable()
+needs_tracing = pytest.mark.skipif(WHY is not None, reason=WHY or "")
+
+
+def instances_of(pid: int) -> list[str]:
+    """The tracefs instances of the rtscope with this pid (other rtscopes on this machine may trace too)."""
+    return [name for name in culprit.instances() if (who := tracefs.owner(name)) and who.pid == pid]
+
+
+def processes_under(directory: Path, name: bytes | None = None) -> list[int]:
+    """Running processes whose command line names a path below `directory` (a run's window keeper: its marks
+    file and trace-windows; with `name`, only that program, e.g. the probe writing its run.rts there)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(str(directory).encode() in a for a in cmd) and (name is None or cmd[0].endswith(name)):
+            found.append(int(entry))
+    return found
+
+
+@needs_tracing
+def test_histogram_run_explains_the_worst_samples_the_probe_kept(cli, db, tmp_path, rtprobe):
+    p = tmp_path / "hist.toml"
+    p.write_text('name = "hist"\n[[workload]]\nname = "timer"\nvariants = ["absolute"]\nruntime = "native"\n'
+                 "[workload.params]\nloops = 3000\ninterval_us = 1000\nhistogram_us = 10000\n"
+                 f"[workload.settings]\nexplain = 8\ncpu = {CPUS[-1]}\nrt_priority = 80\nmlock = true\n")
+    with culprit.culprit(CPUS[-1]) as pid:
+        r = cli("run", p, "--db", db)
+    assert r.code == 0, r.err
+    assert instances_of(os.getpid()) == []
+    store = Store(db)
+    [run] = store.runs()
+    assert run["n_samples"] == 0 and run.trailer["histograms"]["thread0"]["n"] == 3000  # statistics: the histogram's
+    kept = run.trailer["worst"]
+    assert len(kept) == 8 and [k["value"] for k in kept] == sorted((k["value"] for k in kept), reverse=True)
+    assert kept[0]["value"] == run.trailer["histograms"]["thread0"]["max"]  # the worst kept is the run's maximum
+    assert {k["cpu"] for k in kept} == {CPUS[-1]} and all(k["start"] > 0 for k in kept)
+    out = json.loads(cli("explain", run.id, "--db", db, "--json").out)
+    samples = out["samples"]
+    assert [s["value_ns"] for s in samples] == [k["value"] for k in kept]
+    assert [s["start_ns"] for s in samples] == [k["start"] for k in kept]
+    assert [c["cycle"] for c in store.causes(run.id)] == [k["cycle"] for k in kept]
+    big, named = culprit.check_named(samples, pid)
+    assert big >= 5, samples  # 3 s at one burst per 200 ms: the worst eight are its doing
+    assert named >= 0.9 * big, [(s["value_ns"], [(c["name"], c["duration_ns"]) for c in s["causes"][:2]])
+                                for s in samples]
+    assert f"thread {culprit.NAME}/{pid}" in cli("show", run.id, "--db", db).out
+
+
+@needs_tracing
+def test_monitor_explains_every_interval_and_leaves_nothing(cli, db, tmp_path, rtprobe, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the intervals' run directories, to find keepers
+    keepers: list[int] = []
+
+    def watch(stop: threading.Event) -> None:  # a keeper runs while the monitoring measures
+        while not stop.is_set() and not keepers:
+            keepers.extend(processes_under(tmp_path, b"sh"))
+            time.sleep(0.1)
+
+    stop = threading.Event()
+    watcher = threading.Thread(target=watch, args=(stop,))
+    watcher.start()
+    try:
+        with culprit.culprit(CPUS[-1]) as pid:
+            r = cli("monitor", "--duration", "6s", "--interval", "3s", "--interval-us", "1000", "--explain", "3",
+                    "--db", db)
+    finally:
+        stop.set()
+        watcher.join()
+    assert r.code == 0, r.err
+    assert keepers, "no window keeper seen while the monitoring ran"
+    assert instances_of(os.getpid()) == [] and processes_under(tmp_path) == []
+    assert not any(tmp_path.glob("rtscope-run-*"))  # the marks and kept windows went with each interval's run
+    store = Store(db)
+    runs = store.runs()
+    assert len(runs) == 2 and r.out.count("      why: ") == 2
+    for run in runs:
+        assert run["n_samples"] == 0 and run.settings["explain"] == 3
+        explained = store.causes(run.id)
+        assert len(explained) == 3 * len(run.trailer["threads"])  # K per CPU
+        mine = [s for s in explained if s["cpu"] == CPUS[-1]]
+        big, named = culprit.check_named(mine, pid, within=None)
+        assert big >= 2 and named >= 0.9 * big, [(s["value_ns"], s["causes"][:1]) for s in mine]
+        assert run.trailer["explain"]["trace_bytes_per_sample"] > 0
+    text = cli("explain", runs[-1].id, "--db", db, "--worst", "1").out
+    assert text.count("\nsample ") == 1
+
+
+@needs_tracing
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_monitor_stopped_midway_leaves_no_instance_or_keeper(tmp_path, rtprobe, sig, code):
+    db = str(tmp_path / "m.db")
+    argv = [sys.executable, "-m", "rtscope", "monitor", "--duration", "40s", "--interval", "20s", "--explain", "3",
+            "--db", db]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TMPDIR": str(tmp_path)}, preexec_fn=default_signals)
+    try:
+        deadline = time.monotonic() + 30
+        while not (instances_of(proc.pid) and processes_under(tmp_path, b"rtprobe")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        [left] = instances_of(proc.pid)
+        assert processes_under(tmp_path, b"sh"), "no window keeper"
+        time.sleep(1)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == code, err
+    assert "resume with `rtscope monitor --target local --resume`" in " ".join(err.split())
+    assert instances_of(proc.pid) == [] and not (culprit.TRACEFS / "instances" / left).exists()
+    deadline = time.monotonic() + 10
+    while processes_under(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_under(tmp_path) == []  # neither keeper nor probe
+    assert Store(db).runs() == []
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["--runtime", "cyclictest"], 2, "--explain needs runtime native (rtprobe keeps its worst samples); not cyclictest"),
+    (["--explain", "-1"], 2, "--explain must be an integer >= 0"),
+])
+def test_monitor_explain_bad_input(cli, db, args, code, message):
+    r = cli("monitor", "--explain", "3", *args, "--db", db)
+    assert r.code == code and message in " ".join(r.err.split())
+
+
+def test_monitor_explain_refused_without_tracefs(cli, db, tmp_path, monkeypatch, rtprobe):
+    monkeypatch.setenv("RTSCOPE_SYSFS_ROOT", str(tmp_path / "no-tracefs"))
+    r = cli("monitor", "--duration", "2s", "--interval", "1s", "--explain", "3", "--db", db)
+    assert r.code == 1
+    said = " ".join(r.err.split())
+    assert "monitor of target local cannot run: setting explain: target local: tracefs not mounted at" in said
+    assert not Path(db).exists() or (Store(db).runs() == [] and Store(db).experiment_rows() == [])
