@@ -61,6 +61,9 @@ def monitor(target: Annotated[str, typer.Option(help="The target to watch (local
                 help="Alternate idle and loaded phases (cpu, io, vm, hackbench), as OSADL's farm does.")] = None,
             phase: Annotated[Optional[str], typer.Option(
                 help="Length of each idle/load phase (default: a sixth of the duration, at most 1 h).")] = None,
+            rt_priority: Annotated[Optional[int], typer.Option(
+                "--rt-priority", metavar="N", help="The probe's SCHED_FIFO priority 1..99, as OSADL's farm runs "
+                "cyclictest (default: normal scheduling).")] = None,
             explain: Annotated[int, typer.Option(
                 "--explain", metavar="K", help="Explain each interval's K worst samples per CPU: what ran instead "
                 "(setting explain: the target's tracefs, root; docs/explain.md). 0 = off.")] = 0,
@@ -77,7 +80,7 @@ def monitor(target: Annotated[str, typer.Option(help="The target to watch (local
         if experiment is None:
             raise UsageError(f"no unfinished monitoring of target {target} in store {store.url}")
     else:
-        plan = mon.make_plan(target, duration, interval, interval_us, runtime, load, phase, explain)
+        plan = mon.make_plan(target, duration, interval, interval_us, runtime, load, phase, explain, rt_priority)
     with Pool() as pool:
         if not resume:
             refuse_unavailable(plan, pool)

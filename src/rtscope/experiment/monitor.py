@@ -66,6 +66,7 @@ class Plan:
     load: str | None
     phase_s: int
     explain: int = 0   # setting explain of every interval: its K worst samples per thread explained
+    rt_priority: int | None = None  # the probe's SCHED_FIFO priority (None: the default, normal scheduling)
 
     @property
     def intervals(self) -> int:
@@ -88,11 +89,12 @@ class Plan:
                 f'[workload.params]\ninterval_us = {self.interval_us}\nduration_s = {self.interval_s}\n'
                 f'threads = "all"\nhistogram_us = {HISTOGRAM_US}\n'
                 f'[workload.settings]\nload = {loads!r}\n'.replace("'", '"')
-                + (f"explain = {self.explain}\n" if self.explain else ""))
+                + (f"explain = {self.explain}\n" if self.explain else "")
+                + (f"rt_priority = {self.rt_priority}\n" if self.rt_priority is not None else ""))
 
 
 def make_plan(target: str, duration: str, interval: str, interval_us: float, runtime: str, load: str | None,
-              phase: str | None, explain: int = 0) -> Plan:
+              phase: str | None, explain: int = 0, rt_priority: int | None = None) -> Plan:
     if runtime not in RUNTIMES:
         raise UsageError(f"unknown runtime {runtime!r} for monitor; valid: {', '.join(RUNTIMES)}")
     if explain < 0:
@@ -105,7 +107,9 @@ def make_plan(target: str, duration: str, interval: str, interval_us: float, run
     p = parse_duration(phase, "phase") if phase else max(i, min(d // 6, 3600))
     if load in ("none", ""):
         load = None
-    return Plan(target, d, i, interval_us, runtime, load, max(p, i), explain)
+    if rt_priority is not None and not 1 <= rt_priority <= 99:
+        raise UsageError(f"--rt-priority must be an integer 1..99 (SCHED_FIFO), got {rt_priority}")
+    return Plan(target, d, i, interval_us, runtime, load, max(p, i), explain, rt_priority)
 
 
 def planned_runs(plan: Plan) -> tuple[spec_mod.Spec, list[exp_mod.PlannedRun]]:

@@ -78,7 +78,7 @@ def explain_samples(instance: tracefs.Instance, sf: Any, k: int) -> tuple[list[d
     cpus = np.asarray(sf.data["cpu"], dtype=np.int64) if "cpu" in sf.data else None
     threads = np.asarray(sf.data["thread"], dtype=np.int64) if "thread" in sf.data else None
     picked = worst(values, threads, k)
-    kept, read_bytes = instance.kept_windows()
+    kept, read_bytes = instance.kept_windows([(int(starts[i]), int(starts[i] + values[i])) for i in picked])
     oldest = instance.oldest_ns()
     ring: dict[int, list[tuple[int, int, int]]] = {}
     windows: dict[int, list] = {}
@@ -117,7 +117,7 @@ def explain_samples(instance: tracefs.Instance, sf: Any, k: int) -> tuple[list[d
                                            measuring))
     records = [out[i] for i in picked]
     cost = {"samples": len(records), "per_thread": k, "cpus": instance.cpus, "buffer_kb_per_cpu": instance.buffer_kb,
-            "windows_kept": len(kept), "trace_bytes_read": read_bytes,
+            "windows_kept": instance.marked, "trace_bytes_read": read_bytes,
             "trace_bytes_per_sample": round(read_bytes / len(records)) if records else 0, "clock": tracefs.CLOCK}
     return records, cost
 
