@@ -11,7 +11,7 @@ from each interval's trailer), the peak size of an interval's run directory on d
 kept windows: they live there and go with it), and checks after every poll that at most one rtscope tracefs
 instance and one run directory exist, and none at the end: nothing accumulates from interval to interval.
 
-Usage: .venv/bin/python bench/monitor_memory.py [--duration 5m] [--interval 30s] [--explain 10]
+Usage: .venv/bin/python bench/monitor_memory.py [--duration 5m] [--interval 30s] [--explain 10 [--no-baseline]]
        (--duration 1h or 6h for the full)
 """
 
@@ -42,12 +42,14 @@ def rss_kb(pid: int) -> int:
     return 0
 
 
-def probes() -> list[int]:
+def probes(under: Path) -> list[int]:
+    """The monitoring's probes: rtprobe writing below `under` (not another rtscope's on this machine)."""
     out = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if Path(f"/proc/{entry}/comm").read_text().strip() == "rtprobe":
+                cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
+                if Path(f"/proc/{entry}/comm").read_text().strip() == "rtprobe" and str(under).encode() in cmd:
                     out.append(int(entry))
             except OSError:
                 pass
@@ -88,16 +90,21 @@ def monitor(args, explain: int) -> dict:
         samples = []  # (t, rtscope kB, probe kB, store bytes)
         most_instances = most_dirs = peak_dir = 0
         start = time.monotonic()
-        while proc.poll() is None:
-            time.sleep(3)
-            probe = max((rss_kb(p) for p in probes()), default=0)
-            size = sum(f.stat().st_size for f in Path(tmp).glob("monitor.db*"))
-            dirs = list(runs.glob("rtscope-run-*"))
-            most_dirs = max(most_dirs, len(dirs))
-            peak_dir = max([peak_dir, *(tree_bytes(d) for d in dirs)])
-            most_instances = max(most_instances, len(instances_of(proc.pid)))
-            if proc.poll() is None:
-                samples.append((time.monotonic() - start, rss_kb(proc.pid), probe, size))
+        try:
+            while proc.poll() is None:
+                time.sleep(3)
+                probe = max((rss_kb(p) for p in probes(runs)), default=0)
+                size = sum(f.stat().st_size for f in Path(tmp).glob("monitor.db*"))
+                dirs = list(runs.glob("rtscope-run-*"))
+                most_dirs = max(most_dirs, len(dirs))
+                peak_dir = max([peak_dir, *(tree_bytes(d) for d in dirs)])
+                most_instances = max(most_instances, len(instances_of(proc.pid)))
+                if proc.poll() is None:
+                    samples.append((time.monotonic() - start, rss_kb(proc.pid), probe, size))
+        finally:
+            if proc.poll() is None:  # the bench stopped: the monitor undoes its interval and stops too
+                proc.terminate()
+                proc.wait()
         if proc.returncode != 0:
             print(proc.stderr.read())
             raise SystemExit(1)
@@ -135,6 +142,11 @@ def report(m: dict, what: str, args) -> None:
     for t, rs, pr, size in picks:
         print(f"   t={t:6.0f} s  rtscope RSS {rs / 1024:6.1f} MB  rtprobe RSS {pr / 1024:5.1f} MB  "
               f"store {size / 1024:8.1f} KiB")
+    interval = parse_duration(args.interval, "interval")
+    peaks: dict[int, int] = {}
+    for t, rs, *_ in samples:
+        peaks[int(t // interval)] = max(peaks.get(int(t // interval), 0), rs)
+    print("   rtscope's peak RSS in each interval (MB): " + " ".join(f"{v / 1024:.0f}" for _, v in sorted(peaks.items())))
     peak = max(s[1] for s in samples) / 1024
     peak_probe = max(s[2] for s in samples) / 1024
     # What the intervals add to the store, per hour: an empty store's own size (its schema) left out.
@@ -161,8 +173,10 @@ def main() -> int:
     ap.add_argument("--interval", default="30s")
     ap.add_argument("--explain", type=int, default=0, metavar="K",
                     help="also monitor with --explain K (after one without) and print what explaining keeps")
+    ap.add_argument("--no-baseline", action="store_true", help="with --explain: skip the monitoring without it")
     args = ap.parse_args()
-    report(monitor(args, 0), "without explain", args)
+    if not (args.explain and args.no_baseline):
+        report(monitor(args, 0), "without explain", args)
     if args.explain:
         report(monitor(args, args.explain), f"with --explain {args.explain}", args)
     return 0
