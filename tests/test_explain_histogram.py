@@ -39,6 +39,32 @@ def processes_under(directory: Path, name: bytes | None = None) -> list[int]:
             if any(str(directory).encode() in a for a in cmd) and (name is None or cmd[0].endswith(name))]
 
 
+def test_probe_keeps_each_threads_worst_in_histogram_mode(rtprobe, tmp_path):
+    """rtprobe timer --histogram-us --mark-worst K: each thread's K worst in the trailer, largest first, the
+    first of them the histogram's exact maximum; without --mark-worst, no `worst`."""
+    from rtscope import samplefile
+    out = tmp_path / "h.rts"
+    base = [str(rtprobe), "timer", "--output", str(out), "--loops", "400", "--interval-us", "200", "--threads", "all",
+            "--histogram-us", "100"]
+    subprocess.run(base + ["--mark-worst", "3"], check=True, capture_output=True)
+    sf = samplefile.read(out)
+    assert sf.n == 0
+    threads = len(sf.trailer["threads"])
+    worst = sf.trailer["worst"]
+    assert [w["thread"] for w in worst] == [k for k in range(threads) for _ in range(3)]
+    for k in range(threads):
+        mine = [w for w in worst if w["thread"] == k]
+        assert [w["value"] for w in mine] == sorted((w["value"] for w in mine), reverse=True)
+        assert mine[0]["value"] == sf.trailer["histograms"][f"thread{k}"]["max"]
+        assert len({w["cycle"] for w in mine}) == 3 and all(0 <= w["cycle"] < 400 for w in mine)
+        # the start is the deadline: start + cycle's distance from the run's first deadline lines up
+        starts = {w["cycle"]: w["start"] for w in mine}
+        (c0, s0), (c1, s1) = sorted(starts.items())[:2]
+        assert s1 - s0 == (c1 - c0) * 200_000
+    subprocess.run(base, check=True, capture_output=True)
+    assert "worst" not in samplefile.read(out).trailer
+
+
 @needs_tracing
 def test_histogram_run_explains_the_worst_samples_the_probe_kept(cli, db, tmp_path, rtprobe):
     p = tmp_path / "hist.toml"
@@ -173,3 +199,37 @@ def test_monitor_explain_refused_without_tracefs(cli, db, tmp_path, monkeypatch,
     said = " ".join(r.err.split())
     assert "monitor of target local cannot run: setting explain: target local: tracefs not mounted at" in said
     assert not Path(db).exists() or (Store(db).runs() == [] and Store(db).experiment_rows() == [])
+
+
+@needs_tracing
+def test_monitor_killed_leaves_no_keeper_and_resume_removes_its_instance(tmp_path, rtprobe):
+    """kill -9 of the monitor: its probe and window keeper die with it; its instance cannot be removed by a
+    dead process, so `monitor --resume` (its next interval) removes it and says so in that run's notes."""
+    db = str(tmp_path / "m.db")
+    argv = [sys.executable, "-m", "rtscope", "monitor", "--duration", "4s", "--interval", "2s", "--explain", "2",
+            "--db", db]
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while not (instances_of(proc.pid) and processes_under(tmp_path, b"rtprobe")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        [left] = instances_of(proc.pid)
+        proc.kill()
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    deadline = time.monotonic() + 10
+    while processes_under(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_under(tmp_path) == []  # neither keeper nor probe outlived it
+    # Any rtscope of this host starting a run with explain removes it (another one on this shared machine may
+    # be first): then the resumed monitoring's notes do not name it.
+    still_there = (culprit.TRACEFS / "instances" / left).exists()
+    r = subprocess.run(argv[:4] + ["--resume", "--db", db], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    assert not (culprit.TRACEFS / "instances" / left).exists()
+    notes = [n for run in Store(db).runs() for n in run.trailer.get("notes", [])]
+    assert any(left in n for n in notes) or not still_there, notes
