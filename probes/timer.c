@@ -50,7 +50,8 @@ static void print_help(void)
            "  --start-times        add a column start: each sample's deadline, CLOCK_MONOTONIC\n"
            "                       ns (what rtscope explain matches kernel events against)\n"
            "  --mark-worst K       when a sample enters its thread's K worst, append its window\n"
-           "                       (start end cpu) to the file in $RTSCOPE_MARKS\n"
+           "                       (start end cpu) to the file in $RTSCOPE_MARKS; histogram\n"
+           "                       mode writes each thread's K worst into the trailer (worst)\n"
            "%s"
            "  --help               this text\n"
            "\n"
@@ -399,8 +400,15 @@ static inline void record(struct timer_thread *t, int64_t deadline, int64_t late
         timer_hist_add(&t->hist, latency, cycle);
     }
     t->n++;
-    if (t->shared->marker_fd >= 0 && rtp_worst_offer(&t->worst, latency))
-        rtp_mark_window(t->shared->marker_fd, deadline, deadline + latency);
+    if (rtp_worst_would_keep(&t->worst, latency)) {
+        /* --mark-worst K: the K worst so far, whole (histogram mode writes them into the trailer), and the
+         * window of each as it enters. */
+        const struct rtp_worst_entry e = {.value = latency, .start = deadline, .cycle = cycle,
+                                          .cpu = t->samples ? t->samples[t->n - 1].cpu : sched_getcpu()};
+        rtp_worst_keep(&t->worst, &e);
+        if (t->shared->marker_fd >= 0)
+            rtp_mark_window(t->shared->marker_fd, deadline, deadline + latency);
+    }
 }
 
 static void measure_absolute(struct timer_thread *t, int64_t start, int64_t end)
@@ -699,7 +707,28 @@ static void build_params(const struct timer_config *cfg, struct rtp_json *j)
     rtp_json_end_object(j);
 }
 
-static void build_trailer(const struct timer_run *r, const char *finished_at, struct rtp_json *j)
+/* Histogram mode keeps no samples: the K worst of each thread (--mark-worst K) go into the trailer, largest
+ * first per thread, so rtscope can explain them (docs/sample-format.md, `worst`). */
+static void worst_json(const struct timer_run *r, struct rtp_json *j)
+{
+    rtp_json_begin_array(j, "worst");
+    for (int k = 0; k < r->nthreads; k++) {
+        struct rtp_worst *w = &r->threads[k].worst;
+        rtp_worst_sort(w);
+        for (int i = 0; i < w->n; i++) {
+            rtp_json_begin_object(j, NULL);
+            rtp_json_i64(j, "thread", k);
+            rtp_json_i64(j, "value", w->heap[i].value);
+            rtp_json_i64(j, "start", w->heap[i].start);
+            rtp_json_i64(j, "cycle", w->heap[i].cycle);
+            rtp_json_i64(j, "cpu", w->heap[i].cpu);
+            rtp_json_end_object(j);
+        }
+    }
+    rtp_json_end_array(j);
+}
+
+static void build_trailer(struct timer_run *r, const char *finished_at, struct rtp_json *j)
 {
     const struct timer_config *cfg = r->cfg;
     uint64_t missed = 0, overflows = 0, negative = 0, dropped = 0;
@@ -739,6 +768,8 @@ static void build_trailer(const struct timer_run *r, const char *finished_at, st
         }
         rtp_json_end_object(j);
     }
+    if (cfg->histogram_us && cfg->mark_worst > 0)
+        worst_json(r, j);
     rtp_json_begin_array(j, "notes");
     char note[320];
     if (r->pm_qos_fd < 0) {

@@ -1,6 +1,8 @@
 """Helpers for tests that signal the processes they start."""
 
+import os
 import signal
+from pathlib import Path
 
 
 def default_signals() -> None:
@@ -11,3 +13,16 @@ def default_signals() -> None:
     """
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
+def command_lines() -> list[tuple[int, list[bytes]]]:
+    """Every running process: its pid and its command line's arguments."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            found.append((int(entry), Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")))
+        except OSError:
+            continue
+    return found

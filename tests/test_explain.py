@@ -16,6 +16,7 @@ import pytest
 
 import culprit
 import sshd
+from proc_helpers import command_lines
 from rtscope import causes
 from rtscope.store import Store
 
@@ -270,15 +271,7 @@ def keepers() -> list[int]:
 
 def probes_of(spec_path: Path) -> list[int]:
     """Running rtprobe timer processes with this test's loop count (60000)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if cmd and cmd[0].endswith(b"rtprobe") and b"60000" in cmd:
-            found.append(int(entry))
-    return found
+    return [pid for pid, cmd in command_lines() if cmd[0].endswith(b"rtprobe") and b"60000" in cmd]
 
 
 @needs_tracing
@@ -291,8 +284,8 @@ def test_kill_9_instance_reported_and_removed_at_next_start(cli, db, tmp_path, r
         while not culprit.instances() and time.monotonic() < deadline:
             time.sleep(0.1)
         [left] = culprit.instances()
-        while not keepers() and time.monotonic() < deadline:
-            time.sleep(0.1)
+        while not (keepers() and probes_of(path)) and time.monotonic() < deadline:
+            time.sleep(0.1)  # the keeper starts before the probe
         assert keepers() and probes_of(path)  # the window keeper and the probe run
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()

@@ -24,43 +24,63 @@ void rtp_worst_free(struct rtp_worst *w)
     w->heap = NULL;
 }
 
-static void sift_down(int64_t *h, int n, int i)
+static void sift_down(struct rtp_worst_entry *h, int n, int i)
 {
     for (;;) {
         int l = 2 * i + 1, r = l + 1, m = i;
-        if (l < n && h[l] < h[m])
+        if (l < n && h[l].value < h[m].value)
             m = l;
-        if (r < n && h[r] < h[m])
+        if (r < n && h[r].value < h[m].value)
             m = r;
         if (m == i)
             return;
-        int64_t t = h[i];
+        struct rtp_worst_entry t = h[i];
         h[i] = h[m];
         h[m] = t;
         i = m;
     }
 }
 
-bool rtp_worst_offer(struct rtp_worst *w, int64_t v)
+bool rtp_worst_would_keep(const struct rtp_worst *w, int64_t v)
 {
-    if (w->k <= 0)
+    return w->k > 0 && (w->n < w->k || v > w->heap[0].value);
+}
+
+bool rtp_worst_keep(struct rtp_worst *w, const struct rtp_worst_entry *e)
+{
+    if (!rtp_worst_would_keep(w, e->value))
         return false;
     if (w->n < w->k) {
         int i = w->n++;
-        w->heap[i] = v;
-        while (i > 0 && w->heap[(i - 1) / 2] > w->heap[i]) {
-            int64_t t = w->heap[i];
+        w->heap[i] = *e;
+        while (i > 0 && w->heap[(i - 1) / 2].value > w->heap[i].value) {
+            struct rtp_worst_entry t = w->heap[i];
             w->heap[i] = w->heap[(i - 1) / 2];
             w->heap[(i - 1) / 2] = t;
             i = (i - 1) / 2;
         }
         return true;
     }
-    if (v <= w->heap[0])
-        return false;
-    w->heap[0] = v;
+    w->heap[0] = *e;
     sift_down(w->heap, w->n, 0);
     return true;
+}
+
+bool rtp_worst_offer(struct rtp_worst *w, int64_t v)
+{
+    const struct rtp_worst_entry e = {.value = v};
+    return rtp_worst_keep(w, &e);
+}
+
+void rtp_worst_sort(struct rtp_worst *w)
+{
+    /* Heap sort on the min-heap: the smallest goes to the end each time, so the array ends largest first. */
+    for (int n = w->n; n > 1; n--) {
+        struct rtp_worst_entry t = w->heap[0];
+        w->heap[0] = w->heap[n - 1];
+        w->heap[n - 1] = t;
+        sift_down(w->heap, n - 1, 0);
+    }
 }
 
 int rtp_marker_open(const char *who)

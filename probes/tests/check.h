@@ -64,6 +64,7 @@ extern int check_failures; /* failed CHECKs in the current test */
     X(test_exec_variants_and_n)                                                        \
     X(test_exec_bad_arguments)                                                        \
     X(test_worst_keeps_the_k_largest)                                                  \
+    X(test_worst_keeps_entries_and_sorts_them)                                         \
     X(test_worst_marks_to_the_marks_file)
 
 #define DECLARE_TEST(name) void name(void);

@@ -1,4 +1,5 @@
 /* Unit tests of lib/worst.c: the K worst so far (the samples rtprobe --mark-worst marks) and the marks file. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,14 +17,35 @@ void test_worst_keeps_the_k_largest(void)
     const int entered[] = {1, 1, 1, 0, 1, 1, 1, 0, 1};
     for (size_t k = 0; k < sizeof values / sizeof values[0]; k++)
         CHECK_I64(rtp_worst_offer(&w, values[k]), entered[k]);
-    int64_t kept[3];
-    memcpy(kept, w.heap, sizeof kept);
-    int64_t lo = kept[0], sum = kept[0] + kept[1] + kept[2];
+    int64_t lo = w.heap[0].value, sum = w.heap[0].value + w.heap[1].value + w.heap[2].value;
     CHECK_I64(lo, 7);          /* the heap's root is the smallest of the three largest */
     CHECK_I64(sum, 7 + 9 + 10);
     rtp_worst_free(&w);
     CHECK(rtp_worst_init(&w, 0) == 0);
     CHECK(!rtp_worst_offer(&w, 100)); /* k = 0: nothing is ever a candidate */
+    rtp_worst_free(&w);
+}
+
+void test_worst_keeps_entries_and_sorts_them(void)
+{
+    struct rtp_worst w;
+    CHECK(rtp_worst_init(&w, 4) == 0);
+    const int64_t values[] = {5, 1, 9, 1, 2, 7, 3, 10, 4};
+    for (size_t k = 0; k < sizeof values / sizeof values[0]; k++) {
+        const struct rtp_worst_entry e = {.value = values[k], .start = 1000 * (int64_t)k, .cycle = (int64_t)k,
+                                          .cpu = (int32_t)k % 2};
+        const bool would = rtp_worst_would_keep(&w, e.value);
+        CHECK_I64(rtp_worst_keep(&w, &e), would);
+    }
+    rtp_worst_sort(&w);
+    CHECK_I64(w.n, 4);
+    const int64_t want[] = {10, 9, 7, 5}, cycle[] = {7, 2, 5, 0};
+    for (int k = 0; k < 4; k++) {
+        CHECK_I64(w.heap[k].value, want[k]);
+        CHECK_I64(w.heap[k].cycle, cycle[k]);   /* the rest of the entry travels with its value */
+        CHECK_I64(w.heap[k].start, 1000 * cycle[k]);
+        CHECK_I64(w.heap[k].cpu, cycle[k] % 2);
+    }
     rtp_worst_free(&w);
 }
 

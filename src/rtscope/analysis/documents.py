@@ -66,5 +66,5 @@ def explain_document(store: Store, run: Run, worst: int | None = None) -> dict |
                                     | {"intervals_ns": c.get("intervals", [])} for c in s.get("causes", [])],
                          "self_ns": s.get("self_ns", 0), "idle_ns": s.get("idle_ns", 0),
                          "unexplained_ns": s["unexplained_ns"], "measuring_pid": s.get("measuring_pid"),
-                         "note": s.get("note")} for s in explained],
+                         "note": s.get("note")} | ({"cycle": s["cycle"]} if "cycle" in s else {}) for s in explained],
             "summary": [r.to_json() for r in causes.shares(explained, median)]}

@@ -59,7 +59,8 @@ def explain(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (s
     for s in explained:
         where = ", ".join(p for p in (f"thread {s['thread']}" if s["thread"] is not None else "",
                                       f"CPU {s['cpu']}" if s["cpu"] is not None else "",
-                                      f"scheduler {s['scheduler']}" if s.get("scheduler") is not None else "") if p)
+                                      f"scheduler {s['scheduler']}" if s.get("scheduler") is not None else "",
+                                      f"cycle {s['cycle']}" if s.get("cycle") is not None else "") if p)
         console.print(f"\n[bold]sample {s['sample_index']}[/] ({where}): {_us(s['value_ns'])} µs")
         if s.get("note"):
             console.print(f"  [yellow]not explained:[/] {escape(s['note'])}")

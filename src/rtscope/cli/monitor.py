@@ -31,9 +31,23 @@ class LiveView:
         load = p.request.settings.get("load", "none")
         console.print(f"[{p.index + 1}/{self.total}] load {load:9} {escape(run['finished_at'] or '')}  {cpus} µs",
                       highlight=False)
+        why = mon.top_cause(self.store, run) if p.request.settings.get("explain") else None
+        if why:
+            console.print(f"      why: {escape(why)} (rtscope explain {run_id})", highlight=False)
 
     def run_skipped(self, p, reason: str) -> None:
         err_console.print(f"[yellow]skipped interval {p.index + 1}:[/] {escape(reason)}")
+
+
+def refuse_unavailable(plan, pool) -> None:
+    """A monitoring whose first interval cannot run here (a missing runtime; --explain without tracefs or
+    root on the target) is refused before anything is stored."""
+    from ..errors import RtscopeError
+    from ..experiment import execute as exp_mod, monitor as mon
+    _, planned = mon.planned_runs(plan)
+    why = exp_mod.Availability(pool).reason(planned[0].request)
+    if why:
+        raise RtscopeError(f"monitor of target {plan.target} cannot run: {why}")
 
 
 @app.command()
@@ -47,6 +61,12 @@ def monitor(target: Annotated[str, typer.Option(help="The target to watch (local
                 help="Alternate idle and loaded phases (cpu, io, vm, hackbench), as OSADL's farm does.")] = None,
             phase: Annotated[Optional[str], typer.Option(
                 help="Length of each idle/load phase (default: a sixth of the duration, at most 1 h).")] = None,
+            rt_priority: Annotated[Optional[int], typer.Option(
+                "--rt-priority", metavar="N", help="The probe's SCHED_FIFO priority 1..99, as OSADL's farm runs "
+                "cyclictest (default: normal scheduling).")] = None,
+            explain: Annotated[int, typer.Option(
+                "--explain", metavar="K", help="Explain each interval's K worst samples per CPU: what ran instead "
+                "(setting explain: the target's tracefs, root; docs/explain.md). 0 = off.")] = 0,
             resume: Annotated[bool, typer.Option("--resume", help="Continue the latest unfinished monitoring of "
                                                  "this target (after a crash or a reboot of the target).")] = False,
             db: DbOption = None) -> None:
@@ -60,9 +80,11 @@ def monitor(target: Annotated[str, typer.Option(help="The target to watch (local
         if experiment is None:
             raise UsageError(f"no unfinished monitoring of target {target} in store {store.url}")
     else:
-        plan = mon.make_plan(target, duration, interval, interval_us, runtime, load, phase)
-        experiment = mon.start(store, plan, identity)
+        plan = mon.make_plan(target, duration, interval, interval_us, runtime, load, phase, explain, rt_priority)
     with Pool() as pool:
+        if not resume:
+            refuse_unavailable(plan, pool)
+            experiment = mon.start(store, plan, identity)
         print_machine_warnings(experiment, pool)
         outcome = execute_resumable(store, experiment, LiveView(store, len(experiment.plan)), pool,
                                     f"resume with `rtscope monitor --target {target} --resume`")

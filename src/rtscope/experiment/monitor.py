@@ -13,6 +13,12 @@ OSADL farm's idle and stress periods.
 
 The per-interval view is computed from each stored run's per-thread
 histograms: the maximum and p99.99 of every CPU.
+
+With `--explain K` each interval's run has setting `explain = K`: the probe
+keeps each thread's K worst samples (value, deadline, CPU) beside its
+histogram, and the interval's own tracefs instance and window keeper (made and
+removed with the interval's run, docs/explain.md) say what delayed them; the
+per-interval view adds the interval's top cause.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from ..analysis import causes
 from ..analysis.stats import summarize_histogram
 from ..analysis.threads import thread_histograms
 from ..errors import UsageError
@@ -58,6 +65,8 @@ class Plan:
     runtime: str
     load: str | None
     phase_s: int
+    explain: int = 0   # setting explain of every interval: its K worst samples per thread explained
+    rt_priority: int | None = None  # the probe's SCHED_FIFO priority (None: the default, normal scheduling)
 
     @property
     def intervals(self) -> int:
@@ -79,24 +88,32 @@ class Plan:
                 f'[[workload]]\nname = "timer"\nvariants = "absolute"\nruntime = "{self.runtime}"\n'
                 f'[workload.params]\ninterval_us = {self.interval_us}\nduration_s = {self.interval_s}\n'
                 f'threads = "all"\nhistogram_us = {HISTOGRAM_US}\n'
-                f'[workload.settings]\nload = {loads!r}\n'.replace("'", '"'))
+                f'[workload.settings]\nload = {loads!r}\n'.replace("'", '"')
+                + (f"explain = {self.explain}\n" if self.explain else "")
+                + (f"rt_priority = {self.rt_priority}\n" if self.rt_priority is not None else ""))
 
 
 def make_plan(target: str, duration: str, interval: str, interval_us: float, runtime: str, load: str | None,
-              phase: str | None) -> Plan:
+              phase: str | None, explain: int = 0, rt_priority: int | None = None) -> Plan:
     if runtime not in RUNTIMES:
         raise UsageError(f"unknown runtime {runtime!r} for monitor; valid: {', '.join(RUNTIMES)}")
+    if explain < 0:
+        raise UsageError(f"--explain must be an integer >= 0 (worst samples per thread; 0 = off), got {explain}")
+    if explain and runtime != "native":
+        raise UsageError(f"--explain needs runtime native (rtprobe keeps its worst samples); not {runtime}")
     d, i = parse_duration(duration, "duration"), parse_duration(interval, "interval")
     if i > d:
         raise UsageError(f"interval {interval} is longer than the duration {duration}")
     p = parse_duration(phase, "phase") if phase else max(i, min(d // 6, 3600))
     if load in ("none", ""):
         load = None
-    return Plan(target, d, i, interval_us, runtime, load, max(p, i))
+    if rt_priority is not None and not 1 <= rt_priority <= 99:
+        raise UsageError(f"--rt-priority must be an integer 1..99 (SCHED_FIFO), got {rt_priority}")
+    return Plan(target, d, i, interval_us, runtime, load, max(p, i), explain, rt_priority)
 
 
-def start(store, plan: Plan, identity: str) -> exp_mod.Experiment:
-    """The monitoring's experiment, its plan one run per interval in time order."""
+def planned_runs(plan: Plan) -> tuple[spec_mod.Spec, list[exp_mod.PlannedRun]]:
+    """The monitoring's spec and its plan: one run per interval in time order."""
     spec = spec_mod.parse(plan.spec_text(), f"monitor-{plan.target}")
     cells = {c.request.settings.get("load", "none"): c for c in spec.cells}
     planned = []
@@ -105,6 +122,12 @@ def start(store, plan: Plan, identity: str) -> exp_mod.Experiment:
         req = build_request("timer", "absolute", plan.runtime, dict(cell.request.params),
                             dict(cell.request.settings), ("monitor", f"interval-{i + 1}"))
         planned.append(exp_mod.PlannedRun(i, cell.key, i + 1, 0, req, timeout_s=plan.interval_s * 2 + 120))
+    return spec, planned
+
+
+def start(store, plan: Plan, identity: str) -> exp_mod.Experiment:
+    """The monitoring's experiment, its plan one run per interval in time order."""
+    spec, planned = planned_runs(plan)
     return exp_mod.start(store, spec, planned, 0, identity)
 
 
@@ -117,3 +140,13 @@ def per_cpu(run: Run) -> list[dict]:
         rows.append({"cpu": cpu, "n": stats["n"], "max_us": (stats["max"] or 0) / 1000,
                      "p9999_us": (stats["p9999"] or 0) / 1000, "overflows": int(h.get("overflow", 0))})
     return rows
+
+
+def top_cause(store, run: Run) -> str | None:
+    """An explained interval's largest culprit and its share of the excess of the explained samples above the
+    interval's median (`thread rtsc-culprit/4242 97%`); None when the interval was not explained."""
+    explained = store.causes(run.id)
+    if not explained:
+        return None
+    rows = [r for r in causes.shares(explained, causes.run_median(store, run) or 0) if r.by == "culprit"]
+    return f"{rows[0].label} {rows[0].share:.0%}" if rows else "no explained sample above the median"

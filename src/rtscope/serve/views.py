@@ -13,7 +13,7 @@ from ..analysis.recommend import GOALS, recommend
 from ..analysis.results import DISPLAY, display_unit, fmt
 from ..analysis.select import value_text
 from ..errors import UsageError
-from ..experiment import execute as experiment
+from ..experiment import execute as experiment, monitor
 from ..report import html as report_html, lab, model
 from ..store import Run, Store
 
@@ -214,10 +214,14 @@ def monitor_page(store: Store, exp_id: int) -> dict:
                                                                       "in 1 µs bins (log y), as OSADL plots its "
                                                                       "farm's latency."))
     rows = []
+    by_index = {r.plan_index: r for r in runs}
     for v in views:
         for index, end, load, maxima in reversed(v.intervals[-MONITOR_ROWS:]):
+            run = by_index.get(index)
             rows.append({"interval": index + 1, "end": end, "load": load,
-                         "maxima": ", ".join(f"CPU {c}: {m / 1000:,.1f}" for c, m in sorted(maxima.items()))})
+                         "maxima": ", ".join(f"CPU {c}: {m / 1000:,.1f}" for c, m in sorted(maxima.items())),
+                         "run": run.id if run else None,
+                         "why": monitor.top_cause(store, run) if run and run.settings.get("explain") else None})
     stored = sum(len(v.intervals) for v in views)
     return {"exp": exp, "target": (exp.spec_path or "")[len(MONITOR_PREFIX):] or (views[0].target if views else "?"),
             "planned": len(exp.plan), "stored": stored, "plots": plots.entries, "figures": figures, "rows": rows}

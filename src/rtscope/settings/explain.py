@@ -12,6 +12,7 @@ behind is removed at the next start. `explain = 0` (the default) changes nothing
 from __future__ import annotations
 
 from contextlib import contextmanager
+from types import SimpleNamespace
 from typing import Any, Iterator
 
 import numpy as np
@@ -47,8 +48,6 @@ def unsupported(req: Any) -> str | None:
     if req.workload not in EXPLAINED.get(req.runtime, ()):
         can = "; ".join(f"runtime {rt}: workload {', '.join(ws)}" for rt, ws in EXPLAINED.items())
         return f"setting explain applies to {can}; not to {req.runtime} {req.workload}"
-    if req.params.get("histogram_us"):
-        return "setting explain needs every sample: it cannot explain a timer run with histogram_us"
     return None
 
 
@@ -91,7 +90,7 @@ def explain_samples(instance: tracefs.Instance, sf: Any, k: int) -> tuple[list[d
     cpus = np.asarray(sf.data["cpu"], dtype=np.int64) if "cpu" in sf.data else None
     threads = np.asarray(sf.data["thread"], dtype=np.int64) if "thread" in sf.data else None
     picked = worst(values, threads, k)
-    kept, read_bytes = instance.kept_windows()
+    kept, read_bytes = instance.kept_windows([(int(starts[i]), int(starts[i] + values[i])) for i in picked])
     oldest = instance.oldest_ns()
     ring: dict[int, list[tuple[int, int, int]]] = {}
     windows: dict[int, list] = {}
@@ -129,10 +128,31 @@ def explain_samples(instance: tracefs.Instance, sf: Any, k: int) -> tuple[list[d
             out[i].update(causes.attribute(windows[i], out[i]["start_ns"], out[i]["start_ns"] + out[i]["value_ns"],
                                            measuring))
     records = [out[i] for i in picked]
-    cost = {"samples": len(records), "per_thread": k, "column": column, "cpus": instance.cpus, "buffer_kb_per_cpu": instance.buffer_kb,
-            "windows_kept": len(kept), "trace_bytes_read": read_bytes,
+    cost = {"samples": len(records), "per_thread": k, "column": column, "cpus": instance.cpus,
+            "buffer_kb_per_cpu": instance.buffer_kb, "windows_kept": instance.marked, "trace_bytes_read": read_bytes,
             "trace_bytes_per_sample": round(read_bytes / len(records)) if records else 0, "clock": tracefs.CLOCK}
     return records, cost
+
+
+def histogram_worst(sf: Any) -> Any:
+    """The samples to explain of a run: the sample file itself, or for a run that kept a histogram (no
+    samples), its trailer's `worst` — each thread's K worst samples, which rtprobe timer --mark-worst keeps in
+    histogram mode — as a sample table; an explained sample's index is then its position in `worst`."""
+    if sf.n or "worst" not in sf.trailer:
+        return sf
+    rows = sf.trailer["worst"]
+    data = {name: np.asarray([r[key] for r in rows], dtype=np.int64)
+            for name, key in ((sf.columns[0].name, "value"), ("start", "start"), ("cpu", "cpu"),
+                              ("thread", "thread"), ("cycle", "cycle"))}
+    return SimpleNamespace(columns=sf.columns[:1], data=data, trailer=sf.trailer, header=sf.header)
+
+
+def with_cycles(records: list[dict], table: Any) -> list[dict]:
+    """A histogram run's explained samples also name their cycle (the deadline's number in the run)."""
+    if "cycle" in table.data and isinstance(table, SimpleNamespace):
+        for r in records:
+            r["cycle"] = int(table.data["cycle"][r["sample_index"]])
+    return records
 
 
 def beam_samples(sf: Any, k: int, *, full: bool = False) -> list[dict]:
@@ -199,9 +219,10 @@ def explaining(value: int, ctx: RunContext) -> Iterator[None]:
     def explain(sf: Any) -> list[dict]:
         if ctx.request.runtime == "beam":
             return beam_kernel_samples(instance, sf, value)
-        records, cost = explain_samples(instance, sf, value)
+        table = histogram_worst(sf)
+        records, cost = explain_samples(instance, table, value)
         sf.trailer["explain"] = cost
-        return records
+        return with_cycles(records, table)
 
     try:
         instance.start()

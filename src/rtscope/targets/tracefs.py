@@ -195,6 +195,11 @@ pass() {
 if [ "$mode" = once ]; then pass; exit 0; fi
 while :; do sleep "$every"; pass; done
 """
+# The kept windows' lines of the wanted windows only (W: "START END,START END,...", as the marks wrote them).
+_PICK = r"""
+BEGIN { n = split(W, w, ","); for (i = 1; i <= n; i++) want[w[i]] = 1 }
+{ key = $0; sub(/\t.*/, "", key); if (key in want) print }
+"""
 KEEP_S = 0.2    # between the keeper's passes: the ring buffer must hold this long of events (it holds seconds)
 LOOK_S = 0.002  # kept before a marked sample's start
 KEEPER_NICE = -10
@@ -227,6 +232,7 @@ class Instance:
         self.keeper = None          # the Spawned window keeper
         self.kept = ""              # its directory on the target
         self.marks = ""             # the probe's marks file on the target
+        self.marked = 0             # windows it marked (the keeper copied), once read
 
     def start(self) -> None:
         """Create, configure and enable the instance (one round trip)."""
@@ -285,11 +291,18 @@ echo 1 > "$d/tracing_on"
             finally:
                 self.keeper = None
 
-    def kept_windows(self) -> tuple[dict[tuple[int, int], list[str]], int]:
-        """The windows the keeper copied, and their size in bytes (nothing without a keeper)."""
+    def kept_windows(self, wanted: list[tuple[int, int]] | None = None) -> tuple[dict[tuple[int, int], list[str]], int]:
+        """The windows the keeper copied (only the `wanted` ones, picked on the target: the rest never crosses
+        the connection nor fills rtscope's memory), and their size in bytes; nothing without a keeper.
+        `self.marked` is then how many windows the probe marked (the keeper copied)."""
         if not self.kept:
             return {}, 0
-        text = self.target.run(["sh", "-c", 'cat "$1"/kept-* 2>/dev/null; true', "sh", self.kept], timeout=300).stdout
+        pick = "cat" if wanted is None else 'awk -v W="$2" "$3"'
+        script = f'wc -l < "$4" 2>/dev/null || echo 0; cat "$1"/kept-* 2>/dev/null | {pick}; true'
+        keys = ",".join(f"{a} {b}" for a, b in wanted or [])
+        text = self.target.run(["sh", "-c", script, "sh", self.kept, keys, _PICK, self.marks], timeout=300).stdout
+        count, _, text = text.partition("\n")
+        self.marked = int(count.strip() or 0)
         return parse_windows(text), len(text)
 
     def remove(self) -> None:
