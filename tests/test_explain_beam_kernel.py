@@ -86,6 +86,23 @@ def test_time_the_kernel_did_not_see_the_vm_run_is_unexplained_not_self():
     assert got["causes"] == [] and got["unexplained_ns"] == 200 * US
 
 
+def test_a_stretch_without_events_belongs_to_the_task_the_next_line_names():
+    """The trace here often lacks the sched_switch out of the idle task: the scheduler thread woken at -20 µs,
+    its next line at 500 µs. A stretch of the sample (0..100 µs) with no event inside is the VM's own running,
+    not idle time."""
+    trace = [
+        line("<idle>", 0, 1, -20, "sched_wakeup", "comm=1_scheduler pid=501 prio=19 target_cpu=001"),
+        line(*SCHED[:2], 1, 500, "local_timer_entry", "vector=236"),
+        line(*SCHED[:2], 1, 505, "local_timer_exit", "vector=236"),
+    ]
+    rec = {"value_ns": 1000 * US, "start_ns": 0, "os_start_ns": T0, "os_end_ns": T0 + 1000 * US, "scheduler": 1,
+           "on": [[0, 1], [100 * US, 1]], "causes": [], "self_ns": 1000 * US, "unexplained_ns": 0}
+    vm, by_sched = explain_beam.vm_threads({"threads": THREADS})
+    got = explain_beam.merge(rec, {1: causes.parse(trace)}, vm, by_sched, [1])
+    assert got["self_ns"] == 995 * US and got["unexplained_ns"] == 0
+    assert [(c["name"], c["duration_ns"]) for c in got["causes"]] == [("local_timer", 5 * US)]
+
+
 def test_a_scheduler_thread_that_migrates_is_attributed_per_cpu_stretch():
     """Unpinned (two traced CPUs): the scheduler thread preempted on CPU 0 at 200 µs, run on CPU 1 from 300 µs
     where a thread takes 100 µs from it; a dirty-scheduler stretch (its GC) whose thread the trace shows on
