@@ -18,8 +18,9 @@ TRACEFS = Path("/sys/kernel/tracing")
 SUM_N = 14_000_000  # exec sum of about 10 ms on this machine (the guest calibrates it)
 
 _CODE = r"""
-import os, sys, time
+import os, random, sys, time
 cpu, prio, busy, period, name = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+jitter = float(sys.argv[6])
 with open(f"/proc/self/task/{os.getpid()}/comm", "w") as f:
     f.write(name)
 os.sched_setaffinity(0, {cpu})
@@ -30,7 +31,7 @@ while True:
     end = time.monotonic() + busy
     while time.monotonic() < end:
         pass
-    at += period
+    at += period + random.uniform(0, jitter)
     time.sleep(max(0.0, at - time.monotonic()))
 """
 
@@ -51,10 +52,12 @@ def instances() -> list[str]:
 
 
 @contextmanager
-def culprit(cpu: int, priority: int = 90) -> Iterator[int]:
-    """Run the culprit on `cpu`; yields its pid (the comm is NAME)."""
+def culprit(cpu: int, priority: int = 90, jitter_s: float = 0.0) -> Iterator[int]:
+    """Run the culprit on `cpu`; yields its pid (the comm is NAME). `jitter_s`: each period longer by a random
+    0..jitter_s, so that a measured loop whose cycle the bursts re-align (it resumes when a burst ends) does not
+    meet every burst at the same point of its cycle."""
     proc = subprocess.Popen([sys.executable, "-c", _CODE, str(cpu), str(priority), str(BUSY_S), str(PERIOD_S),
-                             NAME], stdout=subprocess.PIPE, text=True)
+                             NAME, str(jitter_s)], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "ready"
         yield proc.pid

@@ -140,8 +140,10 @@ def _slices(events: list[Event], start_ns: int, end_ns: int, vm: frozenset[int] 
     runnable: set[int] = set(assume)
     slices: list[tuple[int, int, tuple, bool]] = []
     last = None
+    after: Event | None = None  # the first event past end_ns: its task was current up to it, as below
     for e in events:
         if e.ts_ns > end_ns:
+            after = e
             break
         if current is None:
             # No event before it in the window read (which begins before start_ns): the task the first event
@@ -188,7 +190,10 @@ def _slices(events: list[Event], start_ns: int, end_ns: int, vm: frozenset[int] 
                 if cpu is None or (target.isdigit() and int(target) == cpu):
                     runnable.add(int(f["pid"]))
     if current is not None and last is not None and end_ns > max(last, start_ns):
-        slices.append((max(last, start_ns), end_ns, ("ctx", stack[-1]) if stack else ("task", current[1]),
+        # The task the next line names (the trace may have lost the sched_switch that brought it in: one out
+        # of the idle task, typically), else the one the last switch made current.
+        task = after.pid if after is not None else current[1]
+        slices.append((max(last, start_ns), end_ns, ("ctx", stack[-1]) if stack else ("task", task),
                        bool(runnable & vm)))
     return slices, prios, current
 
