@@ -9,8 +9,8 @@ on a SQLite file — so that many rtscope processes opening a fresh
 database at once create it exactly once.
 
 To change the schema: change the tables in store/tables.py, then append a step
-here that brings a store of the previous version to the new one. SQLAlchemy is imported inside the functions:
-`rtscope runs` and `show` read LATEST from here without it (store/sqlite_read.py).
+here that brings a store of the previous version to the new one. SQLAlchemy is imported inside the functions
+(a step's too): `rtscope runs` and `show` read LATEST from here without it (store/sqlite_read.py).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import sqlalchemy as sa
 
 ADVISORY_KEY = 0x72747363  # "rtsc": PostgreSQL advisory lock id of rtscope's schema changes
+
 
 @dataclass(frozen=True)
 class Step:
