@@ -149,9 +149,8 @@ def histogram_worst(sf: Any) -> Any:
 
 def with_cycles(records: list[dict], table: Any) -> list[dict]:
     """A histogram run's explained samples also name their cycle (the deadline's number in the run)."""
-    if "cycle" in table.data and isinstance(table, SimpleNamespace):
-        for r in records:
-            r["cycle"] = int(table.data["cycle"][r["sample_index"]])
+    for r in records:
+        r["cycle"] = int(table.data["cycle"][r["sample_index"]])
     return records
 
 
@@ -222,7 +221,7 @@ def explaining(value: int, ctx: RunContext) -> Iterator[None]:
         table = histogram_worst(sf)
         records, cost = explain_samples(instance, table, value)
         sf.trailer["explain"] = cost
-        return with_cycles(records, table)
+        return records if table is sf else with_cycles(records, table)
 
     try:
         instance.start()
