@@ -140,3 +140,18 @@ def test_stores_of_other_versions_get_the_same_errors_from_runs_and_show(tmp_pat
             assert r.code == 2 and "is not writable" in r.err
     finally:
         db.chmod(0o600)
+
+
+
+def test_creating_a_store_keeps_this_processs_sqlite_lock_on_it(tmp_path):
+    """Creating (migrating) a store must not drop the fcntl locks SQLite holds on the file in this process
+    (closing any descriptor of the file drops them all): without its shared lock, the next process to close
+    the store believes it is the last, deletes the WAL this process still reads from, and this process sees
+    no later write, then reads pages being checkpointed ('database disk image is malformed')."""
+    db = tmp_path / "s.db"
+    store = Store(str(db))  # created, so migrated, here
+    store.experiment_names()
+    inode = os.stat(db).st_ino
+    held = [line.split() for line in open("/proc/locks")]
+    mine = [f for f in held if f[-4] == str(os.getpid()) and f[-3].endswith(f":{inode}")]  # pid, dev:inode
+    assert mine, f"no lock of pid {os.getpid()} on inode {inode}: {held}"

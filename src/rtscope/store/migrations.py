@@ -16,6 +16,7 @@ here that brings a store of the previous version to the new one. SQLAlchemy is i
 from __future__ import annotations
 
 import fcntl
+import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterator
@@ -81,11 +82,16 @@ def _locked(engine: sa.Engine) -> Iterator[sa.Connection]:
     """A transaction holding rtscope's schema lock."""
     url = engine.url
     if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
-        # flock on the database file itself: SQLite's own locks are fcntl locks, which flock does not touch.
-        with open(url.database, "a") as db_file:
-            fcntl.flock(db_file, fcntl.LOCK_EX)
+        # flock on the store's directory, never on a descriptor of the database file: closing one would drop
+        # every fcntl lock this process holds on the file, SQLite's own among them, and another process
+        # closing the store last would then delete the WAL this process still reads (a corrupt read).
+        directory = os.open(os.path.dirname(os.path.abspath(url.database)), os.O_RDONLY)
+        try:
+            fcntl.flock(directory, fcntl.LOCK_EX)
             with engine.begin() as conn:
                 yield conn
+        finally:
+            os.close(directory)
         return
     with engine.begin() as conn:
         if url.get_backend_name() == "postgresql":
