@@ -29,10 +29,10 @@ EVENTS = ("sched/sched_switch", "sched/sched_wakeup", "irq/irq_handler_entry", "
           "irq/softirq_entry", "irq/softirq_exit", "timer/hrtimer_expire_entry", "timer/hrtimer_expire_exit")
 OPTIONAL_EVENTS = ("irq_vectors/local_timer_entry", "irq_vectors/local_timer_exit")
 CLOCK = "mono"
-# The probe's own wake-up is never a cause, and every event on its path adds to the latency it measures: its
-# sched_wakeup and the hrtimer_wakeup callback that wakes it are filtered out where the kernel writes them
-# (a filtered event costs about half a written one). That halved explain's cost on the timer's median
-# (bench/explain_overhead.py, docs/explain.md). The callback's time stays in the interrupt around it.
+# The probe's own wake-up is never a cause: its sched_wakeup and the hrtimer_wakeup callback that wakes it
+# are filtered out where the kernel writes them, so their events fill no buffer (the callback's time stays in
+# the interrupt around it). The tracepoints still run: what explain costs a timer's median is theirs
+# (bench/explain_overhead.py, docs/explain.md).
 PROBE_COMM = "rtprobe"
 BUFFER_KB = 8192  # per traced CPU: the memory the kernel holds for a run, and the window it covers
 
