@@ -14,20 +14,53 @@ class Terminated(BaseException):
     """Raised in the main thread when SIGTERM arrives, so every `finally` and undo runs."""
 
 
+# The stop signals whose exception was raised, and the last of them. A signal that arrives while a child
+# process is being forked has its exception raised inside CPython's at-fork callbacks, which print it
+# ("Exception ignored in ... _releaseLock") and go on: the starter of a child compares the count before and
+# after (raise_if_lost) and raises it again.
+_raised = 0
+_last: BaseException | None = None
+
+
+def _raise(exc: BaseException) -> None:
+    global _raised, _last
+    _raised, _last = _raised + 1, exc
+    raise exc
+
+
+def raised() -> int:
+    return _raised
+
+
+def raise_if_lost(before: int) -> None:
+    """After starting a child, with `before` = raised() before it: raise again a stop signal's exception that
+    was swallowed meanwhile."""
+    if _raised != before and _last is not None:
+        raise _last
+
+
 @contextmanager
 def sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises Terminated, SIGINT KeyboardInterrupt (both counted for raise_if_lost)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
-    def handler(signum, _frame):
-        raise Terminated(f"terminated by signal {signum}")
+    def on_term(signum, _frame):
+        _raise(Terminated(f"terminated by signal {signum}"))
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    def on_int(_signum, _frame):
+        _raise(KeyboardInterrupt())
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    previous_int = signal.signal(signal.SIGINT, on_int) if signal.getsignal(signal.SIGINT) is \
+        signal.default_int_handler else None
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if previous_int is not None:
+            signal.signal(signal.SIGINT, previous_int)
 
 
 @contextmanager

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from ..errors import ProbeError
-from ..signals import die_with_parent, held_signals
+from ..signals import die_with_parent, held_signals, raise_if_lost, raised
 from .base import Completed, Target, TargetError
 
 TERM_WAIT_S = 2.0    # after SIGTERM, before SIGKILL
@@ -67,12 +67,18 @@ class LocalProcess:
     def __init__(self, argv: list[str], cwd: str, log: str):
         self.argv, self.log = argv, log
         Path(cwd).mkdir(parents=True, exist_ok=True)
+        before = raised()
         with open(log, "wb") as out:  # a file, not a pipe: a full pipe would stall the process
             try:
                 self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=cwd,
                                              start_new_session=True, preexec_fn=die_with_parent)
             except OSError as e:
                 raise TargetError(f"cannot start {argv[0]}: {e.strerror}") from None
+        try:
+            raise_if_lost(before)  # a Ctrl-C or SIGTERM during the fork
+        except BaseException:
+            _kill_group(self.proc)
+            raise
 
     def running(self) -> bool:
         return self.proc.poll() is None
@@ -118,6 +124,7 @@ class LocalTarget(Target):
         self._lock = threading.Lock()
 
     def run(self, argv, *, timeout=None, stdin=None, cwd=None, binary=False) -> Completed:
+        before = raised()
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
@@ -127,6 +134,7 @@ class LocalTarget(Target):
         with self._lock:
             self._running.add(proc)
         try:
+            raise_if_lost(before)  # a Ctrl-C or SIGTERM during the fork
             out, err = proc.communicate(input=stdin, timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
