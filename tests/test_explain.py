@@ -104,6 +104,27 @@ def test_culprit_thread_is_named_with_its_delay(cli, db, tmp_path, rtprobe):
 
 
 @needs_tracing
+def test_windows_the_keeper_did_not_copy_come_from_the_ring_buffer(cli, db, tmp_path, rtprobe, monkeypatch):
+    """Without the window keeper every worst sample is read from what the ring buffer still holds (8 MiB: the
+    whole of this 3 s run): the same causes, the culprit named."""
+    from rtscope.targets import tracefs
+
+    def no_keeper(self, run_dir, online):
+        self.marks = f"{run_dir}/trace-marks.txt"  # the probe still marks; nothing copies its windows
+
+    monkeypatch.setattr(tracefs.Instance, "keep_windows", no_keeper)
+    with culprit.culprit(CPUS[-1]) as pid:
+        r = cli("run", spec(tmp_path), "--db", db)
+    assert r.code == 0, r.err
+    [run] = Store(db).runs()
+    assert run.trailer["explain"]["trace_bytes_read"] > 0
+    samples = json.loads(cli("explain", run.id, "--db", db, "--json").out)["samples"]
+    assert len(samples) == 10 and all(s["note"] is None for s in samples), [s["note"] for s in samples]
+    big, named = culprit.check_named(samples, pid)
+    assert big >= 5 and named >= 0.9 * big, samples
+
+
+@needs_tracing
 def test_worst_samples_early_in_a_long_run_keep_their_windows(cli, db, tmp_path, rtprobe, monkeypatch):
     """The culprit only in the first 1.5 s of a 5 s run, and a ring buffer that holds about 1.5 s:
     the windows of the worst samples come from the window keeper, not the ring buffer's end."""

@@ -26,7 +26,6 @@ from . import explain_beam
 from .base import RunContext, Setting
 
 MARKS_ENV = "RTSCOPE_MARKS"  # probes/lib/worst.h
-LOOKBACK_NS = 2_000_000  # trace read before a sample's start: the context the CPU was in when it began
 # runtime -> workloads it explains: native from the kernel's trace (its probe stamps sample starts), beam from
 # the measuring process's GC and scheduling trace (the harness's RtScope.Explain, beam/lib/rtscope/explain.ex)
 # and, on targets with a shell, from the kernel's trace too (settings/explain_beam.py).
@@ -92,7 +91,7 @@ def explain_samples(instance: tracefs.Instance, sf: Any, k: int) -> tuple[list[d
     picked = worst(values, threads, k)
     kept, read_bytes = instance.kept_windows([(int(starts[i]), int(starts[i] + values[i])) for i in picked])
     oldest = instance.oldest_ns()
-    ring: dict[int, list[tuple[int, int, int]]] = {}
+    ring: dict[int, list[int]] = {}  # CPU -> the samples to read from its ring buffer
     windows: dict[int, list] = {}
     out: dict[int, dict] = {}
     for i in picked:
@@ -106,18 +105,15 @@ def explain_samples(instance: tracefs.Instance, sf: Any, k: int) -> tuple[list[d
             out[i]["note"] = f"CPU {cpu} was not traced (traced: {workloads.format_cpus(instance.cpus)})"
         elif lines is not None:
             windows[i] = causes.parse(lines)
-        elif oldest.get(cpu) is not None and oldest[cpu] <= start - LOOKBACK_NS // 2:
-            ring.setdefault(cpu, []).append((i, start - LOOKBACK_NS, end))
+        elif instance.ring_holds(oldest, cpu, start):
+            ring.setdefault(cpu, []).append(i)
         else:
             out[i]["note"] = ("no trace window: the window keeper did not copy it in time and the ring buffer "
                               f"({instance.buffer_kb} KiB per CPU) no longer held it")
     for cpu, wanted in ring.items():
-        lines = instance.windows(cpu, [(a, b) for _, a, b in wanted])
-        read_bytes += sum(len(line) + 1 for line in lines)
-        events = causes.parse(lines)
-        stamps = np.fromiter((e.ts_ns for e in events), dtype=np.int64, count=len(events))
-        for i, a, b in wanted:
-            windows[i] = events[np.searchsorted(stamps, a):np.searchsorted(stamps, b, side="right")]
+        got, read = instance.ring_windows(cpu, [(int(starts[i]), int(starts[i] + values[i])) for i in wanted])
+        read_bytes += read
+        windows.update(zip(wanted, got))
     for cpu in {out[i]["cpu"] for i in windows}:
         mine = [i for i in windows if out[i]["cpu"] == cpu]
         # The measuring thread: the task most often current at the samples' ends on this CPU (one sample's

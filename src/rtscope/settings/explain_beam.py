@@ -20,12 +20,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import numpy as np
-
 from .. import causes
 from ..targets import tracefs
 
-LOOKBACK_NS = round(tracefs.LOOK_S * 1e9)  # trace kept before a sample's start: the state of its CPU when it began
 Spans = list[tuple[int, int]]
 
 
@@ -202,24 +199,22 @@ def _windows(instance: tracefs.Instance, wanted: list[dict]) -> tuple[dict[int, 
     """Per sample (by index into `wanted`): its events per traced CPU, from the window keeper's copies (the
     harness marked each sample when it entered its worst so far), else from the ring buffer; and the bytes
     read."""
-    kept, read_bytes = instance.kept_windows()
+    spans = [(rec["os_start_ns"], rec["os_end_ns"]) for rec in wanted]
+    kept, read_bytes = instance.kept_windows(spans)
     oldest = instance.oldest_ns()
     out: dict[int, dict[int, list[causes.Event]]] = {}
-    ring: list[tuple[int, int, int]] = []
-    for i, rec in enumerate(wanted):
-        a, b = rec["os_start_ns"], rec["os_end_ns"]
+    ring: list[int] = []  # the samples to read from the ring buffers
+    for i, (a, b) in enumerate(spans):
         lines = kept.get((a, b))
         if lines is not None:
             out[i] = _by_cpu(causes.parse(lines))
-        elif all(oldest.get(c) is not None and oldest[c] <= a - LOOKBACK_NS // 2 for c in instance.cpus):
-            ring.append((i, a - LOOKBACK_NS, b))
+        elif all(instance.ring_holds(oldest, c, a) for c in instance.cpus):
+            ring.append(i)
     for cpu in instance.cpus if ring else []:
-        lines = instance.windows(cpu, [(a, b) for _, a, b in ring])
-        read_bytes += sum(len(line) + 1 for line in lines)
-        evs = causes.parse(lines)
-        stamps = np.fromiter((e.ts_ns for e in evs), dtype=np.int64, count=len(evs))
-        for i, a, b in ring:
-            out.setdefault(i, {})[cpu] = evs[np.searchsorted(stamps, a):np.searchsorted(stamps, b, side="right")]
+        got, read = instance.ring_windows(cpu, [spans[i] for i in ring])
+        read_bytes += read
+        for i, evs in zip(ring, got):
+            out.setdefault(i, {})[cpu] = evs
     return out, read_bytes
 
 
@@ -239,11 +234,12 @@ def kernel_side(instance: tracefs.Instance, records: list[dict], explained: dict
     mapped = [r for r in records if r.get("os_start_ns") is not None]
     windows, read_bytes = _windows(instance, mapped)
     out = []
+    mapped_index = {id(r): i for i, r in enumerate(mapped)}
     for r in records:
         if r.get("os_start_ns") is None:
             out.append({**r, "note": "kernel side not covered: the VM has no OS monotonic clock source"})
             continue
-        i = mapped.index(r)
+        i = mapped_index[id(r)]
         if i not in windows:
             out.append({**r, "note": "kernel side not covered: the window keeper did not copy its trace in time "
                                      f"and the ring buffer ({instance.buffer_kb} KiB per CPU) no longer held it"})

@@ -17,8 +17,10 @@ import re
 import secrets
 import shlex
 import socket
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
+from .. import causes
 from .base import Target, TargetError
 
 PREFIX = "rtscope-"
@@ -201,7 +203,8 @@ BEGIN { n = split(W, w, ","); for (i = 1; i <= n; i++) want[w[i]] = 1 }
 { key = $0; sub(/\t.*/, "", key); if (key in want) print }
 """
 KEEP_S = 0.2    # between the keeper's passes: the ring buffer must hold this long of events (it holds seconds)
-LOOK_S = 0.002  # kept before a marked sample's start
+LOOK_S = 0.002  # kept before a marked sample's start: the context its CPU was in when it began
+LOOK_NS = round(LOOK_S * 1e9)
 KEEPER_NICE = -10
 
 
@@ -313,6 +316,11 @@ echo 1 > "$d/tracing_on"
                 _remove(self.target, self.path)
                 self.created = False
 
+    @staticmethod
+    def ring_holds(oldest: dict[int, int | None], cpu: int, start_ns: int) -> bool:
+        """Whether `cpu`'s ring buffer (`oldest`: oldest_ns()) still holds a sample that started at start_ns."""
+        return oldest.get(cpu) is not None and oldest[cpu] <= start_ns - LOOK_NS // 2
+
     def oldest_ns(self) -> dict[int, int | None]:
         """Per traced CPU, the time of the oldest event its buffer still holds (None: empty)."""
         files = {c: posixpath.join(self.path, "per_cpu", f"cpu{c}", "stats") for c in self.cpus}
@@ -322,6 +330,16 @@ echo 1 > "$d/tracing_on"
             m = re.search(r"oldest event ts:\s*(\d+)\.(\d{6})", got.get(f) or "")
             out[c] = int(m[1]) * 1_000_000_000 + int(m[2]) * 1000 if m else None
         return out
+
+    def ring_windows(self, cpu: int, spans: list[tuple[int, int]]) -> tuple[list[list[causes.Event]], int]:
+        """What the ring buffer still holds of `cpu` in each span (CLOCK_MONOTONIC ns, from LOOK_S before its
+        start): the events per span, and the bytes read (filtered on the target: only the spans cross)."""
+        spans = [(a - LOOK_NS, b) for a, b in spans]
+        lines = self.windows(cpu, spans)
+        events = causes.parse(lines)
+        stamps = [e.ts_ns for e in events]
+        return ([events[bisect_left(stamps, a):bisect_right(stamps, b)] for a, b in spans],
+                sum(len(line) + 1 for line in lines))
 
     def windows(self, cpu: int, spans: list[tuple[int, int]]) -> list[str]:
         """The trace lines of `cpu` inside any of `spans` (CLOCK_MONOTONIC ns, inclusive)."""
