@@ -12,21 +12,17 @@ are left out); the issue's criterion (>= 90 %, within 20 % of the delay) applies
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
 import culprit
+from qemu_skip import qemu_unavailable
 from rtscope import targets
 from rtscope.experiment.runner import execute
 from rtscope.experiment.spec import build_request
 from rtscope.store import Store
 
-WHY = None
-if os.geteuid() != 0:
-    WHY = "needs root (kernels are fetched with apt)"
-elif not os.path.exists("/usr/bin/qemu-system-x86_64"):
-    WHY = "qemu-system-x86 is not installed"
+WHY = qemu_unavailable("x86_64", root_for="kernels are fetched with apt")
 pytestmark = [pytest.mark.skipif(WHY is not None, reason=WHY or ""), pytest.mark.slow]
 
 

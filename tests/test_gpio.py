@@ -9,7 +9,6 @@ aarch64), the BEAM harness's compiled modules copied there, a fresh VM per BEAM 
 from __future__ import annotations
 
 import json
-import os
 import socket
 import statistics
 import subprocess
@@ -31,12 +30,9 @@ from rtscope.targets.deploy import place_file
 sys.path.insert(0, str(Path(__file__).parent))
 import beamnode  # noqa: E402  (nerves_ssh as the test boards run it)
 import culprit  # noqa: E402  (setting explain's culprit)
+from qemu_skip import qemu_unavailable  # noqa: E402
 
-WHY = None
-if os.geteuid() != 0:
-    WHY = "needs root (arm64 guest images are built through binfmt_misc)"
-elif not os.path.exists("/usr/bin/qemu-system-aarch64"):
-    WHY = "qemu-system-arm is not installed"
+WHY = qemu_unavailable("aarch64", root_for="arm64 guest images are built through binfmt_misc")
 pytestmark = [pytest.mark.skipif(WHY is not None, reason=WHY or ""), pytest.mark.slow]
 
 

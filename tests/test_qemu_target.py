@@ -20,12 +20,10 @@ from rtscope import targets
 from rtscope.errors import RtscopeError, UsageError
 from rtscope.store import Store
 from proc_helpers import default_signals
+from qemu_skip import qemu_unavailable
 
-WHY = None
-if os.geteuid() != 0:
-    WHY = "needs root (kernels are fetched with apt, arm64 images built through binfmt_misc)"
-elif not all(os.path.exists(f"/usr/bin/qemu-system-{a}") for a in ("x86_64", "aarch64")):
-    WHY = "qemu-system-x86 and qemu-system-arm are not installed"
+WHY = qemu_unavailable("x86_64", "aarch64", root_for="kernels are fetched with apt, arm64 images built through "
+                                                      "binfmt_misc")
 pytestmark = [pytest.mark.skipif(WHY is not None, reason=WHY or ""), pytest.mark.slow]
 
 GUESTS = {"x86-stock": ("x86_64", "debian:stock"), "x86-rt": ("x86_64", "debian:rt"),

@@ -20,6 +20,7 @@ from rtscope import targets
 from rtscope.runtimes import RUNTIMES
 from rtscope.store import Store
 from rtscope.targets import LocalTarget
+from qemu_skip import qemu_unavailable
 from test_import_headlines import imported_stats
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rtla"
@@ -116,11 +117,7 @@ def test_this_host_says_what_rtla_lacks():
 
 # --- In QEMU guests: Debian 12's PREEMPT_RT kernel has the timerlat tracer, its stock kernel has not ----------
 
-QEMU_WHY = None
-if os.geteuid() != 0:
-    QEMU_WHY = "needs root (kernels are fetched with apt)"
-elif not os.path.exists("/usr/bin/qemu-system-x86_64"):
-    QEMU_WHY = "qemu-system-x86 is not installed"
+QEMU_WHY = qemu_unavailable("x86_64", root_for="kernels are fetched with apt")
 
 
 def guest_table(name: str, kernel: str) -> str:
