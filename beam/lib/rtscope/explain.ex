@@ -73,7 +73,7 @@ defmodule RtScope.Explain do
   @doc "The interval [t0, t1] of the sample just taken (after its clock reads); reads the clock offset."
   @spec sample(pid(), integer(), integer()) :: :ok
   def sample(tracer, t0, t1) do
-    send(tracer, {:sample, t0, t1, offset_reading()})
+    send(tracer, {:sample, t0, t1, offset_reading(), :erlang.system_info(:scheduler_id)})
     :ok
   end
 
@@ -112,9 +112,9 @@ defmodule RtScope.Explain do
 
   defp loop(st) do
     receive do
-      {:sample, t0, t1, off} ->
+      {:sample, t0, t1, off, sched_now} ->
         st = settle(st)
-        loop(%{st | pending: {st.index, t0, t1, off}, index: st.index + 1})
+        loop(%{st | pending: {st.index, t0, t1, off, sched_now}, index: st.index + 1})
 
       {:result, to, ref} ->
         st = settle(st)
@@ -162,9 +162,9 @@ defmodule RtScope.Explain do
   # Attribute the pending sample with the events so far; keep events from its end on.
   defp settle(%{pending: nil} = st), do: st
 
-  defp settle(%{pending: {i, t0, t1, off}} = st) do
+  defp settle(%{pending: {i, t0, t1, off, sched_now}} = st) do
     events = Enum.reverse(st.events)
-    {explained, sched} = attribute(events, t0, t1, st.sched)
+    {explained, sched} = attribute(events, t0, t1, st.sched, sched_now)
 
     explained =
       Map.merge(
@@ -265,8 +265,9 @@ defmodule RtScope.Explain do
   defp mark(worst, _s, _marks), do: worst
 
   @doc false
-  # The causes inside [t0, t1] from the events (in time order); the scheduler it ran on last.
-  def attribute(events, t0, t1, sched0 \\ nil) do
+  # The causes inside [t0, t1] from the events (in time order); the scheduler it ran on last. sched_now: the
+  # scheduler the process reported right after t1.
+  def attribute(events, t0, t1, sched0 \\ nil, sched_now \\ nil) do
     {gcs, outs, sched, _gc_open, _out_open} =
       Enum.reduce(events, {[], [], sched0, nil, nil}, fn
         {ts, :gc_start, {tag, before}}, {g, o, s, _, out} ->
@@ -341,18 +342,28 @@ defmodule RtScope.Explain do
        causes: causes,
        self_ns: max(0, t1 - t0 - explained),
        unexplained_ns: 0,
-       on: on_schedulers(events, t0, t1, sched0)
+       on: on_schedulers(events, t0, t1, sched0, sched_now)
      }, sched}
   end
 
   # [rel_ns, scheduler]: the scheduler the process was on (or last left) at t0, then each switch-in inside
-  # [t0, t1] (scheduler 0: a dirty scheduler, e.g. a collection of a large heap).
-  defp on_schedulers(events, t0, t1, sched0) do
-    at_start =
+  # [t0, t1] (scheduler 0: a dirty scheduler, e.g. a collection of a large heap). With no switch traced
+  # before t0 (the process ran since tracing began), the process, running at t0 (it read the clock), was on
+  # the scheduler it first left inside the interval, else still on the one it reported after t1.
+  defp on_schedulers(events, t0, t1, sched0, sched_now) do
+    before =
       Enum.reduce(events, sched0, fn
         {ts, what, sc}, _s when ts <= t0 and what in [:in, :out] and is_integer(sc) -> sc
         _, s -> s
       end)
+
+    first_left =
+      Enum.find_value(events, fn
+        {ts, :out, sc} when ts > t0 and ts <= t1 and is_integer(sc) -> sc
+        _ -> nil
+      end)
+
+    at_start = before || first_left || sched_now
 
     [[0, at_start] | for({ts, :in, sc} <- events, ts > t0 and ts < t1, do: [ts - t0, sc])]
   end
