@@ -205,7 +205,6 @@ BEGIN { n = split(W, w, ","); for (i = 1; i <= n; i++) want[w[i]] = 1 }
 KEEP_S = 0.2    # between the keeper's passes: the ring buffer must hold this long of events (it holds seconds)
 LOOK_S = 0.002  # kept before a marked sample's start: the context its CPU was in when it began
 LOOK_NS = round(LOOK_S * 1e9)
-KEEPER_NICE = -10
 
 
 def parse_windows(text: str) -> dict[tuple[int, int], list[str]]:
@@ -274,10 +273,6 @@ echo 1 > "$d/tracing_on"
         argv = self._keeper_argv("loop")
         if others and self.target.which("taskset"):
             argv = ["taskset", "-c", others, *argv]
-            if self.target.which("nice"):
-                # Off the probe's CPUs, ahead of normal work there: a keeper delayed longer than the ring buffer
-                # holds loses the windows it was to copy.
-                argv = ["nice", "-n", str(KEEPER_NICE), *argv]
         self.keeper = self.target.spawn(argv, cwd=run_dir, log=posixpath.join(run_dir, "trace-keeper.log"))
 
     def stop(self) -> None:
