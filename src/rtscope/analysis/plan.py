@@ -8,13 +8,15 @@ values is
 
 with σ²_b the between-run variance of the statistic and c_w / n the within-run estimation variance of one
 run's statistic at n samples (c_w = within_var × the pilot's samples per run; variance.Components). Two
-such configurations differ by Δ = detect × value; a two-sided test at level α detects Δ with probability
+such configurations differ by Δ = detect × value; a two-sided Welch test at level α detects Δ with
 
-    power = P(|T| > t_{1−α/2, df}),  T ~ noncentral t(df, Δ / √(2·(σ²_b + c_w/n) / r)),  df = 2(r − 1)
+    power = P(|T| > t_{1−α/2, df_W}),  T ~ noncentral t(2(r − 1), Δ / √(2·(σ²_b + c_w/n) / r))
 
-(the Welch–Satterthwaite df of two groups of r runs with equal variance). The usual closed form
-2·(σ²_b + c_w/n) / r ≤ (Δ / (t_{1−α/2, df} + t_{power, df}))² is the same condition up to the noncentral
-t's skew; `runs_needed` iterates r upwards until the exact power reaches the target.
+where df_W is the Welch–Satterthwaite df of the two groups' sample variances, itself random: between r − 1
+and 2(r − 1); `power_of` averages over it (with 3 or 4 runs that costs several points of power against the
+plain df = 2(r − 1)). The usual closed form 2·(σ²_b + c_w/n) / r ≤ (Δ / (t_{1−α/2, df} + t_{power, df}))²
+is the same condition up to the noncentral t's skew and df_W's spread (`runs_closed_form`, within a run of
+it from 10 runs on); `runs_needed` iterates r upwards until the exact power reaches the target.
 
 Samples per run (Kalibera & Jones, "Rigorous benchmarking in reasonable time", ISMM 2013). A run costs
 T_start + n·t_sample of wall time; the total cost r·(T_start + n·t_sample) at a fixed variance of the mean
@@ -90,23 +92,38 @@ def run_variance(between_var: float, c_w: float, n: float) -> float:
     return between_var + (c_w / n if c_w else 0.0)
 
 
-def power_of(delta: float, var_run: float, runs: int, alpha: float = ALPHA) -> float:
-    """Power of the two-sided Welch test on per-run values, `runs` runs on each side, to detect |Δ|."""
-    from scipy.special import nctdtr, stdtrit
+_NODES = 48   # quantiles of the variance split B at which Welch's critical value is averaged (power_of)
+
+
+def power_of(delta: float, var_run: float, runs: int, alpha: float = ALPHA, welch: bool = True) -> float:
+    """Power of the two-sided Welch test on per-run values, `runs` runs on each side, to detect |Δ|.
+
+    With equal variances and equal r, Welch's statistic is Student's pooled t, noncentral t with df 2(r − 1) and
+    noncentrality Δ / √(2v/r); only its critical value differs: t_{1−α/2} at the Welch–Satterthwaite df
+    (r − 1) / (B² + (1 − B)²), where B = s₁² / (s₁² + s₂²) ~ Beta((r−1)/2, (r−1)/2) is independent of the
+    statistic. The power is averaged over B's quantiles (with few runs Welch's df, down to r − 1, costs power
+    that df = 2(r − 1) does not show). welch=False: Student's t-test."""
+    import numpy as np
+    from scipy.special import betaincinv, nctdtr, stdtrit
     if runs < 2:
         return 0.0
     if var_run <= 0:
         return 1.0 if delta else 0.0
     df = 2.0 * (runs - 1)
     ncp = abs(delta) / math.sqrt(2.0 * var_run / runs)
-    crit = float(stdtrit(df, 1.0 - alpha / 2.0))
-    if ncp - crit > 12.0:       # beyond nctdtr's accuracy, and power is 1 to 1e-30
+    if welch:
+        half = (runs - 1) / 2.0
+        b = betaincinv(half, half, (np.arange(_NODES) + 0.5) / _NODES)
+        crit = stdtrit((runs - 1) / (b * b + (1.0 - b) ** 2), 1.0 - alpha / 2.0)
+    else:
+        crit = np.asarray([stdtrit(df, 1.0 - alpha / 2.0)])
+    if ncp - float(np.max(crit)) > 12.0:       # beyond nctdtr's accuracy, and power is 1 to 1e-30
         return 1.0
-    p = float(1.0 - nctdtr(df, ncp, crit) + nctdtr(df, ncp, -crit))
-    if not math.isfinite(p):    # nctdtr fails for some large df: the normal limit
-        z = lambda x: 0.5 * math.erfc(-x / math.sqrt(2.0))  # noqa: E731
-        p = 1.0 - z(crit - ncp) + z(-crit - ncp)
-    return min(1.0, max(0.0, p))
+    p = 1.0 - nctdtr(df, ncp, crit) + nctdtr(df, ncp, -crit)
+    if not np.all(np.isfinite(p)):    # nctdtr fails for some large df: the normal limit
+        from scipy.special import ndtr
+        p = 1.0 - ndtr(crit - ncp) + ndtr(-crit - ncp)
+    return min(1.0, max(0.0, float(np.mean(p))))
 
 
 def runs_closed_form(delta: float, var_run: float, alpha: float = ALPHA, power: float = POWER) -> float:
@@ -124,16 +141,16 @@ def runs_closed_form(delta: float, var_run: float, alpha: float = ALPHA, power: 
 
 
 def runs_needed(delta: float, var_run: float, alpha: float = ALPHA, power: float = POWER,
-                min_runs: int = MIN_RUNS, limit: int = _SEARCH_RUNS) -> int | None:
+                min_runs: int = MIN_RUNS, limit: int = _SEARCH_RUNS, welch: bool = True) -> int | None:
     """The fewest runs per configuration (≥ min_runs) whose power reaches `power`; None beyond `limit`."""
-    if power_of(delta, var_run, min_runs, alpha) >= power:
+    if power_of(delta, var_run, min_runs, alpha, welch) >= power:
         return min_runs
-    if power_of(delta, var_run, limit, alpha) < power:
+    if power_of(delta, var_run, limit, alpha, welch) < power:
         return None
     lo, hi = min_runs, limit          # power(lo) < power ≤ power(hi); power grows with r
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if power_of(delta, var_run, mid, alpha) >= power:
+        if power_of(delta, var_run, mid, alpha, welch) >= power:
             hi = mid
         else:
             lo = mid

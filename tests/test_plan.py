@@ -1,0 +1,168 @@
+"""rtscope plan: the planning math on known numbers, a Monte-Carlo check of its power, and a real pilot → plan →
+sized experiment → compare on the native exec workload."""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from rtscope.analysis import plan
+from rtscope.analysis.compare import welch
+from rtscope.errors import UsageError
+
+
+# --- inputs ----------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, value", [("5%", 0.05), ("30%", 0.3), ("0.05", 0.05), (" 12.5% ", 0.125), ("1", 1.0)])
+def test_detect_accepts_percent_and_fractions(text, value):
+    assert plan.parse_detect(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text", ["abc", "0", "0%", "-5%", "%", "nan", "2000%"])
+def test_detect_refuses_what_is_not_a_change(text):
+    with pytest.raises(UsageError, match="--detect"):
+        plan.parse_detect(text)
+
+
+# --- the statistics on known numbers -----------------------------------------------------------------------------------
+
+def test_power_is_the_noncentral_t_of_two_groups_of_runs():
+    # 10 vs 10 runs, Δ = 1, per-run variance 1: df 18, noncentrality 1/√(2/10)
+    t = sps.t.ppf(0.975, 18)
+    ncp = 1 / math.sqrt(0.2)
+    expected = 1 - sps.nct.cdf(t, 18, ncp) + sps.nct.cdf(-t, 18, ncp)
+    assert plan.power_of(1.0, 1.0, 10, welch=False) == pytest.approx(expected, rel=1e-9)
+    # Welch's critical value is at its estimated df (≤ 18): a little less power, most with few runs
+    assert expected - 0.02 < plan.power_of(1.0, 1.0, 10) < expected
+    assert plan.power_of(2.0, 1.0, 3) < plan.power_of(2.0, 1.0, 3, welch=False) - 0.05
+    assert plan.power_of(0.0, 1.0, 10, welch=False) == pytest.approx(0.05, abs=1e-9)     # no change: α
+    assert plan.power_of(0.0, 1.0, 10) == pytest.approx(0.05, abs=0.005)
+    assert plan.power_of(1.0, 1.0, 100_000) == 1.0                           # beyond nctdtr's range
+
+
+@pytest.mark.parametrize("effect, runs", [(1.0, 17), (0.8, 26), (0.5, 64)])
+def test_runs_needed_match_the_textbook_sample_sizes(effect, runs):
+    # Cohen's d 1.0 / 0.8 / 0.5, two-sided α 0.05, power 0.8: 17 / 26 / 64 per group (G*Power, Cohen 1988)
+    assert plan.runs_needed(effect, 1.0, 0.05, 0.8, min_runs=2, welch=False) == runs
+    assert plan.runs_needed(effect, 1.0, 0.05, 0.8, min_runs=2) in (runs, runs + 1)   # Welch
+    # the closed form 2v(t_{1−α/2} + t_{power})²/Δ² of the brief agrees within a run
+    assert abs(plan.runs_closed_form(effect, 1.0) - runs) < 1.0
+
+
+def test_runs_needed_floor_and_limit():
+    assert plan.runs_needed(100.0, 1.0) == plan.MIN_RUNS            # a huge change: the floor
+    assert plan.runs_needed(1e-6, 1.0, limit=100) is None            # a tiny one: not within the limit
+    # the smallest detectable change at r runs is the change that needs r runs
+    d = plan.detectable(1.0, 17)
+    assert plan.runs_needed(d, 1.0, min_runs=2) == 17
+    assert plan.runs_needed(d * 0.97, 1.0, min_runs=2) > 17
+
+
+def test_optimal_samples_is_kalibera_and_jones():
+    # n* = √(c_w·T_start / (σ²_b·t_sample)) = √(100 · 1 s / (1 · 1 ms)) = √100000
+    assert plan.optimal_samples(1.0, 100.0, 1e9, 1e6) == pytest.approx(math.sqrt(1e5))
+    assert plan.optimal_samples(0.0, 100.0, 1e9, 1e6) == math.inf    # no between-run variance: one long run each
+    assert plan.optimal_samples(1.0, 0.0, 1e9, 1e6) == 0.0           # no within-run variance: shortest runs
+
+
+def test_cost_by_regression_when_runs_differ_in_samples():
+    ns = [100, 200, 400, 800]
+    probe = [5e6 + n * 1e5 for n in ns]                       # 5 ms start-up in the probe + 0.1 ms a sample
+    cost = plan.estimate_cost(ns, probe, gaps_ns=[40e6, 50e6, 60e6])
+    assert cost.sample_ns == pytest.approx(1e5)
+    assert cost.start_ns == pytest.approx(5e6 + 50e6)         # + the median gap between runs
+    assert "regression" in cost.how
+    assert cost.run_ns(1000) == pytest.approx(55e6 + 1e8)
+
+
+def test_cost_split_by_the_workloads_sample_time_when_runs_are_alike():
+    cost = plan.estimate_cost([200, 200, 200], [70e6, 72e6, 74e6], [], per_sample_ns=0.3e6)
+    assert cost.sample_ns == 0.3e6
+    assert cost.start_ns == pytest.approx(72e6 - 60e6)
+    assert "no gap" in cost.how
+    plain = plan.estimate_cost([200, 200], [60e6, 60e6])
+    assert (plain.start_ns, plain.sample_ns) == (0.0, 0.3e6)
+
+
+def test_plan_one_takes_n_star_then_the_runs_then_trims_n():
+    cost = plan.Cost(start_ns=1e9, sample_ns=1e6)
+    # value 100, σ²_b = 4, c_w = within_var × pilot n = 1 × 100 = 100; detect 10 % → Δ = 10
+    p = plan.plan_one("mean", 100.0, 4.0, 1.0, 5, 100, cost, 0.10)
+    assert p.optimal_samples == pytest.approx(math.sqrt(100 * 1e9 / (4 * 1e6)))      # 158.1
+    assert p.samples <= 158
+    var_run = plan.run_variance(4.0, 100.0, p.samples)
+    assert p.power >= 0.8 and p.power == pytest.approx(plan.power_of(10.0, var_run, p.runs))
+    assert plan.power_of(10.0, var_run, p.runs - 1) < 0.8 or p.runs == plan.MIN_RUNS
+    # trimmed: one sample fewer would miss the power at these runs
+    assert plan.power_of(10.0, plan.run_variance(4.0, 100.0, p.samples - 1), p.runs) < 0.8
+    assert p.wall_ns == pytest.approx(p.runs * (1e9 + p.samples * 1e6))
+
+
+def test_plan_one_without_between_run_variance_makes_few_long_runs():
+    p = plan.plan_one("mean", 100.0, 0.0, 4.0, 5, 1000, plan.Cost(1e9, 1e6), 0.05)
+    assert p.runs == plan.MIN_RUNS
+    # c_w = 4000; 3 runs need 2·(4000/n)/3 ≤ (5/q)²: a few hundred samples, trimmed from "infinitely many"
+    assert 100 < p.samples < 2000
+
+
+def test_plan_one_says_when_between_run_variance_makes_it_impossible():
+    # σ_b = 20 % of the value: 1 % is out of reach in 100 runs, whatever n
+    p = plan.plan_one("mean", 100.0, 400.0, 1.0, 5, 100, plan.Cost(1e9, 1e6), 0.01)
+    assert not p.feasible and p.runs is None and p.wall_ns is None
+    assert p.smallest_detectable == pytest.approx(plan.detectable(plan.run_variance(400, 100, p.samples), 100) / 100)
+    assert any("between-run variance alone" in n for n in p.notes)
+
+
+def test_plan_of_a_maximum_keeps_the_pilots_samples():
+    p = plan.plan_one("max", 100.0, 25.0, None, 5, 300, plan.Cost(1e9, 1e6), 0.2, total_var=30.0)
+    assert p.samples == 300 and p.optimal_samples is None and p.c_w is None
+    assert p.runs == plan.runs_needed(20.0, 30.0)
+
+
+def test_plan_matrix_gives_every_configuration_its_power_at_one_runs_times_samples():
+    cost = plan.Cost(0.5e9, 1e6)
+    demands = [plan.Demand("a", "mean", 100.0, 4.0, 1.0, 5.0, 5, 100, cost),
+               plan.Demand("b", "mean", 100.0, 16.0, 1.0, 17.0, 5, 100, cost, cells=2)]
+    n, r, plans = plan.plan_matrix(demands, 0.1)
+    assert r == max(plan.plan_one("mean", 100.0, d.between_var, 1.0, 5, 100, cost, 0.1, samples=n).runs
+                    for d in demands)
+    assert all(p.runs == r and p.samples == n and p.power >= 0.8 for p in plans.values())
+
+
+# --- Monte-Carlo: the plan's runs × samples give the power it predicts --------------------------------------------------
+
+def _simulated_power(rng, value, sd_b, sd_w, change, runs, samples, experiments=400):
+    """Fraction of `experiments` simulated comparisons in which Welch's t-test on per-run means (α 0.05) calls a
+    change of `change` × value: every run draws its own offset (SD sd_b), then `samples` samples (SD sd_w)."""
+    hits = 0
+    for _ in range(experiments):
+        means = []
+        for shift in (0.0, change * value):
+            offsets = rng.normal(0.0, sd_b, runs)
+            x = value + shift + offsets[:, None] + rng.normal(0.0, sd_w, (runs, samples))
+            means.append(x.mean(axis=1))
+        p, _, _ = welch(means[1], means[0])
+        hits += p < 0.05
+    return hits / experiments
+
+
+@pytest.mark.parametrize("sd_b, sd_w, start_s", [(3.0, 40.0, 0.5), (8.0, 30.0, 0.05)])
+def test_monte_carlo_power_of_a_plan(sd_b, sd_w, start_s, record_property):
+    value, change = 100.0, 0.10
+    # the pilot's components as variance.Components gives them: within_var is one pilot run's (n = 200) variance
+    pilot_n = 200
+    p = plan.plan_one("mean", value, sd_b ** 2, sd_w ** 2 / pilot_n, 5, pilot_n,
+                      plan.Cost(start_s * 1e9, 1e6), change)
+    assert p.feasible
+    achieved = _simulated_power(np.random.default_rng(20261126), value, sd_b, sd_w, change, p.runs, p.samples)
+    record_property("plan", f"{p.runs} x {p.samples}: predicted {p.power:.3f}, achieved {achieved:.3f}")
+    print(f"σ_b {sd_b}, σ_w {sd_w}, start {start_s} s: plan {p.runs} runs × {p.samples} samples, "
+          f"predicted power {p.power:.3f}, achieved {achieved:.3f} in 400 simulated experiments")
+    # 400 experiments: binomial SE ≈ 0.02, so within 3 SE
+    assert p.power >= 0.8
+    assert abs(achieved - p.power) < 0.06
