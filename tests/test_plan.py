@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 import tomllib
 
 import numpy as np
@@ -68,6 +69,15 @@ def test_optimal_samples_is_kalibera_and_jones():
     assert plan.optimal_samples(1.0, 100.0, 1e9, 1e6) == pytest.approx(math.sqrt(1e5))
     assert plan.optimal_samples(0.0, 100.0, 1e9, 1e6) == math.inf    # no between-run variance: one long run each
     assert plan.optimal_samples(1.0, 0.0, 1e9, 1e6) == 0.0           # no within-run variance: shortest runs
+
+
+def test_upper_limit_of_the_between_run_variance():
+    # per-run values' variance 2.0 over 8 runs (7 df), within-run part 0.5: the 80 % upper limit of the total is
+    # 2.0 · 7 / χ²_{0.2; 7}, less the within part
+    expected = 2.0 * 7 / sps.chi2.ppf(0.2, 7) - 0.5
+    assert plan.upper_between(2.0, 0.5, 8, 0.8) == pytest.approx(expected)
+    assert plan.upper_between(2.0, 0.5, 8, 0.8) > 1.5                  # above the estimate 2.0 − 0.5
+    assert plan.upper_between(0.1, 0.5, 8, 0.8) == 0.0                  # never below 0
 
 
 def test_cost_by_regression_when_runs_differ_in_samples():
@@ -166,3 +176,105 @@ def test_monte_carlo_power_of_a_plan(sd_b, sd_w, start_s, record_property):
     # 400 experiments: binomial SE ≈ 0.02, so within 3 SE
     assert p.power >= 0.8
     assert abs(achieved - p.power) < 0.06
+
+
+# --- the command, on real runs -------------------------------------------------------------------------------------------
+
+PILOT = """\
+name = "plan-pilot"
+repetitions = 8
+seed = 7
+
+[[workload]]
+name = "exec"
+variants = "sum"
+runtime = "native"
+[workload.params]
+n = [20000, 32000]        # sum 1..32000 takes about 60 % longer than sum 1..20000
+iterations = 100
+pause_ms = 0.2
+"""
+
+
+def test_bad_input_is_refused_with_the_valid_choices(cli, db, tmp_path):
+    spec = tmp_path / "pilot.toml"
+    spec.write_text(PILOT)
+    for args, words in ((("--detect", "abc"), ("--detect", "5%", "0.05")),
+                        (("--detect", "0"), ("--detect", "above 0")),
+                        (("--detect", "5%", "--metric", "p95"), ("p95", "mean, median, p99, max, stdev")),
+                        (("--detect", "5%", "--power", "1.5"), ("--power",)),
+                        (("--detect", "5%", "--alpha", "0"), ("--alpha",)),
+                        (("--detect", "5%", "--upper", "2"), ("--upper",))):
+        r = cli("plan", spec, *args, "--db", db)
+        assert r.code == 2, (args, r)
+        for w in words:
+            assert w in r.err, (args, r.err)
+    # no stored runs: the pilot to run first
+    r = cli("plan", spec, "--detect", "5%", "--db", db)
+    assert r.code == 2
+    assert f"rtscope run {spec}" in r.err and "pilot" in r.err
+
+
+def _run_medians(db, experiment: str) -> dict[int, list[float]]:
+    """Per-run medians of each n, from the store (the run is the unit)."""
+    from rtscope.analysis.select import experiment_id
+    from rtscope.store import Store
+    store = Store(db)
+    out: dict[int, list[float]] = {}
+    for run in store.runs(experiment_id=experiment_id(store, experiment)):
+        out.setdefault(run.params["n"], []).append(float(np.median(store.primary_samples(run))))
+    return out
+
+
+def test_pilot_plan_sized_experiment_detects_the_change(cli, db, tmp_path, rtprobe, capsys):
+    spec = tmp_path / "pilot.toml"
+    spec.write_text(PILOT)
+    r = cli("run", spec, "--db", db)
+    assert r.code == 0, r.err
+
+    r = cli("plan", spec, "--detect", "30%", "--db", db)
+    assert r.code == 0, r.err
+    assert "block 1 (exec, 2 cells):" in r.out and "whole spec:" in r.out
+    assert "runs ×" in r.out and "samples per configuration" in r.out
+
+    sized = tmp_path / "sized.toml"
+    # the median: robust to the rare preempted call of a shared machine, which inflates the mean's within-run
+    # variance and with it the samples per run
+    # a pilot of 8 runs: σ²_b at its 80 % upper limit, so that the plan misses its power less often than half the
+    # time the pilot underestimates σ²_b
+    r = cli("plan", spec, "--detect", "30%", "--metric", "median", "--power", "0.9", "--upper", "0.8",
+            "--write", sized, "--json", "--db", db)
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    block = doc["blocks"][0]
+    runs, samples = block["runs"], block["samples"]
+    assert doc["feasible"] and doc["sized_name"] == "plan-pilot-sized" and doc["written"] == str(sized)
+    assert runs >= plan.MIN_RUNS and samples >= plan.MIN_SAMPLES and block["param"] == "iterations"
+    assert doc["wall_s"] == pytest.approx(block["wall_s"]) and doc["wall_s"] > 0
+    assert {c["configuration"] for c in doc["configurations"]} == {"n=20000", "n=32000"}
+    for c in doc["configurations"]:
+        assert c["in_block"]["power"] >= 0.9 and c["in_block"]["runs"] == runs
+        assert c["components"]["runs"] == 8 and c["components"]["between_run_var"] is not None
+        assert c["planned_between_run_var"] >= c["components"]["between_run_var"]
+    raw = tomllib.loads(sized.read_text())
+    assert raw["workload"][0]["repetitions"] == runs
+    assert raw["workload"][0]["params"]["iterations"] == block["param_value"]
+    assert raw["workload"][0]["params"]["n"] == [20000, 32000]
+
+    started = time.monotonic()
+    r = cli("run", sized, "--db", db)
+    took = time.monotonic() - started
+    assert r.code == 0, r.err
+    assert took < 4 * doc["wall_s"] + 10      # the cost model is of the right size (a loaded machine is slower)
+    means = _run_medians(db, "plan-pilot-sized")
+    assert len(means[20000]) == len(means[32000]) == runs
+    r = cli("compare", "--experiment", "plan-pilot-sized", "--baseline", "n=20000", "--json", "--db", db)
+    assert r.code == 0, r.err
+    rows = {row["metric"]: row for row in json.loads(r.out)["comparisons"][0]["rows"]}
+    assert rows["median"]["verdict"] == "worse", (rows["median"], means)
+    # the run as the unit: Welch's t-test on the per-run medians calls it too
+    p = welch(np.asarray(means[32000]), np.asarray(means[20000]))[0]
+    with capsys.disabled():
+        print(f"\nplan: {runs} runs × {samples} samples ({block['param']} = {block['param_value']}), "
+              f"{doc['wall_s']:.2f} s predicted, {took:.2f} s taken by `rtscope run`; per-run Welch p on medians = {p:.2g}")
+    assert p < 0.05

@@ -33,6 +33,9 @@ def plan(
     power: Annotated[float, typer.Option("--power", help="Probability of detecting the change.")] = 0.8,
     experiment: Annotated[Optional[str], typer.Option(help="Plan from this experiment (id or name) instead of "
                                                            "the latest of the spec's name.")] = None,
+    upper: Annotated[Optional[float], typer.Option(
+        "--upper", help="Size with this upper confidence limit of the pilot's between-run variance (e.g. 0.8) "
+                        "instead of its estimate: a pilot of few runs underestimates it half the time.")] = None,
     write: Annotated[Optional[Path], typer.Option("--write", help="Write the sized spec to this file.")] = None,
     db: DbOption = None, json_out: JsonOption = False,
 ) -> None:
@@ -44,10 +47,13 @@ def plan(
     from .common import open_store
     change = plan_mod.parse_detect(detect)
     plan_mod.check_options(metric, alpha, power)
+    if upper is not None and not 0.5 <= upper < 1:
+        raise UsageError(f"--upper must be at least 0.5 and below 1 (e.g. 0.8), got {upper}")
     path = paths.find_spec(spec)
     if write is not None and write.resolve() == Path(path).resolve():
         raise UsageError(f"--write {write} would overwrite the spec itself; name another file")
-    sp = sizing.plan_spec(open_store(db), path, change, metric, alpha=alpha, power=power, experiment=experiment)
+    sp = sizing.plan_spec(open_store(db), path, change, metric, alpha=alpha, power=power, experiment=experiment,
+                             upper=upper)
     if write is not None and sp.feasible:
         sizing.write_sized(read_text(path), sp, write)
     if json_out:
@@ -67,7 +73,8 @@ def print_plan(sp) -> None:
     from ..analysis import plan as plan_mod
     console.print(f"[bold]plan for {escape(sp.spec)}[/]: detect a {sp.detect:.3g} ({sp.detect:.1%}) change of "
                   f"{sp.metric} with {sp.power:.0%} power, two-sided α = {sp.alpha:g}; from experiment "
-                  f"{sp.experiment_id} ({escape(sp.experiment)}), scale {sp.scale or '-'}")
+                  f"{sp.experiment_id} ({escape(sp.experiment)}), scale {sp.scale or '-'}" +
+                  (f"; σ_b at its {sp.upper:.0%} upper confidence limit" if sp.upper else ""))
     table = Table(box=box.SIMPLE_HEAD, title=f"per configuration: {sp.metric}; σ_b: SD of its per-run values between runs, σ_w: "
                   "SE within one pilot run; runs × samples alone and at its block's",
                   title_justify="left", pad_edge=False)
@@ -80,7 +87,7 @@ def print_plan(sp) -> None:
         own, p = c.own, c.common or c.own
         alone = f"{own.runs} × {own.samples:,}" if own.feasible else f">{plan_mod.MAX_RUNS} runs"
         block = f"{p.runs} × {p.samples:,}" if c.common is not None and p.runs else "-"
-        table.add_row(escape(c.label), fmt(sp.metric, comp.value, scale), fmt(sp.metric, comp.between_sd, scale),
+        table.add_row(escape(c.label), fmt(sp.metric, comp.value, scale), fmt(sp.metric, c.between_var ** 0.5, scale),
                       fmt(sp.metric, comp.within_se, scale), alone, block, f"{p.power:.0%}", duration_text(p.wall_ns))
         costs.append(f"{escape(c.label)}: {comp.runs} pilot runs × {comp.samples_per_run:,.0f} samples; a run "
                      f"costs {c.cost.start_ns / 1e9:.3g} s + n × {c.cost.sample_ns / 1e6:.3g} ms "

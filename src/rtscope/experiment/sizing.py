@@ -41,12 +41,13 @@ class ConfigPlan:
     components: Any                    # variance.Components
     cost: plan_mod.Cost
     own: plan_mod.Plan | None          # sized alone
+    between_var: float = 0.0           # σ²_b planned with: the estimate, or its upper limit (--upper)
     common: plan_mod.Plan | None = None  # at its block's runs × samples
     runs: list[Run] = field(default_factory=list, repr=False)
 
     def to_json(self) -> dict:
         return {"configuration": self.label, "block": None if self.block is None else self.block + 1,
-                "cells": self.cells, "components": self.components.to_json(), "cost": self.cost.to_json(),
+                "cells": self.cells, "components": self.components.to_json(), "planned_between_run_var": self.between_var, "cost": self.cost.to_json(),
                 "alone": None if self.own is None else self.own.to_json(),
                 "in_block": None if self.common is None else self.common.to_json()}
 
@@ -89,6 +90,7 @@ class SpecPlan:
     notes: list[str] = field(default_factory=list)
     written: str | None = None
     sized_name: str | None = None
+    upper: float | None = None         # σ²_b at this upper confidence limit (None: the estimate)
 
     @property
     def feasible(self) -> bool:
@@ -106,7 +108,7 @@ class SpecPlan:
     def to_json(self) -> dict:
         return {"spec": self.spec, "experiment": {"id": self.experiment_id, "name": self.experiment},
                 "scale": self.scale, "metric": self.metric, "detect": self.detect, "alpha": self.alpha,
-                "power": self.power, "feasible": self.feasible,
+                "power": self.power, "upper": self.upper, "feasible": self.feasible,
                 "wall_s": None if self.wall_ns is None else self.wall_ns / 1e9,
                 "blocks": [b.to_json() for b in self.blocks], "configurations": [c.to_json() for c in self.configs],
                 "written": self.written, "sized_name": self.sized_name,
@@ -178,7 +180,8 @@ def _cost(cell, probe: dict[int, float], gaps: dict[int, float]) -> plan_mod.Cos
 # --- the plan ------------------------------------------------------------------------------------------------------
 
 def plan_spec(store: Store, spec_path: str | Path, detect: float, metric: str = "mean", *, alpha: float = ALPHA,
-              power: float = plan_mod.POWER, experiment: str | None = None) -> SpecPlan:
+              power: float = plan_mod.POWER, experiment: str | None = None,
+              upper: float | None = None) -> SpecPlan:
     from ..analysis.compare import load_cells
     from ..analysis.select import short_labels
     from ..analysis.variance import components
@@ -212,10 +215,13 @@ def plan_spec(store: Store, spec_path: str | Path, detect: float, metric: str = 
             raise UsageError(f"configuration {label} has {comp.runs} run: the between-run variance needs at "
                              f"least 2 (3 or more is better); run the pilot with `repetitions = 3` in {spec_path}")
         cost = _cost(cell, probe, gaps)
-        own = plan_mod.plan_one(metric, comp.value, comp.between_var, comp.within_var, comp.runs,
+        between = comp.between_var if upper is None else \
+            plan_mod.upper_between(comp.total_var, comp.within_var, comp.runs, upper)
+        own = plan_mod.plan_one(metric, comp.value, between, comp.within_var, comp.runs,
                                 comp.samples_per_run, cost, detect, alpha=alpha, power=power,
                                 total_var=comp.total_var)
-        configs.append(ConfigPlan(label, blocks[0] if blocks else None, keys, comp, cost, own, runs=cell.runs))
+        configs.append(ConfigPlan(label, blocks[0] if blocks else None, keys, comp, cost, own, between,
+                                  runs=cell.runs))
     orphans = [c.label for c in configs if c.block is None]
     if orphans:
         notes.append(f"not in {spec_path} any more (planned alone, not in the matrix): {', '.join(orphans)}")
@@ -230,7 +236,7 @@ def plan_spec(store: Store, spec_path: str | Path, detect: float, metric: str = 
         if not members:
             bp.notes.append(f"block {b + 1} ({workload}): no pilot runs, not planned")
             continue
-        demands = [plan_mod.Demand(c.label, metric, c.components.value, c.components.between_var,
+        demands = [plan_mod.Demand(c.label, metric, c.components.value, c.between_var,
                                    c.components.within_var, c.components.total_var, c.components.runs,
                                    c.components.samples_per_run, c.cost, max(1, sum(k in block_of for k in c.cells)))
                    for c in members]
@@ -258,7 +264,7 @@ def plan_spec(store: Store, spec_path: str | Path, detect: float, metric: str = 
             bp.notes.append(f"block {b + 1}: more than {plan_mod.MAX_RUNS} runs per configuration would be "
                             f"needed to detect {detect:.1%} on {metric}")
     return SpecPlan(str(spec_path), exp.id, exp.name, exp.scale, metric, detect, alpha, power, configs,
-                    block_plans, notes)
+                    block_plans, notes, upper=upper)
 
 
 # --- the sized spec -------------------------------------------------------------------------------------------------
