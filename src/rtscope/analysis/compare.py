@@ -278,6 +278,28 @@ def present_values(configs: list[Configuration]) -> str:
                                                  if names else "none (try --baseline defaults)")
 
 
+@dataclass(frozen=True)
+class _ArrayRun:
+    id: int
+    n_samples: int
+
+
+def cells_from_samples(groups: dict[str, list[np.ndarray]], unit: str = "ns") -> list[Cell]:
+    """Cells from arrays held in memory, one array a run (the API's and the simulations' way in): each group
+    is the configuration `exec <name> (arrays) label=<name>`, so `--baseline label=NAME` picks one."""
+    cells, next_id = [], 1
+    for name, arrays in groups.items():
+        config = Configuration("exec", "sum", "arrays", (("label", name),), (), "time", unit)
+        runs = [_ArrayRun(next_id + i, len(a)) for i, a in enumerate(arrays)]
+        next_id += len(arrays)
+        per_run = {r.id: stats.summarize(np.asarray(a)) for r, a in zip(runs, arrays)}
+        lengths = np.cumsum([0, *(len(a) for a in arrays)])
+        samples = np.concatenate([np.asarray(a, dtype=np.float64) for a in arrays]) if arrays else np.empty(0)
+        cells.append(Cell(config, runs, per_run, runs, list(zip(lengths[:-1], lengths[1:])), samples,
+                          stats.summarize(samples)))
+    return cells
+
+
 # --- baselines --------------------------------------------------------------------------------
 
 @dataclass
