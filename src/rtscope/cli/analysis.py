@@ -124,21 +124,21 @@ def variance_table(cs: ComparisonSet) -> Table:
     """Per configuration and metric: the between-run SD and the within-run standard error of one run's value."""
     from ..analysis.compare import METRICS
     from ..analysis.results import display_unit, fmt
-    table = Table(title="variance components: between-run SD / within-run SE of one run's value "
-                        "(- : unknown)", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
-    table.add_column("configuration")
-    table.add_column("runs", justify="right")
-    for m in METRICS:
-        table.add_column(m, justify="right")
+    table = Table(title="variance components of each metric's per-run values (- : unknown)", box=box.SIMPLE_HEAD,
+                  title_justify="left", pad_edge=False)
+    for head, right in (("configuration", False), ("metric", False), ("runs", True), ("between-run SD", True),
+                        ("within-run SE", True), ("between share", True)):
+        table.add_column(head, justify="right" if right else "left", overflow="fold")
     labels = cs.labels
     for c in cs.cells:
-        _, scale = display_unit(c.config.unit)
-        parts = []
-        for m in METRICS:
+        shown, scale = display_unit(c.config.unit)
+        for i, m in enumerate(METRICS):
             v = c.components(m)
-            parts.append(f"{fmt(m, v.between_sd, scale) if v.between_sd is not None else '-'}/"
-                         f"{fmt(m, v.within_se, scale) if v.within_se is not None else '-'}")
-        table.add_row(escape(labels[c.config]), str(len(c.runs)), *parts)
+            table.add_row(escape(labels[c.config]) if i == 0 else "", m, str(v.runs),
+                          "-" if v.between_sd is None else f"{fmt(m, v.between_sd, scale)} {shown}",
+                          "-" if v.within_se is None else f"{fmt(m, v.within_se, scale)} {shown}",
+                          "-" if v.between_share is None else f"{v.between_share:.0%}",
+                          end_section=i == len(METRICS) - 1)
     return table
 
 
