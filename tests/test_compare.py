@@ -1,4 +1,4 @@
-"""rtscope compare: the statistics against scipy and hand-worked cases, pooling, baselines, the CLI."""
+"""rtscope compare: the statistics against scipy and hand-worked cases, the run as the unit, baselines, the CLI."""
 
 import json
 import math
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from rtscope.analysis.compare import Baseline, bootstrap_difference, bootstrap_quantile, brown_forsythe, compare, compare_runs, holm, load_cells, magnitude, mann_whitney, min_exact_p, welch
+from rtscope.analysis.compare import Baseline, compare, compare_runs, holm, load_cells, magnitude, mann_whitney, welch
 from rtscope.errors import UsageError
 from rtscope.analysis.select import Selection, select_runs
 from rtscope.store import Store
@@ -75,7 +75,7 @@ def test_mann_whitney_exact_with_ties_matches_permutation():
     assert mann_whitney(np.array([9, 9, 9, 8, 9.0]), np.array([3, 3, 2, 3, 3.0]))[0] == pytest.approx(2 / 252)
 
 
-def test_welch_and_brown_forsythe_match_scipy():
+def test_welch_matches_scipy():
     rng = np.random.default_rng(4)
     for a, b in ((rng.normal(10, 1, 40), rng.normal(10.6, 3, 25)), (rng.gamma(2, 3, 3000), rng.gamma(2, 3.1, 2000)),
                  (np.array([1.0, 2.0]), np.array([1.5, 9.0, 3.0]))):
@@ -84,9 +84,8 @@ def test_welch_and_brown_forsythe_match_scipy():
         ci = ref.confidence_interval(0.95)
         assert p == pytest.approx(ref.pvalue, rel=1e-9)
         assert (lo, hi) == pytest.approx((ci.low, ci.high), rel=1e-9)
-        assert brown_forsythe(a, b) == pytest.approx(sps.levene(a, b, center="median").pvalue, rel=1e-9)
     same = np.full(20, 3.0)
-    assert welch(same, same)[0] == 1.0 and brown_forsythe(same, same) == 1.0
+    assert welch(same, same)[0] == 1.0
     assert welch(same, same + 1)[0] == 0.0
 
 
@@ -96,42 +95,6 @@ def test_mann_whitney_identical_and_separated():
     assert p == pytest.approx(1.0) and d == 0.0
     p, d = mann_whitney(x + 1000, x)
     assert p < 1e-30 and d == 1.0
-
-
-def test_min_exact_p():
-    assert min_exact_p(3, 3) == pytest.approx(0.1)
-    assert min_exact_p(4, 4) == pytest.approx(2 / 70)
-    # the exact test really reaches it (no ties, complete separation)
-    assert sps.mannwhitneyu([1, 2, 3, 4], [5, 6, 7, 8], method="exact").pvalue == pytest.approx(2 / 70)
-
-
-@pytest.mark.parametrize("q", [0.5, 0.99, 0.37, 0.0, 1.0])
-def test_order_statistic_bootstrap_matches_resampling(q):
-    """The Beta draw of order statistics has the distribution of resampling every sample."""
-    rng = np.random.default_rng(7)
-    x = np.sort(rng.exponential(100, 150))
-    fast = bootstrap_quantile(x, q, 100_000, np.random.default_rng(1))
-    idx = np.random.default_rng(2).integers(0, len(x), size=(20_000, len(x)))
-    naive = np.quantile(x[idx], q, axis=1)
-    assert fast.mean() == pytest.approx(naive.mean(), rel=0.01, abs=0.05)
-    assert fast.std() == pytest.approx(naive.std(), rel=0.05, abs=0.05)
-    # the whole distribution: the largest gap between the two CDFs is within sampling error (~0.011 at 95%)
-    assert sps.ks_2samp(fast, naive).statistic < 0.02
-    # every replicate is a type-7 quantile of some resample: within the sample's range
-    assert fast.min() >= x[0] and fast.max() <= x[-1]
-
-
-def test_bootstrap_difference_cases():
-    rng = np.random.default_rng(3)
-    a = np.sort(rng.normal(1000, 10, 5000))
-    lo, hi, p = bootstrap_difference(a, a, 0.99, 5000, np.random.default_rng(1))
-    assert lo < 0 < hi and p == pytest.approx(1.0)
-    b = np.sort(a + 50)
-    lo, hi, p = bootstrap_difference(b, a, 0.5, 5000, np.random.default_rng(1))
-    assert lo < 50 < hi and hi - lo < 5 and p < 1e-10
-    const = np.full(10, 5.0)
-    assert bootstrap_difference(const, const, 0.5, 100, np.random.default_rng(1))[2] == 1.0
-    assert bootstrap_difference(const + 1, const, 0.5, 100, np.random.default_rng(1))[2] == 0.0
 
 
 # --- compare on a store ------------------------------------------------------------------------------------
@@ -147,7 +110,7 @@ def by_label(cs):
     return {k["configuration"]: k for k in cs.to_json()["comparisons"]}
 
 
-def test_verdicts_pooling_and_holm(study):
+def test_verdicts_per_run_and_holm(study):
     db, ids = study
     store = Store(db)
     cs = compare_runs(store, select_runs(store, Selection(experiment="study1")), BASE)
@@ -156,36 +119,46 @@ def test_verdicts_pooling_and_holm(study):
                         "fullsweep_after=65535 governor=powersave"}
     perf = got["fullsweep_after=65535 governor=performance"]
     assert perf["baseline"] == "fullsweep_after=65535 governor=conservative"
-    assert perf["runs"] == 3 and perf["n_samples"] == 3 * 2000     # repetitions pooled
+    assert perf["runs"] == 3 and perf["n_samples"] == 3 * 2000
     rows = {r["metric"]: r for r in perf["rows"]}
-    assert {m: rows[m]["verdict"] for m in ("mean", "median", "p99", "stdev")} == dict.fromkeys(
-        ("mean", "median", "p99", "stdev"), "better")
+    # 3 vs 3 runs, each a replicate: a halving is called on every metric, max included
+    assert {m: rows[m]["verdict"] for m in rows} == dict.fromkeys(("mean", "median", "p99", "max", "stdev"), "better")
+    assert all(rows[m]["runs"] == 3 and rows[m]["baseline_runs"] == 3 for m in rows)
     assert rows["mean"]["ratio"] == pytest.approx(0.5, rel=0.01)
-    assert perf["cliffs_delta"] == -1.0 and perf["magnitude"] == "large"
+    # the value is the mean of the per-run values; the interval is centred on its difference
     lo, hi = rows["median"]["ci95_difference"]
-    assert lo <= rows["median"]["difference"] <= hi
-    # 3 vs 3 runs can never reach 0.05 on the per-run maxima: not tested, and said why
-    assert rows["max"]["verdict"] == "not tested" and "smallest possible p-value is 0.1" in \
-        rows["max"]["not_tested_because"]
+    assert lo <= rows["median"]["difference"] <= hi < 0
+    assert perf["cliffs_delta"] == -1.0 and perf["magnitude"] == "large"
     save = {r["metric"]: r for r in got["fullsweep_after=65535 governor=powersave"]["rows"]}
-    assert all(save[m]["verdict"] == "no significant difference" for m in ("mean", "median", "p99", "stdev"))
+    assert all(save[m]["verdict"] == "no significant difference" for m in save)
     fs0 = {r["metric"]: r for r in got["fullsweep_after=0 governor=conservative"]["rows"]}
     assert all(fs0[m]["verdict"] == "worse" for m in ("mean", "median", "p99"))
     # Holm: one family over every tested row of every comparison
     tested = [r for k in got.values() for r in k["rows"] if r["p"] is not None]
     assert [r["p_holm"] for r in tested] == pytest.approx(holm([r["p"] for r in tested]))
-    assert cs.to_json()["warnings"] == []
+    assert cs.to_json()["warnings"] == [] and cs.to_json()["unit_of_replication"] == "run"
 
 
-def test_same_seed_same_intervals_and_seed_changes_them(study):
+def test_row_value_is_the_mean_of_per_run_values(study):
+    db, ids = study
+    store = Store(db)
+    cells = {c.config.settings_dict["governor"]: c for c in load_cells(store, select_runs(store, Selection()))
+             if c.config.settings_dict["fullsweep_after"] == 65535}
+    cs = compare(list(cells.values()), Baseline.parse(BASE))
+    k = next(k for k in cs.comparisons if k.cell is cells["performance"])
+    for metric, key in (("p99", "p99"), ("max", "max"), ("stdev", "stdev")):
+        values = [cells["performance"].per_run[r.id][key] for r in cells["performance"].runs]
+        assert k.row(metric).value == pytest.approx(np.mean(values))
+        base = [cells["conservative"].per_run[r.id][key] for r in cells["conservative"].runs]
+        p, lo, hi = welch(np.asarray(values, float), np.asarray(base, float))
+        assert (k.row(metric).p, k.row(metric).ci) == (pytest.approx(p), pytest.approx((lo, hi)))
+
+
+def test_same_data_same_verdicts(study):
     db, _ = study
     store = Store(db)
     runs = select_runs(store, Selection())
-    a = compare_runs(store, runs, BASE, seed=1).to_json()
-    b = compare_runs(store, runs, BASE, seed=1).to_json()
-    c = compare_runs(store, runs, BASE, seed=2).to_json()
-    ci = lambda j: [r["ci95_difference"] for k in j["comparisons"] for r in k["rows"] if r["metric"] == "p99"]
-    assert ci(a) == ci(b) and ci(a) != ci(c)
+    assert compare_runs(store, runs, BASE).to_json() == compare_runs(store, runs, BASE).to_json()
 
 
 def test_baseline_by_most_shared_settings(study):
@@ -237,34 +210,40 @@ def test_defaults_and_unset_values(tmp_path):
         assert k.cell.config.settings_dict == {"priority": "high"} and k.row("median").verdict == "better"
 
 
-def test_few_repetitions_warn_and_max_tested_with_enough_runs(tmp_path):
+def test_one_run_each_is_not_tested_and_says_why(tmp_path):
     store = Store(str(tmp_path / "r.db"))
     rng = np.random.default_rng(0)
     add_run(store, tmp_path, rng.integers(1000, 1100, 400), settings={"k": 0})
-    add_run(store, tmp_path, rng.integers(900, 1000, 400), settings={"k": 1})
+    add_run(store, tmp_path, rng.integers(500, 600, 400), settings={"k": 1})
     cs = compare_runs(store, select_runs(store, Selection()), ["k=0"])
-    assert "fewer than 3 runs of k=0 (1); k=1 (1): between-run variation is unknown" in cs.warnings[0]
+    assert "fewer than 3 runs of k=0 (1); k=1 (1): the between-run variation rests on too few runs" in cs.warnings[0]
+    (k,) = cs.comparisons
+    assert {r.verdict for r in k.rows} == {"not tested"}
+    assert all("with one run the between-run variation is unknown" in r.reason for r in k.rows)
 
     store = Store(str(tmp_path / "r5.db"))
     for _ in range(5):
         add_run(store, tmp_path, rng.integers(1000, 1100, 400), settings={"k": 0})
         add_run(store, tmp_path, rng.integers(500, 600, 400), settings={"k": 1})
     cs = compare_runs(store, select_runs(store, Selection()), ["k=0"])
-    row = cs.comparisons[0].row("max")
-    assert row.p == pytest.approx(2 / math.comb(10, 5)) and row.verdict == "better"
+    verdicts = {r.metric: r.verdict for r in cs.comparisons[0].rows}
+    assert verdicts == {**dict.fromkeys(("mean", "median", "p99", "max"), "better"),
+                        "stdev": "no significant difference"}      # both uniform over 100 ns: the same spread
     assert cs.warnings == []
 
 
-def test_pooled_significance_within_between_run_spread_is_flagged(tmp_path):
+def test_run_offsets_larger_than_the_difference_are_not_significant(tmp_path):
+    """The trap of pooled tests: 3,000 samples a run, runs 1,000 apart, configurations 30 apart. Pooled, the
+    median test called this `worse`; with the run as the unit it is not significant."""
     store = Store(str(tmp_path / "o.db"))
     rng = np.random.default_rng(0)
-    for offset in (0, 1000, 2000):      # runs differ far more than the configurations do
+    for offset in (0, 1000, 2000):
         add_run(store, tmp_path, 10_000 + offset + rng.integers(0, 100, 3000), settings={"k": 0})
         add_run(store, tmp_path, 10_030 + offset + rng.integers(0, 100, 3000), settings={"k": 1})
     cs = compare_runs(store, select_runs(store, Selection()), ["k=0"])
-    row = cs.comparisons[0].row("median")
-    assert row.verdict == "worse"
-    assert "per-run values overlap" in row.note
+    assert {r.verdict for r in cs.comparisons[0].rows} == {"no significant difference"}
+    comps = cs.to_json()["configurations"][0]["variance_components"]["median"]
+    assert comps["between_run_share"] > 0.99 and comps["runs"] == 3
 
 
 def test_histogram_only_runs(tmp_path):
@@ -279,10 +258,11 @@ def test_histogram_only_runs(tmp_path):
     assert all(len(c.samples) == 0 and c.stats["n"] == 20_000 for c in cells)
     cs = compare(cells, Baseline.parse(["kernel=normal"]))
     (k,) = cs.comparisons
-    assert k.mann_whitney_p is None
-    assert {r.metric: r.verdict for r in k.rows} == {"mean": "not tested", "median": "not tested",
-                                                     "p99": "not tested", "max": "better", "stdev": "not tested"}
-    assert "histogram-only" in k.notes[0]
+    assert k.cliffs_delta is None
+    # every metric has a per-run value from the run's histogram: all tested at the run level
+    assert {r.metric: r.verdict for r in k.rows} == dict.fromkeys(("mean", "median", "p99", "max", "stdev"),
+                                                                    "better")
+    assert "histogram-only" in k.notes[0] and "bucket upper edges" in k.notes[0]
     assert k.row("mean").value == pytest.approx(12_500, rel=0.01)    # exact mean from the histogram sums
 
 
@@ -294,15 +274,20 @@ def test_cli_compare_json_and_table(cli, study):
             "--baseline", "governor=conservative", "--json")
     assert r.code == 0, r.err
     out = json.loads(r.out)
-    assert out["correction"] == "holm" and out["resamples"] == 10_000 and len(out["comparisons"]) == 3
+    assert out["correction"] == "holm" and out["unit_of_replication"] == "run" and len(out["comparisons"]) == 3
+    comps = out["configurations"][0]["variance_components"]
+    assert set(comps) == {"mean", "median", "p99", "max", "stdev"} and comps["max"]["within_run_var"] is None
+    assert comps["mean"]["between_run_var"] >= 0 and comps["mean"]["within_run_var"] > 0
     assert {c["is_baseline"] for c in out["configurations"]} == {True, False}
     r = cli("compare", "--db", db, "--baseline", "governor=conservative", "--where", "fullsweep_after=65535")
     assert r.code == 0, r.err
     assert "better" in r.out and "n.s." in r.out and "Holm" in r.out and "Cliff's δ" in r.out
+    assert "variance components" in r.out and "the run is the unit" in r.out
 
 
 @pytest.mark.parametrize("args,message", [
     ([], "name a baseline"),
+    ([], "settings of the selected runs: fullsweep_after: 0, 65535; governor: conservative, performance, powersave"),
     (["--baseline", "governor=turbo"], "values of governor"),
     (["--baseline", "governor=conservative", "--where", "nosuch=1"], "valid: fullsweep_after, governor"),
     (["--baseline", "governor=conservative", "--experiment", "nope"], "valid experiments: 1 (study1)"),

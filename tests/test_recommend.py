@@ -75,10 +75,12 @@ def test_cli_recommend_errors(cli, study):
     assert r.code == 2 and "--baseline NAME=VALUE" in " ".join(r.err.split())
 
 
-def test_untestable_goal_is_not_a_keep(cli, study):
-    r = cli("recommend", "--db", study, "--goal", "max", "--baseline", "fullsweep_after=65535",
+def test_untestable_goal_is_not_a_keep(cli, tmp_path):
+    """One run a configuration: nothing is tested, so nothing is recommended, and the baseline is not 'kept'."""
+    db = study_store(tmp_path, reps=1)[0]
+    r = cli("recommend", "--db", db, "--goal", "max", "--baseline", "fullsweep_after=65535",
             "--baseline", "governor=conservative", "--json")
     (rec,) = json.loads(r.out)["recommendations"]
-    assert rec["keep_baseline"] is False and "smallest possible p-value is 0.1" in rec["not_tested_because"]
+    assert rec["keep_baseline"] is False and "between-run variation is unknown" in rec["not_tested_because"]
     assert rec["summary"].startswith("no recommendation against fullsweep_after=65535 governor=conservative: "
                                      "max is not tested")

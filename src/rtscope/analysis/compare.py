@@ -1,49 +1,41 @@
-"""Significance-tested comparisons of configurations against a baseline.
+"""Significance-tested comparisons of configurations against a baseline: the run is the unit.
 
-Pooling. The runs of one configuration (select.Configuration) are its
-repetitions. Their raw samples are pooled for the distribution tests, and
-every metric is also computed per run, so the spread between repetitions is
-shown beside the pooled value. A difference that the pooled tests call
-significant while the per-run values of the two configurations overlap is
-flagged: between-run variation may explain it. With fewer than
-MIN_REPETITIONS runs a configuration's between-run variation is unknown, and
-a warning says so. Runs that kept only a histogram have no raw samples: they
-count for `max` (exact in a histogram) and for the displayed values, and are
-skipped, with a note, by every sample-based test.
+The runs of one configuration (select.Configuration) are its repetitions, and they differ by more than
+within-run sampling error says (heap layout, page placement, the machine's load: ~8 % between runs of one
+BEAM configuration here). A test that pools samples as if each were an independent replicate calls an A/A
+comparison "worse, p = 1e-8". So every metric is computed per run, and the per-run values are the replicates:
 
-Lower is better for every metric (times, bytes). One row per configuration
-and metric, each with its own test:
+| metric | a run's value        | test (two-sided)                 | interval of the difference      |
+| ------ | -------------------- | -------------------------------- | ------------------------------- |
+| mean   | its mean             | Welch's t-test on per-run values | Welch, 95 %                     |
+| median | its p50              | Welch's t-test on per-run values | Welch, 95 %                     |
+| p99    | its p99              | Welch's t-test on per-run values | Welch, 95 %                     |
+| max    | its max              | Welch's t-test on per-run values | Welch, 95 %                     |
+| stdev  | its stdev (n−1)      | Welch's t-test on per-run values | Welch, 95 %                     |
 
-| metric | value                 | test (two-sided)                            | 95% interval of the difference |
-| ------ | --------------------- | ------------------------------------------- | ------------------------------ |
-| mean   | pooled mean           | Welch's t-test                              | Welch                          |
-| median | pooled p50            | Mann-Whitney U (direction: Cliff's delta)   | bootstrap, percentile          |
-| p99    | pooled p99            | bootstrap z-test (difference / bootstrap SE) | bootstrap, percentile          |
-| max    | pooled max            | Mann-Whitney U on the per-run maxima        | -                              |
-| stdev  | pooled stdev (n−1)    | Brown-Forsythe (Levene, median-centred)     | -                              |
+A row's value is the mean of the per-run values (for the mean with equal run lengths, the pooled mean), its
+difference is value − baseline and the Welch interval is centred on that difference: the direction, the
+interval and the verdict come from one estimate and never disagree. This is the random-effects model of the
+per-run statistics (variance.py): each per-run value is the configuration's value plus a run effect plus its
+estimation error, independent between runs, so the t-test on them holds its false-positive rate whatever the
+between-run variance; with no run effect it loses only the t distribution's few degrees of freedom against a
+pooled test (the standard error of a mean over r runs of n samples is the pooled one). docs/analysis.md has
+the A/A and power figures (bench/verdicts.py).
 
-Mann-Whitney U is exact (the permutation distribution of the rank sum,
-ties included) up to EXACT_LIMIT values in all, and uses the normal
-approximation with tie and continuity corrections beyond. The tests are
-written with numpy and scipy.special (importing scipy.stats costs more than
-the whole comparison) and checked against scipy.stats in the test suite.
+With fewer than 2 runs on either side the between-run variation is unknown: the row is `not tested` and says
+so. Histogram-only runs take part with the values their histogram gives (percentiles are bucket upper edges,
+stdev from bucket midpoints; a note says so); imported runs with the tool's own summary take part in the
+metrics the tool stated.
 
-Every p-value of one comparison set (all rows, all configurations) forms one
-family for Holm's step-down correction; a row's verdict is `better`/`worse`
-when its Holm-adjusted p ≤ alpha, else `no significant difference`, or
-`not tested` with the reason (no raw samples, too few runs to ever reach
-alpha). Cliff's delta (δ = P(X>Y) − P(X<Y), X the configuration, Y the
-baseline; from the Mann-Whitney U) is labelled with Romano et al.'s
-thresholds: |δ| < 0.147 negligible, < 0.33 small, < 0.474 medium, else large.
+Every p-value of one comparison set (all rows, all configurations) forms one family for Holm's step-down
+correction; a row's verdict is `better`/`worse` when its Holm-adjusted p ≤ alpha and its 95 % interval lies
+on that side of 0 (always so for alpha ≤ 0.05), else `no significant difference`, or `not tested` with the
+reason. Cliff's delta of the pooled samples (δ = P(X>Y) − P(X<Y), X the configuration, Y the baseline) is
+shown as an effect size of the whole distributions, labelled with Romano et al.'s thresholds: |δ| < 0.147
+negligible, < 0.33 small, < 0.474 medium, else large; it is descriptive, not a test.
 
-Bootstrap. A percentile of a bootstrap resample is a function of two order
-statistics of the resample, and the k-th order statistic of n draws from the
-empirical distribution is x₍⌈n·U⌉₎ with U ~ Beta(k, n−k+1) (the next one
-follows as U + (1−U)·Beta(1, n−k)). rtscope draws those directly: exactly
-the distribution that resampling all n samples would give, at O(resamples)
-cost, so no subsampling is needed however large the runs. RESAMPLES
-replicates per group, from a generator seeded by `seed` and the names of the
-two configurations: the same data give the same intervals on every run.
+The tests are written with numpy and scipy.special (importing scipy.stats costs more than the whole
+comparison) and checked against scipy.stats in the test suite.
 """
 
 from __future__ import annotations
@@ -59,20 +51,15 @@ from ..errors import UsageError, choices
 from ..store import Run, Store
 from . import stats
 from . import distribution
-from .defaults import ALPHA, RESAMPLES, SEED
+from .defaults import ALPHA, METRICS, RESAMPLES, SEED, STAT_KEY
+from .variance import Components, components
 from .select import CORE_DIMENSIONS, Configuration, group_runs, short_labels, value_matches, value_text
 from .stats import merge_histograms
 
-METRICS = ("mean", "median", "p99", "max", "stdev")
-STAT_KEY = {"mean": "mean", "median": "p50", "p99": "p99", "max": "max", "stdev": "stdev"}
-TESTS = {
-    "mean": "Welch t-test",
-    "median": "Mann-Whitney U",
-    "p99": "bootstrap z-test",
-    "max": "Mann-Whitney U on per-run maxima (exact)",
-    "stdev": "Brown-Forsythe",
-}
-MIN_REPETITIONS = 3
+RUN_TEST = "Welch t-test on per-run values"
+TESTS = dict.fromkeys(METRICS, RUN_TEST)
+MIN_REPETITIONS = 3     # fewer: the between-run variance rests on one or two differences, and a warning says so
+MIN_RUNS = 2            # fewer on either side: not tested
 # Romano et al. (2006) thresholds for |Cliff's delta|.
 MAGNITUDES = ((0.147, "negligible"), (0.33, "small"), (0.474, "medium"), (math.inf, "large"))
 
@@ -165,41 +152,6 @@ def _exact_rank_sum_p(xs: np.ndarray, ys: np.ndarray) -> float:
     return float(min(1.0, 2.0 * min(low, high)))
 
 
-def min_exact_p(n1: int, n2: int) -> float:
-    """The smallest two-sided p-value an exact Mann-Whitney test of n1 vs n2 values can give."""
-    return min(1.0, 2.0 / math.comb(n1 + n2, n1))
-
-
-def bootstrap_quantile(sorted_x: np.ndarray, q: float, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """`resamples` bootstrap replicates of the type-7 quantile q (0..1) of sorted_x (see module doc)."""
-    n = len(sorted_x)
-    h = (n - 1) * q
-    k = int(math.floor(h))
-    frac = h - k
-    u1 = rng.beta(k + 1, n - k, size=resamples)
-    i1 = np.clip(np.ceil(n * u1).astype(np.int64) - 1, 0, n - 1)
-    lo = sorted_x[i1]
-    if frac == 0 or k + 1 >= n:
-        return lo.astype(np.float64)
-    u2 = u1 + (1.0 - u1) * rng.beta(1, n - k - 1, size=resamples)
-    i2 = np.clip(np.ceil(n * u2).astype(np.int64) - 1, 0, n - 1)
-    return lo + frac * (sorted_x[i2] - lo)
-
-
-def bootstrap_difference(sorted_a: np.ndarray, sorted_b: np.ndarray, q: float, resamples: int,
-                         rng: np.random.Generator) -> tuple[float, float, float]:
-    """95% percentile interval of quantile(a) − quantile(b), and the bootstrap z-test p-value."""
-    reps = bootstrap_quantile(sorted_a, q, resamples, rng) - bootstrap_quantile(sorted_b, q, resamples, rng)
-    observed = float(np.percentile(sorted_a, 100 * q) - np.percentile(sorted_b, 100 * q))
-    lo, hi = np.percentile(reps, [2.5, 97.5])
-    se = float(np.std(reps, ddof=1))
-    if se == 0.0:
-        p = 1.0 if observed == 0.0 else 0.0
-    else:
-        p = 2.0 * _norm_sf(abs(observed) / se)
-    return float(lo), float(hi), p
-
-
 def welch(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
     """Welch's t-test p-value and 95% interval of mean(a) − mean(b) (Welch-Satterthwaite df)."""
     from scipy.special import stdtr, stdtrit
@@ -213,22 +165,6 @@ def welch(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
     p = float(2.0 * stdtr(df, -abs(diff) / se))
     half = float(stdtrit(df, 0.975)) * se
     return min(1.0, p), diff - half, diff + half
-
-
-def brown_forsythe(a: np.ndarray, b: np.ndarray) -> float:
-    """Brown-Forsythe test of equal spread: one-way ANOVA F of |x − median| between the two groups."""
-    from scipy.special import fdtrc
-    za = np.abs(a - np.median(a))
-    zb = np.abs(b - np.median(b))
-    n1, n2 = len(za), len(zb)
-    ma, mb = float(za.mean()), float(zb.mean())
-    grand = (ma * n1 + mb * n2) / (n1 + n2)
-    between = n1 * (ma - grand) ** 2 + n2 * (mb - grand) ** 2
-    within = float(np.sum((za - ma) ** 2) + np.sum((zb - mb) ** 2))
-    if within == 0:
-        return 1.0 if between == 0 else 0.0
-    w = (n1 + n2 - 2) * between / within
-    return float(fdtrc(1, n1 + n2 - 2, w))
 
 
 # --- cells: the pooled runs of one configuration ----------------------------------------------
@@ -267,6 +203,14 @@ class Cell:
 
     def per_run_values(self, metric: str) -> list[float]:
         return [s[STAT_KEY[metric]] for s in self.per_run.values() if s.get(STAT_KEY[metric]) is not None]
+
+    def run_level(self, metric: str) -> float | None:
+        """The metric as the tests see it: the mean of the per-run values."""
+        values = self.per_run_values(metric)
+        return float(np.mean(values)) if values else None
+
+    def components(self, metric: str) -> Components:
+        return components(self, metric)
 
 
 def load_cells(store: Store, runs: list[Run], *, per_thread: bool = False) -> list[Cell]:
@@ -325,6 +269,37 @@ def load_cells(store: Store, runs: list[Run], *, per_thread: bool = False) -> li
     return cells
 
 
+def present_values(configs: list[Configuration]) -> str:
+    """'settings of the selected runs: NAME: V1, V2; ...' over what varies first, then the rest."""
+    names = sorted({k for c in configs for k, _ in c.settings})
+    values = {n: sorted({value_text(c.get(n)) for c in configs} - {""}) for n in names}
+    order = sorted(names, key=lambda n: len(values[n]) < 2)
+    return "settings of the selected runs: " + ("; ".join(f"{n}: {', '.join(values[n])}" for n in order)
+                                                 if names else "none (try --baseline defaults)")
+
+
+@dataclass(frozen=True)
+class _ArrayRun:
+    id: int
+    n_samples: int
+
+
+def cells_from_samples(groups: dict[str, list[np.ndarray]], unit: str = "ns") -> list[Cell]:
+    """Cells from arrays held in memory, one array a run (the API's and the simulations' way in): each group
+    is the configuration `exec <name> (arrays) label=<name>`, so `--baseline label=NAME` picks one."""
+    cells, next_id = [], 1
+    for name, arrays in groups.items():
+        config = Configuration("exec", "sum", "arrays", (("label", name),), (), "time", unit)
+        runs = [_ArrayRun(next_id + i, len(a)) for i, a in enumerate(arrays)]
+        next_id += len(arrays)
+        per_run = {r.id: stats.summarize(np.asarray(a)) for r, a in zip(runs, arrays)}
+        lengths = np.cumsum([0, *(len(a) for a in arrays)])
+        samples = np.concatenate([np.asarray(a, dtype=np.float64) for a in arrays]) if arrays else np.empty(0)
+        cells.append(Cell(config, runs, per_run, runs, list(zip(lengths[:-1], lengths[1:])), samples,
+                          stats.summarize(samples)))
+    return cells
+
+
 # --- baselines --------------------------------------------------------------------------------
 
 @dataclass
@@ -340,9 +315,8 @@ class Baseline:
 
     @classmethod
     def parse(cls, items: list[str]) -> "Baseline":
-        if not items:
-            raise UsageError("name a baseline: --baseline NAME=VALUE (a setting, parameter, workload, variant or "
-                             "runtime), or --baseline defaults (the configuration without settings)")
+        """NAME=VALUE items and `defaults`; none at all is an error that validate() raises with the values the
+        selected runs have."""
         assignments, defaults = [], False
         for item in items:
             if item.strip() == "defaults":
@@ -386,6 +360,10 @@ class Baseline:
     def validate(self, configs: list[Configuration]) -> None:
         """A UsageError naming the valid names or values when the baseline matches nothing."""
         self.bind(configs)
+        if not self.assignments and not self.defaults:
+            raise UsageError("name a baseline: --baseline NAME=VALUE (a setting, parameter, workload, variant or "
+                             "runtime), or --baseline defaults (the configuration without settings); "
+                             + present_values(configs))
         known = set(CORE_DIMENSIONS) | {k for c in configs for k, _ in (*c.settings, *c.params)}
         for name, _ in self.assignments:
             if name not in known:
@@ -393,11 +371,8 @@ class Baseline:
                                  f"{choices(sorted(known))}")
         if not any(self.matches(c) for c in configs):
             if self.defaults and not self.assignments:
-                names = sorted({k for c in configs for k, _ in c.settings})
-                values = "; ".join(f"{n}: {', '.join(sorted({value_text(c.get(n)) for c in configs} - {''}))}"
-                                   for n in names)
                 raise UsageError("no selected configuration runs without settings (--baseline defaults); "
-                                 f"name one with --baseline NAME=VALUE; settings of the selected runs: {values}")
+                                 f"name one with --baseline NAME=VALUE; {present_values(configs)}")
             name, value = next(((n, v) for n, v in self.assignments
                                 if not any(value_matches(c.get(n), v) for c in configs)), self.assignments[0])
             values = sorted({value_text(c.get(name)) for c in configs} - {""})
@@ -438,16 +413,17 @@ class Baseline:
 @dataclass
 class Row:
     metric: str
-    baseline: float | None
-    value: float | None
+    baseline: float | None              # the baseline's mean of per-run values
+    value: float | None                 # this configuration's mean of per-run values
     test: str
     p: float | None = None
-    ci: tuple[float, float] | None = None
-    direction: int = 0                  # -1 lower than the baseline, +1 higher (what the test saw)
+    ci: tuple[float, float] | None = None   # 95 % interval of value − baseline
+    direction: int = 0                  # -1 lower than the baseline, +1 higher (the sign of value − baseline)
     reason: str = ""                    # why not tested
     p_holm: float | None = None
     verdict: str = "not tested"
     note: str = ""
+    runs: tuple[int, int] = (0, 0)      # runs with a value, this configuration's and the baseline's
 
     @property
     def diff(self) -> float | None:
@@ -462,6 +438,7 @@ class Row:
     def to_json(self) -> dict:
         return {"metric": self.metric, "baseline": self.baseline, "value": self.value, "difference": self.diff,
                 "ratio": self.ratio, "ci95_difference": list(self.ci) if self.ci else None, "test": self.test,
+                "runs": self.runs[0], "baseline_runs": self.runs[1],
                 "p": self.p, "p_holm": self.p_holm, "verdict": self.verdict,
                 **({"not_tested_because": self.reason} if self.reason else {}),
                 **({"note": self.note} if self.note else {})}
@@ -472,8 +449,7 @@ class Comparison:
     cell: Cell
     base: Cell
     rows: list[Row]
-    mann_whitney_p: float | None
-    cliffs_delta: float | None
+    cliffs_delta: float | None          # of the pooled samples: descriptive
     notes: list[str]
 
     @property
@@ -502,87 +478,49 @@ class ComparisonSet:
     def to_json(self) -> dict:
         labels = self.labels
         return {
-            "baseline": self.baseline.text, "alpha": self.alpha, "correction": "holm",
-            "resamples": self.resamples, "seed": self.seed, "lower_is_better": True,
-            "percentile_definition": stats.PERCENTILE_DEFINITION, "tests": TESTS,
+            "baseline": self.baseline.text, "alpha": self.alpha, "correction": "holm", "unit_of_replication": "run",
+            "lower_is_better": True, "percentile_definition": stats.PERCENTILE_DEFINITION, "tests": TESTS,
             "configurations": [{"label": labels[c.config], "configuration": c.config.key(),
                                 "runs": [r.id for r in c.runs], "n_samples": int(len(c.samples)),
                                 "is_baseline": self.baseline.matches(c.config), "stats": c.stats,
+                                "variance_components": {m: c.components(m).to_json() for m in METRICS},
                                 "notes": c.notes} for c in self.cells],
             "comparisons": [{
                 "configuration": labels[k.cell.config], "baseline": labels[k.base.config],
                 "unit": k.cell.config.unit, "runs": len(k.cell.runs), "baseline_runs": len(k.base.runs),
                 "n_samples": int(len(k.cell.samples)), "baseline_n_samples": int(len(k.base.samples)),
-                "mann_whitney_p": k.mann_whitney_p, "cliffs_delta": k.cliffs_delta, "magnitude": k.magnitude,
+                "cliffs_delta": k.cliffs_delta, "magnitude": k.magnitude,
                 "rows": [r.to_json() for r in k.rows], "notes": k.notes} for k in self.comparisons],
             "unmatched": [{"configuration": labels[c.config], "reason": why} for c, why in self.unmatched],
             "warnings": self.warnings,
         }
 
 
-def _rng(seed: int, *names: str) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence([seed, *(zlib.crc32(n.encode()) for n in names)]))
+def run_level_row(metric: str, mine: list[float], base: list[float], test: str = RUN_TEST) -> Row:
+    """One metric tested with the run as the unit: Welch's t-test on the per-run values (before Holm)."""
+    row = Row(metric, float(np.mean(base)) if base else None, float(np.mean(mine)) if mine else None, test,
+              runs=(len(mine), len(base)))
+    if len(mine) < MIN_RUNS or len(base) < MIN_RUNS:
+        row.reason = (f"{len(mine)} vs {len(base)} runs with a {metric}: with one run the between-run variation "
+                      "is unknown; repeat each configuration (3 runs or more)")
+        return row
+    row.p, lo, hi = welch(np.asarray(mine, float), np.asarray(base, float))
+    row.ci, row.direction = (lo, hi), int(np.sign(row.diff))
+    return row
 
 
 def compare_cells(cell: Cell, base: Cell, *, alpha: float = ALPHA, resamples: int = RESAMPLES,
                   seed: int = SEED) -> Comparison:
     """The rows of one configuration against its baseline, before the Holm correction."""
-    x, y = cell.samples, base.samples
     notes: list[str] = []
-    rows: list[Row] = []
-    mw_p = delta = None
-    have_samples = len(x) > 0 and len(y) > 0
-    if not have_samples:
-        notes.append("no raw samples on one side (histogram-only runs): sample-based tests skipped")
-    elif cell.hist_runs or base.hist_runs:
-        notes.append("histogram-only runs are left out of the sample-based tests")
-    if have_samples:
-        mw_p, delta = mann_whitney(cell.sorted, base.sorted, presorted=True)
-    for metric in METRICS:
-        row = Row(metric, base.metric(metric), cell.metric(metric), TESTS[metric])
-        rows.append(row)
-        if metric == "max":
-            a, b = cell.per_run_values("max"), base.per_run_values("max")
-            floor = min_exact_p(len(a), len(b)) if a and b else 1.0
-            if floor > alpha:
-                row.reason = f"{len(a)} vs {len(b)} runs: the smallest possible p-value is {floor:.2g}"
-            else:
-                row.p, d = mann_whitney(np.asarray(a, float), np.asarray(b, float))
-                row.direction = int(np.sign(d))
-            continue
-        if not have_samples:
-            row.reason = "no raw samples (histogram-only runs)"
-            continue
-        if metric in ("mean", "stdev") and (len(x) < 2 or len(y) < 2):
-            row.reason = "fewer than 2 samples"
-            continue
-        if metric == "mean":
-            row.p, lo, hi = welch(x, y)
-            row.ci = (lo, hi)
-            row.direction = int(np.sign(row.diff or 0))
-        elif metric == "median":
-            lo, hi, _ = bootstrap_difference(cell.sorted, base.sorted, 0.5, resamples,
-                                             _rng(seed, cell.config.label, base.config.label, metric))
-            row.p, row.ci, row.direction = mw_p, (lo, hi), int(np.sign(delta))
-        elif metric == "p99":
-            lo, hi, row.p = bootstrap_difference(cell.sorted, base.sorted, 0.99, resamples,
-                                                 _rng(seed, cell.config.label, base.config.label, metric))
-            row.ci, row.direction = (lo, hi), int(np.sign(row.diff or 0))
-        elif metric == "stdev":
-            row.p = brown_forsythe(x, y)
-            row.direction = int(np.sign(row.diff or 0))
-    return Comparison(cell, base, rows, mw_p, delta, notes)
-
-
-def _overlap_note(row: Row, cell: Cell, base: Cell) -> str:
-    if row.metric == "max" or row.verdict not in ("better", "worse"):
-        return ""
-    a, b = cell.per_run_values(row.metric), base.per_run_values(row.metric)
-    if len(a) < 2 or len(b) < 2:
-        return ""
-    if min(a) <= max(b) and min(b) <= max(a):
-        return "per-run values overlap: between-run variation is as large as the difference"
-    return ""
+    if cell.hist_runs or base.hist_runs:
+        notes.append("histogram-only runs take part with their histogram's values: percentiles are bucket upper "
+                     "edges, stdev from bucket midpoints")
+    delta = None
+    if len(cell.samples) and len(base.samples):
+        _, delta = mann_whitney(cell.sorted, base.sorted, presorted=True)
+    rows = [run_level_row(m, cell.per_run_values(m), base.per_run_values(m)) for m in METRICS]
+    return Comparison(cell, base, rows, delta, notes)
 
 
 def check_options(alpha: float, resamples: int) -> None:
@@ -593,12 +531,21 @@ def check_options(alpha: float, resamples: int) -> None:
 
 
 def adjust(rows: list[Row], alpha: float) -> None:
-    """Holm-correct the tested rows as one family and give each its verdict."""
+    """Holm-correct the tested rows as one family and give each its verdict.
+
+    A verdict needs the adjusted p within alpha and the interval on the side of its direction, so that the
+    value, the interval and the verdict shown never disagree (for alpha ≤ 0.05 the second follows from the
+    first)."""
     tested = [r for r in rows if r.p is not None]
     for r, adj in zip(tested, holm([r.p for r in tested])):
         r.p_holm = adj
-        r.verdict = ("better" if r.direction < 0 else "worse") if adj <= alpha and r.direction else \
-            "no significant difference"
+        r.verdict = "no significant difference"
+        if adj > alpha or not r.direction:
+            continue
+        if r.ci is not None and not (r.ci[1] < 0 if r.direction < 0 else r.ci[0] > 0):
+            r.note = "the 95 % interval includes 0"
+            continue
+        r.verdict = "better" if r.direction < 0 else "worse"
 
 
 def compare(cells: list[Cell], baseline: Baseline, *, alpha: float = ALPHA, resamples: int = RESAMPLES,
@@ -618,9 +565,6 @@ def compare(cells: list[Cell], baseline: Baseline, *, alpha: float = ALPHA, resa
             continue
         comparisons.append(compare_cells(cell, by_config[base], alpha=alpha, resamples=resamples, seed=seed))
     adjust([r for k in comparisons for r in k.rows], alpha)
-    for k in comparisons:
-        for r in k.rows:
-            r.note = _overlap_note(r, k.cell, k.base)
     labels = short_labels(configs)
     warnings = []
     few = [c for c in cells if len(c.runs) < min_repetitions and
@@ -628,7 +572,8 @@ def compare(cells: list[Cell], baseline: Baseline, *, alpha: float = ALPHA, resa
     if few:
         warnings.append(f"fewer than {min_repetitions} runs of " + "; ".join(
             f"{labels[c.config]} ({len(c.runs)})" for c in few) +
-            ": between-run variation is unknown, and the tests treat pooled samples as independent")
+            ": the between-run variation rests on too few runs (with one run it is unknown and nothing is "
+            "tested); repeat each configuration 5 times or more (`rtscope plan` says how many)")
     return ComparisonSet(baseline, cells, comparisons, unmatched, warnings, alpha, resamples, seed)
 
 

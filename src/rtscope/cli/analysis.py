@@ -79,10 +79,10 @@ def comparison_table(cs: ComparisonSet, k) -> Table:
     shown, scale = display_unit(k.cell.config.unit)
     labels = cs.labels
     title = f"[bold]{escape(labels[k.cell.config])}[/] vs {escape(labels[k.base.config])}"
-    caption = (f"values in {shown}; {len(k.cell.runs)} vs {len(k.base.runs)} runs, "
-               f"{len(k.cell.samples):,} vs {len(k.base.samples):,} samples")
+    caption = (f"values in {shown}, each the mean of the per-run values; {len(k.cell.runs)} vs {len(k.base.runs)} "
+               f"runs, {len(k.cell.samples):,} vs {len(k.base.samples):,} samples")
     if k.cliffs_delta is not None:
-        caption += f"; Mann-Whitney p {p_text(k.mann_whitney_p)}, Cliff's δ {k.cliffs_delta:+.2f} ({k.magnitude})"
+        caption += f"; Cliff's δ of the samples {k.cliffs_delta:+.2f} ({k.magnitude})"
     table = Table(title=title, caption=caption, box=box.SIMPLE_HEAD, title_justify="left", caption_justify="left",
                   pad_edge=False)
     for head, right in (("metric", False), ("baseline", True), ("value", True), ("change", True),
@@ -97,7 +97,7 @@ def comparison_table(cs: ComparisonSet, k) -> Table:
 
 
 def print_comparisons(cs: ComparisonSet) -> None:
-    from ..analysis.compare import TESTS
+    from ..analysis.compare import RUN_TEST
     labels = cs.labels
     console.print(f"against [bold]{escape(cs.baseline.text)}[/]: lower is better; p-values Holm-corrected over "
                   f"all {sum(r.p is not None for k in cs.comparisons for r in k.rows)} tests, α = {cs.alpha:g}")
@@ -105,9 +105,8 @@ def print_comparisons(cs: ComparisonSet) -> None:
         console.print(comparison_table(cs, k))
     if not cs.comparisons:
         console.print("nothing to compare: every selected configuration is a baseline or has no baseline")
-    console.print("Δ = value − baseline; n.s. = no significant difference; tests: " +
-                  "; ".join(f"{m}: {t}" for m, t in TESTS.items()) +
-                  f"; bootstrap: {cs.resamples:,} resamples, seed {cs.seed}", style="dim")
+    console.print("Δ = value − baseline; n.s. = no significant difference; the run is the unit: every metric is "
+                  f"tested with a {RUN_TEST} (docs/analysis.md)", style="dim")
     reasons = sorted({f"{r.metric}: {r.reason}" for k in cs.comparisons for r in k.rows if r.reason})
     for reason in reasons:
         console.print(f"not tested: {escape(reason)}", style="yellow")
@@ -117,7 +116,30 @@ def print_comparisons(cs: ComparisonSet) -> None:
                 console.print(f"* {escape(labels[k.cell.config])} {r.metric}: {escape(r.note)}")
         for note in k.notes + k.cell.notes:
             console.print(f"note: {escape(labels[k.cell.config])}: {escape(note)}")
+    console.print(variance_table(cs))
     print_unmatched_and_warnings(cs, console)
+
+
+def variance_table(cs: ComparisonSet) -> Table:
+    """Per configuration and metric: the between-run SD and the within-run standard error of one run's value."""
+    from ..analysis.compare import METRICS
+    from ..analysis.results import display_unit, fmt
+    table = Table(title="variance components of each metric's per-run values (- : unknown)", box=box.SIMPLE_HEAD,
+                  title_justify="left", pad_edge=False)
+    for head, right in (("configuration", False), ("metric", False), ("runs", True), ("between-run SD", True),
+                        ("within-run SE", True), ("between share", True)):
+        table.add_column(head, justify="right" if right else "left", overflow="fold")
+    labels = cs.labels
+    for c in cs.cells:
+        shown, scale = display_unit(c.config.unit)
+        for i, m in enumerate(METRICS):
+            v = c.components(m)
+            table.add_row(escape(labels[c.config]) if i == 0 else "", m, str(v.runs),
+                          "-" if v.between_sd is None else f"{fmt(m, v.between_sd, scale)} {shown}",
+                          "-" if v.within_se is None else f"{fmt(m, v.within_se, scale)} {shown}",
+                          "-" if v.between_share is None else f"{v.between_share:.0%}",
+                          end_section=i == len(METRICS) - 1)
+    return table
 
 
 def print_unmatched_and_warnings(cs: ComparisonSet, to: Console) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis import stats
-from ..analysis.compare import METRICS, TESTS
+from ..analysis.compare import RUN_TEST
 from ..analysis.recommend import change, p_text
 from ..analysis.results import DISPLAY, display_unit, fmt
 from ..analysis.select import value_text
@@ -296,7 +296,7 @@ def comparison_rows(report: Report) -> list[dict]:
         out.append({"label": labels[k.cell.config], "baseline": labels[k.base.config], "unit": shown,
                     "runs": f"{len(k.cell.runs)} vs {len(k.base.runs)}",
                     "delta": f"{k.cliffs_delta:+.2f} ({k.magnitude})" if k.cliffs_delta is not None else "–",
-                    "mw_p": p_text(k.mann_whitney_p), "rows": rows, "notes": k.notes})
+                    "rows": rows, "notes": k.notes})
     return out
 
 
@@ -434,9 +434,8 @@ def render(report: Report, plotly_gz: str | None = None) -> str:
         series_omitted=report.series_omitted, plots=plots.entries,
         fleet=fleet_table(report), why_table=why_table(report),
         any_gc=any(ts.gc_events for ts in report.series),
-        configurations=len(report.cells), tests=TESTS, metrics=METRICS,
+        configurations=len(report.cells), run_test=RUN_TEST,
         baseline=cs.baseline.text if cs else "", alpha=cs.alpha if cs else None,
-        resamples=cs.resamples if cs else None, seed=cs.seed if cs else None,
         warnings=(cs.warnings if cs else []),
         unmatched=[(cs.labels[c.config], why) for c, why in cs.unmatched] if cs else [],
         percentile_definition=stats.PERCENTILE_DEFINITION,

@@ -52,7 +52,7 @@ TABLES = r'''{% macro stats_tables(stats_tables) %}
   <tr>
     {% if loop.first %}
     <td class="l" rowspan="{{ k.rows|length }}"><strong>{{ k.label }}</strong><br>vs {{ k.baseline }}<br>
-      <span class="note">{{ k.runs }} runs; values in {{ k.unit }}<br>Mann-Whitney p {{ k.mw_p }}<br>Cliff's δ {{ k.delta }}</span></td>
+      <span class="note">{{ k.runs }} runs; values in {{ k.unit }}<br>Cliff's δ {{ k.delta }}</span></td>
     {% endif %}
     <td class="l">{{ row.metric }}</td><td>{{ row.baseline }}</td><td>{{ row.value }}</td><td>{{ row.change }}</td>
     <td>{{ row.ci }}</td><td>{{ row.p }}</td><td>{{ row.p_holm }}</td>
@@ -196,11 +196,10 @@ STDEV = standard deviation.</p>
 
 {% if comparisons %}
 <h2 id="comparisons">Comparisons against {{ baseline }}</h2>
-<p class="note">Lower is better. p-values are Holm-corrected over every test in this section (α = {{ alpha }});
-the interval is the 95% interval of the difference (value − baseline); bootstrap: {{ "{:,}".format(resamples) }}
-resamples, seed {{ seed }}. Tests:
-{% for m in metrics %}{{ m }}: {{ tests[m] }}{{ "; " if not loop.last else "." }}{% endfor %}
-Cliff's δ of the whole distribution (negligible &lt; 0.147 &lt; small &lt; 0.33 &lt; medium &lt; 0.474 &lt; large).</p>
+<p class="note">Lower is better. The run is the unit: each value is the mean of the per-run values of that
+metric, and every metric is tested with a {{ run_test }}; p-values are Holm-corrected over every test in this
+section (α = {{ alpha }}); the interval is the 95% interval of the difference (value − baseline).
+Cliff's δ of the whole distribution (descriptive) (negligible &lt; 0.147 &lt; small &lt; 0.33 &lt; medium &lt; 0.474 &lt; large).</p>
 {{ m.comparison_table(comparisons) }}
 {% for label, why in unmatched %}<p class="note warn">not compared: {{ label }}: {{ why }}</p>{% endfor %}
 {% for w in warnings %}<p class="note warn">warning: {{ w }}</p>{% endfor %}
