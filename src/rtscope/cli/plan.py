@@ -36,6 +36,9 @@ def plan(
     upper: Annotated[Optional[float], typer.Option(
         "--upper", help="Size with this upper confidence limit of the pilot's between-run variance (e.g. 0.8) "
                         "instead of its estimate: a pilot of few runs underestimates it half the time.")] = None,
+    tests: Annotated[Optional[int], typer.Option(
+        "--tests", help="How many tests share α in the compare the plan is for (Holm; each planned at α/TESTS, "
+                        "its worst case) [default: 5 metrics × (cells − 1) per block]; 1: one test at α.")] = None,
     write: Annotated[Optional[Path], typer.Option("--write", help="Write the sized spec to this file.")] = None,
     db: DbOption = None, json_out: JsonOption = False,
 ) -> None:
@@ -49,11 +52,13 @@ def plan(
     plan_mod.check_options(metric, alpha, power)
     if upper is not None and not 0.5 <= upper < 1:
         raise UsageError(f"--upper must be at least 0.5 and below 1 (e.g. 0.8), got {upper}")
+    if tests is not None and tests < 1:
+        raise UsageError(f"--tests must be at least 1, got {tests}")
     path = paths.find_spec(spec)
     if write is not None and write.resolve() == Path(path).resolve():
         raise UsageError(f"--write {write} would overwrite the spec itself; name another file")
     sp = sizing.plan_spec(open_store(db), path, change, metric, alpha=alpha, power=power, experiment=experiment,
-                             upper=upper)
+                             upper=upper, tests=tests)
     if write is not None and sp.feasible:
         sizing.write_sized(read_text(path), sp, write)
     if json_out:
@@ -72,7 +77,8 @@ def print_plan(sp) -> None:
     from ..analysis.results import display_unit, fmt
     from ..analysis import plan as plan_mod
     console.print(f"[bold]plan for {escape(sp.spec)}[/]: detect a {sp.detect:.3g} ({sp.detect:.1%}) change of "
-                  f"{sp.metric} with {sp.power:.0%} power, two-sided α = {sp.alpha:g}; from experiment "
+                  f"{sp.metric} with {sp.power:.0%} power, two-sided α = {sp.alpha:g} over {sp.tests} tests (Holm's worst "
+                  f"case: {sp.test_alpha:.3g} a test); from experiment "
                   f"{sp.experiment_id} ({escape(sp.experiment)}), scale {sp.scale or '-'}" +
                   (f"; σ_b at its {sp.upper:.0%} upper confidence limit" if sp.upper else ""))
     table = Table(box=box.SIMPLE_HEAD, title=f"per configuration: {sp.metric}; σ_b: SD of its per-run values between runs, σ_w: "

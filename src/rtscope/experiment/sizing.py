@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis import plan as plan_mod
-from ..analysis.defaults import ALPHA, STAT_KEY
+from ..analysis.defaults import ALPHA, METRICS
 from ..errors import UsageError
 from ..store import Run, Store
 from . import spec as spec_mod
@@ -91,6 +91,11 @@ class SpecPlan:
     written: str | None = None
     sized_name: str | None = None
     upper: float | None = None         # σ²_b at this upper confidence limit (None: the estimate)
+    tests: int = 1                     # compare's Holm family: each test planned at alpha / tests
+
+    @property
+    def test_alpha(self) -> float:
+        return self.alpha / self.tests
 
     @property
     def feasible(self) -> bool:
@@ -108,6 +113,7 @@ class SpecPlan:
     def to_json(self) -> dict:
         return {"spec": self.spec, "experiment": {"id": self.experiment_id, "name": self.experiment},
                 "scale": self.scale, "metric": self.metric, "detect": self.detect, "alpha": self.alpha,
+                "tests": self.tests, "alpha_per_test": self.test_alpha,
                 "power": self.power, "upper": self.upper, "feasible": self.feasible,
                 "wall_s": None if self.wall_ns is None else self.wall_ns / 1e9,
                 "blocks": [b.to_json() for b in self.blocks], "configurations": [c.to_json() for c in self.configs],
@@ -181,7 +187,9 @@ def _cost(cell, probe: dict[int, float], gaps: dict[int, float]) -> plan_mod.Cos
 
 def plan_spec(store: Store, spec_path: str | Path, detect: float, metric: str = "mean", *, alpha: float = ALPHA,
               power: float = plan_mod.POWER, experiment: str | None = None,
-              upper: float | None = None) -> SpecPlan:
+              upper: float | None = None, tests: int | None = None) -> SpecPlan:
+    """tests: the size of compare's Holm family the verdict must survive (default: every metric of every
+    configuration against one baseline per block); each test is planned at alpha / tests, Holm's worst case."""
     from ..analysis.compare import load_cells
     from ..analysis.select import short_labels
     from ..analysis.variance import components
@@ -201,6 +209,9 @@ def plan_spec(store: Store, spec_path: str | Path, detect: float, metric: str = 
     cells = load_cells(store, runs)
     labels = short_labels([c.config for c in cells])
     block_of = {c.key: c.block for c in spec.cells}
+    if tests is None:
+        tests = len(METRICS) * max(1, len(spec.cells) - len({c.block for c in spec.cells}))
+    family_alpha, alpha = alpha, alpha / tests
     probe, gaps = probe_and_gaps(runs)
     configs: list[ConfigPlan] = []
     for cell in cells:
@@ -263,8 +274,8 @@ def plan_spec(store: Store, spec_path: str | Path, detect: float, metric: str = 
         if r is None:
             bp.notes.append(f"block {b + 1}: more than {plan_mod.MAX_RUNS} runs per configuration would be "
                             f"needed to detect {detect:.1%} on {metric}")
-    return SpecPlan(str(spec_path), exp.id, exp.name, exp.scale, metric, detect, alpha, power, configs,
-                    block_plans, notes, upper=upper)
+    return SpecPlan(str(spec_path), exp.id, exp.name, exp.scale, metric, detect, family_alpha, power, configs,
+                    block_plans, notes, upper=upper, tests=tests)
 
 
 # --- the sized spec -------------------------------------------------------------------------------------------------
