@@ -4,7 +4,8 @@
 - `execute`: an experiment's plan (seeded order), its record in the store, its resumable execution on its
   targets (a fleet in parallel);
 - `runner`: one run on one target: settings applied and undone, the probe launched, its sample file stored;
-- `monitor`: long-term monitoring as a plan of histogram runs per interval.
+- `monitor`: long-term monitoring as a plan of histogram runs per interval;
+- `sizing`: `rtscope plan`: a spec sized from its pilot runs, and the sized spec written (docs/plan.md).
 
 It may import the analysis, runtimes, settings, importers, store, targets and the leaf modules; only the report
 and the user interfaces import it.

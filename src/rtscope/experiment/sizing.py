@@ -308,7 +308,7 @@ def sized_text(text: str, sp: SpecPlan) -> str:
             if param:
                 (scale.get("params") or {}).pop(param, None)
     head = (f"# Sized by `rtscope plan` from experiment {sp.experiment_id} ({sp.experiment}): detect {sp.detect:.3g} "
-            f"relative change of {sp.metric} with {sp.power:.0%} power at alpha {sp.alpha:g}.\n"
+            f"relative change of {sp.metric} with {sp.power:.0%} power at alpha {sp.alpha:g} over {sp.tests} tests.\n"
             f"# Run it with `{sp.command()}`.\n")
     return head + toml_text(raw)
 
