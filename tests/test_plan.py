@@ -215,6 +215,15 @@ def test_bad_input_is_refused_with_the_valid_choices(cli, db, tmp_path):
     assert f"rtscope run {spec}" in r.err and "pilot" in r.err
 
 
+def test_a_pilot_of_one_run_per_configuration_is_refused(cli, db, tmp_path, rtprobe):
+    spec = tmp_path / "one.toml"
+    spec.write_text(PILOT.replace("repetitions = 8", "repetitions = 1").replace("iterations = 100", "iterations = 20"))
+    assert cli("run", spec, "--db", db).code == 0
+    r = cli("plan", spec, "--detect", "10%", "--db", db)
+    assert r.code == 2
+    assert "has 1 run: the between-run variance needs at least 2" in r.err and "repetitions = 3" in r.err
+
+
 def _run_medians(db, experiment: str) -> dict[int, list[float]]:
     """Per-run medians of each n, from the store (the run is the unit)."""
     from rtscope.analysis.select import experiment_id
@@ -279,3 +288,60 @@ def test_pilot_plan_sized_experiment_detects_the_change(cli, db, tmp_path, rtpro
         print(f"\nplan: {runs} runs × {samples} samples ({block['param']} = {block['param_value']}), "
               f"{doc['wall_s']:.2f} s predicted, {took:.2f} s taken by `rtscope run`; per-run Welch p on medians = {p:.2g}")
     assert p < 0.05
+
+
+SCALED = """\
+name = "scaled"
+description = "a spec whose scales set the runs and samples"
+repetitions = 2
+tags = ["a", "b c"]
+
+[scale.quick]
+repetitions = 1
+[scale.quick.params]
+iterations = 50
+[scale.full.params]
+iterations = 10000
+
+[[workload]]
+name = "exec"
+variants = ["sum", "fib"]
+runtime = "native"
+[workload.params]
+pause_ms = [0, 0.5]
+[[workload.exclude]]
+variant = "fib"
+pause_ms = 0.5
+[workload.scale.quick]
+repetitions = 4
+
+[[workload]]
+name = "exec"
+variants = "nothing"
+[workload.settings]
+mlock = true
+"""
+
+
+def test_the_sized_spec_sets_runs_and_samples_at_every_scale(tmp_path):
+    from rtscope.experiment import sizing
+    from rtscope.experiment.spec import parse
+    sp = sizing.SpecPlan("scaled.toml", 3, "scaled", "quick", "mean", 0.05, 0.05, 0.8, [],
+                         [sizing.BlockPlan(0, "exec", 3, 3, samples=700, runs=12, param="iterations", param_value=700),
+                          sizing.BlockPlan(1, "exec", 1, 0)], tests=5)
+    text = sizing.sized_text(SCALED, sp)
+    assert text.startswith("# Sized by `rtscope plan` from experiment 3 (scaled)")
+    for scale in ("quick", "full"):
+        spec = parse(text, "sized.toml", scale)
+        assert spec.name == "scaled-sized"
+        first = [c for c in spec.cells if c.block == 0]
+        assert len(first) == 3                       # the exclude rule survived
+        assert all(c.repetitions == 12 and c.request.params["iterations"] == 700 for c in first)
+        # the unplanned block keeps what the spec's scales gave it
+        assert [c.repetitions for c in spec.cells if c.block == 1] == [1 if scale == "quick" else 2]
+        assert [c.request.params["iterations"] for c in spec.cells if c.block == 1] == \
+            [50 if scale == "quick" else 10000]
+    raw = tomllib.loads(text)
+    assert raw["tags"] == ["a", "b c"] and raw["description"] == "a spec whose scales set the runs and samples"
+    assert "repetitions" not in raw["scale"]["quick"] and "iterations" not in raw["scale"]["full"]["params"]
+    assert raw["workload"][1]["settings"] == {"mlock": True}

@@ -25,6 +25,7 @@ from ..analysis import plan as plan_mod
 from ..analysis.defaults import ALPHA, METRICS
 from ..errors import UsageError
 from ..store import Run, Store
+from ..workloads import WORKLOADS
 from . import spec as spec_mod
 
 # The parameter that sets how many samples a run records, per workload (timer: per thread).
@@ -292,7 +293,22 @@ def sized_text(text: str, sp: SpecPlan) -> str:
     reps = {b.block: b.runs for b in sp.blocks if b.runs is not None}
     blocks = raw.get("workload") or []
     names = {p for p, _ in params.values() if p}
-    for scale in (raw.get("scale") or {}).values():
+    scales = raw.get("scale") or {}
+    for i, block in enumerate(blocks):       # an unplanned block keeps what the spec's scales gave it
+        if i in reps:
+            continue
+        known = {o.name for o in WORKLOADS[block["name"]].params} if block.get("name") in WORKLOADS else set()
+        for sname, scale in scales.items():
+            own = block.setdefault("scale", {}).setdefault(sname, {})
+            if "repetitions" in scale:
+                own.setdefault("repetitions", scale["repetitions"])
+            for p in names & set(scale.get("params") or {}) & known:
+                own.setdefault("params", {}).setdefault(p, scale["params"][p])
+            if not own:
+                del block["scale"][sname]
+        if not block.get("scale"):
+            block.pop("scale", None)
+    for scale in scales.values():
         scale.pop("repetitions", None)
         for p in names:
             (scale.get("params") or {}).pop(p, None)
