@@ -182,7 +182,7 @@ def test_monte_carlo_power_of_a_plan(sd_b, sd_w, start_s, record_property):
 
 PILOT = """\
 name = "plan-pilot"
-repetitions = 8
+repetitions = 10
 seed = 7
 
 [[workload]]
@@ -249,9 +249,9 @@ def test_pilot_plan_sized_experiment_detects_the_change(cli, db, tmp_path, rtpro
     sized = tmp_path / "sized.toml"
     # the median: robust to the rare preempted call of a shared machine, which inflates the mean's within-run
     # variance and with it the samples per run
-    # a pilot of 8 runs: σ²_b at its 80 % upper limit, so that the plan misses its power less often than half the
+    # a pilot of 10 runs: σ²_b at its 80 % upper limit, so that the plan misses its power less often than half the
     # time the pilot underestimates σ²_b
-    r = cli("plan", spec, "--detect", "30%", "--metric", "median", "--upper", "0.8",
+    r = cli("plan", spec, "--detect", "30%", "--metric", "median", "--upper", "0.8", "--power", "0.95",
             "--write", sized, "--json", "--db", db)
     assert r.code == 0, r.err
     doc = json.loads(r.out)
@@ -263,8 +263,8 @@ def test_pilot_plan_sized_experiment_detects_the_change(cli, db, tmp_path, rtpro
     assert doc["wall_s"] == pytest.approx(block["wall_s"]) and doc["wall_s"] > 0
     assert {c["configuration"] for c in doc["configurations"]} == {"n=20000", "n=32000"}
     for c in doc["configurations"]:
-        assert c["in_block"]["power"] >= 0.8 and c["in_block"]["runs"] == runs
-        assert c["components"]["runs"] == 8 and c["components"]["between_run_var"] is not None
+        assert c["in_block"]["power"] >= 0.95 and c["in_block"]["runs"] == runs
+        assert c["components"]["runs"] == 10 and c["components"]["between_run_var"] is not None
         assert c["planned_between_run_var"] >= c["components"]["between_run_var"]
     raw = tomllib.loads(sized.read_text())
     assert raw["workload"][0]["repetitions"] == runs

@@ -49,6 +49,7 @@ finish and the next run's start; its median is added to T_start.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
@@ -107,19 +108,14 @@ def power_of(delta: float, var_run: float, runs: int, alpha: float = ALPHA, welc
     statistic. The power is averaged over B's quantiles (with few runs Welch's df, down to r − 1, costs power
     that df = 2(r − 1) does not show). welch=False: Student's t-test."""
     import numpy as np
-    from scipy.special import betaincinv, nctdtr, stdtrit
+    from scipy.special import nctdtr
     if runs < 2:
         return 0.0
     if var_run <= 0:
         return 1.0 if delta else 0.0
     df = 2.0 * (runs - 1)
     ncp = abs(delta) / math.sqrt(2.0 * var_run / runs)
-    if welch:
-        half = (runs - 1) / 2.0
-        b = betaincinv(half, half, (np.arange(_NODES) + 0.5) / _NODES)
-        crit = stdtrit((runs - 1) / (b * b + (1.0 - b) ** 2), 1.0 - alpha / 2.0)
-    else:
-        crit = np.asarray([stdtrit(df, 1.0 - alpha / 2.0)])
+    crit = _critical(runs, alpha, welch)
     if ncp - float(np.max(crit)) > 12.0:       # beyond nctdtr's accuracy, and power is 1 to 1e-30
         return 1.0
     p = 1.0 - nctdtr(df, ncp, crit) + nctdtr(df, ncp, -crit)
@@ -127,6 +123,18 @@ def power_of(delta: float, var_run: float, runs: int, alpha: float = ALPHA, welc
         from scipy.special import ndtr
         p = 1.0 - ndtr(crit - ncp) + ndtr(-crit - ncp)
     return min(1.0, max(0.0, float(np.mean(p))))
+
+
+@functools.lru_cache(maxsize=4096)
+def _critical(runs: int, alpha: float, welch: bool):
+    """Welch's critical values at the quantiles of B (power_of), or Student's one."""
+    import numpy as np
+    from scipy.special import betaincinv, stdtrit
+    if not welch:
+        return np.asarray([stdtrit(2.0 * (runs - 1), 1.0 - alpha / 2.0)])
+    half = (runs - 1) / 2.0
+    b = betaincinv(half, half, (np.arange(_NODES) + 0.5) / _NODES)
+    return stdtrit((runs - 1) / (b * b + (1.0 - b) ** 2), 1.0 - alpha / 2.0)
 
 
 def runs_closed_form(delta: float, var_run: float, alpha: float = ALPHA, power: float = POWER) -> float:
@@ -386,6 +394,14 @@ def plan_matrix(demands: list[Demand], detect: float, *, alpha: float = ALPHA, p
                         detect, alpha=alpha, power=power, samples=n, min_runs=min_runs, max_runs=max_runs,
                         total_var=d.total_var)
 
+    def var_run(d: Demand, n: int) -> float:
+        if d.within_var is None:
+            return d.total_var if d.total_var is not None else d.between_var
+        return run_variance(d.between_var, d.within_var * d.pilot_samples, n)
+
+    def delta(d: Demand) -> float:
+        return abs(detect * d.value)
+
     fixed = [d for d in demands if d.within_var is None]
     if fixed:   # a maximum: n is the pilot's (the largest of them, when they differ)
         candidates = [int(round(max(d.pilot_samples for d in demands)))]
@@ -395,11 +411,12 @@ def plan_matrix(demands: list[Demand], detect: float, *, alpha: float = ALPHA, p
         candidates = sorted({*(own(d).samples for d in demands), *(g for g in grid if g <= MAX_SAMPLES)})
     best = None
     for n in candidates:
-        plans = {d.key: own(d, n) for d in demands}
-        needed = [p.runs for p in plans.values()]
-        r = None if any(x is None for x in needed) else max(needed)
+        # power depends on Δ² / var_run and r only: the configuration with the largest var_run / Δ² needs the most
+        worst = max(demands, key=lambda d: var_run(d, n) / delta(d) ** 2 if delta(d) else math.inf)
+        r = runs_needed(delta(worst), var_run(worst, n), alpha, power, min_runs, max_runs)
         total = None if r is None else r * sum(d.cells * d.cost.run_ns(n) for d in demands)
-        rank = (r is None, total if total is not None else -min(p.power for p in plans.values()), n)
+        rank = (r is None, total if total is not None else -power_of(delta(worst), var_run(worst, n), max_runs, alpha),
+                n)
         if best is None or rank < best[0]:
             best = (rank, n, r)
     _, n, r = best
@@ -407,8 +424,7 @@ def plan_matrix(demands: list[Demand], detect: float, *, alpha: float = ALPHA, p
     for d in demands:
         p = own(d, n)
         if r is not None:
-            var_run = run_variance(d.between_var, p.c_w or 0.0, n) if p.c_w is not None else \
-                (d.total_var if d.total_var is not None else d.between_var)
-            p.runs, p.power = r, power_of(p.delta, var_run, r, alpha)
+            p.runs, p.power = r, power_of(p.delta, var_run(d, n), r, alpha)
+            p.notes = [x for x in p.notes if not x.startswith("more than")]
         final[d.key] = p
     return n, r, final
