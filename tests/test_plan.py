@@ -217,7 +217,7 @@ def test_bad_input_is_refused_with_the_valid_choices(cli, db, tmp_path):
 
 def test_a_pilot_of_one_run_per_configuration_is_refused(cli, db, tmp_path, rtprobe):
     spec = tmp_path / "one.toml"
-    spec.write_text(PILOT.replace("repetitions = 8", "repetitions = 1").replace("iterations = 100", "iterations = 20"))
+    spec.write_text(PILOT.replace("repetitions = 10", "repetitions = 1").replace("iterations = 100", "iterations = 20"))
     assert cli("run", spec, "--db", db).code == 0
     r = cli("plan", spec, "--detect", "10%", "--db", db)
     assert r.code == 2
