@@ -345,3 +345,12 @@ def test_the_sized_spec_sets_runs_and_samples_at_every_scale(tmp_path):
     assert raw["tags"] == ["a", "b c"] and raw["description"] == "a spec whose scales set the runs and samples"
     assert "repetitions" not in raw["scale"]["quick"] and "iterations" not in raw["scale"]["full"]["params"]
     assert raw["workload"][1]["settings"] == {"mlock": True}
+
+
+def test_plan_matrix_out_of_reach_keeps_a_sensible_n():
+    cost = plan.Cost(0.5e9, 1e6)
+    demands = [plan.Demand("a", "mean", 100.0, 400.0, 1.0, 401.0, 5, 100, cost),
+               plan.Demand("b", "mean", 100.0, 4.0, 1.0, 5.0, 5, 100, cost)]
+    n, r, plans = plan.plan_matrix(demands, 0.01)
+    assert r is None and not plans["a"].feasible
+    assert n == max(plan.plan_one("mean", 100.0, d.between_var, 1.0, 5, 100, cost, 0.01).samples for d in demands)

@@ -96,7 +96,7 @@ def run_variance(between_var: float, c_w: float, n: float) -> float:
     return between_var + (c_w / n if c_w else 0.0)
 
 
-_NODES = 48   # quantiles of the variance split B at which Welch's critical value is averaged (power_of)
+_NODES = 24   # quantiles of the variance split B at which Welch's critical value is averaged (power_of)
 
 
 def power_of(delta: float, var_run: float, runs: int, alpha: float = ALPHA, welch: bool = True) -> float:
@@ -385,7 +385,8 @@ def plan_matrix(demands: list[Demand], detect: float, *, alpha: float = ALPHA, p
                 min_runs: int = MIN_RUNS, max_runs: int = MAX_RUNS) -> tuple[int, int | None, dict[str, Plan]]:
     """One samples-per-run n and runs r for every configuration (a spec has one `repetitions` and one
     iteration count): the n of least total wall time among each configuration's own n and a geometric grid,
-    r the largest any configuration needs at that n. Returns (n, r, the plan of each configuration at n, r)."""
+    r the largest any configuration needs at that n (None, with the largest of their own n, when one needs more
+    than max_runs at every n). Returns (n, r, the plan of each configuration at n, r)."""
     if not demands:
         raise ValueError("no configuration to plan")
 
@@ -420,6 +421,8 @@ def plan_matrix(demands: list[Demand], detect: float, *, alpha: float = ALPHA, p
         if best is None or rank < best[0]:
             best = (rank, n, r)
     _, n, r = best
+    if r is None and not fixed:   # out of reach at any n: show the configurations at their own cheapest n
+        n = max(own(d).samples for d in demands)
     final = {}
     for d in demands:
         p = own(d, n)
