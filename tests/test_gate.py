@@ -1,8 +1,8 @@
 """rtscope compare as a CI gate: --fail-on, --junit (read back with junitparser), baselines stored earlier
 (--baseline-experiment, --baseline-tag), on real runs of the native probe.
 
-The slower configuration sums 1..400000 instead of 1..4000: 100 times the work, so every verdict method (pooled
-samples or the run as the unit) calls it worse with 5 vs 5 runs. The A/A pair is one configuration run in two
+The slower configuration sums 1..100000 instead of 1..4000: 25 times the work, so every verdict method (pooled
+samples or the run as the unit) calls its median worse with 5 vs 5 runs, even on a busy machine (see GATE_SPEC). The A/A pair is one configuration run in two
 blocks of one experiment, interleaved, under two tags.
 """
 
@@ -12,11 +12,14 @@ import sys
 import pytest
 from junitparser import Failure, JUnitXml, Skipped
 
-# Interleaved in one experiment: the baseline block (tag base) and the candidate block (tag cand), whose
-# n=4000 cell is the A/A twin of the baseline and whose n=400000 cell is 100 times slower. The twins differ in
-# `iterations` only (a spec gives each cell once), which says how long to measure, not what: to compare they
-# are one configuration. One or two calls per run: the pooled samples are then (nearly) one value per run, so
-# the sample-pooling tests and the run-level ones see the same replicates (see test_a_a_passes_the_gate).
+# Interleaved in one experiment: the baseline block (tag base) and two candidate blocks (tag cand): n=4000, the
+# A/A twin of the baseline, and n=100000, 25 times the work. The twins differ in `iterations` only (a spec gives
+# each cell once), which says how long to measure, not what: to compare they are one configuration. One or two
+# calls per run: the pooled samples are then (nearly) one value per run, so the sample-pooling tests and the
+# run-level ones see the same replicates (see test_a_a_passes_the_gate). The slower one takes 20 calls per run:
+# a call preempted on a busy machine (a sample of 4 or 12 ms among samples of 75 µs, seen here) leaves its run's
+# median where it was, so the median is called worse by either method; the mean and the tail may not be (one
+# such sample makes their difference not significant), and the tests below do not require them.
 GATE_SPEC = """
 name = "gate"
 repetitions = 5
@@ -37,7 +40,16 @@ tags = "cand"
 [workload.params]
 iterations = 1
 pause_ms = 0
-n = [4000, 400000]
+n = 4000
+[[workload]]
+name = "exec"
+variants = "sum"
+runtime = "native"
+tags = "cand"
+[workload.params]
+iterations = 20
+pause_ms = 0
+n = 100000
 """
 
 NIGHTLY_SPEC = """
@@ -49,7 +61,7 @@ name = "exec"
 variants = "sum"
 runtime = "native"
 [workload.params]
-iterations = 5
+iterations = 20
 pause_ms = 0
 n = {n}
 """
@@ -72,12 +84,12 @@ def _cli(*args):
 @pytest.fixture(scope="module")
 def store(tmp_path_factory, rtprobe):
     """Experiment 1 `gate` (GATE_SPEC), 2 `last-week` (n=4000, tag nightly-2026-11-20), 3 `tonight`
-    (n=4000 and n=400000, tag nightly-2026-11-27)."""
+    (n=4000 and n=100000, tag nightly-2026-11-27)."""
     d = tmp_path_factory.mktemp("gate")
     db = str(d / "store.db")
     specs = {"gate": GATE_SPEC,
              "last-week": NIGHTLY_SPEC.format(name="last-week", tag="nightly-2026-11-20", n=4000),
-             "tonight": NIGHTLY_SPEC.format(name="tonight", tag="nightly-2026-11-27", n="[4000, 400000]")}
+             "tonight": NIGHTLY_SPEC.format(name="tonight", tag="nightly-2026-11-27", n="[4000, 100000]")}
     for name, text in specs.items():
         spec = d / f"{name}.toml"
         spec.write_text(text)
@@ -107,34 +119,34 @@ def test_slower_configuration_fails_the_gate_with_junit_failures(cli, store, tmp
     r = cli("compare", "--db", store, "--experiment", "gate", "--tag", "cand", "--baseline", "n=4000",
             "--fail-on", "worse", "--junit", out)
     assert r.code == 1, r.err
-    assert "gate failed" in r.out and "n=400000 mean" in " ".join(r.out.split())
+    assert "gate failed" in r.out and "n=100000 median" in " ".join(r.out.split())
     cases, suite = junit_cases(out)
-    # one comparison (n=400000 against n=4000) × 5 metrics
-    assert set(cases) == {("n=400000", m) for m in METRICS}
+    # one comparison (n=100000 against n=4000) × 5 metrics
+    assert set(cases) == {("n=100000", m) for m in METRICS}
     failed = {name for (_, name), c in cases.items() if Failure in kinds(c)}
-    assert {"mean", "median", "p99"} <= failed
+    assert "median" in failed
     assert suite.failures == len(failed) and suite.errors == 0
-    mean = next(x for x in cases[("n=400000", "mean")].result if isinstance(x, Failure))
+    median = next(x for x in cases[("n=100000", "median")].result if isinstance(x, Failure))
     # value, change, interval, p (Holm), verdict
     for part in ("value ", "µs (baseline ", "change +", "95% CI of Δ ", "p (Holm) ", "verdict worse"):
-        assert part in mean.message
-    change = float(mean.message.split("change +")[1].split("%")[0])
-    assert change > 1000          # 100 times the work: far more than 2x
-    assert mean.type == "worse"
+        assert part in median.message
+    change = float(median.message.split("change +")[1].split("%")[0])
+    assert change > 400          # 25 times the work: far more than 2x
+    assert median.type == "worse"
 
     # only the metrics named fail it; the others are still reported, as not gated
     r = cli("compare", "--db", store, "--experiment", "gate", "--tag", "cand", "--baseline", "n=4000",
-            "--fail-on", "worse:mean", "--junit", out, "--json")
+            "--fail-on", "worse:median", "--junit", out, "--json")
     assert r.code == 1, r.err
     doc = json.loads(r.out)
     gate = doc["gate"]
-    assert gate["fail_on"] == "worse:mean" and gate["passed"] is False and gate["enforced"] is True
+    assert gate["fail_on"] == "worse:median" and gate["passed"] is False and gate["enforced"] is True
     assert [(f["configuration"], f["metric"], f["verdict"]) for f in gate["failures"]] == \
-        [("n=400000", "mean", "worse")]
+        [("n=100000", "median", "worse")]
     assert gate["failures"][0]["ratio"] > 10
     cases, suite = junit_cases(out)
-    assert suite.failures == 1 and Failure in kinds(cases[("n=400000", "mean")])
-    assert "not gated: --fail-on worse:mean" in cases[("n=400000", "p99")].system_out
+    assert suite.failures == 1 and Failure in kinds(cases[("n=100000", "median")])
+    assert "not gated: --fail-on worse:median" in cases[("n=100000", "mean")].system_out
 
 
 def test_junit_without_fail_on_reports_failures_and_exits_0(cli, store, tmp_path):
@@ -144,7 +156,7 @@ def test_junit_without_fail_on_reports_failures_and_exits_0(cli, store, tmp_path
     assert r.code == 0, r.err
     assert "no --fail-on" in " ".join(r.err.split())
     cases, suite = junit_cases(out)
-    assert suite.failures >= 3 and Failure in kinds(cases[("n=400000", "mean")])
+    assert suite.failures >= 1 and Failure in kinds(cases[("n=100000", "median")])
 
 
 # --- (b) A/A passes --------------------------------------------------------------------------------------
@@ -183,6 +195,9 @@ def test_a_a_passes_the_gate(cli, store, tmp_path):
 # --- (c) usage errors ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("args,message", [
+    ([], "name a baseline: --baseline NAME=VALUE (a setting, parameter, workload, variant or runtime), --baseline "
+         "defaults (the configuration without settings), or runs stored earlier: --baseline-experiment ID|NAME, "
+         "--baseline-tag TAG"),
     (["--fail-on", "better"], "unknown mode 'better'; valid: worse (the only mode so far)"),
     (["--fail-on", "worse:p95"], "unknown metric 'p95'; valid metrics: mean, median, p99, max, stdev"),
     (["--fail-on", "worse:mean,"], "valid metrics: mean, median, p99, max, stdev"),
@@ -225,17 +240,17 @@ def test_baseline_tag_pairs_each_configuration_with_the_same_one(cli, store, tmp
     last_week = runs[("n=4000", True)]
     tonight = runs[("n=4000", False)]
     assert len(last_week) == len(tonight) == 5 and max(last_week) < min(tonight)
-    assert set(runs) == {("n=4000", True), ("n=4000", False), ("n=400000", False)}
+    assert set(runs) == {("n=4000", True), ("n=4000", False), ("n=100000", False)}
     (k,) = doc["comparisons"]
     assert (k["configuration"], k["baseline"], k["runs"], k["baseline_runs"]) == ("n=4000", "n=4000", 5, 5)
     (unmatched,) = doc["unmatched"]
-    assert unmatched["configuration"] == "n=400000"
+    assert unmatched["configuration"] == "n=100000"
     assert "among the runs of tag nightly-2026-11-20" in unmatched["reason"]
-    assert doc["gate"]["not_compared"][0]["configuration"] == "n=400000"
+    assert doc["gate"]["not_compared"][0]["configuration"] == "n=100000"
     cases, suite = junit_cases(out)
     assert suite.skipped == 5
     for m in METRICS:
-        (skip,) = [x for x in cases[("n=400000", m)].result if isinstance(x, Skipped)]
+        (skip,) = [x for x in cases[("n=100000", m)].result if isinstance(x, Skipped)]
         assert skip.message.startswith("not compared: no configuration with the same workload")
     assert {("n=4000", m) for m in METRICS} <= set(cases)
 
@@ -248,9 +263,9 @@ def test_baseline_experiment_with_a_named_baseline_fails_the_slower_one(cli, sto
     doc = json.loads(r.out)
     assert doc["baseline_selection"] == f"experiment {ref}"
     pairs = {(k["configuration"], k["baseline"]) for k in doc["comparisons"]}
-    assert pairs == {("n=4000", "n=4000"), ("n=400000", "n=4000")}
+    assert pairs == {("n=4000", "n=4000"), ("n=100000", "n=4000")}
     base_runs = {r for c in doc["configurations"] if c["is_baseline"] for r in c["runs"]}
     assert base_runs == set(range(16, 21))    # experiment 2's runs: after gate's 15
     failed = {(f["configuration"], f["metric"]) for f in doc["gate"]["failures"]}
-    assert {("n=400000", m) for m in ("mean", "median", "p99")} <= failed
+    assert ("n=100000", "median") in failed
     assert doc["unmatched"] == []
