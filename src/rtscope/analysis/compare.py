@@ -674,15 +674,15 @@ def compare_with_earlier(cells: list[Cell], base_cells: list[Cell], baseline: Ba
     check_options(alpha, resamples)
     baseline = baseline or Baseline([])
     base_configs = [c.config for c in base_cells]
-    if baseline.assignments or baseline.defaults:
+    if baseline.assignments or baseline.defaults:     # bind it to the earlier configurations' names
         try:
             baseline.validate(base_configs)
         except UsageError as e:
             raise UsageError(f"baseline runs ({source}): {e}") from None
     by_config = {c.config: c for c in base_cells}
+    named = bool(baseline.assignments or baseline.defaults)
     comparisons, unmatched = [], []
     for cell in cells:
-        named = baseline.assignments or baseline.defaults
         if cell.config in by_config and (not named or baseline.matches(cell.config)):
             base, why = cell.config, ""
         elif named:
@@ -696,9 +696,6 @@ def compare_with_earlier(cells: list[Cell], base_cells: list[Cell], baseline: Ba
             continue
         comparisons.append(compare_cells(cell, by_config[base], alpha=alpha, resamples=resamples, seed=seed))
     adjust([r for k in comparisons for r in k.rows], alpha)
-    for k in comparisons:
-        for r in k.rows:
-            r.note = _overlap_note(r, k.cell, k.base)
     used = {id(k.base): k.base for k in comparisons}
     warnings = []
     few = [c for c in (*(k.cell for k in comparisons), *used.values()) if len(c.runs) < min_repetitions]
@@ -706,6 +703,6 @@ def compare_with_earlier(cells: list[Cell], base_cells: list[Cell], baseline: Ba
         labels = short_labels([*(c.config for c in cells), *base_configs])
         warnings.append(f"fewer than {min_repetitions} runs of " + "; ".join(
             f"{labels[c.config]}{' (baseline)' if id(c) in used else ''} ({len(c.runs)})" for c in few) +
-            ": between-run variation is unknown, and the tests treat pooled samples as independent")
+            ": their between-run variation rests on too few runs; repeat each configuration 5 times or more")
     return EarlierComparisonSet(baseline, [*cells, *base_cells], comparisons, unmatched, warnings, alpha,
                                 resamples, seed, base_cells=base_cells, source=source)

@@ -98,8 +98,6 @@ def comparison_table(cs: ComparisonSet, k) -> Table:
     shown, scale = display_unit(k.cell.config.unit)
     labels = cs.labels
     title = f"[bold]{escape(labels[k.cell.config])}[/] vs {escape(labels[k.base.config])}"
-    if getattr(cs, "source", None):     # the baseline is runs stored earlier
-        title += f" of {escape(cs.source)}"
     caption = (f"values in {shown}; {len(k.cell.runs)} vs {len(k.base.runs)} runs, "
                f"{len(k.cell.samples):,} vs {len(k.base.samples):,} samples")
     if k.cliffs_delta is not None:
