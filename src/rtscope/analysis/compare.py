@@ -520,3 +520,74 @@ def compare(cells: list[Cell], baseline: Baseline, *, alpha: float = ALPHA, resa
 def compare_runs(store: Store, runs: list[Run], baseline_items: list[str], *, per_thread: bool = False,
                  **kw: Any) -> ComparisonSet:
     return compare(load_cells(store, runs, per_thread=per_thread), Baseline.parse(baseline_items), **kw)
+
+
+# --- baselines from runs stored earlier ------------------------------------------------------
+
+@dataclass
+class EarlierComparisonSet(ComparisonSet):
+    """A ComparisonSet whose baselines are runs stored earlier (another experiment, a tag) instead of
+    configurations among the compared runs. `cells` holds the compared cells, then `base_cells`."""
+
+    base_cells: list[Cell] = field(default_factory=list)
+    source: str = ""            # how the baseline runs were selected, e.g. "tag nightly-2026-11-20"
+
+    @property
+    def baseline_text(self) -> str:
+        named = self.baseline.text
+        return f"the runs of {self.source}" + (f" ({named})" if named else ", the same configuration")
+
+    def to_json(self) -> dict:
+        out = super().to_json()
+        base = {id(c) for c in self.base_cells}
+        for cell, entry in zip(self.cells, out["configurations"]):
+            entry["is_baseline"] = id(cell) in base
+        out["baseline"] = self.baseline_text
+        out["baseline_selection"] = self.source
+        return out
+
+
+def compare_with_earlier(cells: list[Cell], base_cells: list[Cell], baseline: Baseline | None = None, *,
+                         source: str = "earlier runs", alpha: float = ALPHA, resamples: int = RESAMPLES,
+                         seed: int = SEED, min_repetitions: int = MIN_REPETITIONS) -> EarlierComparisonSet:
+    """Compare every configuration of `cells` with a configuration of `base_cells`, runs stored earlier.
+
+    Each cell is paired with the earlier cell of the same configuration (workload, variant, runtime,
+    settings, parameters, measure). With a `baseline` (NAME=VALUE, `defaults`), a cell that does not itself
+    match it is paired as `compare` pairs within one set (Baseline.find), among the earlier
+    configurations. Every p-value of the set is one Holm family, as in `compare`."""
+    check_options(alpha, resamples)
+    baseline = baseline or Baseline([])
+    base_configs = [c.config for c in base_cells]
+    if baseline.assignments or baseline.defaults:     # bind it to the earlier configurations' names
+        try:
+            baseline.validate(base_configs)
+        except UsageError as e:
+            raise UsageError(f"baseline runs ({source}): {e}") from None
+    by_config = {c.config: c for c in base_cells}
+    named = bool(baseline.assignments or baseline.defaults)
+    comparisons, unmatched = [], []
+    for cell in cells:
+        if cell.config in by_config and (not named or baseline.matches(cell.config)):
+            base, why = cell.config, ""
+        elif named:
+            base, why = baseline.find(cell.config, base_configs)
+            why = why and f"{why} among the runs of {source}"
+        else:
+            base, why = None, f"no configuration with the same workload, variant, runtime, settings, " \
+                              f"parameters and measure among the runs of {source}"
+        if base is None:
+            unmatched.append((cell, why))
+            continue
+        comparisons.append(compare_cells(cell, by_config[base], alpha=alpha, resamples=resamples, seed=seed))
+    adjust([r for k in comparisons for r in k.rows], alpha)
+    used = {id(k.base): k.base for k in comparisons}
+    warnings = []
+    few = [c for c in (*(k.cell for k in comparisons), *used.values()) if len(c.runs) < min_repetitions]
+    if few:
+        labels = short_labels([*(c.config for c in cells), *base_configs])
+        warnings.append(f"fewer than {min_repetitions} runs of " + "; ".join(
+            f"{labels[c.config]}{' (baseline)' if id(c) in used else ''} ({len(c.runs)})" for c in few) +
+            ": their between-run variation rests on too few runs; repeat each configuration 5 times or more")
+    return EarlierComparisonSet(baseline, [*cells, *base_cells], comparisons, unmatched, warnings, alpha,
+                                resamples, seed, base_cells=base_cells, source=source)
