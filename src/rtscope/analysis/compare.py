@@ -302,8 +302,8 @@ class Baseline:
         self.bind(configs)
         if not self.assignments and not self.defaults:
             raise UsageError("name a baseline: --baseline NAME=VALUE (a setting, parameter, workload, variant or "
-                             "runtime), or --baseline defaults (the configuration without settings); "
-                             + present_values(configs))
+                             "runtime), --baseline defaults (the configuration without settings), or runs stored "
+                             "earlier: --baseline-experiment ID|NAME, --baseline-tag TAG; " + present_values(configs))
         known = set(CORE_DIMENSIONS) | {k for c in configs for k, _ in (*c.settings, *c.params)}
         for name, _ in self.assignments:
             if name not in known:

@@ -198,10 +198,6 @@ def compare(
     baseline_sel = None
     if baseline_experiment is not None or baseline_tag:
         baseline_sel = _selection(baseline_experiment, workload, variant, runtime, baseline_tag, where, None)
-    elif not baseline:
-        raise UsageError("name a baseline: --baseline NAME=VALUE (a setting, parameter, workload, variant or "
-                         "runtime), --baseline defaults (the configuration without settings), or runs stored "
-                         "earlier: --baseline-experiment ID|NAME, --baseline-tag TAG")
     cs = _compare(db, _selection(experiment, workload, variant, runtime, tag, where, run), baseline, alpha,
                   resamples, seed, per_thread, baseline_sel)
     why = causes.comparison_shares(open_store(db), cs)
