@@ -14,12 +14,12 @@ from junitparser import Failure, JUnitXml, Skipped
 
 # Interleaved in one experiment: the baseline block (tag base) and two candidate blocks (tag cand): n=4000, the
 # A/A twin of the baseline, and n=100000, 25 times the work. The twins differ in `iterations` only (a spec gives
-# each cell once), which says how long to measure, not what: to compare they are one configuration. One or two
-# calls per run: the pooled samples are then (nearly) one value per run, so the sample-pooling tests and the
-# run-level ones see the same replicates (see test_a_a_passes_the_gate). The slower one takes 20 calls per run:
-# a call preempted on a busy machine (a sample of 4 or 12 ms among samples of 75 µs, seen here) leaves its run's
-# median where it was, so the median is called worse by either method; the mean and the tail may not be (one
-# such sample makes their difference not significant), and the tests below do not require them.
+# each cell once), which says how long to measure, not what: to compare they are one configuration. The twins
+# take 200 and 100 calls a run: the run is the unit of every verdict, so the many samples do not make an A/A
+# "significant". The slower one takes 20 calls per run: a call preempted on a busy machine (a sample of 4 or
+# 12 ms among samples of 75 µs, seen here) leaves its run's median where it was, so the median is called worse;
+# the mean and the tail may not be (one such sample makes their difference not significant), and the tests
+# below do not require them.
 GATE_SPEC = """
 name = "gate"
 repetitions = 5
@@ -29,7 +29,7 @@ variants = "sum"
 runtime = "native"
 tags = "base"
 [workload.params]
-iterations = 2
+iterations = 200
 pause_ms = 0
 n = 4000
 [[workload]]
@@ -38,7 +38,7 @@ variants = "sum"
 runtime = "native"
 tags = "cand"
 [workload.params]
-iterations = 1
+iterations = 100
 pause_ms = 0
 n = 4000
 [[workload]]
@@ -161,16 +161,14 @@ def test_junit_without_fail_on_reports_failures_and_exits_0(cli, store, tmp_path
 
 # --- (b) A/A passes --------------------------------------------------------------------------------------
 
-AA_GATED = ["mean", "median", "max", "stdev"]
+AA_GATED = list(METRICS)
 
 
 def test_a_a_passes_the_gate(cli, store, tmp_path):
     """The same configuration in two interleaved blocks: tag cand checked against tag base.
 
-    At α = 0.01 (a false alarm at most about once in a hundred suites), gated on the metrics whose tests hold
-    their level with a handful of values per side today: p99's bootstrap z-test on 5 vs 10 pooled values is
-    anti-conservative (it called such A/A pairs `worse` or `better` at Holm p 0.0004..0.04 here), which
-    issue 32's run-level verdicts replace; gate p99 here too once they are in."""
+    At α = 0.01 (a false alarm at most about once in a hundred suites), gated on every metric: 500 vs 1,000
+    samples, but 5 vs 5 runs, the replicates of every test."""
     out = tmp_path / "aa.xml"
     args = ("compare", "--db", store, "--experiment", "gate", "--where", "n=4000", "--tag", "cand",
             "--baseline-tag", "base", "--alpha", "0.01", "--fail-on", "worse:" + ",".join(AA_GATED),
@@ -187,7 +185,7 @@ def test_a_a_passes_the_gate(cli, store, tmp_path):
     doc = json.loads(r.out)
     assert doc["gate"]["passed"] is True and doc["gate"]["failures"] == []
     (k,) = doc["comparisons"]
-    assert k["runs"] == k["baseline_runs"] == 5 and (k["n_samples"], k["baseline_n_samples"]) == (5, 10)
+    assert k["runs"] == k["baseline_runs"] == 5 and (k["n_samples"], k["baseline_n_samples"]) == (500, 1000)
     assert [row["verdict"] for row in k["rows"] if row["metric"] in AA_GATED].count("worse") == 0
     assert doc["gate"]["metrics"] == AA_GATED
 
