@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -331,3 +333,92 @@ def test_two_processes_share_one_tune_on_postgresql(tmp_path):
         assert len(workers) == 2, workers                     # both processes made runs
     finally:
         server.stop()
+
+
+# --- the default path on real native runs: no seed, resume, a failed start, what it prints -------------------
+
+NATIVE = """name = "native-tune"
+{top}
+[tune]
+goal = "mean"
+budget = 10
+confirm = 2
+
+[[workload]]
+name = "exec"
+variants = "sum"
+runtime = "native"
+params = {{ {params} }}
+
+[workload.settings]
+mlock = [false, true]
+"""
+
+
+def native(tmp_path, params: str = "iterations = 100, pause_ms = 0", top: str = "") -> Path:
+    """A tune spec without seed on real native exec runs: baseline, mlock=false, mlock=true; 9 or 7 runs."""
+    return write(tmp_path, NATIVE.format(params=params, top=top), "native.toml")
+
+
+def test_a_tune_without_seed_runs(cli, rtprobe, tmp_path, db):
+    r = cli("tune", native(tmp_path), "--db", db)       # the default path: no seed in the spec, no --seed
+    assert r.code == 0, r.err
+    row = Store(db).tunes.get(1)
+    assert 0 <= row["seed"] < 2**32 and f"seed {row['seed']}" in flat(r.err)     # a fresh seed, recorded
+    assert row["status"] == "finished" and row["result"]["verdict"] in ("improved", "baseline kept")
+
+
+def test_any_seed_gives_the_sampler_one_it_takes(tmp_path):
+    """A spec's seed may be up to 2**63-1 and a round multiplies it: the sampler still gets a seed it takes."""
+    from rtscope.experiment.spec.check import MAX_SEED
+    from rtscope.experiment.tune import Space, propose
+    space = Space.of(spec_mod.parse(native(tmp_path).read_text(), "native.toml"))
+    for seed in (0, 2**32 - 1, 2**32, 4_294_967_295 * 100_003 + 7, MAX_SEED * 100_003 + 1):
+        new = propose.propose(space, [], 2, seed, startup=4)
+        assert sorted(k["mlock"] for k in new) == [False, True], seed
+    history = [({"mlock": False}, 1.0), ({"mlock": True}, 2.0), ({}, 1.5)]
+    assert propose.importance(space, history, MAX_SEED) == propose.importance(space, history, MAX_SEED % 2**32)
+
+
+def test_a_seed_out_of_range_is_refused(cli, tmp_path, db):
+    for value in ("-1", str(2**63)):
+        r = cli("tune", native(tmp_path), "--db", db, f"--seed={value}")
+        assert r.code == 2 and f"--seed must be 0..{2**63 - 1} (as a spec's seed), not {value}" in r.err, r.err
+    assert not Path(db).exists()
+
+
+def test_sigterm_then_resume_without_seed(cli, rtprobe, tmp_path, db):
+    spec = native(tmp_path, "iterations = 100, pause_ms = 2")        # 0.2 s a run: time to stop it
+    proc = subprocess.Popen([sys.executable, "-m", "rtscope", "tune", str(spec), "--db", db],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_runs(db, 1, proc)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "marked interrupted" in err and "--resume 1" in err
+    store = Store(db)
+    seed, before = store.tunes.get(1)["seed"], {r.plan_index: r.id for r in store.runs()}
+    assert store.tunes.get(1)["status"] == "interrupted" and before
+    r = cli("tune", spec, "--db", db, "--resume")
+    assert r.code == 0, r.err
+    assert "resuming tune 1" in r.err and "best:" in r.out or "no configuration beat the baseline" in r.out
+    store = Store(db)
+    after = {r.plan_index: r.id for r in store.runs()}
+    assert all(after[i] == run_id for i, run_id in before.items()) and len(after) > len(before)
+    row = store.tunes.get(1)
+    assert row["seed"] == seed and row["status"] == "finished" and row["result"]["runs_used"] == len(after)
+    assert [e["status"] for e in store.experiment_rows()] == ["finished"]
+
+
+def test_a_start_that_stores_no_run_leaves_nothing_behind(cli, rtprobe, tmp_path, db):
+    # every run takes 5 s (100 calls, 50 ms apart) and is stopped after 0.5 s: the first one fails
+    spec = native(tmp_path, "iterations = 100, pause_ms = 50", top="timeout_s = 0.5\n")
+    r = cli("tune", spec, "--db", db)
+    assert r.code == 1, r.err
+    assert ("tune 1 stored no run, so it was removed from the store with its experiment (nothing to resume); "
+            f"start again with `rtscope tune {spec}`") in flat(r.err)
+    assert "--resume" not in r.err
+    store = Store(db)
+    assert store.experiment_rows() == [] and store.tunes.find() == [] and store.runs() == []
+    r = cli("tune", spec, "--db", db, "--resume")
+    assert r.code == 2 and "no unfinished tune" in r.err

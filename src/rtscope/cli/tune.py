@@ -69,11 +69,14 @@ def tune(spec: Annotated[Path, typer.Argument(help="Tune spec (TOML with a \\[tu
          db: DbOption = None) -> None:
     """Find the best knobs for a goal: candidates raced on fresh runs, the winner confirmed against a baseline."""
     from ..experiment import execute as exp_mod, spec as spec_mod, tune as tune_mod
+    from ..experiment.spec.check import MAX_SEED
     from ..experiment.spec.tune import GOALS
     from ..targets import LOCAL, Pool
 
     if tune_id is not None and not resume:
         raise UsageError(f"a tune id ({tune_id}) is only taken with --resume: `rtscope tune {spec} --resume {tune_id}`")
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        raise UsageError(f"--seed must be 0..{MAX_SEED} (as a spec's seed), not {seed}")
     identity = exp_mod.spec_identity(spec)
     with Pool() as pool:
         if resume:
@@ -117,7 +120,10 @@ def tune(spec: Annotated[Path, typer.Argument(help="Tune spec (TOML with a \\[tu
         hint = f"resume with `rtscope tune {spec} --resume" + (f" {tunes[0].id}`" if len(tunes) == 1 else "`")
         what = f"tune {', '.join(str(t.id) for t in tunes)}"
         on = target[0] if resume and target else None
-        tunes = resumable(lambda: tune_mod.work(store, tunes, pool, TuneReporter(), on), what, hint)
+        try:
+            tunes = resumable(lambda: tune_mod.work(store, tunes, pool, TuneReporter(), on), what, hint)
+        except tune_mod.Discarded as d:
+            raise _discarded(d, tunes, spec) from None
     docs = [t.result for t in tunes]
     if write_spec is not None:
         for t, doc in zip(tunes, docs):
@@ -130,6 +136,18 @@ def tune(spec: Annotated[Path, typer.Argument(help="Tune spec (TOML with a \\[tu
         return
     for doc in docs:
         _print_result(doc)
+
+
+def _discarded(d, tunes, spec) -> RtscopeError:
+    """The failure of tunes of which some stored no run (removed from the store): nothing to resume of those."""
+    gone = [t for t in tunes if t.id in d.ids]
+    kept = [t for t in tunes if t.id not in d.ids and t.phase != "finished"]
+    text = (f"{d.error}\ntune {', '.join(str(t.id) for t in gone)} stored no run, so it was removed from the "
+            f"store with its experiment (nothing to resume); start again with `rtscope tune {spec}`")
+    if kept:
+        text += (f"\ntune {', '.join(str(t.id) for t in kept)} stopped (marked failed); resume with "
+                 f"`rtscope tune {spec} --resume" + (f" {kept[0].id}`" if len(kept) == 1 else "`"))
+    return RtscopeError(text, exit_code=d.error.exit_code)
 
 
 def _space(tune_mod, parsed, name: str, pool):
