@@ -139,6 +139,10 @@ def test_budget_durations():
 
 # --- the search, the race and the confirmation -----------------------------------------------------------------
 
+DROPPED = re.compile(r"mean significantly worse than candidate \d+ \(p \(Holm\) (<1e-300|\d\.\d+|\d\.?\d?e-\d+); "
+                     r"runs' mean [\d.,]+ vs [\d.,]+ µs\)")
+
+
 def test_synthetic_tune_finds_the_known_optimum_and_proves_it(cli, syn, tmp_path, monkeypatch):
     spec = write(tmp_path, SYNTHETIC.format(budget=40))
     db = str(tmp_path / "a.db")
@@ -167,7 +171,8 @@ def test_synthetic_tune_finds_the_known_optimum_and_proves_it(cli, syn, tmp_path
     # the search: best-so-far never rises; every dropped candidate says why
     so_far = [p["best"] for p in doc["search"]["best_so_far"]]
     assert so_far == sorted(so_far, reverse=True)
-    assert all(c["reason"] for c in doc["search"]["candidates"] if c["dropped_round"] is not None)
+    dropped = [c["reason"] for c in doc["search"]["candidates"] if c["dropped_round"] is not None]
+    assert dropped and all(DROPPED.fullmatch(why) for why in dropped), dropped     # in words and µs
     # every trial is an ordinary run of the tune's experiment: compare works on it
     r = cli("compare", "--db", db, "--experiment", doc["experiment"], "--tag", "tune-confirm",
             "--baseline", "min_heap_size=233", "--json")
@@ -360,12 +365,38 @@ def native(tmp_path, params: str = "iterations = 100, pause_ms = 0", top: str = 
     return write(tmp_path, NATIVE.format(params=params, top=top), "native.toml")
 
 
-def test_a_tune_without_seed_runs(cli, rtprobe, tmp_path, db):
+CONFIRMATION = re.compile(r"confirmation: (6|4) fresh runs \(2 each\) of (candidate \d \(winner\), candidate \d "
+                          r"\(runner-up\) and the baseline \(candidate 0\)|the baseline \(candidate 0\), the race's "
+                          r"winner and candidate \d \(runner-up\))")
+
+
+def test_a_tune_without_seed_runs_and_says_what_it_does_in_words(cli, rtprobe, tmp_path, db, capsys):
     r = cli("tune", native(tmp_path), "--db", db)       # the default path: no seed in the spec, no --seed
     assert r.code == 0, r.err
     row = Store(db).tunes.get(1)
     assert 0 <= row["seed"] < 2**32 and f"seed {row['seed']}" in flat(r.err)     # a fresh seed, recorded
     assert row["status"] == "finished" and row["result"]["verdict"] in ("improved", "baseline kept")
+    assert CONFIRMATION.search(flat(r.err)), r.err
+    assert "{" not in r.err + r.out and "True" not in r.out + r.err and "False" not in r.out + r.err
+    assert "p (Holm)" in r.out and "tune 1 (experiment 1): goal mean" in flat(r.out)
+    # a p-value that underflowed to 0 reads as a bound, never a bare 0
+    from rtscope.cli.tune import _print_result
+    doc = Store(db).tunes.get(1)["result"]
+    for row in doc["confirmation"]:
+        row["p_holm"] = 0.0 if row["p_holm"] is not None else None
+    _print_result(doc)
+    shown = capsys.readouterr().out
+    cells = [c.strip() for line in shown.splitlines() if line.startswith("│") for c in line.split("│")]
+    assert "<1e-300" in cells and "0" not in cells, shown
+
+
+def test_roles_in_words():
+    from rtscope.cli.tune import roles_text
+    assert roles_text({"winner": 3, "baseline": 0, "runner_up": 1}) == \
+        "candidate 3 (winner), candidate 1 (runner-up) and the baseline (candidate 0)"
+    assert roles_text({"winner": 0, "baseline": 0, "runner_up": 2}) == \
+        "the baseline (candidate 0), the race's winner and candidate 2 (runner-up)"
+    assert roles_text({"winner": 2, "baseline": 0}) == "candidate 2 (winner) and the baseline (candidate 0)"
 
 
 def test_any_seed_gives_the_sampler_one_it_takes(tmp_path):

@@ -21,8 +21,8 @@ class TuneReporter:
             err_console.print(f"tune {tune.id}{where}: candidate {number} dropped: {escape(why)}", highlight=False)
         if step.phase == "confirm":
             err_console.print(f"tune {tune.id}{where}: race ended ({escape(step.why)}); confirmation: "
-                              f"{len(step.new_slots)} fresh runs of {escape(str(step.result['roles']))}",
-                              highlight=False)
+                              f"{len(step.new_slots)} fresh runs ({tune.confirm} each) of "
+                              f"{roles_text(step.result['roles'])}", highlight=False)
         elif step.phase == "race":
             err_console.print(f"tune {tune.id}{where}: round {step.from_round + 1}: {len(step.new_slots)} runs, "
                               f"{len(step.new_candidates)} new candidate(s)", highlight=False)
@@ -33,6 +33,19 @@ class TuneReporter:
     def run_stored(self, tune, slot, run_id: int) -> None:
         err_console.print(f"run {run_id}: candidate {slot['candidate']} ({slot['phase']}) "
                           f"{escape(slot['request']['cell'])}", highlight=False)
+
+
+def roles_text(roles: dict[str, int]) -> str:
+    """The confirmation's configurations in words: 'candidate 3 (winner), candidate 1 (runner-up) and the
+    baseline (candidate 0)'; the baseline named once when it won the race."""
+    winner, base, runner = roles["winner"], roles["baseline"], roles.get("runner_up")
+    parts = [f"the baseline (candidate {base}), the race's winner" if winner == base
+             else f"candidate {winner} (winner)"]
+    if runner is not None:
+        parts.append(f"candidate {runner} (runner-up)")
+    if winner != base:
+        parts.append(f"the baseline (candidate {base})")
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def _budget(text: Optional[str], tune_table, spec_arg) -> object:
@@ -170,11 +183,14 @@ def _space(tune_mod, parsed, name: str, pool):
 
 
 def _knobs(settings: dict) -> str:
-    return " ".join(f"{k}={v}" for k, v in sorted(settings.items())) or "defaults"
+    from ..analysis.select import value_text
+    return " ".join(f"{k}={value_text(v)}" for k, v in sorted(settings.items())) or "defaults"
 
 
 def _print_result(doc: dict) -> None:
     from rich.table import Table
+
+    from ..analysis.recommend import p_text
     scale, unit = (1e3, "µs") if doc.get("unit") == "ns" else (1, doc.get("unit") or "")
     where = "" if doc["target"] == "local" else f" on {doc['target']}"
     console.print(f"tune {doc['tune']}{escape(where)} (experiment {doc['experiment']}): goal {doc['goal']}, "
@@ -198,7 +214,7 @@ def _print_result(doc: dict) -> None:
         table.add_row(r["metric"], fmt(r["baseline"]), fmt(r["value"]),
                       "-" if r["ratio"] is None else f"{r['ratio'] - 1:+.1%}",
                       "-" if not ci else f"{ci[0] / scale:.2f} .. {ci[1] / scale:.2f}",
-                      "-" if r["p_holm"] is None else f"{r['p_holm']:.2g}", r["verdict"])
+                      p_text(r["p_holm"]), r["verdict"])
     console.print(table)
     if doc["importance"]:
         console.print("knobs that mattered (Optuna's importance): " +
