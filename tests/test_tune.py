@@ -378,6 +378,7 @@ def test_a_tune_without_seed_runs_and_says_what_it_does_in_words(cli, rtprobe, t
     assert row["status"] == "finished" and row["result"]["verdict"] in ("improved", "baseline kept")
     assert CONFIRMATION.search(flat(r.err)), r.err
     assert "{" not in r.err + r.out and "True" not in r.out + r.err and "False" not in r.out + r.err
+    assert "each run:" not in r.err                      # pause_ms = 0: nothing to say about the pause
     assert "p (Holm)" in r.out and "tune 1 (experiment 1): goal mean" in flat(r.out)
     # a p-value that underflowed to 0 reads as a bound, never a bare 0
     from rtscope.cli.tune import _print_result
@@ -453,3 +454,36 @@ def test_a_start_that_stores_no_run_leaves_nothing_behind(cli, rtprobe, tmp_path
     assert store.experiment_rows() == [] and store.tunes.find() == [] and store.runs() == []
     r = cli("tune", spec, "--db", db, "--resume")
     assert r.code == 2 and "no unfinished tune" in r.err
+
+
+def test_the_pause_between_calls_is_said_before_the_first_run(cli, rtprobe, tmp_path, db):
+    """exec's default pause (5 ms a call) sets a run's length; the tune says so, and the runs bear it out."""
+    r = cli("tune", native(tmp_path, "iterations = 20"), "--db", db)
+    assert r.code == 0, r.err
+    said = ("tune 1: each run: at least 20 calls × 5 ms pause = 0.1 s, 10 runs at least 1 s (the exec workload's "
+            "default pause_ms, 5 ms between calls); set pause_ms = 0 in the [[workload]] block's params for a "
+            "faster search")
+    err = flat(r.err)
+    assert said in err and err.index(said) < err.index("round 1"), r.err
+    runs = Store(db).runs()
+    assert runs and all(r.params["pause_ms"] == 5 for r in runs)
+    for run in runs:
+        took = (datetime.fromisoformat(run.finished_at) - datetime.fromisoformat(run.started_at)).total_seconds()
+        assert took >= 0.1 - 0.002, (run.id, took)
+
+
+def test_the_pause_text_of_a_pause_set_or_tuned(tmp_path):
+    from types import SimpleNamespace
+    from rtscope.cli.tune import pause_text
+    from rtscope.experiment.tune import Space
+
+    def text(params: str) -> str | None:
+        parsed = spec_mod.parse(NATIVE.format(params=params, top=""), "n.toml")
+        return pause_text(SimpleNamespace(space=Space.of(parsed), budget=parsed.tune.budget))
+
+    assert text("iterations = 2000, pause_ms = 3") == (
+        "each run: at least 2,000 calls × 3 ms pause = 6 s, 10 runs at least 60 s; set pause_ms = 0 in the "
+        "[[workload]] block's params for a faster search")
+    assert text("iterations = 1000, pause_ms = { min = 0, max = 10 }") == (
+        "each baseline run: at least 1,000 calls × 5 ms pause = 5 s, 10 runs at least 50 s")
+    assert text("iterations = 1000, pause_ms = 0") is None

@@ -48,6 +48,34 @@ def roles_text(roles: dict[str, int]) -> str:
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
+def seconds_text(s: float) -> str:
+    """A duration for a person: 0.4 s, 6 s, 5 min, 1.5 h."""
+    if s < 10:
+        return f"{s:.2g} s"
+    if s < 120:
+        return f"{s:.0f} s"
+    return f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h"
+
+
+def pause_text(tune) -> str | None:
+    """What the pause between calls costs a run (and the budget), and how to drop it when the spec did not ask
+    for it; None when its workload does not pause."""
+    found = tune.space.pause()
+    if found is None:
+        return None
+    calls, pause_ms, where = found
+    each = calls * pause_ms / 1e3
+    text = (f"each {'baseline ' if where == 'knob' else ''}run: at least {calls:,} calls × {pause_ms:g} ms pause "
+            f"= {seconds_text(each)}")
+    if tune.budget.runs is not None:
+        text += f", {tune.budget.runs} runs at least {seconds_text(each * tune.budget.runs)}"
+    if where == "default":
+        text += f" (the {tune.space.base.workload} workload's default pause_ms, {pause_ms:g} ms between calls)"
+    if where != "knob":
+        text += "; set pause_ms = 0 in the [[workload]] block's params for a faster search"
+    return text
+
+
 def _budget(text: Optional[str], tune_table, spec_arg) -> object:
     from ..experiment.spec.tune import budget_problem, parse_budget
     budget = parse_budget(text) if text is not None else tune_table.budget
@@ -130,6 +158,9 @@ def tune(spec: Annotated[Path, typer.Argument(help="Tune spec (TOML with a \\[tu
                 err_console.print(f"tune {t.id} (experiment {t.experiment_id}): {escape(t.name)}, goal {t.goal}, "
                                   f"budget {t.budget.text}, {len(t.space.knobs)} knobs "
                                   f"({', '.join(k.name for k in t.space.knobs)}), seed {t.seed}")
+        for t in tunes[:1]:           # a fleet's tunes share the workload block
+            if (why := pause_text(t)) is not None:
+                err_console.print(f"tune {t.id}: {escape(why)}", highlight=False)
         hint = f"resume with `rtscope tune {spec} --resume" + (f" {tunes[0].id}`" if len(tunes) == 1 else "`")
         what = f"tune {', '.join(str(t.id) for t in tunes)}"
         on = target[0] if resume and target else None
