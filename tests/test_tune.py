@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -137,6 +139,10 @@ def test_budget_durations():
 
 # --- the search, the race and the confirmation -----------------------------------------------------------------
 
+DROPPED = re.compile(r"mean significantly worse than candidate \d+ \(p \(Holm\) (<1e-300|\d\.\d+|\d\.?\d?e-\d+); "
+                     r"runs' mean [\d.,]+ vs [\d.,]+ µs\)")
+
+
 def test_synthetic_tune_finds_the_known_optimum_and_proves_it(cli, syn, tmp_path, monkeypatch):
     spec = write(tmp_path, SYNTHETIC.format(budget=40))
     db = str(tmp_path / "a.db")
@@ -165,7 +171,8 @@ def test_synthetic_tune_finds_the_known_optimum_and_proves_it(cli, syn, tmp_path
     # the search: best-so-far never rises; every dropped candidate says why
     so_far = [p["best"] for p in doc["search"]["best_so_far"]]
     assert so_far == sorted(so_far, reverse=True)
-    assert all(c["reason"] for c in doc["search"]["candidates"] if c["dropped_round"] is not None)
+    dropped = [c["reason"] for c in doc["search"]["candidates"] if c["dropped_round"] is not None]
+    assert dropped and all(DROPPED.fullmatch(why) for why in dropped), dropped     # in words and µs
     # every trial is an ordinary run of the tune's experiment: compare works on it
     r = cli("compare", "--db", db, "--experiment", doc["experiment"], "--tag", "tune-confirm",
             "--baseline", "min_heap_size=233", "--json")
@@ -331,3 +338,152 @@ def test_two_processes_share_one_tune_on_postgresql(tmp_path):
         assert len(workers) == 2, workers                     # both processes made runs
     finally:
         server.stop()
+
+
+# --- the default path on real native runs: no seed, resume, a failed start, what it prints -------------------
+
+NATIVE = """name = "native-tune"
+{top}
+[tune]
+goal = "mean"
+budget = 10
+confirm = 2
+
+[[workload]]
+name = "exec"
+variants = "sum"
+runtime = "native"
+params = {{ {params} }}
+
+[workload.settings]
+mlock = [false, true]
+"""
+
+
+def native(tmp_path, params: str = "iterations = 100, pause_ms = 0", top: str = "") -> Path:
+    """A tune spec without seed on real native exec runs: baseline, mlock=false, mlock=true; 9 or 7 runs."""
+    return write(tmp_path, NATIVE.format(params=params, top=top), "native.toml")
+
+
+CONFIRMATION = re.compile(r"confirmation: (6|4) fresh runs \(2 each\) of (candidate \d \(winner\), candidate \d "
+                          r"\(runner-up\) and the baseline \(candidate 0\)|the baseline \(candidate 0\), the race's "
+                          r"winner and candidate \d \(runner-up\))")
+
+
+def test_a_tune_without_seed_runs_and_says_what_it_does_in_words(cli, rtprobe, tmp_path, db, capsys):
+    r = cli("tune", native(tmp_path), "--db", db)       # the default path: no seed in the spec, no --seed
+    assert r.code == 0, r.err
+    row = Store(db).tunes.get(1)
+    assert 0 <= row["seed"] < 2**32 and f"seed {row['seed']}" in flat(r.err)     # a fresh seed, recorded
+    assert row["status"] == "finished" and row["result"]["verdict"] in ("improved", "baseline kept")
+    assert CONFIRMATION.search(flat(r.err)), r.err
+    assert "{" not in r.err + r.out and "True" not in r.out + r.err and "False" not in r.out + r.err
+    assert "each run:" not in r.err                      # pause_ms = 0: nothing to say about the pause
+    assert "p (Holm)" in r.out and "tune 1 (experiment 1): goal mean" in flat(r.out)
+    # a p-value that underflowed to 0 reads as a bound, never a bare 0
+    from rtscope.cli.tune import _print_result
+    doc = Store(db).tunes.get(1)["result"]
+    for row in doc["confirmation"]:
+        row["p_holm"] = 0.0 if row["p_holm"] is not None else None
+    _print_result(doc)
+    shown = capsys.readouterr().out
+    cells = [c.strip() for line in shown.splitlines() if line.startswith("│") for c in line.split("│")]
+    assert "<1e-300" in cells and "0" not in cells, shown
+
+
+def test_roles_in_words():
+    from rtscope.cli.tune import roles_text
+    assert roles_text({"winner": 3, "baseline": 0, "runner_up": 1}) == \
+        "candidate 3 (winner), candidate 1 (runner-up) and the baseline (candidate 0)"
+    assert roles_text({"winner": 0, "baseline": 0, "runner_up": 2}) == \
+        "the baseline (candidate 0), the race's winner and candidate 2 (runner-up)"
+    assert roles_text({"winner": 2, "baseline": 0}) == "candidate 2 (winner) and the baseline (candidate 0)"
+
+
+def test_any_seed_gives_the_sampler_one_it_takes(tmp_path):
+    """A spec's seed may be up to 2**63-1 and a round multiplies it: the sampler still gets a seed it takes."""
+    from rtscope.experiment.spec.check import MAX_SEED
+    from rtscope.experiment.tune import Space, propose
+    space = Space.of(spec_mod.parse(native(tmp_path).read_text(), "native.toml"))
+    for seed in (0, 2**32 - 1, 2**32, 4_294_967_295 * 100_003 + 7, MAX_SEED * 100_003 + 1):
+        new = propose.propose(space, [], 2, seed, startup=4)
+        assert sorted(k["mlock"] for k in new) == [False, True], seed
+    history = [({"mlock": False}, 1.0), ({"mlock": True}, 2.0), ({}, 1.5)]
+    assert propose.importance(space, history, MAX_SEED) == propose.importance(space, history, MAX_SEED % 2**32)
+
+
+def test_a_seed_out_of_range_is_refused(cli, tmp_path, db):
+    for value in ("-1", str(2**63)):
+        r = cli("tune", native(tmp_path), "--db", db, f"--seed={value}")
+        assert r.code == 2 and f"--seed must be 0..{2**63 - 1} (as a spec's seed), not {value}" in r.err, r.err
+    assert not Path(db).exists()
+
+
+def test_sigterm_then_resume_without_seed(cli, rtprobe, tmp_path, db):
+    spec = native(tmp_path, "iterations = 100, pause_ms = 2")        # 0.2 s a run: time to stop it
+    proc = subprocess.Popen([sys.executable, "-m", "rtscope", "tune", str(spec), "--db", db],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_runs(db, 1, proc)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "marked interrupted" in err and "--resume 1" in err
+    store = Store(db)
+    seed, before = store.tunes.get(1)["seed"], {r.plan_index: r.id for r in store.runs()}
+    assert store.tunes.get(1)["status"] == "interrupted" and before
+    r = cli("tune", spec, "--db", db, "--resume")
+    assert r.code == 0, r.err
+    assert "resuming tune 1" in r.err and "best:" in r.out or "no configuration beat the baseline" in r.out
+    store = Store(db)
+    after = {r.plan_index: r.id for r in store.runs()}
+    assert all(after[i] == run_id for i, run_id in before.items()) and len(after) > len(before)
+    row = store.tunes.get(1)
+    assert row["seed"] == seed and row["status"] == "finished" and row["result"]["runs_used"] == len(after)
+    assert [e["status"] for e in store.experiment_rows()] == ["finished"]
+
+
+def test_a_start_that_stores_no_run_leaves_nothing_behind(cli, rtprobe, tmp_path, db):
+    # every run takes 5 s (100 calls, 50 ms apart) and is stopped after 0.5 s: the first one fails
+    spec = native(tmp_path, "iterations = 100, pause_ms = 50", top="timeout_s = 0.5\n")
+    r = cli("tune", spec, "--db", db)
+    assert r.code == 1, r.err
+    assert ("tune 1 stored no run, so it was removed from the store with its experiment (nothing to resume); "
+            f"start again with `rtscope tune {spec}`") in flat(r.err)
+    assert "--resume" not in r.err
+    store = Store(db)
+    assert store.experiment_rows() == [] and store.tunes.find() == [] and store.runs() == []
+    r = cli("tune", spec, "--db", db, "--resume")
+    assert r.code == 2 and "no unfinished tune" in r.err
+
+
+def test_the_pause_between_calls_is_said_before_the_first_run(cli, rtprobe, tmp_path, db):
+    """exec's default pause (5 ms a call) sets a run's length; the tune says so, and the runs bear it out."""
+    r = cli("tune", native(tmp_path, "iterations = 20"), "--db", db)
+    assert r.code == 0, r.err
+    said = ("tune 1: each run: at least 20 calls × 5 ms pause = 0.1 s, 10 runs at least 1 s (the exec workload's "
+            "default pause_ms, 5 ms between calls); set pause_ms = 0 in the [[workload]] block's params for a "
+            "faster search")
+    err = flat(r.err)
+    assert said in err and err.index(said) < err.index("round 1"), r.err
+    runs = Store(db).runs()
+    assert runs and all(r.params["pause_ms"] == 5 for r in runs)
+    for run in runs:
+        took = (datetime.fromisoformat(run.finished_at) - datetime.fromisoformat(run.started_at)).total_seconds()
+        assert took >= 0.1 - 0.002, (run.id, took)
+
+
+def test_the_pause_text_of_a_pause_set_or_tuned(tmp_path):
+    from types import SimpleNamespace
+    from rtscope.cli.tune import pause_text
+    from rtscope.experiment.tune import Space
+
+    def text(params: str) -> str | None:
+        parsed = spec_mod.parse(NATIVE.format(params=params, top=""), "n.toml")
+        return pause_text(SimpleNamespace(space=Space.of(parsed), budget=parsed.tune.budget))
+
+    assert text("iterations = 2000, pause_ms = 3") == (
+        "each run: at least 2,000 calls × 3 ms pause = 6 s, 10 runs at least 60 s; set pause_ms = 0 in the "
+        "[[workload]] block's params for a faster search")
+    assert text("iterations = 1000, pause_ms = { min = 0, max = 10 }") == (
+        "each baseline run: at least 1,000 calls × 5 ms pause = 5 s, 10 runs at least 50 s")
+    assert text("iterations = 1000, pause_ms = 0") is None

@@ -4,7 +4,8 @@
 - `distribution`: a run's figures (or its worst thread's) and where they come from, raw samples or histograms;
 - `threads`: a multi-thread latency run split into its threads and CPUs, and the one rule that merges them;
 - `select`: runs grouped into configurations (cells) by their settings, and selections of runs;
-- `compare`: configurations against a baseline, their tests and Holm-corrected verdicts;
+- `compare`: configurations against a baseline (or runs stored earlier), their tests and Holm-corrected verdicts;
+- `gate`: `compare --fail-on`: which rows fail a CI gate (the JUnit file is `report.junit`);
 - `recommend`: the best configuration for a goal and its cost on the other metrics;
 - `results`: a run's statistics for display, units and formatting;
 - `fit`, `storage`, `tasks`: study 5's memory fit and the study tables (storage, tasks);

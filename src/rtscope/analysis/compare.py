@@ -34,7 +34,7 @@ reason. Cliff's delta of the pooled samples (δ = P(X>Y) − P(X<Y), X the confi
 shown as an effect size of the whole distributions, labelled with Romano et al.'s thresholds: |δ| < 0.147
 negligible, < 0.33 small, < 0.474 medium, else large; it is descriptive, not a test.
 
-The tests are written with numpy and scipy.special (importing scipy.stats costs more than the whole
+Welch's test is written with numpy and scipy.special (importing scipy.stats costs more than the whole
 comparison) and checked against scipy.stats in the test suite.
 """
 
@@ -82,74 +82,14 @@ def magnitude(delta: float) -> str:
     return next(label for limit, label in MAGNITUDES if a < limit)
 
 
-EXACT_LIMIT = 60   # Mann-Whitney: exact null distribution up to this many values in all, normal beyond
-
-
-def _norm_sf(z: float) -> float:
-    return 0.5 * math.erfc(z / math.sqrt(2.0))
-
-
-def mann_whitney(x: np.ndarray, y: np.ndarray, presorted: bool = False) -> tuple[float, float]:
-    """Two-sided Mann-Whitney U p-value and Cliff's delta of x against y.
-
-    Up to EXACT_LIMIT values in all (per-run maxima, tiny runs): the exact permutation distribution
-    of the rank sum, ties included. Beyond: the normal approximation with tie and continuity
-    corrections (as scipy.stats.mannwhitneyu's asymptotic method). U (pairs x > y plus half the
-    ties) and the tie sizes come from binary searches in the two sorted samples, with no sort of
-    their union; Cliff's delta = 2U/(n1·n2) − 1."""
-    n1, n2 = len(x), len(y)
-    if n1 == 0 or n2 == 0:
-        raise ValueError("Mann-Whitney U needs two non-empty samples")
-    xs, ys = (x, y) if presorted else (np.sort(np.asarray(x, dtype=np.float64)),
-                                       np.sort(np.asarray(y, dtype=np.float64)))
-    ux, cx = _runs(xs)
-    uy, cy = _runs(ys)
-    lo, hi = np.searchsorted(ys, ux, "left"), np.searchsorted(ys, ux, "right")
-    u1 = float(np.dot(cx, lo + hi)) / 2.0
-    delta = 2.0 * u1 / (n1 * n2) - 1.0
-    if n1 + n2 <= EXACT_LIMIT:
-        return _exact_rank_sum_p(xs, ys), delta
-    # tie sizes in the union: x's values (with the ys equal to them), then the y values x lacks
-    t_x = (cx + (hi - lo)).astype(np.float64)
-    in_x = np.searchsorted(xs, uy, "right") - np.searchsorted(xs, uy, "left")
-    t_y = cy[in_x == 0].astype(np.float64)
-    tie_sum = float(np.sum(t_x ** 3 - t_x) + np.sum(t_y ** 3 - t_y))
-    n = n1 + n2
-    var = n1 * n2 / 12.0 * ((n + 1) - tie_sum / (n * (n - 1)))
-    if var <= 0:
-        return 1.0, delta
-    u = max(u1, n1 * n2 - u1)
-    z = (u - n1 * n2 / 2.0 - 0.5) / math.sqrt(var)
-    return min(1.0, 2.0 * _norm_sf(z)), delta
-
-
-def _runs(sorted_x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct values of a sorted array and how often each occurs."""
-    starts = np.flatnonzero(np.concatenate([[True], sorted_x[1:] != sorted_x[:-1]]))
-    return sorted_x[starts], np.diff(np.append(starts, len(sorted_x)))
-
-
-def _exact_rank_sum_p(xs: np.ndarray, ys: np.ndarray) -> float:
-    """Two-sided p of x's rank sum over all C(n, n1) equally likely splits (doubled midranks: integers)."""
-    both = np.concatenate([xs, ys])
-    order = np.argsort(both, kind="stable")
-    ranks = np.empty(len(both))
-    ranks[order] = np.arange(1, len(both) + 1)
-    uniq, inverse = np.unique(both, return_inverse=True)
-    mid = np.bincount(inverse, weights=ranks) / np.bincount(inverse)
-    scores = np.rint(2 * mid[inverse]).astype(np.int64)
-    n1 = len(xs)
-    observed = int(scores[:n1].sum())
-    top = int(np.sort(scores)[-n1:].sum())
-    ways = np.zeros((n1 + 1, top + 1))      # ways[k, s]: subsets of k values with score sum s
-    ways[0, 0] = 1.0
-    for sc in scores:
-        ways[1:, sc:] = ways[1:, sc:] + ways[:-1, :top + 1 - sc]
-    dist = ways[n1]
-    total = dist.sum()
-    low = dist[:observed + 1].sum() / total
-    high = dist[observed:].sum() / total
-    return float(min(1.0, 2.0 * min(low, high)))
+def cliffs_delta(xs: np.ndarray, ys: np.ndarray) -> float:
+    """Cliff's delta P(X>Y) − P(X<Y) of two sorted samples, from the Mann-Whitney U (pairs x > y plus half
+    the ties), counted with binary searches in y: O(n log n), no product of the two samples."""
+    if len(xs) == 0 or len(ys) == 0:
+        raise ValueError("Cliff's delta needs two non-empty samples")
+    lo, hi = np.searchsorted(ys, xs, "left"), np.searchsorted(ys, xs, "right")
+    u = float(np.sum(lo + hi, dtype=np.float64)) / 2.0
+    return 2.0 * u / (len(xs) * len(ys)) - 1.0
 
 
 def welch(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
@@ -362,8 +302,8 @@ class Baseline:
         self.bind(configs)
         if not self.assignments and not self.defaults:
             raise UsageError("name a baseline: --baseline NAME=VALUE (a setting, parameter, workload, variant or "
-                             "runtime), or --baseline defaults (the configuration without settings); "
-                             + present_values(configs))
+                             "runtime), --baseline defaults (the configuration without settings), or runs stored "
+                             "earlier: --baseline-experiment ID|NAME, --baseline-tag TAG; " + present_values(configs))
         known = set(CORE_DIMENSIONS) | {k for c in configs for k, _ in (*c.settings, *c.params)}
         for name, _ in self.assignments:
             if name not in known:
@@ -518,7 +458,7 @@ def compare_cells(cell: Cell, base: Cell, *, alpha: float = ALPHA, resamples: in
                      "edges, stdev from bucket midpoints")
     delta = None
     if len(cell.samples) and len(base.samples):
-        _, delta = mann_whitney(cell.sorted, base.sorted, presorted=True)
+        delta = cliffs_delta(cell.sorted, base.sorted)
     rows = [run_level_row(m, cell.per_run_values(m), base.per_run_values(m)) for m in METRICS]
     return Comparison(cell, base, rows, delta, notes)
 
@@ -580,3 +520,74 @@ def compare(cells: list[Cell], baseline: Baseline, *, alpha: float = ALPHA, resa
 def compare_runs(store: Store, runs: list[Run], baseline_items: list[str], *, per_thread: bool = False,
                  **kw: Any) -> ComparisonSet:
     return compare(load_cells(store, runs, per_thread=per_thread), Baseline.parse(baseline_items), **kw)
+
+
+# --- baselines from runs stored earlier ------------------------------------------------------
+
+@dataclass
+class EarlierComparisonSet(ComparisonSet):
+    """A ComparisonSet whose baselines are runs stored earlier (another experiment, a tag) instead of
+    configurations among the compared runs. `cells` holds the compared cells, then `base_cells`."""
+
+    base_cells: list[Cell] = field(default_factory=list)
+    source: str = ""            # how the baseline runs were selected, e.g. "tag nightly-2026-11-20"
+
+    @property
+    def baseline_text(self) -> str:
+        named = self.baseline.text
+        return f"the runs of {self.source}" + (f" ({named})" if named else ", the same configuration")
+
+    def to_json(self) -> dict:
+        out = super().to_json()
+        base = {id(c) for c in self.base_cells}
+        for cell, entry in zip(self.cells, out["configurations"]):
+            entry["is_baseline"] = id(cell) in base
+        out["baseline"] = self.baseline_text
+        out["baseline_selection"] = self.source
+        return out
+
+
+def compare_with_earlier(cells: list[Cell], base_cells: list[Cell], baseline: Baseline | None = None, *,
+                         source: str = "earlier runs", alpha: float = ALPHA, resamples: int = RESAMPLES,
+                         seed: int = SEED, min_repetitions: int = MIN_REPETITIONS) -> EarlierComparisonSet:
+    """Compare every configuration of `cells` with a configuration of `base_cells`, runs stored earlier.
+
+    Each cell is paired with the earlier cell of the same configuration (workload, variant, runtime,
+    settings, parameters, measure). With a `baseline` (NAME=VALUE, `defaults`), a cell that does not itself
+    match it is paired as `compare` pairs within one set (Baseline.find), among the earlier
+    configurations. Every p-value of the set is one Holm family, as in `compare`."""
+    check_options(alpha, resamples)
+    baseline = baseline or Baseline([])
+    base_configs = [c.config for c in base_cells]
+    if baseline.assignments or baseline.defaults:     # bind it to the earlier configurations' names
+        try:
+            baseline.validate(base_configs)
+        except UsageError as e:
+            raise UsageError(f"baseline runs ({source}): {e}") from None
+    by_config = {c.config: c for c in base_cells}
+    named = bool(baseline.assignments or baseline.defaults)
+    comparisons, unmatched = [], []
+    for cell in cells:
+        if cell.config in by_config and (not named or baseline.matches(cell.config)):
+            base, why = cell.config, ""
+        elif named:
+            base, why = baseline.find(cell.config, base_configs)
+            why = why and f"{why} among the runs of {source}"
+        else:
+            base, why = None, f"no configuration with the same workload, variant, runtime, settings, " \
+                              f"parameters and measure among the runs of {source}"
+        if base is None:
+            unmatched.append((cell, why))
+            continue
+        comparisons.append(compare_cells(cell, by_config[base], alpha=alpha, resamples=resamples, seed=seed))
+    adjust([r for k in comparisons for r in k.rows], alpha)
+    used = {id(k.base): k.base for k in comparisons}
+    warnings = []
+    few = [c for c in (*(k.cell for k in comparisons), *used.values()) if len(c.runs) < min_repetitions]
+    if few:
+        labels = short_labels([*(c.config for c in cells), *base_configs])
+        warnings.append(f"fewer than {min_repetitions} runs of " + "; ".join(
+            f"{labels[c.config]}{' (baseline)' if id(c) in used else ''} ({len(c.runs)})" for c in few) +
+            ": their between-run variation rests on too few runs; repeat each configuration 5 times or more")
+    return EarlierComparisonSet(baseline, [*cells, *base_cells], comparisons, unmatched, warnings, alpha,
+                                resamples, seed, base_cells=base_cells, source=source)

@@ -33,12 +33,39 @@ def show_document(store: Store, run: Run, dist: Distribution | None = None) -> d
 
 
 def comparison_set(store: Store, sel: Selection, baseline: list[str] | None, *, alpha: float, resamples: int,
-                   seed: int, per_thread: bool = False) -> ComparisonSet:
-    """The comparison `compare` prints (its `--json` is this set's to_json())."""
+                   seed: int, per_thread: bool = False, baseline_sel: Selection | None = None) -> ComparisonSet:
+    """The comparison `compare` prints (its `--json` is this set's to_json()). With `baseline_sel`, the
+    baselines are those runs, stored earlier (compare.compare_with_earlier); `baseline` is then optional."""
     from .compare import compare_runs
     from .select import select_runs
-    return compare_runs(store, select_runs(store, sel), baseline or [], per_thread=per_thread, alpha=alpha,
-                        resamples=resamples, seed=seed)
+    if baseline_sel is None:
+        return compare_runs(store, select_runs(store, sel), baseline or [], per_thread=per_thread, alpha=alpha,
+                            resamples=resamples, seed=seed)
+    return earlier_comparison_set(store, sel, baseline_sel, baseline, alpha=alpha, resamples=resamples, seed=seed,
+                                  per_thread=per_thread)
+
+
+def earlier_comparison_set(store: Store, sel: Selection, baseline_sel: Selection, baseline: list[str] | None, *,
+                           alpha: float, resamples: int, seed: int, per_thread: bool = False) -> ComparisonSet:
+    """The runs of `sel` compared with the runs of `baseline_sel` (another experiment, a tag); runs in both
+    are baseline runs only."""
+    from ..errors import UsageError
+    from .compare import Baseline, compare_with_earlier, load_cells
+    from .select import select_runs
+    source = baseline_sel.describe()
+    try:
+        base_runs = select_runs(store, baseline_sel)
+    except UsageError as e:
+        raise UsageError(f"baseline runs ({source}): {e}") from None
+    base_ids = {r.id for r in base_runs}
+    runs = [r for r in select_runs(store, sel) if r.id not in base_ids]
+    if not runs:
+        raise UsageError(f"every selected run ({sel.describe()}) is a baseline run ({source}): select the runs "
+                         "to check with --experiment, --tag, --where or --run")
+    return compare_with_earlier(load_cells(store, runs, per_thread=per_thread),
+                                load_cells(store, base_runs, per_thread=per_thread),
+                                Baseline.parse(baseline) if baseline else None, source=source, alpha=alpha,
+                                resamples=resamples, seed=seed)
 
 
 def compare_document(store: Store, cs: ComparisonSet, shares: list | None = None) -> dict:

@@ -32,6 +32,19 @@ BaselineOpt = Annotated[Optional[list[str]], typer.Option(
 AlphaOpt = Annotated[float, typer.Option("--alpha", help="Significance level after Holm's correction.")]
 ResamplesOpt = Annotated[int, typer.Option("--resamples", help="Bootstrap resamples per interval.")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap (same data, same intervals).")]
+FailOnOpt = Annotated[Optional[str], typer.Option(
+    "--fail-on", metavar="worse[:METRIC,...]",
+    help="A gate for CI: exit 1 when a metric (default: all of mean, median, p99, max, stdev; or those listed) "
+         "of a compared configuration is significantly worse than its baseline, 0 otherwise (2: bad input).")]
+JunitOpt = Annotated[Optional[Path], typer.Option(
+    "--junit", metavar="FILE", help="Write JUnit XML: a test case per configuration × metric; a failure per row "
+                                    "that fails the gate (without --fail-on: worse on any metric, exit 0).")]
+BaselineExperimentOpt = Annotated[Optional[str], typer.Option(
+    "--baseline-experiment", metavar="ID|NAME", help="Baseline: the runs of this experiment, stored earlier; "
+                                                     "each configuration is compared with the same one there.")]
+BaselineTagOpt = Annotated[Optional[list[str]], typer.Option(
+    "--baseline-tag", metavar="TAG", help="Baseline: the runs with this tag (repeatable: all of them), stored "
+                                          "earlier; each configuration is compared with the same one there.")]
 PerThreadOpt = Annotated[bool, typer.Option(
     "--per-thread", help="Multi-thread latency runs: take each run's worst thread (highest maximum) instead of "
                          "all its threads.")]
@@ -47,10 +60,16 @@ def _selection(experiment, workload, variant, runtime, tag, where, run) -> Selec
     return Selection.from_cli(experiment, workload, variant, runtime, tag, where, run)
 
 
-def _compare(db, sel: Selection, baseline, alpha, resamples, seed, per_thread=False) -> ComparisonSet:
+def _compare(db, sel: Selection, baseline, alpha, resamples, seed, per_thread=False,
+             baseline_sel: Selection | None = None) -> ComparisonSet:
     from ..analysis.documents import comparison_set
     return comparison_set(open_store(db), sel, baseline, alpha=alpha, resamples=resamples, seed=seed,
-                          per_thread=per_thread)
+                          per_thread=per_thread, baseline_sel=baseline_sel)
+
+
+def baseline_text(cs: ComparisonSet) -> str:
+    from ..analysis.compare import EarlierComparisonSet
+    return cs.baseline_text if isinstance(cs, EarlierComparisonSet) else cs.baseline.text
 
 
 def cause_table(rows) -> Table:
@@ -99,7 +118,7 @@ def comparison_table(cs: ComparisonSet, k) -> Table:
 def print_comparisons(cs: ComparisonSet) -> None:
     from ..analysis.compare import RUN_TEST
     labels = cs.labels
-    console.print(f"against [bold]{escape(cs.baseline.text)}[/]: lower is better; p-values Holm-corrected over "
+    console.print(f"against [bold]{escape(baseline_text(cs))}[/]: lower is better; p-values Holm-corrected over "
                   f"all {sum(r.p is not None for k in cs.comparisons for r in k.rows)} tests, α = {cs.alpha:g}")
     for k in cs.comparisons:
         console.print(comparison_table(cs, k))
@@ -156,20 +175,65 @@ def compare(
     experiment: Experiment = None, workload: Workload = None, variant: Variant = None, runtime: Runtime = None,
     tag: Tag = None, where: Where = None, run: RunIds = None,
     alpha: AlphaOpt = ALPHA, resamples: ResamplesOpt = RESAMPLES, seed: SeedOpt = SEED,
-    per_thread: PerThreadOpt = False, db: DbOption = None, json_out: JsonOption = False,
+    per_thread: PerThreadOpt = False,
+    baseline_experiment: BaselineExperimentOpt = None, baseline_tag: BaselineTagOpt = None,
+    fail_on: FailOnOpt = None, junit: JunitOpt = None,
+    db: DbOption = None, json_out: JsonOption = False,
 ) -> None:
-    """Compare configurations with a baseline: change, tests, effect size, intervals and a verdict per metric."""
+    """Compare configurations with a baseline: change, tests, effect size, intervals and a verdict per metric.
+
+    The baseline is a configuration among the selected runs (--baseline NAME=VALUE), or runs stored earlier
+    (--baseline-experiment, --baseline-tag): then each configuration is compared with the same configuration
+    there. --fail-on and --junit make it a gate for CI (docs/analysis.md, "Gating CI")."""
     from ..analysis import causes
     from ..analysis.documents import compare_document
+    from ..analysis.gate import Gate
+    from ..errors import UsageError
+    gate = Gate.parse(fail_on) if fail_on is not None else Gate(enforced=False) if junit is not None else None
+    if junit is not None:
+        if junit.is_dir():
+            raise UsageError(f"--junit {junit} is a directory; give a file name such as {junit / 'rtscope.xml'}")
+        if not junit.parent.is_dir():
+            raise UsageError(f"cannot write {junit}: directory {junit.parent} does not exist")
+    baseline_sel = None
+    if baseline_experiment is not None or baseline_tag:
+        baseline_sel = _selection(baseline_experiment, workload, variant, runtime, baseline_tag, where, None)
     cs = _compare(db, _selection(experiment, workload, variant, runtime, tag, where, run), baseline, alpha,
-                  resamples, seed, per_thread)
+                  resamples, seed, per_thread, baseline_sel)
     why = causes.comparison_shares(open_store(db), cs)
+    if junit is not None:
+        from ..report import junit as junit_report
+        n = junit_report.write(cs, gate, junit)
+        err_console.print(f"wrote {escape(str(junit))}: {n['tests']} test cases, {n['failures']} failures, "
+                          f"{n['skipped']} skipped" + ("" if gate.enforced else " (no --fail-on: failures are "
+                                                       "rows worse on any metric; exit status 0)"))
     if json_out:
-        print_json(compare_document(open_store(db), cs, why))
+        doc = compare_document(open_store(db), cs, why)
+        if gate is not None:
+            doc["gate"] = gate.to_json(cs)
+        print_json(doc)
+    else:
+        print_comparisons(cs)
+        if why:
+            console.print(cause_table(why))
+        if gate is not None:
+            print_gate(cs, gate)
+    if gate is not None and gate.enforced and not gate.passed(cs):
+        raise typer.Exit(1)
+
+
+def print_gate(cs: ComparisonSet, gate) -> None:
+    """The gate's outcome: the rows that fail it, or that none does."""
+    if not gate.enforced:
         return
-    print_comparisons(cs)
-    if why:
-        console.print(cause_table(why))
+    labels = cs.labels
+    failed = gate.failures(cs)
+    rows = sum(r.metric in gate.metrics for k in cs.comparisons for r in k.rows)
+    if not failed:
+        console.print(f"[bold green]gate passed[/] (--fail-on {gate.text}): no row of {rows} is worse")
+        return
+    console.print(f"[bold red]gate failed[/] (--fail-on {gate.text}): {len(failed)} of {rows} rows worse: " +
+                  "; ".join(f"{escape(labels[k.cell.config])} {r.metric}" for k, r in failed))
 
 
 @app.command()

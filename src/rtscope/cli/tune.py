@@ -21,8 +21,8 @@ class TuneReporter:
             err_console.print(f"tune {tune.id}{where}: candidate {number} dropped: {escape(why)}", highlight=False)
         if step.phase == "confirm":
             err_console.print(f"tune {tune.id}{where}: race ended ({escape(step.why)}); confirmation: "
-                              f"{len(step.new_slots)} fresh runs of {escape(str(step.result['roles']))}",
-                              highlight=False)
+                              f"{len(step.new_slots)} fresh runs ({tune.confirm} each) of "
+                              f"{roles_text(step.result['roles'])}", highlight=False)
         elif step.phase == "race":
             err_console.print(f"tune {tune.id}{where}: round {step.from_round + 1}: {len(step.new_slots)} runs, "
                               f"{len(step.new_candidates)} new candidate(s)", highlight=False)
@@ -33,6 +33,47 @@ class TuneReporter:
     def run_stored(self, tune, slot, run_id: int) -> None:
         err_console.print(f"run {run_id}: candidate {slot['candidate']} ({slot['phase']}) "
                           f"{escape(slot['request']['cell'])}", highlight=False)
+
+
+def roles_text(roles: dict[str, int]) -> str:
+    """The confirmation's configurations in words: 'candidate 3 (winner), candidate 1 (runner-up) and the
+    baseline (candidate 0)'; the baseline named once when it won the race."""
+    winner, base, runner = roles["winner"], roles["baseline"], roles.get("runner_up")
+    parts = [f"the baseline (candidate {base}), the race's winner" if winner == base
+             else f"candidate {winner} (winner)"]
+    if runner is not None:
+        parts.append(f"candidate {runner} (runner-up)")
+    if winner != base:
+        parts.append(f"the baseline (candidate {base})")
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def seconds_text(s: float) -> str:
+    """A duration for a person: 0.4 s, 6 s, 5 min, 1.5 h."""
+    if s < 10:
+        return f"{s:.2g} s"
+    if s < 120:
+        return f"{s:.0f} s"
+    return f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h"
+
+
+def pause_text(tune) -> str | None:
+    """What the pause between calls costs a run (and the budget), and how to drop it when the spec did not ask
+    for it; None when its workload does not pause."""
+    found = tune.space.pause()
+    if found is None:
+        return None
+    calls, pause_ms, where = found
+    each = calls * pause_ms / 1e3
+    text = (f"each {'baseline ' if where == 'knob' else ''}run: at least {calls:,} calls × {pause_ms:g} ms pause "
+            f"= {seconds_text(each)}")
+    if tune.budget.runs is not None:
+        text += f", {tune.budget.runs} runs at least {seconds_text(each * tune.budget.runs)}"
+    if where == "default":
+        text += f" (the {tune.space.base.workload} workload's default pause_ms, {pause_ms:g} ms between calls)"
+    if where != "knob":
+        text += "; set pause_ms = 0 in the [[workload]] block's params for a faster search"
+    return text
 
 
 def _budget(text: Optional[str], tune_table, spec_arg) -> object:
@@ -69,11 +110,14 @@ def tune(spec: Annotated[Path, typer.Argument(help="Tune spec (TOML with a \\[tu
          db: DbOption = None) -> None:
     """Find the best knobs for a goal: candidates raced on fresh runs, the winner confirmed against a baseline."""
     from ..experiment import execute as exp_mod, spec as spec_mod, tune as tune_mod
+    from ..experiment.spec.check import MAX_SEED
     from ..experiment.spec.tune import GOALS
     from ..targets import LOCAL, Pool
 
     if tune_id is not None and not resume:
         raise UsageError(f"a tune id ({tune_id}) is only taken with --resume: `rtscope tune {spec} --resume {tune_id}`")
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        raise UsageError(f"--seed must be 0..{MAX_SEED} (as a spec's seed), not {seed}")
     identity = exp_mod.spec_identity(spec)
     with Pool() as pool:
         if resume:
@@ -114,10 +158,16 @@ def tune(spec: Annotated[Path, typer.Argument(help="Tune spec (TOML with a \\[tu
                 err_console.print(f"tune {t.id} (experiment {t.experiment_id}): {escape(t.name)}, goal {t.goal}, "
                                   f"budget {t.budget.text}, {len(t.space.knobs)} knobs "
                                   f"({', '.join(k.name for k in t.space.knobs)}), seed {t.seed}")
+        for t in tunes[:1]:           # a fleet's tunes share the workload block
+            if (why := pause_text(t)) is not None:
+                err_console.print(f"tune {t.id}: {escape(why)}", highlight=False)
         hint = f"resume with `rtscope tune {spec} --resume" + (f" {tunes[0].id}`" if len(tunes) == 1 else "`")
         what = f"tune {', '.join(str(t.id) for t in tunes)}"
         on = target[0] if resume and target else None
-        tunes = resumable(lambda: tune_mod.work(store, tunes, pool, TuneReporter(), on), what, hint)
+        try:
+            tunes = resumable(lambda: tune_mod.work(store, tunes, pool, TuneReporter(), on), what, hint)
+        except tune_mod.Discarded as d:
+            raise _discarded(d, tunes, spec) from None
     docs = [t.result for t in tunes]
     if write_spec is not None:
         for t, doc in zip(tunes, docs):
@@ -130,6 +180,18 @@ def tune(spec: Annotated[Path, typer.Argument(help="Tune spec (TOML with a \\[tu
         return
     for doc in docs:
         _print_result(doc)
+
+
+def _discarded(d, tunes, spec) -> RtscopeError:
+    """The failure of tunes of which some stored no run (removed from the store): nothing to resume of those."""
+    gone = [t for t in tunes if t.id in d.ids]
+    kept = [t for t in tunes if t.id not in d.ids and t.phase != "finished"]
+    text = (f"{d.error}\ntune {', '.join(str(t.id) for t in gone)} stored no run, so it was removed from the "
+            f"store with its experiment (nothing to resume); start again with `rtscope tune {spec}`")
+    if kept:
+        text += (f"\ntune {', '.join(str(t.id) for t in kept)} stopped (marked failed); resume with "
+                 f"`rtscope tune {spec} --resume" + (f" {kept[0].id}`" if len(kept) == 1 else "`"))
+    return RtscopeError(text, exit_code=d.error.exit_code)
 
 
 def _space(tune_mod, parsed, name: str, pool):
@@ -152,11 +214,14 @@ def _space(tune_mod, parsed, name: str, pool):
 
 
 def _knobs(settings: dict) -> str:
-    return " ".join(f"{k}={v}" for k, v in sorted(settings.items())) or "defaults"
+    from ..analysis.select import value_text
+    return " ".join(f"{k}={value_text(v)}" for k, v in sorted(settings.items())) or "defaults"
 
 
 def _print_result(doc: dict) -> None:
     from rich.table import Table
+
+    from ..analysis.recommend import p_text
     scale, unit = (1e3, "µs") if doc.get("unit") == "ns" else (1, doc.get("unit") or "")
     where = "" if doc["target"] == "local" else f" on {doc['target']}"
     console.print(f"tune {doc['tune']}{escape(where)} (experiment {doc['experiment']}): goal {doc['goal']}, "
@@ -180,7 +245,7 @@ def _print_result(doc: dict) -> None:
         table.add_row(r["metric"], fmt(r["baseline"]), fmt(r["value"]),
                       "-" if r["ratio"] is None else f"{r['ratio'] - 1:+.1%}",
                       "-" if not ci else f"{ci[0] / scale:.2f} .. {ci[1] / scale:.2f}",
-                      "-" if r["p_holm"] is None else f"{r['p_holm']:.2g}", r["verdict"])
+                      p_text(r["p_holm"]), r["verdict"])
     console.print(table)
     if doc["importance"]:
         console.print("knobs that mattered (Optuna's importance): " +

@@ -186,7 +186,7 @@ def tune_search_figure(view) -> dict:
     for i, number in enumerate(sorted({p["candidate"] for p in points})):
         mine = [(k, p) for k, p in enumerate(points, 1) if p["candidate"] == number]
         cand = next(c for c in d["search"]["candidates"] if c["candidate"] == number)
-        label = " ".join(f"{k}={v}" for k, v in sorted(cand["settings"].items())) or "defaults"
+        label = " ".join(f"{k}={value_text(v)}" for k, v in sorted(cand["settings"].items())) or "defaults"
         data.append({"type": "scatter", "mode": "markers", "name": t(f"{number}: {label}"),
                      "marker": {"color": _color(i)}, "x": [k for k, _ in mine],
                      "y": [p["value"] * scale for _, p in mine]})
@@ -203,14 +203,14 @@ def tune_sections(report: Report, plot) -> list[dict]:
         shown, scale = display_unit(d.get("unit") or "ns")
 
         def knobs(settings: dict) -> str:
-            return " ".join(f"{k}={v}" for k, v in sorted(settings.items())) or "defaults"
+            return " ".join(f"{k}={value_text(v)}" for k, v in sorted(settings.items())) or "defaults"
 
         rows = [{"metric": r["metric"], "baseline": fmt(r["metric"], r["baseline"], scale),
                  "value": fmt(r["metric"], r["value"], scale),
                  "change": "–" if r["ratio"] is None else f"{r['ratio'] - 1:+.1%}",
                  "ci": "–" if not r["ci95_difference"] else
                  f"{fmt(r['metric'], r['ci95_difference'][0], scale)} .. {fmt(r['metric'], r['ci95_difference'][1], scale)}",
-                 "p": "–" if r["p_holm"] is None else f"{r['p_holm']:.2g}", "verdict": r["verdict"]}
+                 "p": "–" if r["p_holm"] is None else p_text(r["p_holm"]), "verdict": r["verdict"]}
                 for r in d["confirmation"]]
         shown_cfg = d["best"] if d["verdict"] == "improved" else d["winner"]
         out.append({

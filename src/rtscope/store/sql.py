@@ -70,7 +70,7 @@ class SqlStore:
                 if url.get_backend_name() == "sqlite":
                     sa.event.listen(self.engine, "connect", _sqlite_pragmas)
                 migrations.migrate(self.engine, metadata, create_only=True)
-            self.tunes = TuneTables(self.engine, runs)
+            self.tunes = TuneTables(self.engine, runs, experiments)
         except SQLAlchemyError as e:
             raise RtscopeError(f"cannot open store {self.shown_url}: {e.orig if hasattr(e, 'orig') else e}") from None
 

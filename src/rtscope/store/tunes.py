@@ -64,8 +64,8 @@ slots = sa.Table(
 class TuneTables:
     """The tune tables of one store (Store.tunes)."""
 
-    def __init__(self, engine: sa.Engine, runs: sa.Table):
-        self.engine, self.runs = engine, runs
+    def __init__(self, engine: sa.Engine, runs: sa.Table, experiments: sa.Table):
+        self.engine, self.runs, self.experiments = engine, runs, experiments
 
     def create(self, row: dict) -> int:
         with self.engine.begin() as c:
@@ -149,6 +149,30 @@ class TuneTables:
             if got == 1:
                 return {**slot, "claimed_by": worker, "claimed_at": now}
         return None
+
+    def discard(self, tune_id: int) -> bool:
+        """Remove a tune that stored no run (its start failed) with its experiment, so no empty experiment is
+        left behind; only while no run of it is stored and no process holds one of its slots (another process
+        that joined it goes on). True if it was removed."""
+        t = self.get(tune_id)
+        if t is None:
+            return False
+        exp_id = t["experiment_id"]
+        try:
+            with self.engine.begin() as c:
+                stored = c.execute(sa.select(sa.func.count()).select_from(self.runs)
+                                   .where(self.runs.c.experiment_id == exp_id)).scalar()
+                held = c.execute(sa.select(sa.func.count()).select_from(slots)
+                                 .where(slots.c.tune_id == tune_id, slots.c.claimed_by.is_not(None))).scalar()
+                if stored or held:
+                    return False
+                c.execute(slots.delete().where(slots.c.tune_id == tune_id))
+                c.execute(candidates.delete().where(candidates.c.tune_id == tune_id))
+                c.execute(tunes.delete().where(tunes.c.id == tune_id))
+                c.execute(self.experiments.delete().where(self.experiments.c.id == exp_id))
+        except sa.exc.IntegrityError:     # a run stored meanwhile by another process: all rolled back, it stays
+            return False
+        return True
 
     def release(self, tune_id: int, plan_index: int, worker: str) -> None:
         """Give a slot back (its run was interrupted or failed): another process, or a resume, makes it."""

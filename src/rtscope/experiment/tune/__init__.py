@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .plan import CONFIRM, FINISHED, RACE
 from .result import matrix_spec
-from .session import Tune, create, load, unfinished, work
+from .session import Discarded, Tune, create, load, unfinished, work
 from .space import Space
 
-__all__ = ["CONFIRM", "FINISHED", "RACE", "Space", "Tune", "create", "load", "matrix_spec", "unfinished", "work"]
+__all__ = ["CONFIRM", "Discarded", "FINISHED", "RACE", "Space", "Tune", "create", "load", "matrix_spec", "unfinished", "work"]

@@ -15,6 +15,13 @@ from typing import Any
 from .space import Space
 
 ATTEMPTS = 20   # asks per wanted candidate before the space counts as exhausted
+SAMPLER_SEEDS = 2**32   # Optuna's samplers seed numpy's RandomState, which takes 0..2**32-1 only
+
+
+def sampler_seed(seed: int) -> int:
+    """A seed the sampler takes, from any seed rtscope derives (a spec's seed may be up to 2**63-1, a fresh one is
+    32 bits and plan.py multiplies it by the round): the same for a seed already in range."""
+    return seed % SAMPLER_SEEDS
 
 
 def _distributions(space: Space) -> dict[str, Any]:
@@ -42,7 +49,7 @@ def _study(space: Space, history: list[tuple[dict, float | None]], seed: int, st
     import optuna
     from optuna.trial import create_trial
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup, constant_liar=True)
+    sampler = optuna.samplers.TPESampler(seed=sampler_seed(seed), n_startup_trials=startup, constant_liar=True)
     study = optuna.create_study(direction="minimize", sampler=sampler)
     dists = _distributions(space)
     for knobs, value in history:

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 
 from ...analysis.compare import STAT_KEY, Cell, Row, adjust, welch
+from ...analysis.recommend import p_text
+from ...analysis.results import display_unit, fmt
 
 FIRST_TEST = 2          # runs a candidate needs before it can be dropped
 RACE_TEST = "Welch t-test on the runs' goal values"
@@ -84,9 +86,9 @@ def drops(standings: list[Standing], goal: str, alpha: float) -> list[tuple[Stan
         row.ci, row.direction = (lo, hi), int(np.sign(row.value - row.baseline))
         tested.append((s, row))
     adjust([row for _, row in tested], alpha)
-    unit = lead.cell.config.unit
-    return [(s, f"{goal} significantly worse than candidate {lead.number} (p_holm {row.p_holm:.2g}; runs' mean "
-                f"{row.value:.6g} vs {row.baseline:.6g} {unit})")
+    unit, scale = display_unit(lead.cell.config.unit)
+    return [(s, f"{goal} significantly worse than candidate {lead.number} (p (Holm) {p_text(row.p_holm)}; runs' "
+                f"mean {fmt(goal, row.value, scale)} vs {fmt(goal, row.baseline, scale)} {unit})")
             for s, row in tested if row.verdict == "worse"]
 
 

@@ -205,10 +205,35 @@ def work(store: Store, tunes: list[Tune], pool: Pool, reporter: Reporter | None 
         except (KeyboardInterrupt, Terminated):
             _set_status(store, [t for t in tunes if not refresh(store, t).finished], INTERRUPTED)
             raise
-        except RtscopeError:
-            _set_status(store, [t for t in tunes if not refresh(store, t).finished], FAILED)
+        except Exception as e:           # an RtscopeError, or a bug's exception: the traceback stays
+            gone = _fail(store, tunes)
+            if gone and isinstance(e, RtscopeError):
+                raise Discarded(e, gone) from None
             raise
     return [refresh(store, t) for t in tunes]
+
+
+class Discarded(Exception):
+    """The tunes whose start failed before any run was stored: removed from the store with their experiment
+    (an empty failed experiment is nothing to resume or look at); `error` says why they failed."""
+
+    def __init__(self, error: RtscopeError, ids: list[int]):
+        super().__init__(str(error))
+        self.error, self.ids = error, ids
+
+
+def _fail(store: Store, tunes: list[Tune]) -> list[int]:
+    """Mark the unfinished tunes failed, except those that stored no run: removed. Their ids."""
+    gone = []
+    with held_signals():
+        for t in tunes:
+            if refresh(store, t).finished:
+                continue
+            if store.tunes.discard(t.id):
+                gone.append(t.id)
+            else:
+                _set_status(store, [t], FAILED)
+    return gone
 
 
 def _set_status(store: Store, tunes: list[Tune], status: str) -> None:

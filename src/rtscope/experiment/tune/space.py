@@ -59,6 +59,22 @@ class Space:
     def key(self, values: dict[str, Any]) -> str:
         return cell_key(self.request(values))
 
+    def pause(self) -> tuple[int, float, str] | None:
+        """(calls, pause_ms, whether pause_ms is the workload's default, a knob or neither: "default", "knob",
+        "set") of a full-length baseline
+        run whose workload pauses between calls (exec; gpio's timed variants); None when it has no pause. Such a
+        run lasts at least calls × pause_ms whatever the code it times: exec's default pause (5 ms) makes a
+        1,000-call run 5 s where the calls themselves take a fraction of a second."""
+        req = self.request(self.baseline)
+        params = {**WORKLOADS[req.workload].defaults(req.variant), **req.params}
+        calls, pause_ms = params.get("iterations"), params.get("pause_ms")
+        if not isinstance(calls, int) or not isinstance(pause_ms, (int, float)) or pause_ms <= 0:
+            return None
+        default = WORKLOADS[req.workload].defaults(req.variant).get("pause_ms")
+        where = ("knob" if any(k.name == "pause_ms" for k in self.knobs) else
+                 "default" if pause_ms == default else "set")
+        return calls, float(pause_ms), where
+
     def contains(self, name: str, value: Any) -> bool:
         """Whether a value lies in a knob's axis (a baseline's value may lie outside it)."""
         knob = next((k for k in self.knobs if k.name == name), None)
