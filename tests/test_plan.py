@@ -17,7 +17,7 @@ from rtscope.analysis.compare import welch
 from rtscope.errors import UsageError
 
 
-# --- inputs ----------------------------------------------------------------------------------------------------------
+# --- inputs ---------------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("text, value", [("5%", 0.05), ("30%", 0.3), ("0.05", 0.05), (" 12.5% ", 0.125), ("1", 1.0)])
 def test_detect_accepts_percent_and_fractions(text, value):
@@ -30,7 +30,7 @@ def test_detect_refuses_what_is_not_a_change(text):
         plan.parse_detect(text)
 
 
-# --- the statistics on known numbers -----------------------------------------------------------------------------------
+# --- the statistics on known numbers --------------------------------------------------------------------------------
 
 def test_power_is_the_noncentral_t_of_two_groups_of_runs():
     # 10 vs 10 runs, Δ = 1, per-run variance 1: df 18, noncentrality 1/√(2/10)
@@ -144,7 +144,7 @@ def test_plan_matrix_gives_every_configuration_its_power_at_one_runs_times_sampl
     assert all(p.runs == r and p.samples == n and p.power >= 0.8 for p in plans.values())
 
 
-# --- Monte-Carlo: the plan's runs × samples give the power it predicts --------------------------------------------------
+# --- Monte-Carlo: the plan's runs × samples give the power it predicts ----------------------------------------------
 
 def _simulated_power(rng, value, sd_b, sd_w, change, runs, samples, experiments=400):
     """Fraction of `experiments` simulated comparisons in which Welch's t-test on per-run means (α 0.05) calls a
@@ -178,7 +178,7 @@ def test_monte_carlo_power_of_a_plan(sd_b, sd_w, start_s, record_property):
     assert abs(achieved - p.power) < 0.06
 
 
-# --- the command, on real runs -------------------------------------------------------------------------------------------
+# --- the command, on real runs --------------------------------------------------------------------------------------
 
 PILOT = """\
 name = "plan-pilot"
@@ -286,7 +286,8 @@ def test_pilot_plan_sized_experiment_detects_the_change(cli, db, tmp_path, rtpro
     p = welch(np.asarray(means[32000]), np.asarray(means[20000]))[0]
     with capsys.disabled():
         print(f"\nplan: {runs} runs × {samples} samples ({block['param']} = {block['param_value']}), "
-              f"{doc['wall_s']:.2f} s predicted, {took:.2f} s taken by `rtscope run`; per-run Welch p on medians = {p:.2g}")
+              f"{doc['wall_s']:.2f} s predicted, {took:.2f} s taken by `rtscope run`; "
+              f"per-run Welch p on medians = {p:.2g}")
     assert p < 0.05
 
 

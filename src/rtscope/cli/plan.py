@@ -29,7 +29,8 @@ def plan(
                                               "experiment of the spec's name in the store.")],
     detect: Annotated[str, typer.Option("--detect", help="The relative change to detect: 5% or 0.05.")] = "5%",
     metric: Annotated[str, typer.Option(help=f"The metric compared: {', '.join(METRICS)}.")] = "mean",
-    alpha: Annotated[float, typer.Option("--alpha", help="Significance level of the two-sided test.")] = ALPHA,
+    alpha: Annotated[float, typer.Option(
+        "--alpha", help="Significance level of compare's two-sided tests, after Holm's correction.")] = ALPHA,
     power: Annotated[float, typer.Option("--power", help="Probability of detecting the change.")] = 0.8,
     experiment: Annotated[Optional[str], typer.Option(help="Plan from this experiment (id or name) instead of "
                                                            "the latest of the spec's name.")] = None,
@@ -77,11 +78,13 @@ def print_plan(sp) -> None:
     from ..analysis.results import display_unit, fmt
     from ..analysis import plan as plan_mod
     console.print(f"[bold]plan for {escape(sp.spec)}[/]: detect a {sp.detect:.3g} ({sp.detect:.1%}) change of "
-                  f"{sp.metric} with {sp.power:.0%} power, two-sided α = {sp.alpha:g} over {sp.tests} tests (Holm's worst "
+                  f"{sp.metric} with {sp.power:.0%} power, two-sided α = {sp.alpha:g} over {sp.tests} tests "
+                  f"(Holm's worst "
                   f"case: {sp.test_alpha:.3g} a test); from experiment "
                   f"{sp.experiment_id} ({escape(sp.experiment)}), scale {sp.scale or '-'}" +
                   (f"; σ_b at its {sp.upper:.0%} upper confidence limit" if sp.upper else ""))
-    table = Table(box=box.SIMPLE_HEAD, title=f"per configuration: {sp.metric}; σ_b: SD of its per-run values between runs, σ_w: "
+    table = Table(box=box.SIMPLE_HEAD, title=f"per configuration: {sp.metric}; σ_b: SD of its per-run values "
+                  "between runs, σ_w: "
                   "SE within one pilot run; runs × samples alone and at its block's",
                   title_justify="left", pad_edge=False)
     for head in ("configuration", "value", "σ_b", "σ_w", "alone", "in block", "power", "wall"):

@@ -48,7 +48,8 @@ class ConfigPlan:
 
     def to_json(self) -> dict:
         return {"configuration": self.label, "block": None if self.block is None else self.block + 1,
-                "cells": self.cells, "components": self.components.to_json(), "planned_between_run_var": self.between_var, "cost": self.cost.to_json(),
+                "cells": self.cells, "components": self.components.to_json(),
+                "planned_between_run_var": self.between_var, "cost": self.cost.to_json(),
                 "alone": None if self.own is None else self.own.to_json(),
                 "in_block": None if self.common is None else self.common.to_json()}
 
