@@ -24,14 +24,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from .defaults import STAT_KEY
 
-if TYPE_CHECKING:
-    from .compare import Cell
+
+class Cell(Protocol):
+    """What a configuration's runs give (compare.Cell has it; compare imports this module, not the reverse)."""
+
+    runs: list
+    per_run: dict[int, dict]
+    sample_runs: list
+
+    def run_samples(self, run) -> np.ndarray: ...
 
 QUANTILE = {"median": 0.5, "p99": 0.99}
 _Z95 = 1.959963984540054
