@@ -156,7 +156,9 @@ def test_real_aa_and_real_effect_on_the_beam(cli, db, tmp_path):
     """The issue's A/A: BEAM exec sum, message_queue_data on_heap vs off_heap (no messages are sent), 5 vs 5
     interleaved runs: no metric gets a verdict (alpha 0.01: the suite must not fail one run in twenty by
     design; the simulation above checks the 5 % level). And a knob with a large effect, min_heap_size (a
-    small heap costs about 30 % here), is still called `worse` on the mean with 5 vs 5 runs."""
+    small heap costs about 30 % here), is still called `worse` with 5 vs 5 runs: on the median, which a call
+    preempted by the machine's other work (milliseconds among 60 µs calls on a shared 2-CPU machine) leaves
+    where it was; such calls can make a run's mean, and so the mean's verdict, as noisy as the effect."""
     need_beam()
     run_beam(cli, db, tmp_path, "aa", "message_queue_data", ["on_heap", "off_heap"], 7)
     r = cli("compare", "--db", db, "--experiment", "aa", "--baseline", "message_queue_data=off_heap",
@@ -170,5 +172,5 @@ def test_real_aa_and_real_effect_on_the_beam(cli, db, tmp_path):
     r = cli("compare", "--db", db, "--experiment", "heap", "--baseline", "min_heap_size=46422", "--json")
     assert r.code == 0, r.err
     (k,) = json.loads(r.out)["comparisons"]
-    mean = next(row for row in k["rows"] if row["metric"] == "mean")
-    assert mean["verdict"] == "worse" and mean["ratio"] > 1.1, mean
+    median = next(row for row in k["rows"] if row["metric"] == "median")
+    assert median["verdict"] == "worse" and median["ratio"] > 1.1, k["rows"]
