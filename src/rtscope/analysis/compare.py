@@ -488,6 +488,12 @@ def adjust(rows: list[Row], alpha: float) -> None:
         r.verdict = "better" if r.direction < 0 else "worse"
 
 
+def few_runs_warning(few: list[tuple[str, int]], min_repetitions: int) -> str:
+    return (f"fewer than {min_repetitions} runs of " + "; ".join(f"{label} ({runs})" for label, runs in few) +
+            ": the between-run variation rests on too few runs (with one run it is unknown and nothing is "
+            "tested); repeat each configuration 5 times or more (`rtscope plan` says how many)")
+
+
 def compare(cells: list[Cell], baseline: Baseline, *, alpha: float = ALPHA, resamples: int = RESAMPLES,
             seed: int = SEED, min_repetitions: int = MIN_REPETITIONS) -> ComparisonSet:
     """Compare every configuration with its baseline; Holm-correct all p-values as one family."""
@@ -510,10 +516,7 @@ def compare(cells: list[Cell], baseline: Baseline, *, alpha: float = ALPHA, resa
     few = [c for c in cells if len(c.runs) < min_repetitions and
            (baseline.matches(c.config) or any(k.cell is c for k in comparisons))]
     if few:
-        warnings.append(f"fewer than {min_repetitions} runs of " + "; ".join(
-            f"{labels[c.config]} ({len(c.runs)})" for c in few) +
-            ": the between-run variation rests on too few runs (with one run it is unknown and nothing is "
-            "tested); repeat each configuration 5 times or more (`rtscope plan` says how many)")
+        warnings.append(few_runs_warning([(labels[c.config], len(c.runs)) for c in few], min_repetitions))
     return ComparisonSet(baseline, cells, comparisons, unmatched, warnings, alpha, resamples, seed)
 
 
@@ -586,8 +589,7 @@ def compare_with_earlier(cells: list[Cell], base_cells: list[Cell], baseline: Ba
     few = [c for c in (*(k.cell for k in comparisons), *used.values()) if len(c.runs) < min_repetitions]
     if few:
         labels = short_labels([*(c.config for c in cells), *base_configs])
-        warnings.append(f"fewer than {min_repetitions} runs of " + "; ".join(
-            f"{labels[c.config]}{' (baseline)' if id(c) in used else ''} ({len(c.runs)})" for c in few) +
-            ": their between-run variation rests on too few runs; repeat each configuration 5 times or more")
+        warnings.append(few_runs_warning([(labels[c.config] + (" (baseline)" if id(c) in used else ""), len(c.runs))
+                                          for c in few], min_repetitions))
     return EarlierComparisonSet(baseline, [*cells, *base_cells], comparisons, unmatched, warnings, alpha,
                                 resamples, seed, base_cells=base_cells, source=source)
