@@ -392,7 +392,7 @@ def import_cmd(
         raise UsageError(f"unknown import kind {kind!r}; valid kinds: {choices(KINDS)}")
     extra = dict(parse_assignment(s) for s in set_ or [])
     convert = importer(kind).convert
-    converted = [(f, sf) for f in files for sf in convert(f, variant, extra)]  # all or nothing
+    converted = [(f, sf) for f in files for sf in _converted(convert, f, variant, extra)]  # all or nothing
     store = open_store(db)
     with store.transaction() as conn:
         ids = [store.add_run(sf, sf.header.get("environment") or {"note": f"imported from {f}"}, tags=tag,
@@ -400,6 +400,16 @@ def import_cmd(
     for (f, sf), run_id in zip(converted, ids):
         console.print(f"run {run_id}: {escape(str(f))} ({sf.header['workload']} {sf.header['variant']}, "
                       f"{what_was_kept(sf)})")
+
+
+def _converted(convert, path: Path, variant: str | None, extra: dict) -> list:
+    """An importer's sample files of one file; its errors name the file (with several files, which one failed)."""
+    try:
+        return convert(path, variant, extra)
+    except RtscopeError as e:
+        if str(path) in str(e):
+            raise
+        raise type(e)(f"{path}: {e}", exit_code=e.exit_code) from None
 
 
 def what_was_kept(sf) -> str:
