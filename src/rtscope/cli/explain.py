@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
 from ..errors import UsageError
-from .common import DbOption, JsonOption, app, console, escape, open_store, print_json
+from .common import DbOption, JsonOption, Table, app, console, escape, open_store, print_json
 
 
 def _us(ns: float | None) -> str:
