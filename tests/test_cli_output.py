@@ -373,3 +373,16 @@ def test_demo_table_whole_and_the_next_commands(lab, how, tmp_path):
     assert f"--experiment {exp_id} --baseline {axis}" in commands[1]
     for line in commands:
         assert piped(tmp_path, *shlex.split(line)[1:]).code == 0, line
+
+
+def test_every_table_is_the_one_that_never_cuts():
+    """The rule in code: every table is cli.common.Table, whose columns cannot cut (no ellipsis, no crop)."""
+    from rtscope.cli.common import Table
+    sources = [p for p in repo_file("src", "rtscope").rglob("*.py") if p.name != "common.py"]
+    assert sources and not [p for p in sources if "rich.table import Table" in p.read_text()]
+    for cut in ({"overflow": "ellipsis"}, {"overflow": "crop"}, {"no_wrap": True}):
+        with pytest.raises(ValueError, match="never cuts"):
+            Table().add_column("value", **cut)
+    table = Table()
+    table.add_column("value")
+    assert (table.columns[0].overflow, table.columns[0].no_wrap) == ("fold", False)
