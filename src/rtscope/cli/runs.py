@@ -129,7 +129,8 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
     reported = dist.reported if dist else None
     for key, head in DISPLAY:
         value = "not available" if reported and st.get(key) is None else fmt(key, st.get(key), scale)
-        table.add_row(head + with_unit(key, shown), value)
+        # the title gives the unit; a variance's differs
+        table.add_row(head + (with_unit(key, shown) if key == "var" else ""), value)
     console.print(table)
     if reported:
         stated = ", ".join(dict(DISPLAY)[k] for k in REPORTED_KEYS if reported.get(k) is not None)
