@@ -4,8 +4,6 @@ comes after good ones."""
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from rtscope.importers import KINDS
@@ -16,10 +14,10 @@ GOOD = {"cyclictest": repo_file("tests", "fixtures", "cyclictest", "verbose_stud
 
 
 def wrong_files(tmp_path):
-    """Files no importer takes: a passwd-like text, a binary, an empty file, a CSV of other columns, JSON of
+    """Files no importer takes: /etc/passwd's lines, a binary, an empty file, a CSV of other columns, JSON of
     something else; their names have a space, so that the test sees the whole name."""
     text = tmp_path / "not a log.txt"
-    text.write_text(open("/etc/passwd").read() if shutil.os.path.exists("/etc/passwd") else "root:x:0:0:root\n")
+    text.write_text("root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n")
     binary = tmp_path / "a binary"
     binary.write_bytes(bytes(range(256)) * 8)
     empty = tmp_path / "empty file"
