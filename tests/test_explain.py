@@ -73,6 +73,19 @@ def test_attribution_splits_the_interval_by_innermost_context():
     assert by[("thread", "khugepaged")]["intervals"][0] == [0, 11_000]
 
 
+def test_kernel_priorities_are_shown_as_chrt_says_them():
+    from rtscope.analysis.causes import priority, shown_cause
+    # kernel prio p < 100: SCHED_FIFO/RR priority 99 - p; 100..139: nice p - 120; SCHED_DEADLINE is -1
+    assert [priority(p) for p in (9, 0, 98, 19, 120, 100, 139, -1, None)] == \
+        ["FIFO 90", "FIFO 99", "FIFO 1", "FIFO 80", "nice 0", "nice -20", "nice 19", "DEADLINE", None]
+    events = causes.parse(TRACE.splitlines())
+    [thread] = [c for c in causes.attribute(events, 797_124_360_000, 797_124_470_000)["causes"]
+                if c["kind"] == "thread"]
+    shown = shown_cause(thread)
+    assert (shown["kernel_prio"], shown["priority"], "prio" in shown) == (139, "nice 19", False)
+    assert shown["intervals_ns"] == thread["intervals"] and shown["duration_ns"] == thread["duration_ns"]
+
+
 # --- the real kernel ----------------------------------------------------------------------------------------
 
 @needs_tracing
@@ -101,6 +114,13 @@ def test_culprit_thread_is_named_with_its_delay(cli, db, tmp_path, rtprobe):
     assert f"thread {culprit.NAME}/{pid}" in shown
     text = cli("explain", run.id, "--db", db, "--worst", "2").out
     assert text.count("\nsample ") == 2 and culprit.NAME in text
+    # the culprit was started at SCHED_FIFO 90: the kernel's prio 9, shown as chrt says it
+    tops = [s["causes"][0] for s in samples if s["causes"] and s["causes"][0]["pid"] == pid]
+    assert tops and all((c["kernel_prio"], c["priority"]) == (9, "FIFO 90") for c in tops), tops
+    assert all("prio" not in c for s in samples for c in s["causes"])
+    rows = [line for line in text.splitlines() if line.startswith(f"thread {culprit.NAME}/{pid} ")]  # per sample
+    assert rows and all(line.split()[2:4] == ["FIFO", "90"] for line in rows), text
+    assert "prio" not in text
 
 
 @needs_tracing

@@ -26,6 +26,27 @@ def culprit(cause: dict) -> str:
     return f"{cause['kind']} {who}"
 
 
+def priority(kernel_prio: int | None) -> str | None:
+    """A thread's kernel priority (sched_switch's prio) as `chrt` speaks of it: below 100 a real-time priority
+    99 - prio (`FIFO 90` is kernel prio 9; the trace does not tell SCHED_RR from SCHED_FIFO), 100..139 a normal
+    thread's nice prio - 120 (`nice 0` is 120), below 0 SCHED_DEADLINE."""
+    if kernel_prio is None:
+        return None
+    if kernel_prio < 0:
+        return "DEADLINE"
+    return f"FIFO {99 - kernel_prio}" if kernel_prio < 100 else f"nice {kernel_prio - 120}"
+
+
+def shown_cause(cause: dict) -> dict:
+    """A stored cause as `explain --json` gives it: the kernel's prio as `kernel_prio`, beside it `priority`,
+    the user's terms (see priority); its intervals as `intervals_ns`."""
+    out = {k: v for k, v in cause.items() if k not in ("prio", "intervals")}
+    if "prio" in cause:
+        out = {**{k: v for k, v in out.items() if k != "duration_ns"}, "kernel_prio": cause["prio"],
+               "priority": priority(cause["prio"]), "duration_ns": cause.get("duration_ns")}
+    return out | {"intervals_ns": cause.get("intervals", [])}
+
+
 @dataclass
 class Share:
     by: str                 # "kind" or "culprit"

@@ -89,8 +89,7 @@ def explain_document(store: Store, run: Run, worst: int | None = None) -> dict |
             "trace": run.trailer.get("explain"),
             "samples": [{"index": s["sample_index"], "value_ns": s["value_ns"], "cpu": s["cpu"],
                          "thread": s["thread"], "scheduler": s.get("scheduler"), "start_ns": s["start_ns"],
-                         "causes": [{k: v for k, v in c.items() if k != "intervals"}
-                                    | {"intervals_ns": c.get("intervals", [])} for c in s.get("causes", [])],
+                         "causes": [causes.shown_cause(c) for c in s.get("causes", [])],
                          "self_ns": s.get("self_ns", 0), "idle_ns": s.get("idle_ns", 0),
                          "unexplained_ns": s["unexplained_ns"], "measuring_pid": s.get("measuring_pid"),
                          "note": s.get("note")} | ({"cycle": s["cycle"]} if "cycle" in s else {}) for s in explained],

@@ -6,11 +6,10 @@ import os
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from .. import paths, system_deps
 from ..layout import PIECES
-from .common import JsonOption, app, console, escape, print_json
+from .common import JsonOption, Table, app, console, escape, print_json
 
 
 def _version_text() -> str:
@@ -69,7 +68,7 @@ def doctor(all_: Annotated[bool, typer.Option("--all", help="Also the packages f
     console.print(table)
     table = Table(title="What this machine has (system_deps.txt)", title_justify="left")
     for col in ("tool", "package", *(["for"] if all_ else []), "here", "what it enables"):
-        table.add_column(col, overflow="fold")
+        table.add_column(col)
     for d in deps:
         table.add_row(escape(d.name), d.package, *([d.use] if all_ else []),
                       "yes" if present[d] else "[yellow]no[/]", escape(d.enables))

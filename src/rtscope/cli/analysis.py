@@ -8,10 +8,9 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 from rich import box
 from rich.console import Console
-from rich.table import Table
 
 from ..analysis.defaults import ALPHA, GOALS, RESAMPLES, SEED
-from .common import DbOption, JsonOption, app, console, err_console, escape, open_store, print_json
+from .common import DbOption, JsonOption, Table, app, console, err_console, escape, open_store, print_json
 
 if TYPE_CHECKING:
     from ..analysis.compare import ComparisonSet
@@ -106,7 +105,7 @@ def comparison_table(cs: ComparisonSet, k) -> Table:
                   pad_edge=False)
     for head, right in (("metric", False), ("baseline", True), ("value", True), ("change", True),
                         ("95% CI of Δ", True), ("p Holm", True), ("verdict", False)):
-        table.add_column(head, justify="right" if right else "left", no_wrap=True)
+        table.add_column(head, justify="right" if right else "left")
     for r in k.rows:
         ci = f"{fmt(r.metric, r.ci[0], scale)}..{fmt(r.metric, r.ci[1], scale)}" if r.ci else "-"
         verdict = f"[{VERDICT_STYLE[r.verdict]}]{SHORT_VERDICT[r.verdict]}[/]" + ("*" if r.note else "")

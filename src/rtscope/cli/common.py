@@ -1,4 +1,4 @@
-"""Shared CLI pieces: the app, consoles, the --db and --json options, JSON output.
+"""Shared CLI pieces: the app, consoles, tables, the --db and --json options, JSON output.
 
 Every `cli/*.py` module is imported for any command (even `--help`), so at module level they import only typer,
 rich and rtscope's light modules; numpy, SQLAlchemy, the store, analysis, targets... are imported inside the
@@ -11,7 +11,8 @@ import json
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
-from rich.console import Console
+from rich import table as rich_table
+from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 
 if TYPE_CHECKING:
@@ -28,9 +29,40 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"max_content_width": 120},  # a wide terminal gets wide help (click stops at 80)
 )
+
+
+class _Stdout(Console):
+    """stdout's console. Output that is not a terminal (a pipe, a file) is laid out PIPE_WIDTH wide, whatever
+    $COLUMNS says, so that every value of a table is on one line, whole: a terminal's width binds only a terminal."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        return size if self.is_terminal else ConsoleDimensions(max(size.width, PIPE_WIDTH), size.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self._width, self._height = new_size
+
+
+PIPE_WIDTH = 10_000
 # emoji=False: no `:name:` in a label or setting becomes an emoji (and the emoji table is not loaded).
-console = Console(highlight=False, emoji=False)
+console = _Stdout(highlight=False, emoji=False)
 err_console = Console(stderr=True, highlight=False, emoji=False)
+
+
+class Table(rich_table.Table):
+    """The one table rtscope prints (the rule: a table never cuts a value). Every column folds a value longer than
+    its width onto the next line (rich's default would cut it with "…", and no_wrap would crop it), so at any
+    width every character of every value shows; piped, the console is wide enough (_Stdout) that nothing
+    folds. Layouts that prefer other breaks (runs.stats_table) choose them before rich has to fold."""
+
+    def add_column(self, header="", footer="", *, overflow: str = "fold", no_wrap: bool = False, **kw) -> None:
+        if overflow != "fold" or no_wrap:
+            raise ValueError(f"column {header!r}: a table never cuts a value (overflow={overflow!r}, "
+                             f"no_wrap={no_wrap}); it folds")
+        super().add_column(header, footer, overflow="fold", no_wrap=False, **kw)
+
 
 DbOption = Annotated[Optional[str], typer.Option(
     "--db", help="Store: a SQLite file path or SQLAlchemy URL [default: $RTSCOPE_DB or ./rtscope.db]")]
@@ -52,4 +84,4 @@ def settings_text(settings: dict) -> str:
 
 
 __all__ = ["app", "console", "err_console", "DbOption", "JsonOption", "open_store", "print_json", "escape",
-           "settings_text"]
+           "settings_text", "Table", "PIPE_WIDTH"]

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
 from ..errors import UsageError
-from .common import DbOption, JsonOption, app, console, escape, open_store, print_json
+from .common import DbOption, JsonOption, Table, app, console, escape, open_store, print_json
 
 
 def _us(ns: float | None) -> str:
@@ -16,10 +15,12 @@ def _us(ns: float | None) -> str:
 
 
 def _detail(cause: dict) -> str:
-    """What else is known of a cause: a thread's kernel priority; a GC's count and heap sizes (words)."""
+    """What else is known of a cause: a thread's priority as chrt says it (FIFO 90, nice 0); a GC's count and heap
+    sizes (words)."""
+    from ..analysis.causes import priority
     parts = []
     if cause.get("prio") is not None:
-        parts.append(f"prio {cause['prio']}")
+        parts.append(priority(cause["prio"]))
     if cause.get("count", 1) > 1:
         parts.append(f"{cause['count']}×")
     if cause.get("heap_before") is not None:

@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich import box
-from rich.table import Table
 
 from ..errors import UsageError, choices
 from ..workloads import TASK_MODELS
-from .common import DbOption, JsonOption, app, console, escape, open_store, print_json
+from .common import DbOption, JsonOption, Table, app, console, escape, open_store, print_json
 
 if TYPE_CHECKING:
     import numpy as np
@@ -142,9 +141,9 @@ def memory_tables(series: list[Series], column: str, unit: str) -> list[Table]:
     counts = sorted({int(c) for s in series for c in np.unique(s.tasks)})
     cells = [s.by_count() for s in series]
     table = Table(title=f"memory ({quantity(column, unit)}) by number of tasks", box=box.SIMPLE_HEAD)
-    table.add_column("tasks", justify="right", no_wrap=True)
+    table.add_column("tasks", justify="right")
     for s in series:
-        table.add_column(escape(s.label), justify="right", no_wrap=True)
+        table.add_column(escape(s.label), justify="right")
     for c in counts:
         table.add_row(f"{c:,}", *(f"{cell[c]:,.0f}" if c in cell else "-" for cell in cells))
     notes = []
@@ -155,7 +154,7 @@ def memory_tables(series: list[Series], column: str, unit: str) -> list[Table]:
     table.caption = "\n".join(notes) or None
     fits = Table(title=f"least-squares fit: slope = {unit} per task, intercept in {unit}", box=box.SIMPLE_HEAD)
     for head in ("model", "slope", "intercept", "r", "r²", "points"):
-        fits.add_column(head, justify="left" if head == "model" else "right", no_wrap=True)
+        fits.add_column(head, justify="left" if head == "model" else "right")
     for s in series:
         fits.add_row(escape(s.label), *_fit_cells(s), f"{len(s.tasks):,}")
     fits.caption = "runs: " + "; ".join(f"{s.label} {','.join(map(str, s.run_ids))}" for s in series)
@@ -167,7 +166,7 @@ def switch_table(rows: list[dict]) -> Table:
     table = Table(title="switch cost: ns per switch (ping-pong between two tasks)", box=box.SIMPLE_HEAD,
                   caption=f"percentiles over batches: {stats.PERCENTILE_DEFINITION}")
     for head in ("model", "batches", "median", "p99", "mean", "max", "runs"):
-        table.add_column(head, justify="left" if head in ("model", "runs") else "right", no_wrap=True)
+        table.add_column(head, justify="left" if head in ("model", "runs") else "right")
     for r in rows:
         table.add_row(escape(r["label"]), f"{r['n']:,}",
                       *(f"{r[k]:,.1f}" if r[k] is not None else "-" for k in ("p50", "p99", "mean", "max")),

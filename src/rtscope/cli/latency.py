@@ -14,10 +14,9 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich import box
-from rich.table import Table
 
 from ..errors import UsageError
-from .common import DbOption, JsonOption, app, console, escape, open_store, print_json, settings_text
+from .common import DbOption, JsonOption, Table, app, console, escape, open_store, print_json, settings_text
 
 if TYPE_CHECKING:
     from ..figures import latency as lat
@@ -35,7 +34,7 @@ def stats_rows(series: list[lat.LatencySeries], ids: list[int]) -> Table:
     table = Table(title="latency (µs)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
                   padding=(0, 0, 0, 1))
     for head in ("run", "n", "MIN", "AVG", "MAX", "p50", "p99", "p99.9", "p99.99", "overflow", "missed"):
-        table.add_column(head, justify="left" if head == "run" else "right", no_wrap=True)
+        table.add_column(head, justify="left" if head == "run" else "right")
     for i, (s, run_id) in enumerate(zip(series, ids)):
         st, le = s.stats, "" if s.exact else "≤"
         table.add_row(f"[{COLOURS[i % len(COLOURS)]}]{run_id}[/]", f"{st['n']:,}",
@@ -63,7 +62,7 @@ def histogram_table(series: list[lat.LatencySeries], ids: list[int], rows: int, 
     table = Table(title="count per bin (bars log-scaled)", title_justify="left", box=None, pad_edge=False)
     table.add_column("µs", justify="right")
     for i, run_id in enumerate(ids):
-        table.add_column(f"run {run_id}", style=COLOURS[i % len(COLOURS)], no_wrap=True, overflow="crop")
+        table.add_column(f"run {run_id}", style=COLOURS[i % len(COLOURS)])
     for k in range(len(edges) - 1):
         cells = [f"{bar(int(b[k]), peak, width):<{width}} {int(b[k]):,}" if b[k] else "" for b in binned]
         table.add_row(f"{edges[k]:g}–{edges[k + 1]:g}", *cells)

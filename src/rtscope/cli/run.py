@@ -243,6 +243,42 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a fil
         print_machine_warnings(experiment, pool)
         outcome = run_experiment(store, experiment, str(spec), pool)
     print_results(store, outcome, parsed, f"experiment {experiment.id}: {parsed.name}")
+    print_next(store, experiment, parsed, db)
+
+
+def baseline_of(cells: list) -> str | None:
+    """A --baseline for `rtscope compare` among these spec cells (spec order), from the spec's own axes: the first
+    setting whose value differs between them, at the first cell's value, else the runtime, the variant, the
+    workload; `defaults` when the first cell has no setting that differs; None with fewer than two cells."""
+    if len(cells) < 2:
+        return None
+    first = cells[0].request
+    for name in sorted({k for c in cells for k in c.request.settings}):
+        if len({repr(c.request.settings.get(name)) for c in cells}) > 1 and name in first.settings:
+            value = first.settings[name]
+            return f"{name}={str(value).lower() if isinstance(value, bool) else value}"
+    for name in ("runtime", "variant", "workload"):
+        if len({getattr(c.request, name) for c in cells}) > 1:
+            return f"{name}={getattr(first, name)}"
+    return "defaults"
+
+
+def print_next(store: Store, experiment: exp_mod.Experiment, spec: spec_mod.Spec, db: str | None) -> None:
+    """How an experiment ended, and the commands that look further, ready to paste: show, compare (with two
+    configurations or more), report."""
+    runs = store.runs(experiment_id=experiment.id)
+    stored = {r.cell for r in runs}
+    on = f" --db {shlex.quote(db)}" if db else ""
+    console.print(f"\nexperiment {experiment.id} ({escape(experiment.name)}): {len(runs)} run(s) stored in "
+                  f"{escape(store.shown_url)}", soft_wrap=True)
+    if not runs:
+        return
+    lines = [f"rtscope show {min(r.id for r in runs)}{on}"]
+    baseline = baseline_of([c for c in spec.cells if c.key in stored])
+    if baseline is not None:
+        lines.append(f"rtscope compare --experiment {experiment.id} --baseline {shlex.quote(baseline)}{on}")
+    lines.append(f"rtscope report --experiment {experiment.id} -o report.html{on}")
+    console.print("next:\n" + "\n".join(f"  {escape(line)}" for line in lines), soft_wrap=True)
 
 
 def print_machine_warnings(experiment: exp_mod.Experiment, pool: Pool) -> None:
@@ -351,6 +387,7 @@ def demo(db: DbOption = None, scale: ScaleOption = None) -> None:
         print_machine_warnings(experiment, pool)
         outcome = run_experiment(store, experiment, str(path), pool)
     print_results(store, outcome, parsed, f"rtscope demo ({store.url})")
+    print_next(store, experiment, parsed, db)
 
 
 def _importer_names() -> list[str]:
@@ -392,7 +429,7 @@ def import_cmd(
         raise UsageError(f"unknown import kind {kind!r}; valid kinds: {choices(KINDS)}")
     extra = dict(parse_assignment(s) for s in set_ or [])
     convert = importer(kind).convert
-    converted = [(f, sf) for f in files for sf in convert(f, variant, extra)]  # all or nothing
+    converted = [(f, sf) for f in files for sf in _converted(convert, f, variant, extra)]  # all or nothing
     store = open_store(db)
     with store.transaction() as conn:
         ids = [store.add_run(sf, sf.header.get("environment") or {"note": f"imported from {f}"}, tags=tag,
@@ -400,6 +437,16 @@ def import_cmd(
     for (f, sf), run_id in zip(converted, ids):
         console.print(f"run {run_id}: {escape(str(f))} ({sf.header['workload']} {sf.header['variant']}, "
                       f"{what_was_kept(sf)})")
+
+
+def _converted(convert, path: Path, variant: str | None, extra: dict) -> list:
+    """An importer's sample files of one file; its errors name the file (with several files, which one failed)."""
+    try:
+        return convert(path, variant, extra)
+    except RtscopeError as e:
+        if str(path) in str(e):
+            raise
+        raise type(e)(f"{path}: {e}", exit_code=e.exit_code) from None
 
 
 def what_was_kept(sf) -> str:

@@ -11,10 +11,9 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Group
-from rich.table import Table
 
 from ..analysis.documents import run_summary
-from .common import DbOption, JsonOption, app, console, escape, open_store, print_json, settings_text
+from .common import DbOption, JsonOption, Table, app, console, escape, open_store, print_json, settings_text
 
 if TYPE_CHECKING:
     from ..store import Run
@@ -38,10 +37,18 @@ def list_runs(
         table.add_column(col, justify="right" if col in ("id", "samples") else "left")
     for r in found:
         table.add_row(str(r.id), r.workload, r.variant, r.runtime, escape(settings_text(r.settings)),
-                      f"{r.n_samples:,}", r.started_at[:19], str(r.experiment_id or ""))
+                      f"{r.n_samples:,}", r.started_at, str(r.experiment_id or ""))
     console.print(table)
     if not found:
         console.print("no runs yet: try `rtscope demo`")
+
+
+def with_unit(key: str, shown: str, sep: str = " ") -> str:
+    """A statistic's header suffix for its display unit `shown` (analysis.results.display_unit): ` (µs)`, a
+    variance's ` (µs²)`; nothing for a count, nor for a unitless quantity (never an empty `()` or `(²)`)."""
+    if key == "n" or not shown:
+        return ""
+    return f"{sep}({shown}²)" if key == "var" else f"{sep}({shown})"
 
 
 def stats_table(title: str, rows: list[tuple[str, dict]], unit: str, keys=None, width: int | None = None):
@@ -59,8 +66,7 @@ def stats_table(title: str, rows: list[tuple[str, dict]], unit: str, keys=None, 
     longest = max((len(label) for label, _ in rows), default=3)
 
     def heads(unit_sep: str | None) -> dict[str, str]:
-        return {k: head + ("" if k == "n" or unit_sep is None else
-                           f"{unit_sep}({shown}²)" if k == "var" else f"{unit_sep}({shown})") for k, head in keys}
+        return {k: head + ("" if unit_sep is None else with_unit(k, shown, unit_sep)) for k, head in keys}
 
     def column_width(key: str, head: str) -> int:
         return max(len(line) for line in [*figures[key], *head.split("\n")])
@@ -73,7 +79,7 @@ def stats_table(title: str, rows: list[tuple[str, dict]], unit: str, keys=None, 
         named = heads(unit_sep)
         if need(named, named) <= width:
             break
-    title_unit = "" if unit_sep else f" (in {shown}{f', VAR in {shown}²' if 'var' in named else ''})"
+    title_unit = "" if unit_sep or not shown else f" (in {shown}{f', VAR in {shown}²' if 'var' in named else ''})"
     chunks: list[list[str]] = [[]]
     for key in named:
         if chunks[-1] and need([*chunks[-1], key], named) > width:
@@ -82,9 +88,9 @@ def stats_table(title: str, rows: list[tuple[str, dict]], unit: str, keys=None, 
     tables = []
     for chunk in chunks:
         table = Table(title=(title + title_unit) if chunk is chunks[0] else None)
-        table.add_column("run", overflow="fold", min_width=label_width)
+        table.add_column("run", min_width=label_width)
         for key in chunk:
-            table.add_column(named[key], justify="right", no_wrap=True, min_width=column_width(key, named[key]))
+            table.add_column(named[key], justify="right", min_width=column_width(key, named[key]))
         for i, (label, _) in enumerate(rows):
             table.add_row(escape(label), *(figures[k][i] for k in chunk))
         tables.append(table)
@@ -123,7 +129,8 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
     reported = dist.reported if dist else None
     for key, head in DISPLAY:
         value = "not available" if reported and st.get(key) is None else fmt(key, st.get(key), scale)
-        table.add_row(head + (" (²)" if key == "var" else ""), value)
+        # the title gives the unit; a variance's differs
+        table.add_row(head + (with_unit(key, shown) if key == "var" else ""), value)
     console.print(table)
     if reported:
         stated = ", ".join(dict(DISPLAY)[k] for k in REPORTED_KEYS if reported.get(k) is not None)

@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
 from .. import paths
 from ..errors import UsageError
-from .common import JsonOption, app, console, escape, print_json
+from .common import JsonOption, Table, app, console, escape, print_json
 
 
 def _description(path: Path) -> str:
@@ -48,7 +47,7 @@ def specs(copy: Annotated[Optional[Path], typer.Option(
         return
     table = Table(title=f"Shipped specs ({escape(str(paths.specs_dir()))})", title_justify="left")
     table.add_column("name")
-    table.add_column("description", overflow="fold")
+    table.add_column("description")
     for r in rows:
         table.add_row(r["name"], escape(r["description"]))
     console.print(table)

@@ -10,10 +10,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich import box
-from rich.table import Table
 
 from ..errors import UsageError
-from .common import DbOption, JsonOption, app, console, escape, open_store, print_json
+from .common import DbOption, JsonOption, Table, app, console, escape, open_store, print_json
 
 if TYPE_CHECKING:
     from ..analysis.storage import StorageTable

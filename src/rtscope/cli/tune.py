@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import RtscopeError, UsageError, choices
-from .common import DbOption, JsonOption, app, console, err_console, escape, open_store, print_json
+from .common import DbOption, JsonOption, Table, app, console, err_console, escape, open_store, print_json
 from .run import print_warnings, resumable
 
 
@@ -219,8 +219,6 @@ def _knobs(settings: dict) -> str:
 
 
 def _print_result(doc: dict) -> None:
-    from rich.table import Table
-
     from ..analysis.recommend import p_text
     scale, unit = (1e3, "µs") if doc.get("unit") == "ns" else (1, doc.get("unit") or "")
     where = "" if doc["target"] == "local" else f" on {doc['target']}"
@@ -236,7 +234,7 @@ def _print_result(doc: dict) -> None:
                       f"significantly[/] on fresh runs; the race's winner was "
                       f"{escape(_knobs(doc['winner']['settings']))}")
     shown = best if doc["verdict"] == "improved" else doc["winner"]
-    table = Table(title=f"confirmation: {_knobs(shown['settings'])} vs baseline ({unit})")
+    table = Table(title=f"confirmation: {_knobs(shown['settings'])} vs baseline" + (f" ({unit})" if unit else ""))
     for col in ("metric", "baseline", "value", "change", "95% CI of difference", "p (Holm)", "verdict"):
         table.add_column(col, justify="left" if col in ("metric", "verdict") else "right")
     for r in doc["confirmation"]:

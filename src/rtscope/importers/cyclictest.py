@@ -266,7 +266,7 @@ def parse_verbose(text: str, path="<verbose>", unit_ns: int | None = None) -> Cy
 
 # --- detection and conversion ---------------------------------------------------------------------------
 
-def detect(text: str) -> str:
+def detect(text: str, path="<log>") -> str:
     s = text.lstrip()
     if s.startswith("{"):
         return "json"
@@ -274,7 +274,7 @@ def detect(text: str) -> str:
         return "histogram"
     if any(SAMPLE_LINE.match(line) for line in text.splitlines()[:200]):
         return "verbose"
-    raise UsageError("not a cyclictest log: expected its --json output, -h/-H histogram text or -v verbose "
+    raise UsageError(f"{path}: not a cyclictest log: expected its --json output, -h/-H histogram text or -v verbose "
                      "samples (or name the form: cyclictest-json, cyclictest-histogram, cyclictest-verbose)")
 
 
@@ -490,7 +490,7 @@ def converter(form: str | None):
         text = read_text(path)
         if not text.strip():
             raise _fail(path, "empty file")
-        chosen = form or detect(text)
+        chosen = form or detect(text, path)
         log = parse(text, chosen, path, unit_ns)
         return [to_samplefile(log, variant=variant, settings=settings, path=path)]
     return convert

@@ -31,6 +31,8 @@ def convert(path: Path, variant: str | None, settings: dict) -> list[SampleFile]
             rows = list(csv.reader(f))
     except OSError as e:
         raise UsageError(f"cannot read {path}: {e.strerror}") from None
+    except (UnicodeDecodeError, csv.Error):
+        raise UsageError(f"{path}: not a nerves_rt_perf CSV: binary data, not text") from None
     if not rows:
         raise UsageError(f"{path}: empty file")
     head = [h.strip() for h in rows[0]]
