@@ -9,7 +9,7 @@ import typer
 
 from .. import paths
 from ..analysis.defaults import ALPHA, METRICS
-from .common import DbOption, JsonOption, app, console, err_console, escape, print_json
+from .common import DbOption, JsonOption, Table, app, console, err_console, escape, print_json
 
 
 def duration_text(ns: float | None) -> str:
@@ -73,7 +73,6 @@ def plan(
 
 def print_plan(sp) -> None:
     from rich import box
-    from rich.table import Table
 
     from ..analysis.results import display_unit, fmt
     from ..analysis import plan as plan_mod
