@@ -78,9 +78,26 @@ def t(text: str) -> str:
     return html.escape(str(text), quote=False)
 
 
+# plotly's toolbar (modebar) sits in a plot's top right corner, its top 2..30 px: the title goes below that
+# band, so the toolbar never covers it, and wraps at TITLE_CHARS so that it fits a narrow page.
+MODEBAR_PX = 34
+TITLE_CHARS = 64
+TITLE_LINE_PX = 22
+
+
+def _title(title: str) -> tuple[dict, int]:
+    """The layout's title (wrapped, each line escaped) and the top margin it needs below the toolbar."""
+    lines = textwrap.wrap(str(title), TITLE_CHARS, break_long_words=True, break_on_hyphens=False) or [""]
+    # plotly places the first line at the pad and the further ones above it: pad them down as well
+    return ({"text": "<br>".join(t(line) for line in lines), "yref": "container", "y": 1, "yanchor": "top",
+             "pad": {"t": MODEBAR_PX + TITLE_LINE_PX * (len(lines) - 1)}},
+            MODEBAR_PX + TITLE_LINE_PX * len(lines) + 12)
+
+
 def _layout(title: str, xtitle: str, ytitle: str, **extra) -> dict:
-    layout = {"title": {"text": t(title)}, "template": "plotly_white", "height": 440,
-              "margin": {"l": 70, "r": 20, "t": 50, "b": 60}, "legend": {"orientation": "h", "y": -0.2},
+    head, top = _title(title)
+    layout = {"title": head, "template": "plotly_white", "height": 440,
+              "margin": {"l": 70, "r": 20, "t": top, "b": 60}, "legend": {"orientation": "h", "y": -0.2},
               "xaxis": {"title": {"text": t(xtitle)}}, "yaxis": {"title": {"text": t(ytitle)}}}
     for key, value in extra.items():
         if isinstance(value, dict) and isinstance(layout.get(key), dict):
