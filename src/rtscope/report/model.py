@@ -367,7 +367,7 @@ ENV_FIELDS = (("target", "target"), ("target_description", "target description")
               ("board", "board"), ("cpu_model", "CPU"), ("cpu_count", "CPUs online"),
               ("machine", "architecture"), ("kernel_release", "kernel"), ("preemption", "preemption"),
               ("isolated_cpus", "isolated CPUs"), ("memory_bytes", "memory"), ("loadavg", "load average"),
-              ("rtscope_version", "rtscope"), ("probe_version", "probe"), ("python_version", "Python"),
+              ("rtscope_version", "rtscope"), ("python_version", "Python"),
               ("note", "note"))
 
 
@@ -379,8 +379,21 @@ def env_text(key: str, value) -> str:
     return str(value)
 
 
+def tools_text(runs: list[Run]) -> str:
+    """The tool that measured each run, as `show` names it ('tool rtprobe 0.1.0'): 'rtprobe 0.1.0' when one
+    tool measured them all, else each with its runs ('rtprobe 0.1.0 (runs 1-3); cyclictest 2.60 (run 4)').
+    The machine record's probe_version is not it: a record is shared by runs of several tools."""
+    by_tool: dict[str, list[int]] = {}
+    for r in runs:
+        by_tool.setdefault(f"{r.tool} {r.tool_version}".strip() or "-", []).append(r.id)
+    if len(by_tool) == 1:
+        return next(iter(by_tool))
+    return "; ".join(f"{tool} (run{'s' if len(ids) > 1 else ''} {id_ranges(ids)})" for tool, ids in by_tool.items())
+
+
 def machines(runs: list[Run]) -> list[Machine]:
-    """One entry per distinct machine state (host, kernel, CPU, board, governors)."""
+    """One entry per distinct machine state (host, kernel, CPU, board, governors), with the tools that
+    measured its runs."""
     groups: dict[tuple, list[Run]] = {}
     for r in runs:
         e = r.machine or {}
@@ -395,6 +408,7 @@ def machines(runs: list[Run]) -> list[Machine]:
         govs = sorted(set((e.get("governors") or {}).values()))
         if govs:
             fields.insert(4, ("CPU governors", ", ".join(govs)))
+        fields.append(("tool", tools_text(members)))
         out.append(Machine(fields, [r.id for r in members], sysinfo.warnings(e) if "kernel_release" in e else []))
     return out
 
