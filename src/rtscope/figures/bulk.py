@@ -134,7 +134,7 @@ def fd_width(samples: list[np.ndarray], bulk: Bulk, scale: float = 1.0, integer:
     MIN_BINS..MAX_BINS buckets, rounded to 1, 2 or 5 × 10^k in the shown unit (`scale` converts)."""
     span = bulk.hi - bulk.lo
     if span <= 0:
-        return 1.0 / scale if not integer else 1.0
+        return 1.0 / scale          # all values equal: one bucket of one shown unit
     widths = []
     for a in samples:
         inside = a[(a >= bulk.lo) & (a <= bulk.hi)]

@@ -111,13 +111,14 @@ def _color(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
 
-NOTE_LINES, NOTE_CHARS = 6, 48    # the outliers' note: configurations named, characters per line
+NOTE_LINES, NOTE_CHARS, NOTE_LINE_PX = 6, 48, 15   # the outliers' note: configurations named, characters per
+                                                  # line, pixels per line
 
 
 def _bulk(layout: dict, bulk, axis: str, shown: str, scale: float, lower: float | None = None,
           step: float = 0.0) -> dict:
     """Show the bulk on `axis` ("xaxis" or "yaxis"; figures/bulk.py): its range, and what lies beyond it as a
-    note in the plot's top right corner (count and max per configuration)."""
+    note above the plot area's right end (count and max per configuration)."""
     if bulk is None:
         return layout
     lo = bulk.lo * scale if lower is None else lower
@@ -135,9 +136,13 @@ def _bulk(layout: dict, bulk, axis: str, shown: str, scale: float, lower: float 
                                                       NOTE_CHARS, break_long_words=True)]
             if len(bulk.beyond) > NOTE_LINES:
                 lines.append(f"and {len(bulk.beyond) - NOTE_LINES} more configurations")
+        # Above the plot area, right-aligned below the title: the note never covers data (a tail, outliers).
+        extra = NOTE_LINE_PX * len(lines) + 10          # the plot area keeps its height
+        layout["margin"] = {**layout.get("margin", {}), "t": layout.get("margin", {}).get("t", 50) + extra}
+        layout["height"] = layout.get("height", 440) + extra
         layout["annotations"] = [*layout.get("annotations", []), {
             "text": "<br>".join(lines), "xref": "paper", "yref": "paper", "x": 1, "y": 1, "xanchor": "right",
-            "yanchor": "top", "align": "right", "showarrow": False, "bgcolor": "rgba(255,255,255,0.85)",
+            "yanchor": "bottom", "yshift": 2, "align": "right", "showarrow": False,
             "bordercolor": "#b3161b", "borderwidth": 1, "font": {"size": 11, "color": "#b3161b"},
             "name": "beyond"}]
     return layout
