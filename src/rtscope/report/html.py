@@ -88,6 +88,9 @@ TITLE_LINE_PX = 22
 def _title(title: str) -> tuple[dict, int]:
     """The layout's title (wrapped, each line escaped) and the top margin it needs below the toolbar."""
     lines = textwrap.wrap(str(title), TITLE_CHARS, break_long_words=True, break_on_hyphens=False) or [""]
+    if len(lines) > 1 and " " not in lines[-1] and " " in lines[-2]:    # no lone word on the last line
+        head, word = lines[-2].rsplit(" ", 1)
+        lines[-2:] = [head, f"{word} {lines[-1]}"]
     # plotly places the first line at the pad and the further ones above it: pad them down as well
     return ({"text": "<br>".join(t(line) for line in lines), "yref": "container", "y": 1, "yanchor": "top",
              "pad": {"t": MODEBAR_PX + TITLE_LINE_PX * (len(lines) - 1)}},
