@@ -26,6 +26,13 @@ OUTLIER_NS = 4_917_000
 N = 20_000
 COMMON = {"elixir_version": "1.14.0", "otp_release": "25", "schedulers_online": 4, "vm_flags": ""}
 PRIORITIES = (("normal", 0), ("high", 1500), ("fifo", 3000), ("idle", 4500))
+# The far sample explained (the run page's timeline of it: an interrupt, then a thread, on its CPU)
+WHY = [{"sample_index": N // 2, "thread": 0, "cpu": 1, "value_ns": OUTLIER_NS, "start_ns": 1_000_000,
+        "self_ns": 3_000, "unexplained_ns": 14_000, "note": None,
+        "causes": [{"kind": "irq", "name": "local_timer", "irq": 236, "duration_ns": 900_000,
+                    "intervals": [[100_000, 1_000_000]]},
+                   {"kind": "thread", "name": "kworker/1:2", "pid": 77, "prio": 120, "duration_ns": 4_000_000,
+                    "intervals": [[1_000_000, 4_900_000]]}]}]
 
 
 def specs(page: str) -> list[dict]:
@@ -52,7 +59,7 @@ def outliers(tmp_path_factory):
             values.setdefault(prio, []).append(v)
             ids.setdefault(prio, []).append(add_run(
                 store, tmp, v, workload="timer", variant="absolute", measure="latency", experiment_id=exp,
-                settings={**COMMON, "priority": prio}))
+                settings={**COMMON, "priority": prio}, causes=WHY if prio == "normal" and rep == 0 else None))
     kept = (4000 + rng.gamma(3, 1500, N)).astype(np.int64)
     kept[7] = OUTLIER_NS
     hist_id = add_histogram_run(store, tmp, kept, bucket_width=1000, buckets=10_000, workload="timer",
@@ -190,7 +197,8 @@ HISTOGRAM = """(() => {
 BOXES = """(() => [...document.querySelectorAll('div.plot')].map(d => {
   const box = e => { if (!e) { return null; } const r = e.getBoundingClientRect();
                      return [r.left, r.top, r.right, r.bottom]; };
-  return {id: d.id, plot: box(d), modebar: box(d.querySelector('.modebar')), title: box(d.querySelector('.gtitle'))};
+  return {id: d.id, plot: box(d), modebar: box(d.querySelector('.modebar')), title: box(d.querySelector('.gtitle')),
+          area: box(d.querySelector('.draglayer .nsewdrag'))};
 }))()"""
 
 
@@ -200,7 +208,7 @@ def overlap(a, b) -> bool:
 
 def check_toolbars(page, where: str) -> int:
     """Hover each plot (its toolbar shows) and check the toolbar and the title do not intersect, and the title
-    lies inside the plot. Returns the plots checked."""
+    lies inside the plot and above its plot area. Returns the plots checked."""
     boxes = page.evaluate(BOXES)
     for b in boxes:
         page.locator(f"#{b['id']}").hover()
@@ -208,6 +216,7 @@ def check_toolbars(page, where: str) -> int:
         assert b["modebar"] and b["title"], (where, b)
         assert not overlap(b["modebar"], b["title"]), (where, b)
         assert b["plot"][0] - 1 <= b["title"][0] and b["title"][2] <= b["plot"][2] + 1, (where, b)
+        assert b["title"][3] <= b["area"][1] + 1, (where, b)      # above the plot area, not over the data
     return len(boxes)
 
 
@@ -254,6 +263,9 @@ def test_toolbar_never_covers_a_title(outliers, browser, width):
             counters = open_page(page, s.url + path)
             assert counters["errors"] == 0 and counters["drawn"] == counters["plots"], (path, counters)
             checked += check_toolbars(page, f"{path} at {width} px")
+            if path == f"/runs/{outliers['ids']['normal'][0]}":     # the explained sample's timeline is one
+                titles = page.evaluate("[...document.querySelectorAll('div.plot .gtitle')].map(e => e.textContent)")
+                assert any(f"sample {N // 2}" in t for t in titles), titles
             if path.startswith("/runs/") and width == 640:
                 page.locator("div.plot").first.screenshot(path=str(outliers["tmp"] / f"run-{width}.png"))
         assert checked >= 10

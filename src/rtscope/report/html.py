@@ -83,6 +83,7 @@ def t(text: str) -> str:
 MODEBAR_PX = 34
 TITLE_CHARS = 64
 TITLE_LINE_PX = 22
+TITLE_MARGIN_PX = 50    # the top margin the figures' heights were chosen for
 
 
 def _title(title: str) -> tuple[dict, int]:
@@ -91,9 +92,9 @@ def _title(title: str) -> tuple[dict, int]:
     if len(lines) > 1 and " " not in lines[-1] and " " in lines[-2]:    # no lone word on the last line
         head, word = lines[-2].rsplit(" ", 1)
         lines[-2:] = [head, f"{word} {lines[-1]}"]
-    # plotly places the first line at the pad and the further ones above it: pad them down as well
+    # plotly draws a title of several lines about 13 px higher than one of one line (measured in Chromium)
     return ({"text": "<br>".join(t(line) for line in lines), "yref": "container", "y": 1, "yanchor": "top",
-             "pad": {"t": MODEBAR_PX + TITLE_LINE_PX * (len(lines) - 1)}},
+             "pad": {"t": MODEBAR_PX + (14 if len(lines) > 1 else 0)}},
             MODEBAR_PX + TITLE_LINE_PX * len(lines) + 12)
 
 
@@ -107,6 +108,7 @@ def _layout(title: str, xtitle: str, ytitle: str, **extra) -> dict:
             layout[key] = {**layout[key], **value}
         else:
             layout[key] = value
+    layout["height"] += top - TITLE_MARGIN_PX     # the plot area keeps the height it was chosen with
     return layout
 
 
