@@ -28,8 +28,9 @@ def add_experiment(store: Store, name: str) -> int:
 
 def add_run(store: Store, tmp: Path, values, *, workload="exec", variant="sum", runtime="native",
             settings=None, params=None, tags=None, experiment_id=None, side=None, unit="ns", measure="duration",
-            trailer=None, env=None, side_units=None) -> int:
-    """Write a sample file of `values` (+ side columns) and store it as one run."""
+            trailer=None, env=None, side_units=None, causes=None) -> int:
+    """Write a sample file of `values` (+ side columns) and store it as one run (with the causes of its
+    explained samples, store.add_run's form, when given)."""
     values = np.asarray(values)
     cols = [Column(measure, unit, "f64" if values.dtype.kind == "f" else "i64")]
     data = {measure: values}
@@ -41,7 +42,7 @@ def add_run(store: Store, tmp: Path, values, *, workload="exec", variant="sum", 
     path = tmp / f"run-{np.random.default_rng().integers(1 << 62)}.rts"
     samplefile.write(path, header, data, {"finished_at": "2026-01-01T00:00:01Z", **(trailer or {})})
     return store.add_run(samplefile.read(path), env or ENV, tags=tags, experiment_id=experiment_id,
-                         source=str(path))
+                         source=str(path), **({"causes": causes} if causes is not None else {}))
 
 
 def add_histogram_run(store: Store, tmp: Path, values, *, bucket_width=1000, buckets=200, **kw) -> int:

@@ -50,6 +50,26 @@ def _pyplot():
     return plt
 
 
+NOTE_AT = {"upper right": (0.99, 0.98, "right", "top"), "upper left": (0.01, 0.98, "left", "top"),
+           "lower right": (0.99, 0.02, "right", "bottom"), "below": (1.0, -0.12, "right", "top")}
+
+
+def show_bulk(ax, g, axis: str, scale: float, shown: str, where: str = "upper right") -> None:
+    """Limit `axis` ("x" or "y") to the group's bulk (figures/bulk.py) and state what lies beyond it `where`
+    no data is drawn (a corner of the axes, or below them)."""
+    b = g.bulk
+    if b is None:
+        return
+    lo, hi = b.lo * scale, b.hi * scale
+    pad = 0.02 * (hi - lo) or max(abs(hi) * 0.05, 1e-9)
+    (ax.set_xlim if axis == "x" else ax.set_ylim)(lo - pad, hi + pad)
+    if b.cut:
+        x, y, ha, va = NOTE_AT[where]
+        ax.text(x, y, tex_safe(textwrap.fill(b.note(shown, scale), 70)), transform=ax.transAxes,
+                ha=ha, va=va, fontsize=6.5, color="#b3161b",
+                bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "#b3161b", "linewidth": 0.6})
+
+
 def box_plot(plt, g):
     shown, scale = display_unit(g.unit)
     fig, ax = plt.subplots(figsize=(max(4.5, 1.1 * len(g.boxes) + 2), 4))
@@ -58,6 +78,7 @@ def box_plot(plt, g):
               "whislo": b.whislo * scale, "whishi": b.whishi * scale, "mean": b.mean * scale,
               "fliers": b.outliers * scale} for b in g.boxes]
     ax.bxp(stats, showmeans=True, flierprops={"marker": "o", "markersize": 2, "alpha": 0.5})
+    show_bulk(ax, g, "y", scale, shown, "below")
     ax.set_ylabel(f"{tex_safe(g.cells[0].config.measure)} ({shown})")
     ax.set_title(tex_safe(g.title))
     return fig
@@ -70,6 +91,7 @@ def histogram_plot(plt, g):
         y = np.append(c.y, c.y[-1]) if len(c.y) else c.y
         ax.step(c.x * scale, np.where(y > 0, y, np.nan), where="post", linewidth=1, label=tex_safe(c.label))
     ax.set_yscale("log")
+    show_bulk(ax, g, "x", scale, shown)
     ax.set_xlabel(f"{tex_safe(g.cells[0].config.measure)} ({shown})")
     ax.set_ylabel(f"samples per {shown}")
     ax.set_title(tex_safe(g.title))
@@ -89,7 +111,8 @@ def latency_plot(plt, g):
                 series.append(latency.from_samples(label, c.samples))
             elif c.hist_runs:
                 series.append(latency.from_histograms(label, [run_histogram(r) for r in c.hist_runs]))
-        return latency.latency_figure(series, title=g.title)
+        cut = g.bulk is not None and g.bulk.cut
+        return latency.latency_figure(series, title=g.title, x_max_us=g.bulk.hi / 1000 if cut else None)
     except UsageError:
         return histogram_plot(plt, g)
 
@@ -99,6 +122,7 @@ def cdf_plot(plt, g):
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for c in g.cdfs:
         ax.plot(c.x * scale, c.y, linewidth=1.2, label=tex_safe(c.label))
+    show_bulk(ax, g, "x", scale, shown, "lower right")
     ax.set_xlabel(f"{tex_safe(g.cells[0].config.measure)} ({shown})")
     ax.set_ylabel("fraction of samples ≤ x")
     ax.set_title(tex_safe(g.title))
@@ -114,10 +138,11 @@ def percentile_plot(plt, g):
         ax.plot(-np.log10(1 - c.y[keep]), c.x[keep] * scale, linewidth=1.2, label=tex_safe(c.label))
     ticks = list(range(len(TAIL_LEVELS) + 1))
     ax.set_xticks(ticks, ["0%", *(f"{100 * q:g}%" for q in TAIL_LEVELS)])
+    show_bulk(ax, g, "y", scale, shown, "upper left")
     ax.set_xlabel("percentile")
     ax.set_ylabel(f"{tex_safe(g.cells[0].config.measure)} ({shown})")
     ax.set_title(tex_safe(g.title))
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=7, loc="lower right")
     return fig
 
 

@@ -19,6 +19,7 @@ import html
 import json
 import math
 import os
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from ..analysis.compare import RUN_TEST
 from ..analysis.recommend import change, p_text
 from ..analysis.results import DISPLAY, display_unit, fmt
 from ..analysis.select import value_text
+from ..figures import bulk as bulk_range
 from ..fileio import write_atomic
 from ..version import __version__
 from . import lab
@@ -76,20 +78,79 @@ def t(text: str) -> str:
     return html.escape(str(text), quote=False)
 
 
+# plotly's toolbar (modebar) sits in a plot's top right corner, its top 2..30 px: the title goes below that
+# band, so the toolbar never covers it, and wraps at TITLE_CHARS so that it fits a narrow page.
+MODEBAR_PX = 34
+TITLE_CHARS = 64
+TITLE_LINE_PX = 22
+TITLE_MARGIN_PX = 50    # the top margin the figures' heights were chosen for
+
+
+def _title(title: str) -> tuple[dict, int]:
+    """The layout's title (wrapped, each line escaped) and the top margin it needs below the toolbar."""
+    lines = textwrap.wrap(str(title), TITLE_CHARS, break_long_words=True, break_on_hyphens=False) or [""]
+    if len(lines) > 1 and " " not in lines[-1] and " " in lines[-2]:    # no lone word on the last line
+        head, word = lines[-2].rsplit(" ", 1)
+        lines[-2:] = [head, f"{word} {lines[-1]}"]
+    # plotly draws a title of several lines about 13 px higher than one of one line (measured in Chromium)
+    return ({"text": "<br>".join(t(line) for line in lines), "yref": "container", "y": 1, "yanchor": "top",
+             "pad": {"t": MODEBAR_PX + (14 if len(lines) > 1 else 0)}},
+            MODEBAR_PX + TITLE_LINE_PX * len(lines) + 12)
+
+
 def _layout(title: str, xtitle: str, ytitle: str, **extra) -> dict:
-    layout = {"title": {"text": t(title)}, "template": "plotly_white", "height": 440,
-              "margin": {"l": 70, "r": 20, "t": 50, "b": 60}, "legend": {"orientation": "h", "y": -0.2},
+    head, top = _title(title)
+    layout = {"title": head, "template": "plotly_white", "height": 440,
+              "margin": {"l": 70, "r": 20, "t": top, "b": 60}, "legend": {"orientation": "h", "y": -0.2},
               "xaxis": {"title": {"text": t(xtitle)}}, "yaxis": {"title": {"text": t(ytitle)}}}
     for key, value in extra.items():
         if isinstance(value, dict) and isinstance(layout.get(key), dict):
             layout[key] = {**layout[key], **value}
         else:
             layout[key] = value
+    layout["height"] += top - TITLE_MARGIN_PX     # the plot area keeps the height it was chosen with
     return layout
 
 
 def _color(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
+
+
+NOTE_LINES, NOTE_CHARS, NOTE_LINE_PX = 6, 48, 15   # the outliers' note: configurations named, characters per
+                                                  # line, pixels per line
+
+
+def _bulk(layout: dict, bulk, axis: str, shown: str, scale: float, lower: float | None = None,
+          step: float = 0.0) -> dict:
+    """Show the bulk on `axis` ("xaxis" or "yaxis"; figures/bulk.py): its range, and what lies beyond it as a
+    note above the plot area's right end (count and max per configuration)."""
+    if bulk is None:
+        return layout
+    lo = bulk.lo * scale if lower is None else lower
+    hi = bulk.hi * scale
+    pad = max(0.02 * (hi - lo), step) or max(abs(hi) * 0.05, 1e-9)
+    layout[axis] = {**layout.get(axis, {}), "range": [lo - (0 if lower is not None else pad), hi + pad],
+                    "autorange": False}
+    if bulk.cut:
+        lines = [f"→ {sum(b.count for b in bulk.beyond):,} beyond {bulk.hi * scale:,.4g} {shown} (off the axis)"]
+        if bulk.configurations == 1:
+            lines[0] += f", max {bulk.beyond[0].max * scale:,.4g} {shown}"
+        else:
+            for b in bulk.beyond[:NOTE_LINES]:     # labels wrapped, so the note stays narrow on a narrow page
+                lines += [t(x) for x in textwrap.wrap(f"{b.label}: {b.count:,}, max {b.max * scale:,.4g} {shown}",
+                                                      NOTE_CHARS, break_long_words=True)]
+            if len(bulk.beyond) > NOTE_LINES:
+                lines.append(f"and {len(bulk.beyond) - NOTE_LINES} more configurations")
+        # Above the plot area, right-aligned below the title: the note never covers data (a tail, outliers).
+        extra = NOTE_LINE_PX * len(lines) + 10          # the plot area keeps its height
+        layout["margin"] = {**layout.get("margin", {}), "t": layout.get("margin", {}).get("t", 50) + extra}
+        layout["height"] = layout.get("height", 440) + extra
+        layout["annotations"] = [*layout.get("annotations", []), {
+            "text": "<br>".join(lines), "xref": "paper", "yref": "paper", "x": 1, "y": 1, "xanchor": "right",
+            "yanchor": "bottom", "yshift": 2, "align": "right", "showarrow": False,
+            "bordercolor": "#b3161b", "borderwidth": 1, "font": {"size": 11, "color": "#b3161b"},
+            "name": "beyond"}]
+    return layout
 
 
 def box_figure(g, shown: str, scale: float) -> dict:
@@ -104,27 +165,38 @@ def box_figure(g, shown: str, scale: float) -> dict:
             data.append({"type": "scatter", "mode": "markers", "name": f"{name} outliers",
                          "x": [name] * len(b.outliers), "y": b.outliers * scale, "showlegend": False,
                          "marker": {"color": _color(i), "size": 4, "symbol": "circle-open"}})
-    return {"data": data, "layout": _layout(f"{g.title}: box plot per configuration", "configuration",
-                                            f"{g.cells[0].config.measure} ({shown})")}
+    layout = _layout(f"{g.title}: box plot per configuration", "configuration",
+                     f"{g.cells[0].config.measure} ({shown})")
+    return {"data": data, "layout": _bulk(layout, g.bulk, "yaxis", shown, scale)}
 
 
-def histogram_figure(g, shown: str, curves=None, title: str = "histogram") -> dict:
-    """Histogram curves (the group's, or e.g. one configuration's per CPU) as steps, log y."""
+def histogram_figure(g, shown: str, curves=None, title: str = "histogram", bulk=None) -> dict:
+    """Histogram curves (the group's, or e.g. one configuration's per CPU with their `bulk`) as steps, log y,
+    over the bulk's range."""
     data = []
+    scale = display_unit(g.unit)[1]
+    firsts, step = [], 0.0
     for i, c in enumerate(g.histograms if curves is None else curves):
         y = np.append(c.y, c.y[-1]) if len(c.y) else c.y
         data.append({"type": "scatter", "mode": "lines", "line": {"shape": "hv", "color": _color(i), "width": 1.5},
-                     "name": t(c.label), "x": c.x * display_unit(g.unit)[1],
+                     "name": t(c.label), "x": c.x * scale,
                      "y": [v if v > 0 else None for v in y.tolist()]})
-    return {"data": data, "layout": _layout(f"{g.title}: {title}", f"{g.cells[0].config.measure} ({shown})",
-                                            f"samples per {shown}", yaxis={"type": "log"})}
+        filled = np.flatnonzero(c.y > 0)
+        if len(filled):
+            firsts.append(float(c.x[filled[0]]) * scale)
+            step = max(step, float(c.x[1] - c.x[0]) * scale)
+    layout = _layout(f"{g.title}: {title}", f"{g.cells[0].config.measure} ({shown})", f"samples per {shown}",
+                     yaxis={"type": "log"})
+    return {"data": data, "layout": _bulk(layout, g.bulk if curves is None else bulk, "xaxis", shown, scale,
+                                          min(firsts) if firsts else None, step)}
 
 
 def cdf_figure(g, shown: str, scale: float) -> dict:
     data = [{"type": "scatter", "mode": "lines", "name": t(c.label), "x": c.x * scale, "y": c.y,
              "line": {"color": _color(i)}} for i, c in enumerate(g.cdfs)]
-    return {"data": data, "layout": _layout(f"{g.title}: cumulative distribution",
-                                            f"{g.cells[0].config.measure} ({shown})", "fraction of samples ≤ x")}
+    layout = _layout(f"{g.title}: cumulative distribution", f"{g.cells[0].config.measure} ({shown})",
+                     "fraction of samples ≤ x")
+    return {"data": data, "layout": _bulk(layout, g.bulk, "xaxis", shown, scale)}
 
 
 def percentile_figure(g, shown: str, scale: float) -> dict:
@@ -136,9 +208,9 @@ def percentile_figure(g, shown: str, scale: float) -> dict:
                      "y": c.x[keep] * scale, "line": {"color": _color(i)}})
     ticks = list(range(len(TAIL_LEVELS) + 1))
     text = ["0%", *(f"{100 * q:g}%" for q in TAIL_LEVELS)]
-    return {"data": data, "layout": _layout(f"{g.title}: percentiles", "percentile",
-                                            f"{g.cells[0].config.measure} ({shown})",
-                                            xaxis={"tickvals": ticks, "ticktext": text})}
+    layout = _layout(f"{g.title}: percentiles", "percentile", f"{g.cells[0].config.measure} ({shown})",
+                     xaxis={"tickvals": ticks, "ticktext": text})
+    return {"data": data, "layout": _bulk(layout, g.bulk, "yaxis", shown, scale)}
 
 
 def series_figure(ts) -> dict:
@@ -161,7 +233,11 @@ def monitor_histogram_figure(view) -> dict:
                      "name": f"CPU {cpu} (max {h['max'] / 1000:,.1f} µs)", "x": x, "y": y})
     layout = _layout(f"{view.name} on {view.target}: latency per CPU", "latency (µs)", "samples")
     layout["yaxis"]["type"] = "log"
-    return {"data": data, "layout": layout}
+    bulk = bulk_range.of_series({}, {f"CPU {cpu}": h for cpu, h in view.histograms.items()})
+    firsts = [float(x[0]) for x, _ in (lab.histogram_xy(h) for h in view.histograms.values()) if len(x)]
+    widths = [h["bucket_width"] / 1000 for h in view.histograms.values()]
+    return {"data": data, "layout": _bulk(layout, bulk, "xaxis", "µs", 1e-3, min(firsts) if firsts else None,
+                                          max(widths, default=0.0))}
 
 
 def monitor_series_figure(view) -> dict:
@@ -371,8 +447,8 @@ def sections(report: Report, plot: Plots) -> dict:
         if g.histograms:
             entries.append(plot(histogram_figure(g, shown), f"Samples per {shown} on a log scale; empty buckets "
                                                             "are left blank."))
-        for label, curves in g.per_thread:
-            entries.append(plot(histogram_figure(g, shown, curves, f"{label}, per CPU"), "One curve per CPU (per thread when its "
+        for label, curves, thread_bulk in g.per_thread:
+            entries.append(plot(histogram_figure(g, shown, curves, f"{label}, per CPU", thread_bulk), "One curve per CPU (per thread when its "
                                                                             "CPU is not known), log y, as OSADL "
                                                                             "plots latency."))
         if g.cdfs:

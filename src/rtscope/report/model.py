@@ -24,6 +24,7 @@ from ..analysis.stats import merge_histograms
 from ..analysis.threads import run_histogram, thread_histograms, thread_samples
 from ..errors import UsageError
 from ..experiment import execute as experiment
+from ..figures import bulk as bulk_range
 from ..store import Run, Store
 from . import lab, tune
 
@@ -78,8 +79,10 @@ class Group:
     boxes: list[Box] = field(default_factory=list)
     histograms: list[Curve] = field(default_factory=list)
     cdfs: list[Curve] = field(default_factory=list)
-    per_thread: list[tuple[str, list[Curve]]] = field(default_factory=list)  # (configuration, a curve per CPU)
+    per_thread: list[tuple[str, list[Curve], bulk_range.Bulk]] = field(default_factory=list)
+    # (configuration, a curve per CPU, their range)
     notes: list[str] = field(default_factory=list)
+    bulk: bulk_range.Bulk | None = None   # the range every distribution plot of the group shows (figures/bulk.py)
 
 
 @dataclass
@@ -204,29 +207,35 @@ def box_of(label: str, values: np.ndarray) -> Box:
 
 def nice_width(span: float, bins: int) -> float:
     """The smallest 1, 2 or 5 × 10^k that covers `span` in at most `bins` buckets."""
-    if span <= 0:
-        return 1.0
-    raw = span / bins
-    exp = math.floor(math.log10(raw))
-    for m in (1, 2, 5, 10):
-        w = m * 10.0 ** exp
-        if w >= raw:
-            return w
-    return 10.0 ** (exp + 1)
+    return bulk_range.nice(span / bins) if span > 0 else 1.0
 
 
-def sample_curves(named: dict[str, np.ndarray], unit_scale: float) -> list[Curve]:
-    """Raw samples as histograms on common buckets (a nice width in display units), samples per display unit."""
+def cell_bulk(cells: list[Cell], labels: dict) -> bulk_range.Bulk | None:
+    """The range a group's distribution plots show: the bulk of every configuration, what lies beyond counted."""
+    hists = {}
+    for c in cells:
+        if not len(c.samples) and c.hist_runs:
+            merged = merge_histograms([run_histogram(r) for r in c.hist_runs])
+            if merged is not None:
+                hists[labels[c.config]] = merged
+    return bulk_range.of_series({labels[c.config]: c.samples for c in cells if len(c.samples)}, hists)
+
+
+def sample_curves(named: dict[str, np.ndarray], unit_scale: float,
+                  bulk: bulk_range.Bulk | None = None) -> list[Curve]:
+    """Raw samples as histograms on common buckets over the bulk's range (`bulk`, else theirs), samples per
+    display unit; the bucket width from the data (Freedman–Diaconis on the bulk, a nice width in display
+    units). Values beyond the range are not drawn: the bulk counts them."""
     if not named:
         return []
-    lo = min(float(a.min()) for a in named.values())
-    hi = max(float(a.max()) for a in named.values())
-    width = nice_width((hi - lo) * unit_scale, MAX_HIST_BINS) / unit_scale
-    start = math.floor(lo / width) * width
-    nb = max(1, int(math.floor((hi - start) / width)) + 1)
+    bulk = bulk or bulk_range.of_series(named)
+    integer = all(a.dtype.kind in "iu" for a in named.values())
+    width = bulk_range.fd_width(list(named.values()), bulk, unit_scale, integer)
+    start = math.floor(bulk.lo / width) * width
+    nb = max(1, int(math.floor((bulk.hi - start) / width)) + 1)
     curves = []
     for label, a in named.items():
-        h = stats.histogram(a, width, nb, start)
+        h = stats.histogram(a[a <= start + nb * width], width, nb, start)
         curves.append(Curve(label, h.edges, h.counts / (width * unit_scale)))
     return curves
 
@@ -238,9 +247,9 @@ def histogram_curve(label: str, merged: dict, unit_scale: float) -> Curve:
     return Curve(label, edges, np.asarray(merged["counts"], float) / (w * unit_scale))
 
 
-def per_thread_curves(store: Store, cell: Cell, unit_scale: float) -> list[Curve]:
+def per_thread_curves(store: Store, cell: Cell, unit_scale: float) -> tuple[list[Curve], bulk_range.Bulk | None]:
     """A configuration's multi-thread runs as one histogram curve per CPU (thread when the CPU is unknown),
-    as OSADL draws its latency plots; [] when its runs have one thread."""
+    as OSADL draws its latency plots, with their range; ([], None) when its runs have one thread."""
     hists: dict[str, list[dict]] = {}
     arrays: dict[str, list[np.ndarray]] = {}
     for run in cell.runs:
@@ -250,20 +259,26 @@ def per_thread_curves(store: Store, cell: Cell, unit_scale: float) -> list[Curve
         else:
             for index, cpu, values in thread_samples(store, run):
                 arrays.setdefault(f"CPU {cpu}" if cpu is not None else f"thread {index}", []).append(values)
-    curves = sample_curves({k: np.concatenate(v) for k, v in arrays.items()}, unit_scale)
-    curves += [histogram_curve(key, merged, unit_scale) for key, hs in hists.items()
-               if (merged := merge_histograms(hs)) is not None]
+    named = {k: np.concatenate(v) for k, v in arrays.items()}
+    merged_hists = {key: merged for key, hs in hists.items() if (merged := merge_histograms(hs)) is not None}
+    if len(named) + len(merged_hists) < 2:
+        return [], None
+    bulk = bulk_range.of_series(named, merged_hists)
+    curves = sample_curves(named, unit_scale, bulk)
+    curves += [histogram_curve(key, merged, unit_scale) for key, merged in merged_hists.items()]
     curves.sort(key=lambda c: (c.label.split()[0], int(c.label.split()[1])))
-    return curves if len(curves) > 1 else []
+    return curves, bulk
 
 
-def histogram_curves(cells: list[Cell], labels: dict, unit_scale: float) -> tuple[list[Curve], list[str]]:
-    """Histograms on common buckets (a nice width in display units), as samples per display unit.
+def histogram_curves(cells: list[Cell], labels: dict, unit_scale: float,
+                     bulk: bulk_range.Bulk | None = None) -> tuple[list[Curve], list[str]]:
+    """Histograms on common buckets (over the bulk's range, a width from the data), as samples per display
+    unit.
 
     Histogram-only configurations keep their own buckets; dividing by the bucket width
     makes all of them comparable on one axis (samples per µs, as study 2 plotted)."""
     notes = []
-    curves = sample_curves({labels[c.config]: c.samples for c in cells if len(c.samples)}, unit_scale)
+    curves = sample_curves({labels[c.config]: c.samples for c in cells if len(c.samples)}, unit_scale, bulk)
     for c in cells:
         if len(c.samples) or not c.hist_runs:
             continue
@@ -352,7 +367,7 @@ ENV_FIELDS = (("target", "target"), ("target_description", "target description")
               ("board", "board"), ("cpu_model", "CPU"), ("cpu_count", "CPUs online"),
               ("machine", "architecture"), ("kernel_release", "kernel"), ("preemption", "preemption"),
               ("isolated_cpus", "isolated CPUs"), ("memory_bytes", "memory"), ("loadavg", "load average"),
-              ("rtscope_version", "rtscope"), ("probe_version", "probe"), ("python_version", "Python"),
+              ("rtscope_version", "rtscope"), ("python_version", "Python"),
               ("note", "note"))
 
 
@@ -364,8 +379,21 @@ def env_text(key: str, value) -> str:
     return str(value)
 
 
+def tools_text(runs: list[Run]) -> str:
+    """The tool that measured each run, as `show` names it ('tool rtprobe 0.1.0'): 'rtprobe 0.1.0' when one
+    tool measured them all, else each with its runs ('rtprobe 0.1.0 (runs 1-3); cyclictest 2.60 (run 4)').
+    The machine record's probe_version is not it: a record is shared by runs of several tools."""
+    by_tool: dict[str, list[int]] = {}
+    for r in runs:
+        by_tool.setdefault(f"{r.tool} {r.tool_version}".strip() or "-", []).append(r.id)
+    if len(by_tool) == 1:
+        return next(iter(by_tool))
+    return "; ".join(f"{tool} (run{'s' if len(ids) > 1 else ''} {id_ranges(ids)})" for tool, ids in by_tool.items())
+
+
 def machines(runs: list[Run]) -> list[Machine]:
-    """One entry per distinct machine state (host, kernel, CPU, board, governors)."""
+    """One entry per distinct machine state (host, kernel, CPU, board, governors), with the tools that
+    measured its runs."""
     groups: dict[tuple, list[Run]] = {}
     for r in runs:
         e = r.machine or {}
@@ -380,6 +408,7 @@ def machines(runs: list[Run]) -> list[Machine]:
         govs = sorted(set((e.get("governors") or {}).values()))
         if govs:
             fields.insert(4, ("CPU governors", ", ".join(govs)))
+        fields.append(("tool", tools_text(members)))
         out.append(Machine(fields, [r.id for r in members], sysinfo.warnings(e) if "kernel_release" in e else []))
     return out
 
@@ -420,12 +449,13 @@ def build(store: Store, runs: list[Run], *, title: str, selection: str, baseline
         hist_only = [g.labels[c.config] for c in members if not len(c.samples) and c.hist_runs]
         if hist_only:
             g.notes.append("histogram-only (no box): " + ", ".join(hist_only))
-        g.histograms, hist_notes = histogram_curves(members, g.labels, scale)
+        g.bulk = cell_bulk(members, g.labels)
+        g.histograms, hist_notes = histogram_curves(members, g.labels, scale, g.bulk)
         g.notes += hist_notes
         g.cdfs = [cv for c in members if (cv := cdf_curve(c, g.labels[c.config])) is not None]
         if measure == "latency":
-            g.per_thread = [(g.labels[c.config], curves) for c in members
-                            if (curves := per_thread_curves(store, c, scale))]
+            g.per_thread = [(g.labels[c.config], curves, thread_bulk) for c in members
+                            for curves, thread_bulk in [per_thread_curves(store, c, scale)] if curves]
         plot_groups.append(g)
     with_samples = [c for c in cells if c.sample_runs]
     series = [time_series(store, c, labels[c.config]) for c in with_samples[:MAX_SERIES]]

@@ -156,9 +156,10 @@ def make_app(store: Store, access: Access) -> FastAPI:
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def lab_page():
         def make():
-            latest = [views.headline(r, srv.run_doc(r.id)[0]) for r in store.latest_runs(views.LATEST_RESULTS)]
+            runs = store.latest_runs(views.LATEST_RESULTS)
+            latest, common = views.latest_results(runs, [srv.run_doc(r.id)[0] for r in runs])
             return srv.page("lab.html", title="rtscope lab", targets=views.targets(store),
-                            experiments=views.experiment_rows(store), latest=latest).body
+                            experiments=views.experiment_rows(store), latest=latest, common=common).body
         return HTMLResponse(srv.current(("lab",), make))
 
     @app.get("/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)

@@ -105,10 +105,30 @@ def experiment_rows(store: Store, limit: int = EXPERIMENTS_LISTED) -> list[dict]
     return out
 
 
-def headline(run: Run, doc: dict) -> dict:
+def common_settings(runs: list[Run]) -> dict:
+    """The settings every one of several runs recorded with the same value (a BEAM run records a dozen:
+    elixir_version, vm_flags ...): the lab page says them once instead of in every row."""
+    if len(runs) < 2:
+        return {}
+    first = runs[0].settings
+    return {k: v for k, v in first.items()
+            if all(k in r.settings and value_text(r.settings[k]) == value_text(v) for r in runs[1:])}
+
+
+def latest_results(runs: list[Run], docs: list[dict]) -> tuple[list[dict], str]:
+    """The lab page's latest results: each row with the settings that differ between the listed runs, and
+    the settings common to all of them as one text ('' when there are none)."""
+    common = common_settings(runs)
+    return [headline(r, d, common) for r, d in zip(runs, docs)], settings_text(common) if common else ""
+
+
+def headline(run: Run, doc: dict, common: dict | None = None) -> dict:
+    """A run's row: its settings without those in `common` (the ones every listed run shares)."""
     shown, scale = display_unit(run.primary["unit"])
     st = doc["stats"]
-    return {"id": run.id, "label": run.label, "target": target_of(run.settings), "settings": settings_text(run.settings),
+    own = {k: v for k, v in run.settings.items() if k not in (common or {})}
+    settings = settings_text(own) if own or not run.settings else "only the common ones"
+    return {"id": run.id, "label": run.label, "target": target_of(run.settings), "settings": settings,
             "stored_at": run.stored_at, "experiment_id": run.experiment_id, "unit": shown,
             "n": fmt("n", st.get("n"), scale), "p99": fmt("p99", st.get("p99"), scale),
             "max": fmt("max", st.get("max"), scale)}
