@@ -270,3 +270,17 @@ def test_cli_compare_usage_errors(cli, study, args, message):
     r = cli("compare", "--db", db, *args)
     assert r.code == 2
     assert message in " ".join(r.err.split())
+
+
+def test_a_parameter_only_one_runtime_has_does_not_prevent_the_comparison(tmp_path):
+    """The demo's axis: BEAM runs record warmup_calls, native runs do not; --baseline runtime=native pairs them."""
+    store = Store(str(tmp_path / "rt.db"))
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        add_run(store, tmp_path, rng.integers(1000, 1100, 200), runtime="native", params={"n": 4000})
+        add_run(store, tmp_path, rng.integers(5000, 5100, 200), runtime="beam", params={"n": 4000, "warmup_calls": 1})
+        add_run(store, tmp_path, rng.integers(5000, 5100, 200), runtime="beam", params={"n": 20, "warmup_calls": 1})
+    cs = compare_runs(store, select_runs(store, Selection()), ["runtime=native"])
+    (k,) = cs.comparisons
+    assert k.cell.config.params_dict["n"] == 4000 and k.row("median").verdict == "worse"
+    assert "no baseline configuration" in cs.unmatched[0][1]     # n=20 has no native twin

@@ -325,8 +325,10 @@ class Baseline:
         free = [d for d in CORE_DIMENSIONS if d not in named]
 
         def comparable(d: Configuration) -> bool:
+            # A parameter only one side has is one its runtime lacks (the BEAM's warmup_calls): not a difference.
+            shared = {k for k, _ in d.params} & {k for k, _ in c.params} - named
             return (d.measure, d.unit) == (c.measure, c.unit) and all(getattr(d, x) == getattr(c, x) for x in free) \
-                and {k: v for k, v in d.params if k not in named} == {k: v for k, v in c.params if k not in named}
+                and {k: v for k, v in d.params if k in shared} == {k: v for k, v in c.params if k in shared}
 
         candidates = [d for d in configs if d != c and self.matches(d) and comparable(d)]
         if not candidates:
