@@ -51,7 +51,7 @@ from ..errors import UsageError, choices
 from ..store import Run, Store
 from . import stats
 from . import distribution
-from .defaults import ALPHA, METRICS, RESAMPLES, SEED, STAT_KEY
+from .defaults import ALPHA, METRICS, STAT_KEY
 from .variance import Components, components
 from .select import CORE_DIMENSIONS, Configuration, group_runs, short_labels, value_matches, value_text
 from .stats import merge_histograms
@@ -410,8 +410,6 @@ class ComparisonSet:
     unmatched: list[tuple[Cell, str]]
     warnings: list[str]
     alpha: float
-    resamples: int
-    seed: int
 
     @property
     def labels(self) -> dict[Configuration, str]:
@@ -451,8 +449,7 @@ def run_level_row(metric: str, mine: list[float], base: list[float], test: str =
     return row
 
 
-def compare_cells(cell: Cell, base: Cell, *, alpha: float = ALPHA, resamples: int = RESAMPLES,
-                  seed: int = SEED) -> Comparison:
+def compare_cells(cell: Cell, base: Cell) -> Comparison:
     """The rows of one configuration against its baseline, before the Holm correction."""
     notes: list[str] = []
     if cell.hist_runs or base.hist_runs:
@@ -465,11 +462,9 @@ def compare_cells(cell: Cell, base: Cell, *, alpha: float = ALPHA, resamples: in
     return Comparison(cell, base, rows, delta, notes)
 
 
-def check_options(alpha: float, resamples: int) -> None:
+def check_options(alpha: float) -> None:
     if not 0 < alpha < 1:
         raise UsageError(f"alpha must be between 0 and 1, got {alpha}")
-    if resamples < 100:
-        raise UsageError(f"resamples must be at least 100, got {resamples}")
 
 
 def adjust(rows: list[Row], alpha: float) -> None:
@@ -496,10 +491,10 @@ def few_runs_warning(few: list[tuple[str, int]], min_repetitions: int) -> str:
             "tested); repeat each configuration 5 times or more (`rtscope plan` says how many)")
 
 
-def compare(cells: list[Cell], baseline: Baseline, *, alpha: float = ALPHA, resamples: int = RESAMPLES,
-            seed: int = SEED, min_repetitions: int = MIN_REPETITIONS) -> ComparisonSet:
+def compare(cells: list[Cell], baseline: Baseline, *, alpha: float = ALPHA,
+            min_repetitions: int = MIN_REPETITIONS) -> ComparisonSet:
     """Compare every configuration with its baseline; Holm-correct all p-values as one family."""
-    check_options(alpha, resamples)
+    check_options(alpha)
     configs = [c.config for c in cells]
     baseline.validate(configs)
     by_config = {c.config: c for c in cells}
@@ -511,7 +506,7 @@ def compare(cells: list[Cell], baseline: Baseline, *, alpha: float = ALPHA, resa
         if base is None:
             unmatched.append((cell, why))
             continue
-        comparisons.append(compare_cells(cell, by_config[base], alpha=alpha, resamples=resamples, seed=seed))
+        comparisons.append(compare_cells(cell, by_config[base]))
     adjust([r for k in comparisons for r in k.rows], alpha)
     labels = short_labels(configs)
     warnings = []
@@ -519,7 +514,7 @@ def compare(cells: list[Cell], baseline: Baseline, *, alpha: float = ALPHA, resa
            (baseline.matches(c.config) or any(k.cell is c for k in comparisons))]
     if few:
         warnings.append(few_runs_warning([(labels[c.config], len(c.runs)) for c in few], min_repetitions))
-    return ComparisonSet(baseline, cells, comparisons, unmatched, warnings, alpha, resamples, seed)
+    return ComparisonSet(baseline, cells, comparisons, unmatched, warnings, alpha)
 
 
 def compare_runs(store: Store, runs: list[Run], baseline_items: list[str], *, per_thread: bool = False,
@@ -553,15 +548,15 @@ class EarlierComparisonSet(ComparisonSet):
 
 
 def compare_with_earlier(cells: list[Cell], base_cells: list[Cell], baseline: Baseline | None = None, *,
-                         source: str = "earlier runs", alpha: float = ALPHA, resamples: int = RESAMPLES,
-                         seed: int = SEED, min_repetitions: int = MIN_REPETITIONS) -> EarlierComparisonSet:
+                         source: str = "earlier runs", alpha: float = ALPHA,
+                         min_repetitions: int = MIN_REPETITIONS) -> EarlierComparisonSet:
     """Compare every configuration of `cells` with a configuration of `base_cells`, runs stored earlier.
 
     Each cell is paired with the earlier cell of the same configuration (workload, variant, runtime,
     settings, parameters, measure). With a `baseline` (NAME=VALUE, `defaults`), a cell that does not itself
     match it is paired as `compare` pairs within one set (Baseline.find), among the earlier
     configurations. Every p-value of the set is one Holm family, as in `compare`."""
-    check_options(alpha, resamples)
+    check_options(alpha)
     baseline = baseline or Baseline([])
     base_configs = [c.config for c in base_cells]
     if baseline.assignments or baseline.defaults:     # bind it to the earlier configurations' names
@@ -584,7 +579,7 @@ def compare_with_earlier(cells: list[Cell], base_cells: list[Cell], baseline: Ba
         if base is None:
             unmatched.append((cell, why))
             continue
-        comparisons.append(compare_cells(cell, by_config[base], alpha=alpha, resamples=resamples, seed=seed))
+        comparisons.append(compare_cells(cell, by_config[base]))
     adjust([r for k in comparisons for r in k.rows], alpha)
     used = {id(k.base): k.base for k in comparisons}
     warnings = []
@@ -594,4 +589,4 @@ def compare_with_earlier(cells: list[Cell], base_cells: list[Cell], baseline: Ba
         warnings.append(few_runs_warning([(labels[c.config] + (" (baseline)" if id(c) in used else ""), len(c.runs))
                                           for c in few], min_repetitions))
     return EarlierComparisonSet(baseline, [*cells, *base_cells], comparisons, unmatched, warnings, alpha,
-                                resamples, seed, base_cells=base_cells, source=source)
+                                base_cells=base_cells, source=source)

@@ -5,8 +5,6 @@ names (compare, recommend) import them from here.
 """
 
 ALPHA = 0.05          # significance level after Holm's correction
-RESAMPLES = 10_000    # bootstrap resamples per interval
-SEED = 20240601       # seed of the bootstrap: the same data give the same intervals
 GOALS = ("max", "p99", "stdev", "mean", "median")  # what `recommend` can minimise
 METRICS = ("mean", "median", "p99", "max", "stdev")  # what `compare` tests, each minimised
 STAT_KEY = {"mean": "mean", "median": "p50", "p99": "p99", "max": "max", "stdev": "stdev"}  # its statistics key

@@ -32,21 +32,19 @@ def show_document(store: Store, run: Run, dist: Distribution | None = None) -> d
             "threads": [p.to_json() for p in threads.breakdown(store, run)]}
 
 
-def comparison_set(store: Store, sel: Selection, baseline: list[str] | None, *, alpha: float, resamples: int,
-                   seed: int, per_thread: bool = False, baseline_sel: Selection | None = None) -> ComparisonSet:
+def comparison_set(store: Store, sel: Selection, baseline: list[str] | None, *, alpha: float,
+                   per_thread: bool = False, baseline_sel: Selection | None = None) -> ComparisonSet:
     """The comparison `compare` prints (its `--json` is this set's to_json()). With `baseline_sel`, the
     baselines are those runs, stored earlier (compare.compare_with_earlier); `baseline` is then optional."""
     from .compare import compare_runs
     from .select import select_runs
     if baseline_sel is None:
-        return compare_runs(store, select_runs(store, sel), baseline or [], per_thread=per_thread, alpha=alpha,
-                            resamples=resamples, seed=seed)
-    return earlier_comparison_set(store, sel, baseline_sel, baseline, alpha=alpha, resamples=resamples, seed=seed,
-                                  per_thread=per_thread)
+        return compare_runs(store, select_runs(store, sel), baseline or [], per_thread=per_thread, alpha=alpha)
+    return earlier_comparison_set(store, sel, baseline_sel, baseline, alpha=alpha, per_thread=per_thread)
 
 
 def earlier_comparison_set(store: Store, sel: Selection, baseline_sel: Selection, baseline: list[str] | None, *,
-                           alpha: float, resamples: int, seed: int, per_thread: bool = False) -> ComparisonSet:
+                           alpha: float, per_thread: bool = False) -> ComparisonSet:
     """The runs of `sel` compared with the runs of `baseline_sel` (another experiment, a tag); runs in both
     are baseline runs only."""
     from ..errors import UsageError
@@ -64,8 +62,7 @@ def earlier_comparison_set(store: Store, sel: Selection, baseline_sel: Selection
                          "to check with --experiment, --tag, --where or --run")
     return compare_with_earlier(load_cells(store, runs, per_thread=per_thread),
                                 load_cells(store, base_runs, per_thread=per_thread),
-                                Baseline.parse(baseline) if baseline else None, source=source, alpha=alpha,
-                                resamples=resamples, seed=seed)
+                                Baseline.parse(baseline) if baseline else None, source=source, alpha=alpha)
 
 
 def compare_document(store: Store, cs: ComparisonSet, shares: list | None = None) -> dict:

@@ -140,8 +140,7 @@ def recommend(cs: ComparisonSet, goal: str) -> list[Recommendation]:
         rec = Recommendation(goal, comps[0].base, comps, better[0] if better else None)
         if len(better) >= 2:
             rec.runner_up = better[1]
-            head = compare_cells(better[0].cell, better[1].cell, alpha=cs.alpha, resamples=cs.resamples,
-                                 seed=cs.seed).row(goal)
+            head = compare_cells(better[0].cell, better[1].cell).row(goal)
             rec.runner_up_p = head.p
             rec.tied = head.p is None or head.p > cs.alpha
         out.append(rec)

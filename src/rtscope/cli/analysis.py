@@ -9,7 +9,7 @@ import typer
 from rich import box
 from rich.console import Console
 
-from ..analysis.defaults import ALPHA, GOALS, RESAMPLES, SEED
+from ..analysis.defaults import ALPHA, GOALS
 from .common import DbOption, JsonOption, Table, app, console, err_console, escape, open_store, print_json
 
 if TYPE_CHECKING:
@@ -29,8 +29,6 @@ BaselineOpt = Annotated[Optional[list[str]], typer.Option(
     "--baseline", help="The configuration others are compared against: NAME=VALUE of a setting, parameter, "
                        "workload, variant or runtime (repeatable), or `defaults` (no settings).")]
 AlphaOpt = Annotated[float, typer.Option("--alpha", help="Significance level after Holm's correction.")]
-ResamplesOpt = Annotated[int, typer.Option("--resamples", help="Bootstrap resamples per interval.")]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap (same data, same intervals).")]
 FailOnOpt = Annotated[Optional[str], typer.Option(
     "--fail-on", metavar="worse[:METRIC,...]",
     help="A gate for CI: exit 1 when a metric (default: all of mean, median, p99, max, stdev; or those listed) "
@@ -59,10 +57,10 @@ def _selection(experiment, workload, variant, runtime, tag, where, run) -> Selec
     return Selection.from_cli(experiment, workload, variant, runtime, tag, where, run)
 
 
-def _compare(db, sel: Selection, baseline, alpha, resamples, seed, per_thread=False,
+def _compare(db, sel: Selection, baseline, alpha, per_thread=False,
              baseline_sel: Selection | None = None) -> ComparisonSet:
     from ..analysis.documents import comparison_set
-    return comparison_set(open_store(db), sel, baseline, alpha=alpha, resamples=resamples, seed=seed,
+    return comparison_set(open_store(db), sel, baseline, alpha=alpha,
                           per_thread=per_thread, baseline_sel=baseline_sel)
 
 
@@ -173,7 +171,7 @@ def compare(
     baseline: BaselineOpt = None,
     experiment: Experiment = None, workload: Workload = None, variant: Variant = None, runtime: Runtime = None,
     tag: Tag = None, where: Where = None, run: RunIds = None,
-    alpha: AlphaOpt = ALPHA, resamples: ResamplesOpt = RESAMPLES, seed: SeedOpt = SEED,
+    alpha: AlphaOpt = ALPHA,
     per_thread: PerThreadOpt = False,
     baseline_experiment: BaselineExperimentOpt = None, baseline_tag: BaselineTagOpt = None,
     fail_on: FailOnOpt = None, junit: JunitOpt = None,
@@ -198,7 +196,7 @@ def compare(
     if baseline_experiment is not None or baseline_tag:
         baseline_sel = _selection(baseline_experiment, workload, variant, runtime, baseline_tag, where, None)
     cs = _compare(db, _selection(experiment, workload, variant, runtime, tag, where, run), baseline, alpha,
-                  resamples, seed, per_thread, baseline_sel)
+                  per_thread, baseline_sel)
     why = causes.comparison_shares(open_store(db), cs)
     if junit is not None:
         from ..report import junit as junit_report
@@ -241,14 +239,14 @@ def recommend(
     baseline: BaselineOpt = None,
     experiment: Experiment = None, workload: Workload = None, variant: Variant = None, runtime: Runtime = None,
     tag: Tag = None, where: Where = None, run: RunIds = None,
-    alpha: AlphaOpt = ALPHA, resamples: ResamplesOpt = RESAMPLES, seed: SeedOpt = SEED,
+    alpha: AlphaOpt = ALPHA,
     per_thread: PerThreadOpt = False, db: DbOption = None, json_out: JsonOption = False,
 ) -> None:
     """The configuration that best meets a goal, its evidence and its cost on the other metrics."""
     from ..analysis.recommend import check_goal, recommend as make_recommendations
     check_goal(goal)
     cs = _compare(db, _selection(experiment, workload, variant, runtime, tag, where, run), baseline or ["defaults"],
-                  alpha, resamples, seed, per_thread)
+                  alpha, per_thread)
     recs = make_recommendations(cs, goal)
     labels = cs.labels
     if json_out:
@@ -290,7 +288,7 @@ def report(
     baseline: BaselineOpt = None,
     experiment: Experiment = None, workload: Workload = None, variant: Variant = None, runtime: Runtime = None,
     tag: Tag = None, where: Where = None, run: RunIds = None,
-    alpha: AlphaOpt = ALPHA, resamples: ResamplesOpt = RESAMPLES, seed: SeedOpt = SEED,
+    alpha: AlphaOpt = ALPHA,
     db: DbOption = None,
 ) -> None:
     """Write one self-contained HTML report (works offline), and optionally figures and tables for a paper."""
@@ -307,7 +305,7 @@ def report(
     store = open_store(db)
     runs = select_runs(store, sel)
     rep = model.build(store, runs, title=title or report_title(store, runs, sel), selection=sel.describe(),
-                      baseline=baseline, alpha=alpha, resamples=resamples, seed=seed)
+                      baseline=baseline, alpha=alpha)
     try:
         html_report.write(rep, output)
     except OSError as e:

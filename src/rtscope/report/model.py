@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import sysinfo
 from ..analysis import causes, stats
-from ..analysis.compare import RESAMPLES, SEED, Baseline, Cell, ComparisonSet, check_options, compare, load_cells
+from ..analysis.compare import Baseline, Cell, ComparisonSet, check_options, compare, load_cells
 from ..analysis.fit import Series, memory_series
 from ..analysis.select import Configuration, short_labels
 from ..analysis.stats import merge_histograms
@@ -429,10 +429,10 @@ def id_ranges(ids: list[int]) -> str:
 # --- the whole report --------------------------------------------------------------------------------------
 
 def build(store: Store, runs: list[Run], *, title: str, selection: str, baseline: list[str] | None = None,
-          alpha: float = 0.05, resamples: int = RESAMPLES, seed: int = SEED) -> Report:
+          alpha: float = 0.05) -> Report:
     """Everything the report shows; comparisons only when a baseline is given (or `defaults` exists)."""
     from ..analysis.results import display_unit
-    check_options(alpha, resamples)
+    check_options(alpha)
     notes: list[str] = []
     memory_runs = [r for r in runs if is_task_memory(r)]
     other = [r for r in runs if not is_task_memory(r)]
@@ -464,10 +464,10 @@ def build(store: Store, runs: list[Run], *, title: str, selection: str, baseline
     units = {r.primary.get("unit", "") for r in memory_runs}
     comparisons = None
     if cells and baseline:
-        comparisons = compare(cells, Baseline.parse(baseline), alpha=alpha, resamples=resamples, seed=seed)
+        comparisons = compare(cells, Baseline.parse(baseline), alpha=alpha)
     elif cells and not baseline:
         try:
-            comparisons = compare(cells, Baseline.parse(["defaults"]), alpha=alpha, resamples=resamples, seed=seed)
+            comparisons = compare(cells, Baseline.parse(["defaults"]), alpha=alpha)
         except UsageError:    # no configuration without settings: no comparison section, said below
             comparisons = None
         if comparisons is not None and not comparisons.comparisons:

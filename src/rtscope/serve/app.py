@@ -25,7 +25,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..analysis.compare import ALPHA, RESAMPLES, SEED
+from ..analysis.compare import ALPHA
 from ..analysis.documents import compare_document, comparison_set, explain_document, run_summary, show_document
 from ..analysis.select import Selection
 from ..errors import RtscopeError, UsageError
@@ -45,7 +45,7 @@ STATIC = {"serve.js": "text/javascript", "serve.css": "text/css"}
 HEARTBEAT_S = 15
 # What each parameter accepts, for the 422 message (the routes' own constraints say the same to OpenAPI).
 VALID = {"limit": "1..1000", "offset": "0 or more", "experiment": "an experiment id", "alpha": "0 < alpha < 1",
-         "resamples": "0..100000", "seed": "an integer", "per_thread": "true or false",
+         "per_thread": "true or false",
          "run_id": "a run id (see /api/runs)", "exp_id": "an experiment id"}
 # Scripts only from this server (the page's own and plotly's); plotly sets inline styles.
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
@@ -295,15 +295,13 @@ def make_app(store: Store, access: Access) -> FastAPI:
                     baseline: Annotated[Optional[list[str]], Query(
                         description="NAME=VALUE of a setting, parameter, workload, variant or runtime (repeatable),"
                                     " or `defaults`: compare's --baseline")] = None,
-                    alpha: Annotated[float, Query(gt=0, lt=1)] = ALPHA,
-                    resamples: Annotated[int, Query(ge=0, le=100_000)] = RESAMPLES,
-                    seed: int = SEED, per_thread: bool = False):
+                    alpha: Annotated[float, Query(gt=0, lt=1)] = ALPHA, per_thread: bool = False):
         def make():
             views.get_experiment(store, exp_id)
             cs = comparison_set(store, Selection(experiment=str(exp_id)), baseline, alpha=alpha,
-                                resamples=resamples, seed=seed, per_thread=per_thread)
+                                per_thread=per_thread)
             return document_text(compare_document(store, cs))
-        return json_text(srv.current(("compare", exp_id, tuple(baseline or ()), alpha, resamples, seed, per_thread),
+        return json_text(srv.current(("compare", exp_id, tuple(baseline or ()), alpha, per_thread),
                                      make))
 
     @app.get("/api/targets", summary="Every target that has runs: kind, description, runs, last seen, machine")

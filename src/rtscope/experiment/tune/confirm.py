@@ -2,7 +2,7 @@
 
 The race's own runs chose the winner, so they flatter it (the winner's curse); the confirmation's runs,
 made afterwards in interleaved random order, decide. Each of winner and runner-up is compared with the
-baseline on every metric (analysis.compare's tests), all p-values Holm-corrected as one family. The best
+baseline on every metric with analysis.compare's run-level tests (its runs are the replicates), all p-values Holm-corrected as one family. The best
 configuration is the one of the two whose goal is significantly better than the baseline's (the lower goal
 value if both are); when neither is, the baseline stays the best configuration rtscope can prove.
 """
@@ -30,10 +30,10 @@ class Verdict:
         return self.comparisons.get(self.best) or self.comparisons.get(WINNER) or self.comparisons.get(RUNNER_UP)
 
 
-def verdict(cells: dict[str, Cell], goal: str, alpha: float, seed: int) -> Verdict:
+def verdict(cells: dict[str, Cell], goal: str, alpha: float) -> Verdict:
     """cells: role -> the confirmation runs of that configuration (roles WINNER, RUNNER_UP, BASELINE)."""
     base = cells[BASELINE]
-    comparisons = {role: compare_cells(cells[role], base, alpha=alpha, seed=seed)
+    comparisons = {role: compare_cells(cells[role], base)
                    for role in (WINNER, RUNNER_UP) if role in cells}
     adjust([r for k in comparisons.values() for r in k.rows], alpha)
     proven = [role for role, k in comparisons.items() if k.row(goal).verdict == "better"]

@@ -197,7 +197,7 @@ def _verdict(store: Store, tune, slots: list[dict]) -> Step:
     by_number = {s.number: s for s in confirmed}
     cells = {role: by_number[n].cell for role, n in chosen.items()
              if role == confirm.BASELINE or n != chosen[confirm.BASELINE]}
-    v = confirm.verdict(cells, tune.goal, tune.alpha, tune.seed)
+    v = confirm.verdict(cells, tune.goal, tune.alpha)
     history = [(s.knobs, s.value) for s in field_]
     importance = propose.importance(tune.space, history, tune.seed)
     runs = store.runs(experiment_id=tune.experiment_id)
