@@ -112,8 +112,9 @@ def shape_meaning(fit: fits.GpdFit) -> str:
 
 # --- the pipeline ----------------------------------------------------------------------------------------
 
-def analyse(series: list[np.ndarray], subject: dict, rate_hz: float | None = None) -> Tail:
-    """The tail of one run (one array) or of a configuration's runs (one array each), in measurement order."""
+def analyse(series: list[np.ndarray], subject: dict, rate_hz: float | None = None, *, gev: bool = True) -> Tail:
+    """The tail of one run (one array) or of a configuration's runs (one array each), in measurement order.
+    gev=False: without the block-maxima cross-check (simulations that look at the bound alone)."""
     series = [np.asarray(x, dtype=float) for x in series]
     n = sum(len(x) for x in series)
     need(n, subject)
@@ -134,7 +135,7 @@ def analyse(series: list[np.ndarray], subject: dict, rate_hz: float | None = Non
     kmax = max(k for _, k in cands)
     top = np.sort(np.partition(pooled, n - kmax - 2)[n - kmax - 2:])
     _fit(tail, lambda k: fits.excesses_exact(top, n, k), n)
-    if tail.claimed:
+    if tail.claimed and gev:
         tail.gev = fits.fit_gev(series)
     return tail
 
