@@ -10,7 +10,7 @@ A check refuses the bound only when its dependence or drift is both significant 
 
 | check | statistic | p | refused when |
 | ----- | --------- | - | ------------ |
-| independence | ratio of exceedance pairs at lag l (1..10) to the number chance gives, at the lag of smallest p | Poisson upper tail, Bonferroni × 10 lags | p < 0.01 and ratio ≥ 2 |
+| independence | ratio of exceedance pairs at lag l (1..10) to the number chance gives (each tenth of a run at its own rate), at the lag of smallest p | Poisson upper tail, Bonferroni × 10 lags | p < 0.01 and ratio ≥ 2 |
 | stationarity | excess coefficient of variation of the exceedance counts in 10 consecutive segments of each run | χ² of the counts | p < 0.01 and excess CV ≥ 0.2 |
 | run homogeneity | excess CV of the runs' exceedance counts over the pooled threshold | χ² of the counts | p < 0.01 and excess CV ≥ 0.2 |
 
@@ -71,15 +71,17 @@ def _chi2_sf(x: float, df: int) -> float:
 
 
 def independence(indicators: list[np.ndarray]) -> Check:
-    """Clustering of the exceedances: pairs of exceedances `lag` samples apart against chance, per run."""
+    """Clustering of the exceedances: pairs of exceedances `lag` samples apart against chance, per run and
+    within each of its SEGMENTS parts (chance from that part's own rate: a drift is stationarity's, not this)."""
+    parts = [part for ind in indicators for part in np.array_split(ind, SEGMENTS)]
     best = (2.0, 1.0, 1)      # (p, ratio, lag)
     for lag in range(1, LAGS + 1):
         observed, expected = 0, 0.0
-        for ind in indicators:
-            n, k = len(ind), int(np.count_nonzero(ind))
+        for part in parts:
+            n, k = len(part), int(np.count_nonzero(part))
             if n <= lag or k < 2:
                 continue
-            observed += int(np.count_nonzero(ind[:-lag] & ind[lag:]))
+            observed += int(np.count_nonzero(part[:-lag] & part[lag:]))
             expected += (n - lag) * k * (k - 1) / (n * (n - 1))
         if expected <= 0:
             continue
