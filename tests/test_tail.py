@@ -177,6 +177,22 @@ def test_cli_configuration_and_histogram(cli, store):
     _fits_80(cli("tail", ids["hist"], "--db", db).out)
 
 
+def test_histogram_configuration_homogeneity(tmp_path):
+    store = Store(str(tmp_path / "h.db"))
+    rng = np.random.default_rng(9)
+
+    def hist_run(shift: float, kind: str) -> int:
+        values = (ts.spliced(50_000, 0.0, rng) + shift).astype(np.int64)
+        return add_histogram_run(store, tmp_path, values, bucket_width=100, buckets=200, settings={"h": kind})
+
+    alike = [hist_run(0, "alike"), hist_run(0, "alike")]
+    t = tail.of_runs(store, store.runs(ids=alike))
+    assert t.claimed and t.n == 100_000 and t.checks[2].name == "run homogeneity" and t.checks[2].passed
+    unlike = [hist_run(0, "unlike"), hist_run(1200, "unlike")]
+    t = tail.of_runs(store, store.runs(ids=unlike))
+    assert not t.claimed and t.failed.name == "run homogeneity" and not t.levels
+
+
 def test_cli_bad_input(cli, store, db):
     path, ids = store
     r = cli("tail", 999, "--db", path)

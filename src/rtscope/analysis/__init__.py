@@ -8,7 +8,9 @@
 - `recommend`: the best configuration for a goal and its cost on the other metrics;
 - `results`: a run's statistics for display, units and formatting;
 - `fit`, `storage`, `tasks`: study 5's memory fit and the study tables (storage, tasks);
-- `causes`: the explained samples' causes summed up: shares of the excess per kind and culprit.
+- `causes`: the explained samples' causes summed up: shares of the excess per kind and culprit;
+- `tail` (with `tail_checks`, `tail_fit`): the worst case with a bound, an extreme-value fit of a run's or a
+  configuration's tail after its assumptions are tested (docs/tail.md).
 
 It may import the store, the settings' value vocabulary (`options`) and the leaf modules; nothing below it
 imports it.

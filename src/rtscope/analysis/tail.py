@@ -140,18 +140,38 @@ def analyse(series: list[np.ndarray], subject: dict, rate_hz: float | None = Non
     return tail
 
 
-def analyse_histogram(hist: dict, subject: dict, rate_hz: float | None = None) -> Tail:
-    """The tail of a histogram-only run (or of runs' merged histograms): no order, so no independence or
-    stationarity check, and the fit sees bucket intervals (tail_fit's docstring)."""
+def analyse_histogram(hist: dict, subject: dict, rate_hz: float | None = None,
+                      runs: list[dict] | None = None) -> Tail:
+    """The tail of a histogram-only run, or of runs' histograms merged (`hist`; `runs`: each run's, same
+    buckets): no order, so no independence or stationarity check, and the fit sees bucket intervals
+    (tail_fit's docstring). Several runs are tested for homogeneity over a common bucket edge."""
     n = int(hist.get("n", sum(hist["counts"]) + int(hist.get("overflow", 0))))
     need(n, subject)
-    tail = Tail(subject, n, [checks.unordered("independence"), checks.unordered("stationarity")], rate_hz=rate_hz,
-                histogram=True)
+    cks = [checks.unordered("independence"), checks.unordered("stationarity")]
+    if runs and len(runs) > 1:
+        edge = fits.excesses_histogram(hist, checks.reference_k(n))
+        if edge is None:
+            cks.append(Check("run homogeneity", None, None, None, "not testable: too few exceedances"))
+        else:
+            cks.append(checks.homogeneity([_above(h, edge.u) for h in runs], [_count(h) for h in runs]))
+    tail = Tail(subject, n, cks, rate_hz=rate_hz, histogram=True)
+    if tail.failed:
+        return tail
     tail.notes.append(f"histogram-only: the excesses are known to a bucket ({float(hist['bucket_width']):g} ns) and "
                       "the maximum exactly; the threshold is a bucket edge; independence and stationarity cannot "
                       "be tested (no sample order); no block-maxima cross-check")
     _fit(tail, lambda k: fits.excesses_histogram(hist, k), n)
     return tail
+
+
+def _count(h: dict) -> int:
+    return int(h.get("n", sum(h["counts"]) + int(h.get("overflow", 0))))
+
+
+def _above(h: dict, edge: float) -> int:
+    """How many of a histogram's samples lie at or above a bucket edge."""
+    first = int(round((edge - float(h.get("min_value", 0))) / float(h["bucket_width"])))
+    return int(sum(h["counts"][first:])) + int(h.get("overflow", 0))
 
 
 def need(n: int, subject: dict) -> None:
@@ -232,8 +252,8 @@ def of_runs(store: Store, runs: list[Run]) -> Tail:
         merged = merge_histograms([d.histogram for _, d in hist])
         if merged is None:
             raise UsageError("the runs' histograms have different buckets and cannot be pooled; analyse each run")
-        tail = analyse_histogram(merged, subject, rate_of([r for r, _ in hist], int(merged["n"])))
-        tail.checks.append(checks.unordered("run homogeneity"))
+        tail = analyse_histogram(merged, subject, rate_of([r for r, _ in hist], int(merged["n"])),
+                                 runs=[d.histogram for _, d in hist])
     else:
         raise UsageError("no selected run kept samples or a histogram")
     tail.notes.insert(0, f"runs {', '.join(str(r.id) for r, _ in (raw or hist))}")
