@@ -97,6 +97,24 @@ def test_threshold_rule_skips_a_contaminated_threshold():
     assert body.gof_p < tail_fit.GOF_ALPHA
 
 
+def test_quantised_samples():
+    """A clock step (or a tool's µs) makes ties: the excesses are then interval-censored, [v, v + step)."""
+    truth = ts.true_level(0.0, 1e-5)
+    inside = 0
+    for seed in range(10):
+        x = np.floor(ts.spliced(N, 0.0, np.random.default_rng(seed)) / 100) * 100
+        t = tail.analyse([x], {"run": seed}, gev=False)
+        assert t.claimed and t.fit.ex.resolution == 100 and any("quantised to 100 ns" in n for n in t.notes)
+        lo, hi = t.levels[2].ci
+        inside += lo <= truth <= hi
+    assert inside >= 8
+    # a step coarser than the tail's scale leaves too few distinct values to test a fit: refused, saying so
+    coarse = np.floor(ts.spliced(N, 0.0, np.random.default_rng(1)) / 1000) * 1000
+    t = tail.analyse([coarse], {"run": 1})
+    assert not t.claimed and t.failed.name == "goodness of fit" and "finer resolution" in t.refused_because
+    assert t.checks[0].passed                    # ties are no dependence
+
+
 @pytest.fixture
 def store(tmp_path):
     db = str(tmp_path / "tail.db")

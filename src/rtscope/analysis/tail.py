@@ -135,6 +135,9 @@ def analyse(series: list[np.ndarray], subject: dict, rate_hz: float | None = Non
     kmax = max(k for _, k in cands)
     top = np.sort(np.partition(pooled, n - kmax - 2)[n - kmax - 2:])
     _fit(tail, lambda k: fits.excesses_exact(top, n, k), n)
+    if tail.fit is not None and tail.fit.ex.resolution is not None:
+        tail.notes.append(f"the exceedances are quantised to {tail.fit.ex.resolution:g} ns: each value v is taken as "
+                          "the interval [v, v + step) (censored likelihood), the threshold as the next step")
     if tail.claimed and gev:
         tail.gev = fits.fit_gev(series)
     return tail
@@ -189,7 +192,10 @@ def _fit(tail: Tail, excesses_of, n: int) -> None:
             "goodness of fit", last.gof_statistic if last else None, last.gof_p if last else None, False,
             f"no candidate threshold ({', '.join(f'{f.quantile:g}' for f in tried) or 'none'}) gives a generalised "
             f"Pareto tail that passes its test (p ≥ {fits.GOF_ALPHA}) with a stable shape; the tail is not one "
-            "extreme-value family (a mixture of causes?). Measure longer, on a quieter machine, or per condition"))
+            "extreme-value family (a mixture of causes?). Measure longer, on a quieter machine, or per condition"
+            + ("" if not tried or tried[-1].ex.y is not None else
+               f"; with buckets or a clock step this coarse the tail may span too few distinct values to test "
+               f"(a candidate needs {fits.MIN_GROUPS} groups of ≥ 5 expected): a finer resolution helps")))
         return
     tail.checks.append(Check("goodness of fit", chosen.gof_statistic, chosen.gof_p, True,
                              f"{chosen.gof_test} of the {chosen.ex.k:,} exceedances against the fit"))

@@ -55,9 +55,15 @@ def reference_k(n: int) -> int:
 
 
 def reference_threshold(values: np.ndarray, k: int) -> float:
-    """The value that k samples exceed (the (n−k)-th order statistic)."""
+    """The value that about k samples exceed: the (n−k)-th order statistic, or, when ties at it leave fewer
+    than k/2 above (quantised samples), the next lower distinct value."""
     n = len(values)
-    return float(np.partition(values, n - k - 1)[n - k - 1])
+    u = float(np.partition(values, n - k - 1)[n - k - 1])
+    if np.count_nonzero(values > u) < k / 2:
+        below = values[values < u]
+        if len(below):
+            u = float(below.max())
+    return u
 
 
 def _poisson_sf(observed: int, expected: float) -> float:
@@ -89,7 +95,7 @@ def independence(indicators: list[np.ndarray]) -> Check:
         if p < best[0]:
             best = (p, observed / expected, lag)
     p, ratio, lag = best
-    if p > 1:
+    if p > 1 or sum(int(np.count_nonzero(ind)) for ind in indicators) < 50:
         return Check("independence", None, None, None, "not testable: too few exceedances")
     refused = p < ALPHA and ratio >= CLUSTER_RELEVANT
     text = (f"exceedances of the reference threshold come in pairs {lag} sample(s) apart {ratio:.1f}× as often as "

@@ -31,6 +31,8 @@ import numpy as np
 CANDIDATES = (0.9, 0.95, 0.98, 0.99, 0.995, 0.998, 0.999, 0.9995, 0.9998, 0.9999)
 MIN_EXCEEDANCES = 100
 MAX_EXCEEDANCES = 5000
+QUANTISED = 0.02          # a step from this fraction of the mean excess on makes exact samples censored
+MIN_GROUPS = 5             # censored excesses: buckets (≥ 5 expected each) a candidate needs to be tested
 GOF_ALPHA = 0.05
 RAYS = 48
 CHI2_95 = 3.841458820694124
@@ -49,12 +51,14 @@ class Excesses:
     hi: np.ndarray | None = None             # ... upper ends (inf: overflow beyond the last bucket)
     counts: np.ndarray | None = None         # ... and how many samples each holds (the last: the maximum's)
     top: float | None = None                 # histogram: the exact maximum's excess
+    resolution: float | None = None          # quantised exact samples: their step (no exact maximum)
 
     @property
     def censored(self) -> np.ndarray:
         """Histogram: the counts known only by their bucket (the maximum is known exactly)."""
         c = self.counts.copy()
-        c[-1] -= 1
+        if self.top is not None:
+            c[-1] -= 1
         return c
 
     @property
@@ -73,7 +77,9 @@ class Excesses:
                 return _loglik_exact(self.y, c, s)
             from scipy.stats import genpareto
             mass = genpareto.sf(self.lo[:, None], c, scale=s) - genpareto.sf(self.hi[:, None], c, scale=s)
-            out = np.sum(self.censored[:, None] * np.log(mass), axis=0) + genpareto.logpdf(self.top, c, scale=s)
+            out = np.sum(self.censored[:, None] * np.log(mass), axis=0)
+            if self.top is not None:
+                out = out + genpareto.logpdf(self.top, c, scale=s)
         return np.where(np.isnan(out) | (s <= 0), -np.inf, out)
 
 
@@ -114,9 +120,21 @@ class GpdFit:
 
 
 def excesses_exact(top: np.ndarray, n: int, k: int) -> Excesses:
-    """The excesses over the value k samples exceed; `top` is the sorted largest samples (more than k)."""
+    """The excesses over the value k samples exceed; `top` is the sorted largest samples (more than k).
+
+    Quantised samples (fewer distinct excesses than half their number, a step r of at least QUANTISED of their
+    mean: a clock's or a tool's µs resolution)
+    are interval-censored like a histogram: a value v stands for [v, v + r) (truncation, as integer clocks
+    and cyclictest's µs do: the conservative reading), the threshold becomes u + r."""
     u = float(top[-k - 1])
+    if np.count_nonzero(top > u) < k / 2 and top[0] < u:         # ties at u: the next lower distinct value
+        u = float(top[top < u].max())
     y = top[top > u] - u
+    values, counts = np.unique(y, return_counts=True)
+    r = float(np.min(np.diff(np.unique(top)))) if len(values) > 1 else 0.0
+    if len(values) > 1 and len(values) <= len(y) / 2 and r >= QUANTISED * float(np.mean(y)):
+        lo = values - r
+        return Excesses(u + r, n, lo=lo, hi=lo + r, counts=counts.astype(float), resolution=r)
     return Excesses(u, n, y=y.astype(float))
 
 
@@ -164,15 +182,17 @@ def fit_gpd(ex: Excesses, quantile: float) -> GpdFit:
         s *= unit
         test = stats.cramervonmises(ex.y, stats.genpareto(c, scale=s).cdf)
         return GpdFit(ex, float(c), float(s), "Cramér–von Mises", float(test.statistic), float(test.pvalue), quantile)
-    mids = np.repeat((ex.lo + np.minimum(ex.hi, ex.top)) / 2, ex.counts.astype(np.int64))
+    mids = np.repeat((ex.lo + np.minimum(ex.hi, np.inf if ex.top is None else ex.top)) / 2,
+                     ex.counts.astype(np.int64))
     unit = float(np.mean(mids)) or 1.0
     rows = np.repeat(np.column_stack([ex.lo, ex.hi]), ex.censored.astype(np.int64), axis=0) / unit
-    data = stats.CensoredData(uncensored=[ex.top / unit], interval=rows)
+    data = stats.CensoredData(uncensored=[] if ex.top is None else [ex.top / unit], interval=rows)
     c0, s0 = _start(mids / unit)
     c, _, s = stats.genpareto.fit(data, c0, floc=0, scale=s0)
     s *= unit
     stat, p = _chi2_gof(ex, float(c), float(s))
-    return GpdFit(ex, float(c), float(s), "χ² over the tail buckets", stat, p, quantile)
+    test = "χ² over the tail buckets" if ex.resolution is None else f"χ² over the tail's values ({ex.resolution:g} ns apart)"
+    return GpdFit(ex, float(c), float(s), test, stat, p, quantile)
 
 
 def _chi2_gof(ex: Excesses, c: float, s: float) -> tuple[float, float]:
@@ -190,8 +210,8 @@ def _chi2_gof(ex: Excesses, c: float, s: float) -> tuple[float, float]:
     if groups_o:
         groups_o[-1] += o
         groups_e[-1] += e
-    if len(groups_o) < 4:
-        return float("nan"), 1.0      # too few buckets to test: not refused, the interval shows the loss
+    if len(groups_o) < MIN_GROUPS:
+        return float("nan"), 0.0      # too few buckets to test the fit: the candidate is not used
     go, ge = np.array(groups_o), np.array(groups_e)
     stat = float(np.sum((go - ge) ** 2 / ge))
     return stat, float(stats.chi2.sf(stat, len(go) - 3))

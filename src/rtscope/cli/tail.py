@@ -12,7 +12,8 @@ from .common import DbOption, JsonOption, app, console, escape, open_store, prin
 if TYPE_CHECKING:
     from ..analysis.tail import Tail
 
-RunArg = Annotated[Optional[int], typer.Argument(help="The run to analyse (see `rtscope runs`).", show_default=False)]
+RunArg = Annotated[Optional[int], typer.Argument(metavar="RUN", help="The run to analyse (see `rtscope runs`).",
+                                                show_default=False)]
 Experiment = Annotated[Optional[str], typer.Option(help="A configuration's runs of this experiment (id or name).")]
 Where = Annotated[Optional[list[str]], typer.Option(
     "--where", help="Only runs where setting or parameter NAME=VALUE (repeatable); the selection must leave one "
