@@ -154,7 +154,8 @@ def test_cli_run_json_and_text(cli, store):
     for lv in doc["levels"]:
         lo, hi = lv["ci95_ns"]
         assert lo <= lv["value_ns"] <= hi
-        assert 2 < lv["samples_to_halve"] < 8          # about 4×: the interval narrows as 1/√n
+        assert 2 < lv["samples_factor_to_halve"] < 8   # about 4×: the interval narrows as 1/√n
+        assert lv["more_samples_to_halve"] == pytest.approx((lv["samples_factor_to_halve"] - 1) * N, rel=0.05)
     gev = model["block_maxima"]
     assert gev["blocks"] >= 30 and abs(gev["levels"][2]["value_ns"] / doc["levels"][2]["value_ns"] - 1) < 0.2
 

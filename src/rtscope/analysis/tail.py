@@ -42,10 +42,20 @@ class Level:
     ci: tuple[float, float | None]
     per_hour: float | None          # P(at least one sample above value within an hour), at the run's rate
     halve: float | None             # times the samples that would halve the interval
+    n: int = 0                      # samples the level comes from
+
+    @property
+    def more_samples(self) -> int | None:
+        """How many more samples (at the same threshold quantile) would halve the interval, to 2 digits."""
+        if self.halve is None:
+            return None
+        more = (self.halve - 1) * self.n
+        return int(float(f"{more:.2g}")) if more > 0 else 0
 
     def to_json(self) -> dict:
         return {"p": self.p, "value_ns": self.value, "ci95_ns": [self.ci[0], self.ci[1]],
-                "p_per_hour": self.per_hour, "samples_to_halve": self.halve}
+                "p_per_hour": self.per_hour, "samples_factor_to_halve": self.halve,
+                "more_samples_to_halve": self.more_samples}
 
 
 @dataclass
@@ -204,7 +214,7 @@ def _fit(tail: Tail, excesses_of, n: int) -> None:
     levels = [p for p in LEVELS if p < chosen.ex.zeta]
     for p, (lo, hi, halve) in zip(levels, fits.intervals(chosen, levels)):
         per_hour = -math.expm1(tail.rate_hz * 3600 * math.log1p(-p)) if tail.rate_hz else None
-        tail.levels.append(Level(p, float(chosen.level(p)), (lo, hi), per_hour, halve))
+        tail.levels.append(Level(p, float(chosen.level(p)), (lo, hi), per_hour, halve, n))
 
 
 # --- stored runs -----------------------------------------------------------------------------------------

@@ -285,7 +285,7 @@ def intervals(f: GpdFit, ps: list[float]) -> list[tuple[float, float | None, flo
     from scipy.stats import genpareto
     ps = np.asarray(ps, dtype=float)
     centre = np.array([[f.shape], [f.scale]])
-    shrink = np.geomspace(0.05, 1.0, 120)                                  # the last: the region itself
+    shrink = np.concatenate([np.geomspace(0.05, 0.25, 20, endpoint=False), np.linspace(0.25, 1.0, 301)])  # last: 1
     pts = centre[:, None, :] + shrink[None, :, None] * (f.region - centre)[:, None, :]   # 2 × shrinks × rays
     with np.errstate(all="ignore"):
         values = f.ex.u + genpareto.isf(ps[:, None, None] / f.ex.zeta, pts[0][None], scale=np.maximum(pts[1], 1e-300)[None])

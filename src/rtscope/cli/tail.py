@@ -76,18 +76,18 @@ def show(t: Tail) -> None:
     console.print(f"shape {f.shape:+.3f} ± {1.96 * f.shape_se:.3f}: {escape(t.shape_meaning)}")
     from rich import box
     from rich.table import Table
-    console.print("latency (µs) exceeded with probability p per sample; 95 % profile-likelihood interval:")
+    console.print("latency (µs) exceeded with probability p per sample (95 % profile likelihood):")
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for head in ("p", "exceeded", "95 % interval", "P(>) per hour", "× samples ½"):
+    for head in ("p", "exceeded", "95 % interval", "P(>) per hour", "+samples for ½"):
         table.add_column(head, justify="right", no_wrap=True)
     for lv in t.levels:
         table.add_row(f"{lv.p:.0e}", _us(lv.value), f"{_us(lv.ci[0])}..{_us(lv.ci[1])}",
                       "-" if lv.per_hour is None else f"{lv.per_hour:.2g}",
-                      "-" if lv.halve is None else f"{lv.halve:.1f}")
+                      "-" if lv.more_samples is None else f"{lv.more_samples:,}")
     console.print(table)
     console.print("P(>) per hour: the chance that a sample exceeds the level within an hour at the measured rate"
                   + (f" ({t.rate_hz:,.0f} samples/s)" if t.rate_hz else " (unknown: -)")
-                  + "; × samples ½: how many times the samples would halve the interval.", style="dim")
+                  + "; +samples for ½: how many more samples would halve the interval.", style="dim")
     if t.gev is not None:
         g = t.gev
         at = {p: g.level(p) for p in (1e-5, 1e-9) if p in {lv.p for lv in t.levels}}
