@@ -88,6 +88,13 @@ def test_drift_and_heterogeneous_runs_refused():
                                                                "goodness of fit"]
 
 
+def test_candidates_for_any_length():
+    assert tail_fit.candidates(10_000) == [(0.9, 1000), (0.95, 500), (0.98, 200), (0.99, 100)]
+    assert [k for _, k in tail_fit.candidates(1_000_000)] == [5000, 2000, 1000, 500, 200, 100]
+    huge = tail_fit.candidates(10 ** 9)
+    assert [k for _, k in huge] == [5000, 2000, 1000, 500, 200, 100] and huge[0][0] == 1 - 5e-6
+
+
 def test_threshold_rule_skips_a_contaminated_threshold():
     # below the 0.95 quantile lies the normal body: a generalised Pareto fit there fails its test
     x = ts.spliced(N, 0.1, np.random.default_rng(11))
@@ -194,6 +201,18 @@ def test_cli_configuration_and_histogram(cli, store):
     lo, hi = doc["levels"][2]["ci95_ns"]
     assert lo <= truth <= hi
     _fits_80(cli("tail", ids["hist"], "--db", db).out)
+
+
+def test_histogram_with_overflow(tmp_path):
+    """Samples beyond the last bucket: one interval from its edge to the exact maximum."""
+    store = Store(str(tmp_path / "o.db"))
+    values = ts.spliced(N, 0.0, np.random.default_rng(0)).astype(np.int64)
+    run = store.get_run(add_histogram_run(store, tmp_path, values, bucket_width=100, buckets=120))
+    assert run.trailer["histograms"]["latency"]["overflow"] > 50
+    t = tail.of_run(store, run)
+    assert t.claimed and t.fit.ex.hi[-1] == values.max() - t.fit.ex.u
+    lo, hi = t.levels[2].ci
+    assert lo <= ts.true_level(0.0, 1e-5) <= hi
 
 
 def test_histogram_configuration_homogeneity(tmp_path):

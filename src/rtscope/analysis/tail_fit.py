@@ -220,7 +220,10 @@ def _chi2_gof(ex: Excesses, c: float, s: float) -> tuple[float, float]:
 def candidates(n: int) -> list[tuple[float, int]]:
     """(quantile, exceedances) of the candidate thresholds for n samples."""
     out = [(q, int(round(n * (1 - q)))) for q in CANDIDATES]
-    return [(q, k) for q, k in out if MIN_EXCEEDANCES <= k <= MAX_EXCEEDANCES]
+    out = [(q, k) for q, k in out if MIN_EXCEEDANCES <= k <= MAX_EXCEEDANCES]
+    if not out and n > MAX_EXCEEDANCES:          # beyond 5·10^7 samples: the same exceedance counts, higher up
+        out = [(1 - k / n, k) for k in (5000, 2000, 1000, 500, 200, 100)]
+    return out
 
 
 def choose(excesses_of, n: int) -> tuple[GpdFit | None, list[GpdFit]]:
