@@ -84,7 +84,8 @@ def speed() -> None:
             t = tail.of_run(store, run)
             times.append(time.perf_counter() - t0)
         print(f"\nspeed: tail of a stored 10^6-sample run (loading its samples included): median "
-              f"{statistics.median(times):.2f} s of 5 (min {min(times):.2f}, max {max(times):.2f}); claimed {t.claimed}")
+              f"{statistics.median(times):.2f} s of 5 (min {min(times):.2f}, max {max(times):.2f}); "
+              f"claimed {t.claimed}")
 
 
 SPEC = """name = "tail-{name}"

@@ -8,11 +8,14 @@ nothing in the tail, while the exceedances are what the fit uses and what depend
 
 A check refuses the bound only when its dependence or drift is both significant and material:
 
-| check | statistic | p | refused when |
-| ----- | --------- | - | ------------ |
-| independence | ratio of exceedance pairs at lag l (1..10) to the number chance gives (each tenth of a run at its own rate), at the lag of smallest p | Poisson upper tail, Bonferroni × 10 lags | p < 0.01 and ratio ≥ 2 |
-| stationarity | excess coefficient of variation of the exceedance counts in 10 consecutive segments of each run | χ² of the counts | p < 0.01 and excess CV ≥ 0.2 |
-| run homogeneity | excess CV of the runs' exceedance counts over the pooled threshold | χ² of the counts | p < 0.01 and excess CV ≥ 0.2 |
+| check           | statistic                                            | p                    | refused when  |
+| --------------- | ---------------------------------------------------- | -------------------- | ------------- |
+| independence    | pairs of exceedances l apart (l = 1..10) over chance | Poisson, × 10 lags   | p < 0.01 and  |
+|                 | (each tenth of a run at its own rate), worst lag     |                      | ratio ≥ 2     |
+| stationarity    | excess CV of the counts in 10 parts of each run      | χ² of the counts     | p < 0.01 and  |
+|                 |                                                      |                      | excess CV≥0.2 |
+| run homogeneity | excess CV of the runs' counts over the pooled        | χ² of the counts     | p < 0.01 and  |
+|                 | threshold                                            |                      | excess CV≥0.2 |
 
 "ratio ≥ 2": an exceedance makes the next sample's exceedance at least twice as likely as chance (an AR(1)
 series with φ = 0.5 gives ≈ 12, φ = 0.1 about 1.8, i.i.d. samples 1). "Excess CV": the spread of the

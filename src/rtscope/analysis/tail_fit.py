@@ -7,8 +7,8 @@ passes its goodness-of-fit test at GOF_ALPHA and (b) is stable: its shape lies w
 Pareto at any candidate threshold).
 
 Interval. A level's 95 % interval is the profile-likelihood interval: the range of the level over the
-likelihood-ratio region {(ξ, σ): 2(ℓ̂ − ℓ(ξ, σ)) ≤ χ²₁(0.95) = 3.84}. The region's boundary is found along
-RAYS directions from the maximum (in the frame of the parameters' asymptotic covariance), all at once, by
+likelihood-ratio region {(ξ, σ): 2(ℓ̂ − ℓ(ξ, σ)) ≤ χ²₁(0.95) = 3.84}. The region's boundary is found
+along RAYS directions from the maximum (in the frame of the parameters' asymptotic covariance), all at once, by
 bisection; the level is monotone along the boundary's normal, so its range over the region is its range over
 the boundary. The exceedance rate k/n is taken as known (its own error, ≈ 1/√k relative, is small next to the
 shape's). How many samples would halve an interval: the same region shrunk by 1/√m (m times the samples at
@@ -84,7 +84,7 @@ class Excesses:
 
 
 def _loglik_exact(y: np.ndarray, c: np.ndarray, s: np.ndarray) -> np.ndarray:
-    # The density of scipy's genpareto, log f = −log σ − (1 + 1/ξ) log(1 + ξ y/σ) (ξ → 0: −log σ − y/σ),
+    # scipy's genpareto density, log f = −log σ − (1 + 1/ξ) log(1 + ξ y/σ) (ξ → 0: −log σ − y/σ),
     # summed over the excesses for many (ξ, σ) at once (tests check it against genpareto.logpdf).
     small = np.abs(c) < 1e-9
     cc = np.where(small, 1.0, c)
@@ -181,7 +181,8 @@ def fit_gpd(ex: Excesses, quantile: float) -> GpdFit:
         c, _, s = stats.genpareto.fit(z, c0, floc=0, scale=s0)
         s *= unit
         test = stats.cramervonmises(ex.y, stats.genpareto(c, scale=s).cdf)
-        return GpdFit(ex, float(c), float(s), "Cramér–von Mises", float(test.statistic), float(test.pvalue), quantile)
+        return GpdFit(ex, float(c), float(s), "Cramér–von Mises", float(test.statistic), float(test.pvalue),
+                      quantile)
     mids = np.repeat((ex.lo + np.minimum(ex.hi, np.inf if ex.top is None else ex.top)) / 2,
                      ex.counts.astype(np.int64))
     unit = float(np.mean(mids)) or 1.0
@@ -191,7 +192,8 @@ def fit_gpd(ex: Excesses, quantile: float) -> GpdFit:
     c, _, s = stats.genpareto.fit(data, c0, floc=0, scale=s0)
     s *= unit
     stat, p = _chi2_gof(ex, float(c), float(s))
-    test = "χ² over the tail buckets" if ex.resolution is None else f"χ² over the tail's values ({ex.resolution:g} ns apart)"
+    test = ("χ² over the tail buckets" if ex.resolution is None
+            else f"χ² over the tail's values ({ex.resolution:g} ns apart)")
     return GpdFit(ex, float(c), float(s), test, stat, p, quantile)
 
 
@@ -291,7 +293,8 @@ def intervals(f: GpdFit, ps: list[float]) -> list[tuple[float, float | None, flo
     shrink = np.concatenate([np.geomspace(0.05, 0.25, 20, endpoint=False), np.linspace(0.25, 1.0, 301)])  # last: 1
     pts = centre[:, None, :] + shrink[None, :, None] * (f.region - centre)[:, None, :]   # 2 × shrinks × rays
     with np.errstate(all="ignore"):
-        values = f.ex.u + genpareto.isf(ps[:, None, None] / f.ex.zeta, pts[0][None], scale=np.maximum(pts[1], 1e-300)[None])
+        values = f.ex.u + genpareto.isf(ps[:, None, None] / f.ex.zeta, pts[0][None],
+                                        scale=np.maximum(pts[1], 1e-300)[None])
     values = np.where(np.isfinite(values), values, np.inf)                 # levels × shrinks × rays
     point = np.asarray(f.level(ps), dtype=float)
     lo = np.minimum(values.min(axis=2), point[:, None])
