@@ -11,6 +11,8 @@
 - `fit`, `storage`, `tasks`: study 5's memory fit and the study tables (storage, tasks);
 - `causes`: the explained samples' causes summed up: shares of the excess per kind and culprit;
 - `plan`: runs × samples per run to detect a change, from variance components and a run's cost (docs/plan.md).
+- `tail` (with `tail_checks`, `tail_fit`): the worst case with a bound, an extreme-value fit of a run's or a
+  configuration's tail after its assumptions are tested (docs/tail.md).
 
 It may import the store, the settings' value vocabulary (`options`) and the leaf modules; nothing below it
 imports it.
