@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from scipy import stats
 
 import tail_synthetic as ts
 from report_fixtures import add_experiment, add_histogram_run, add_run
+from terminal import on_terminal
 from rtscope.analysis import tail, tail_checks, tail_fit
 from rtscope.store import Store
 
@@ -138,8 +140,10 @@ def store(tmp_path):
     return db, ids
 
 
-def _fits_80(text: str) -> None:
-    assert all(len(line) <= 80 for line in text.splitlines()), max(text.splitlines(), key=len)
+def _fits_80(db: str, *args) -> None:
+    """On an 80-column terminal every line fits and no value is cut."""
+    text = on_terminal(Path(db).parent, "tail", *map(str, args), "--db", db).out
+    assert "…" not in text and all(len(line) <= 80 for line in text.splitlines()), text
 
 
 def test_cli_run_json_and_text(cli, store):
@@ -167,7 +171,7 @@ def test_cli_run_json_and_text(cli, store):
     assert gev["blocks"] >= 30 and abs(gev["levels"][2]["value_ns"] / doc["levels"][2]["value_ns"] - 1) < 0.2
 
     text = cli("tail", ids["gpd"][0], "--db", db).out
-    _fits_80(text)
+    _fits_80(db, ids["gpd"][0])
     assert "heavy tail" in text and "1e-05" in text and "1e-12" in text
     value = f"{doc['levels'][2]['value_ns'] / 1000:,.2f}"
     assert re.search(rf"1e-05\s+{re.escape(value)}\s", text)    # the number, whole
@@ -179,7 +183,7 @@ def test_cli_refuses_dependent_run(cli, store):
     assert doc["claimed"] is False and "levels" not in doc and doc["model"] is None
     assert doc["refused_because"].startswith("independence:") and "between samples" in doc["refused_because"]
     text = cli("tail", ids["ar"], "--db", db).out
-    _fits_80(text)
+    _fits_80(db, ids["ar"])
     assert "no bound claimed" in text and "independence" in text
     assert "µs" not in text             # no number is given
 
@@ -200,7 +204,7 @@ def test_cli_configuration_and_histogram(cli, store):
     truth = ts.true_level(0.0, 1e-5)
     lo, hi = doc["levels"][2]["ci95_ns"]
     assert lo <= truth <= hi
-    _fits_80(cli("tail", ids["hist"], "--db", db).out)
+    _fits_80(db, ids["hist"])
 
 
 def test_histogram_with_overflow(tmp_path):
@@ -273,4 +277,4 @@ def test_cli_on_a_real_native_run(cli, db, tmp_path, rtprobe):
     else:                                               # a loaded machine: refused, with the check and reason
         failed = next(c for c in doc["checks"] if c["passed"] is False)
         assert doc["refused_because"].startswith(failed["name"]) and "levels" not in doc
-    _fits_80(cli("tail", run.id, "--db", db).out)
+    _fits_80(db, run.id)

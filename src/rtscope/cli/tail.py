@@ -78,7 +78,7 @@ def show(t: Tail) -> None:
     console.print("latency (µs) exceeded with probability p per sample (95 % profile likelihood):")
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for head in ("p", "exceeded", "95 % interval", "P(>) per hour", "+samples for ½"):
-        table.add_column(head, justify="right", no_wrap=True)
+        table.add_column(head, justify="right")
     for lv in t.levels:
         table.add_row(f"{lv.p:.0e}", _us(lv.value), f"{_us(lv.ci[0])}..{_us(lv.ci[1])}",
                       "-" if lv.per_hour is None else f"{lv.per_hour:.2g}",
