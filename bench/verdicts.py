@@ -109,7 +109,7 @@ def main() -> None:
         print(f"  {name:22s} {k / args.trials:.3f}")
 
     print("\npower on the mean, 5 vs 5 runs (one side scaled by 1 + change): fraction called")
-    grid = (0.005, 0.01, 0.02, 0.03, 0.05, 0.08, 0.12, 0.2)
+    grid = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8, 1.2)
     smallest = {}
     print("  change  " + "  ".join(f"{n:>20s}" for n in fp))
     for change in grid:
