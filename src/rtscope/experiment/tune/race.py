@@ -4,8 +4,9 @@ Every surviving candidate gets one more run per round, in a fresh random order (
 incumbent. A run is the race's unit (as an instance is irace's): a candidate's value is the median of its
 runs' goal values (each run's p99, mean, stdev or max), so one run disturbed by the machine does not decide.
 After a round, each survivor with at least FIRST_TEST runs is tested against the incumbent with Welch's
-t-test on the runs' goal values (analysis.compare.welch), the round's p-values Holm-corrected as one family;
-a survivor significantly worse than the incumbent is dropped. Lower is better.
+t-test on the runs' goal values (analysis.compare.run_level_row, the test compare gives every metric), the
+round's p-values Holm-corrected as one family; a survivor significantly worse than the incumbent is dropped.
+Lower is better.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ...analysis.compare import STAT_KEY, Cell, Row, adjust, welch
+from ...analysis.compare import STAT_KEY, Cell, adjust, run_level_row
 from ...analysis.recommend import p_text
 from ...analysis.results import display_unit, fmt
 
@@ -75,16 +76,9 @@ def drops(standings: list[Standing], goal: str, alpha: float) -> list[tuple[Stan
     lead = incumbent(standings)
     if lead is None or lead.runs < FIRST_TEST:
         return []
-    base = np.asarray(run_values(lead, goal), dtype=float)
-    tested = []
-    for s in standings:
-        if s is lead or not s.alive or s.runs < FIRST_TEST or s.cell is None:
-            continue
-        mine = np.asarray(run_values(s, goal), dtype=float)
-        row = Row(goal, float(np.mean(base)), float(np.mean(mine)), RACE_TEST)
-        row.p, lo, hi = welch(mine, base)
-        row.ci, row.direction = (lo, hi), int(np.sign(row.value - row.baseline))
-        tested.append((s, row))
+    base = run_values(lead, goal)
+    tested = [(s, run_level_row(goal, run_values(s, goal), base, RACE_TEST)) for s in standings
+              if s is not lead and s.alive and s.runs >= FIRST_TEST and s.cell is not None]
     adjust([row for _, row in tested], alpha)
     unit, scale = display_unit(lead.cell.config.unit)
     return [(s, f"{goal} significantly worse than candidate {lead.number} (p (Holm) {p_text(row.p_holm)}; runs' "
