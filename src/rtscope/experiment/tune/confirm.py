@@ -35,7 +35,9 @@ def verdict(cells: dict[str, Cell], goal: str, alpha: float) -> Verdict:
     base = cells[BASELINE]
     comparisons = {role: compare_cells(cells[role], base)
                    for role in (WINNER, RUNNER_UP) if role in cells}
-    adjust([r for k in comparisons.values() for r in k.rows], alpha)
+    rows = [r for k in comparisons.values() for r in k.rows]
+    adjust([r for r in rows if r.metric == goal], alpha)
+    adjust([r for r in rows if r.metric != goal], alpha)
     proven = [role for role, k in comparisons.items() if k.row(goal).verdict == "better"]
     best = min(proven, key=lambda role: comparisons[role].row(goal).value) if proven else BASELINE
     return Verdict(comparisons, best)

@@ -157,29 +157,20 @@ def work_one(store: Store, tune: Tune, pool: Pool, reporter: Reporter | None, wo
         refresh(store, tune)
         if tune.finished:
             return tune
-        slot = store.tunes.claim(tune.id, worker, time.time(), LEASE_S)
-        if slot is not None:
-            planned = exp_mod.PlannedRun.from_json(slot["request"])
-            if on is not None and on != tune.target:
-                settings = {k: v for k, v in planned.request.settings.items() if k != "target"}
-                if on != LOCAL:
-                    settings["target"] = on
-                planned = replace(planned, request=replace(planned.request, settings=settings))
-            if reporter:
-                reporter.run_started(tune, slot)
-            try:
-                run_id = execute_run(planned.request, store, timeout=planned.timeout_s, target=target,
-                                     experiment_id=tune.experiment_id, plan_index=planned.index,
-                                     cell=planned.cell, repetition=planned.repetition)
-            except DuplicateRun:
+        slot = None
+        try:
+            with held_signals():          # a signal is taken only once the claimed slot is known, to give back
+                slot = store.tunes.claim(tune.id, worker, time.time(), LEASE_S)
+            if slot is not None:
+                _make(store, tune, slot, target, reporter, on)
                 continue
-            except BaseException:
-                with held_signals():
-                    store.tunes.release(tune.id, planned.index, worker)
-                raise
-            if reporter:
-                reporter.run_stored(tune, slot, run_id)
+        except DuplicateRun:
             continue
+        except BaseException:
+            if slot is not None:
+                with held_signals():
+                    store.tunes.release(tune.id, slot["plan_index"], worker)
+            raise
         step = plan.next_step(store, tune)
         if step is None:                   # others' runs still in progress
             time.sleep(POLL_S)
@@ -187,6 +178,23 @@ def work_one(store: Store, tune: Tune, pool: Pool, reporter: Reporter | None, wo
         if plan.commit(store, tune, step) and reporter:
             reporter.planned(tune, step)
     return tune
+
+
+def _make(store: Store, tune: Tune, slot: dict, target, reporter: Reporter | None, on: str | None) -> None:
+    """Make and store the run of a claimed slot (on another target of the same kind when `on` is given)."""
+    planned = exp_mod.PlannedRun.from_json(slot["request"])
+    if on is not None and on != tune.target:
+        settings = {k: v for k, v in planned.request.settings.items() if k != "target"}
+        if on != LOCAL:
+            settings["target"] = on
+        planned = replace(planned, request=replace(planned.request, settings=settings))
+    if reporter:
+        reporter.run_started(tune, slot)
+    run_id = execute_run(planned.request, store, timeout=planned.timeout_s, target=target,
+                         experiment_id=tune.experiment_id, plan_index=planned.index,
+                         cell=planned.cell, repetition=planned.repetition)
+    if reporter:
+        reporter.run_stored(tune, slot, run_id)
 
 
 def work(store: Store, tunes: list[Tune], pool: Pool, reporter: Reporter | None = None,
