@@ -413,9 +413,10 @@ def test_any_seed_gives_the_sampler_one_it_takes(tmp_path):
 
 
 def test_a_seed_out_of_range_is_refused(cli, tmp_path, db):
-    for value in ("-1", str(2**63)):
-        r = cli("tune", native(tmp_path), "--db", db, f"--seed={value}")
-        assert r.code == 2 and f"--seed must be 0..{2**63 - 1} (as a spec's seed), not {value}" in r.err, r.err
+    for command in ("tune", "run"):
+        for value in ("-1", str(2**63)):
+            r = cli(command, native(tmp_path), "--db", db, f"--seed={value}")
+            assert r.code == 2 and f"--seed must be 0..{2**63 - 1} (as a spec's seed), not {value}" in r.err, r.err
     assert not Path(db).exists()
 
 

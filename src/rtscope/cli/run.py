@@ -195,7 +195,10 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a fil
         db: DbOption = None) -> None:
     """Run the experiment a spec describes: every run in random order, each stored as it finishes."""
     from ..experiment import execute as exp_mod, spec as spec_mod
+    from ..experiment.spec.check import MAX_SEED
     from ..targets import Pool
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        raise UsageError(f"--seed must be 0..{MAX_SEED} (as a spec's seed), not {seed}")
     if experiment_id is not None and not resume:
         raise UsageError(f"an experiment id ({experiment_id}) is only taken with --resume: "
                          f"`rtscope run {spec} --resume {experiment_id}`")
