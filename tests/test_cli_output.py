@@ -291,6 +291,7 @@ def test_run_ends_with_the_experiment_and_the_next_commands(lab, how):
     assert [(k["configuration"], k["baseline"]) for k in compared["comparisons"]] == [
         ("exec sum duration mlock=true", "exec sum duration mlock=false")]
     assert (lab.cwd / "report.html").stat().st_size > 0
+    assert "can test nothing" in " ".join(r.out.split())     # one run a configuration: says so, and the fix
 
 
 def test_one_configuration_gets_no_compare_line_and_db_is_kept(lab, tmp_path):
@@ -324,6 +325,8 @@ def test_demo_table_whole_and_the_next_commands(lab, how, tmp_path):
     assert f"--experiment {exp_id} --baseline {axis}" in commands[1]
     for line in commands:
         assert piped(tmp_path, *shlex.split(line)[1:]).code == 0, line
+    # one run a configuration: the note says compare tests nothing and how to get runs it can test
+    assert "compare shows its values but can test nothing" in " ".join(r.out.split()), r.out
 
 
 def test_every_table_is_the_one_that_never_cuts():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -280,6 +281,10 @@ def print_next(store: Store, experiment: exp_mod.Experiment, spec: spec_mod.Spec
     baseline = baseline_of([c for c in spec.cells if c.key in stored])
     if baseline is not None:
         lines.append(f"rtscope compare --experiment {experiment.id} --baseline {shlex.quote(baseline)}{on}")
+        per_cell = Counter(r.cell for r in runs)
+        if min(per_cell.values()) < 2:
+            lines.append("(one run of a configuration: compare shows its values but can test nothing, the run being "
+                         "the unit; `repetitions = 5` in the spec, or `rtscope plan SPEC --detect 10%`, fixes that)")
     lines.append(f"rtscope report --experiment {experiment.id} -o report.html{on}")
     console.print("next:\n" + "\n".join(f"  {escape(line)}" for line in lines), soft_wrap=True)
 
