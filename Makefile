@@ -52,7 +52,7 @@ demo: setup
 test: setup test-probes test-cbtask test-cross test-beam check-specs check-imports test-python
 
 test-python: setup
-	$(BIN)/python -m pytest -q -rs
+	$(BIN)/python -m pytest -q -rs --durations=20
 
 # Every shipped spec must validate (runs this machine cannot make are skipped by the specs themselves).
 check-specs: setup
