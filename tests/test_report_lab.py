@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from rtscope import samplefile
 from rtscope.report import lab
-from rtscope.report.model import decimate
+from rtscope.report.model import decimate, machine_rows, machines
 from rtscope.store import Store
 
 
@@ -53,3 +55,38 @@ def test_decimate_keeps_first_last_and_every_block_extreme():
         values = np.arange(n)
         idx, shown = decimate(values, 2000)
         assert shown[0] == 0 and shown[-1] == n - 1 and len(idx) <= 2002
+
+
+def test_a_fleets_machines_are_one_table_with_the_differences_marked(cli, tmp_path):
+    """Two boards of one experiment: one machines table with a column each, the rows where they differ marked
+    (kernel, board), the rows they share not; the same table in the report and on serve's experiment page."""
+    from report_fixtures import ENV, add_experiment, add_run
+    from served import Served
+    db = str(tmp_path / "fleet.db")
+    store = Store(db)
+    exp = add_experiment(store, "fleet")
+    other = {**ENV, "hostname": "board-2", "kernel_release": "6.6.0-rt", "board": "BeagleBone Black"}
+    for board, env in (("board-1", ENV), ("board-2", other)):
+        add_run(store, tmp_path, np.full(50, 5_000), settings={"target": board}, experiment_id=exp,
+                env={**env, "target": board})
+    rows = {r.field: r for r in machine_rows(machines(store.runs()))}
+    assert rows["kernel"].values == ["6.1.0-rpi", "6.6.0-rt"] and rows["kernel"].differs
+    assert rows["CPU"].values == ["Cortex-A53"] * 2 and not rows["CPU"].differs
+    out = tmp_path / "r.html"
+    r = cli("report", "--db", db, "--experiment", exp, "-o", out)
+    assert r.code == 0, r.err
+    pages = [out.read_text()]
+    served = Served(db, log=tmp_path / "serve.log")
+    try:
+        status, body, _ = served.get(f"/experiments/{exp}")
+        assert status == 200
+        pages.append(body)
+    finally:
+        served.stop()
+    for page in pages:
+        table = page.split('<table class="machines">')[1].split("</table>")[0]
+        assert table.count("<th") == 3                                 # the field column and one per board
+        assert re.search(r'<tr class="differs"><td class="l">kernel ≠</td><td class="l">6.1.0-rpi</td>'
+                         r'<td class="l">6.6.0-rt</td>', table), table
+        assert '<tr><td class="l">CPU</td><td class="l">Cortex-A53</td><td class="l">Cortex-A53</td>' in table
+        assert page.count('<table class="machines">') == 1

@@ -34,7 +34,7 @@ from ..figures import bulk as bulk_range
 from ..fileio import write_atomic
 from ..version import __version__
 from . import lab
-from .model import MAX_OUTLIERS, TAIL_LEVELS, Report, id_ranges
+from .model import MAX_OUTLIERS, TAIL_LEVELS, Report, id_ranges, machine_rows
 from .template import DRAW_PLOTS, STYLE, TABLES, TEMPLATE
 
 STATS_COLUMNS = tuple((k, h) for k, h in DISPLAY if k in ("n", "mean", "max", "var", "stdev", "p50", "p99", "p999"))
@@ -503,6 +503,7 @@ def render(report: Report, plotly_gz: str | None = None) -> str:
     cs = report.comparisons
     env = jinja2.Environment(loader=jinja2.DictLoader({"tables.html": TABLES}), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.globals["machine_rows"] = machine_rows
     template = env.from_string(TEMPLATE)
     return template.render(
         r=report, style=STYLE, draw_plots=DRAW_PLOTS, version=__version__, plotly_gz=plotly_gz, machines=report.machines,

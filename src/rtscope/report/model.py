@@ -413,6 +413,26 @@ def machines(runs: list[Run]) -> list[Machine]:
     return out
 
 
+@dataclass
+class MachineRow:
+    field: str
+    values: list[str]      # one per machine, "-" where that machine's record lacks the field
+    differs: bool          # the machines disagree on it: what a reader compares first
+
+
+def machine_rows(machines: list[Machine]) -> list[MachineRow]:
+    """The machines as one table, a column each (a fleet's boards side by side), fields as rows in the order
+    of their first appearance, each row marked where the machines differ."""
+    fields: list[str] = []
+    for m in machines:
+        fields += [k for k, _ in m.fields if k not in fields]
+    rows = []
+    for f in fields:
+        values = [dict(m.fields).get(f, "-") for m in machines]
+        rows.append(MachineRow(f, values, len(set(values)) > 1))
+    return rows
+
+
 def id_ranges(ids: list[int]) -> str:
     """[1,2,3,7] -> '1-3, 7'."""
     ids = sorted(ids)

@@ -17,9 +17,24 @@ STYLE = r'''  body { font-family: system-ui, -apple-system, "Segoe UI", sans-ser
   figcaption, .note { color: #555; font-size: .85rem; } .warn { color: #8a6d00; }
   #rts-errors { display: none; background: #fde8e8; border: 1px solid #b3161b; padding: .6rem 1rem; }
   code { background: #f3f3f3; padding: 0 .2rem; }
+  tr.differs td { background: #fff6dc; }
 '''
 
-TABLES = r'''{% macro stats_tables(stats_tables) %}
+TABLES = r'''{% macro machines_table(machines) %}
+{# one column per machine (a fleet's boards side by side), the rows where they differ marked #}
+<table class="machines">
+  <tr><th class="l">{% if machines|length > 1 %}<span class="note">≠: differs</span>{% endif %}</th>
+  {% for e in machines %}<th class="l">machine{% if machines|length > 1 %} {{ loop.index }}{% endif %}: runs {{ e.runs_text }}</th>{% endfor %}</tr>
+  {% for row in machine_rows(machines) %}
+  <tr{% if row.differs %} class="differs"{% endif %}><td class="l">{{ row.field }}{% if row.differs %} ≠{% endif %}</td>{% for v in row.values %}<td class="l">{{ v }}</td>{% endfor %}</tr>
+  {% endfor %}
+</table>
+{% for e in machines %}{% set i = loop.index %}{% for w in e.warnings %}
+<p class="note warn">warning{% if machines|length > 1 %} (machine {{ i }}){% endif %}: {{ w }}</p>
+{% endfor %}{% endfor %}
+{% endmacro %}
+
+{% macro stats_tables(stats_tables) %}
 {% for tb in stats_tables %}
 <table>
   <tr><th class="l">configuration</th><th class="l">runs</th>{% for h in tb.heads %}<th>{{ h }}</th>{% endfor %}</tr>
@@ -123,15 +138,7 @@ Times are shown in µs; percentiles use {{ percentile_definition }}; variance us
 {% endfor %}
 
 <h2 id="machines">Machines</h2>
-{% for e in machines %}
-<table>
-  <tr><th class="l" colspan="2">machine {{ loop.index }}: runs {{ e.runs_text }}</th></tr>
-  {% for k, v in e.fields %}
-  <tr><td class="l">{{ k }}</td><td class="l">{{ v }}</td></tr>
-  {% endfor %}
-</table>
-{% for w in e.warnings %}<p class="note warn">warning: {{ w }}</p>{% endfor %}
-{% endfor %}
+{{ m.machines_table(machines) }}
 
 {% if fleet %}
 <h2 id="fleet">Fleet: the worst case per target</h2>

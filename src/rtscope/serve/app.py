@@ -30,6 +30,7 @@ from ..analysis.documents import compare_document, comparison_set, explain_docum
 from ..analysis.select import Selection
 from ..errors import RtscopeError, UsageError
 from ..report.html import PLOTLY_BUNDLE
+from ..report.model import machine_rows
 from ..report.template import DRAW_PLOTS, STYLE, TABLES
 from ..store import Store, to_jsonable, unreachable
 from ..version import __version__
@@ -75,6 +76,7 @@ class Server:
         self.templates = jinja2.Environment(loader=jinja2.ChoiceLoader([
             jinja2.FileSystemLoader(HERE / "templates"), jinja2.DictLoader({"tables.html": TABLES})]), autoescape=True,
                                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+        self.templates.globals["machine_rows"] = machine_rows
         self.plotly_gz = PLOTLY_BUNDLE.read_bytes()
 
     def page(self, name: str, status: int = 200, **context) -> HTMLResponse:
