@@ -16,6 +16,9 @@ class Setting(Option):
     # None when the value can be applied on the target, else why not (experiments skip or fail by spec):
     # unavailable(value, target).
     unavailable: Callable[[Any, Any], str | None] | None = None
+    # Called before every run on a target, before anything is made there, with the run's value or None when the
+    # run does not set it: a change that needs the target booted again (kernel_cmdline). prepare(value, target).
+    prepare: Callable[[Any, Any], None] | None = None
 
 
 @dataclass
