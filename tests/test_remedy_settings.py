@@ -269,7 +269,9 @@ def wait_for(check, proc: subprocess.Popen, what: str, limit: float = 60) -> Non
         time.sleep(0.02)
 
 
-def killed_mid_run(tmp_path: Path, spec: Path, db: str, n: int) -> None:
+def killed_mid_run(spec: Path, db: str, n: int, dma_before: int) -> list[Path]:
+    """`rtscope run SPEC` killed with SIGKILL once its settings are applied; what it leaves: the files changed,
+    their originals in a journal (returned), and no PM QoS request (its holder died with rtscope)."""
     proc = start(spec, db)
     try:
         wait_for(lambda: RT.read_text().strip() == "-1" and irq_file(n).read_text().strip() == "1"
@@ -279,6 +281,14 @@ def killed_mid_run(tmp_path: Path, spec: Path, db: str, n: int) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
+    assert RT.read_text().strip() == "-1" and irq_file(n).read_text().strip() == "1"
+    journals = [p for p in Path(undo.JOURNAL_DIR).glob("*.undo") if str(RT) in p.read_text()]
+    assert journals
+    deadline = time.monotonic() + 20  # locally PR_SET_PDEATHSIG, over SSH the session supervisor
+    while dma_limit() != dma_before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert dma_limit() == dma_before
+    return journals
 
 
 def test_kill_9_then_resume_puts_the_originals_back(originals, tmp_path, cli):
@@ -287,15 +297,10 @@ def test_kill_9_then_resume_puts_the_originals_back(originals, tmp_path, cli):
     spec = timer_spec(tmp_path, f'irq_affinity = "{n}@1"\nworkqueue_cpumask = "1"\nrt_runtime_us = -1\n'
                                 'cpu_dma_latency = 0\n')
     db = str(tmp_path / "s.db")
-    killed_mid_run(tmp_path, spec, db, n)
-    # What kill -9 leaves: the files changed, their originals in the journal; the PM QoS request gone with it.
-    assert RT.read_text().strip() == "-1" and irq_file(n).read_text().strip() == "1"
-    journals = [p for p in Path(undo.JOURNAL_DIR).glob("*.undo") if str(RT) in p.read_text()]
-    assert journals
-    deadline = time.monotonic() + 10
-    while dma_limit() != before_dma and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert dma_limit() == before_dma
+    journals = killed_mid_run(spec, db, n, before_dma)
+    said = " ".join(cli("check", spec).out.split())
+    assert f"left changed: target local: {RT} (was {originals[RT].strip()})" in said
+    assert "no longer running); the next run on this target from this host writes them back" in said
     r = cli("run", spec, "--db", db, "--resume")
     assert r.code == 0, r.out + r.err
     assert {f: f.read_text() for f in originals} == originals
@@ -322,12 +327,7 @@ def test_on_an_ssh_target_recorded_and_put_back_also_after_kill_9(board, origina
     settings = f'irq_affinity = "{name}@1"\nworkqueue_cpumask = "1"\nrt_runtime_us = -1\ncpu_dma_latency = 0\n'
     spec = timer_spec(tmp_path, settings, extra=f'target = "board"\n{board.table("board")}\n')
     db = str(tmp_path / "s.db")
-    killed_mid_run(tmp_path, spec, db, n)
-    assert RT.read_text().strip() == "-1" and irq_file(n).read_text().strip() == "1"  # left by kill -9
-    deadline = time.monotonic() + 20  # the holder dies with the connection (the session supervisor)
-    while dma_limit() != before_dma and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert dma_limit() == before_dma
+    journals = killed_mid_run(spec, db, n, before_dma)
     r = cli("run", spec, "--db", db, "--resume")
     assert r.code == 0, r.out + r.err
     assert {f: f.read_text() for f in originals} == originals
@@ -338,5 +338,5 @@ def test_on_an_ssh_target_recorded_and_put_back_also_after_kill_9(board, origina
     assert any(x.startswith(f"irq_affinity = {name}@1 on target board: IRQ {n} (was ") for x in notes), notes
     assert any("cpu_dma_latency: a request of 0 µs held on /dev/cpu_dma_latency on target board" in x for x in notes)
     assert dma_limit() == before_dma
-    assert not [p for p in Path(undo.JOURNAL_DIR).glob("*.undo") if str(RT) in p.read_text()]
+    assert not any(p.exists() for p in journals)
     assert "kernel_cmdline" in runs[0].machine

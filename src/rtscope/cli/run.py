@@ -343,6 +343,8 @@ def check(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML) to v
         refused = _check_availability(spec, analysed, availability)
         for line in exp_mod.stale_traces([p for a in analysed for p in exp_mod.plan(a, 0)], availability):
             console.print(f"  [yellow]stale trace:[/] {escape(line)}")
+        for line in exp_mod.stale_changes([p for a in analysed for p in exp_mod.plan(a, 0)], availability):
+            console.print(f"  [yellow]left changed:[/] {escape(line)}")
     if refused:
         raise RtscopeError(f"{spec} is valid, but this machine cannot make every run and the spec says "
                            "on_unavailable = \"fail\"")

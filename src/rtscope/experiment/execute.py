@@ -24,6 +24,7 @@ from typing import Any, Callable, Protocol
 from ..errors import RtscopeError, UsageError
 from ..runtimes import RUNTIMES
 from ..runtimes.base import RunRequest
+from ..settings import undo
 from ..settings.registry import SETTINGS
 from ..signals import Terminated, held_signals, sigterm_raises
 from ..store import DuplicateRun, Store, to_jsonable
@@ -232,6 +233,24 @@ def stale_traces(planned: list[PlannedRun], availability: Availability) -> list[
                      else f"made on host {who.host}: cannot tell whether its rtscope runs" if who else "unknown owner")
             lines.append(f"target {name}: tracefs instance {instance} ({whose}); the next run with explain "
                          "on this host removes one whose rtscope is gone")
+    return lines
+
+
+def stale_changes(planned: list[PlannedRun], availability: Availability) -> list[str]:
+    """What a killed rtscope left changed on the runs' targets (undo journals whose rtscope is gone)."""
+    lines = []
+    for name in sorted({target_of(p.request) for p in planned}):
+        if not availability.boot and resolve(name).kind in BOOTED_KINDS:
+            continue
+        target = availability.pool.get(name)
+        if target.runtimes is not None:
+            continue  # no shell there (a BEAM node): no setting writes its files
+        for journal, who, entries in undo.stale(target):
+            whose = (f"rtscope pid {who.pid} on {who.host}, no longer running" if who and who.alive is False
+                     else f"made on host {who.host}: cannot tell whether its rtscope runs" if who else "unknown owner")
+            values = ", ".join(f"{path} (was {old})" for path, old in entries)
+            lines.append(f"target {name}: {values} left changed ({journal}, {whose}); the next run on this "
+                         "target from this host writes them back")
     return lines
 
 
