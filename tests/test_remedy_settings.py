@@ -291,6 +291,26 @@ def killed_mid_run(spec: Path, db: str, n: int, dma_before: int) -> list[Path]:
     return journals
 
 
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_sigterm_or_ctrl_c_puts_them_back_before_rtscope_exits(originals, tmp_path, sig, code):
+    n, _ = movable_irq()
+    before_dma = dma_limit()
+    spec = timer_spec(tmp_path, f'irq_affinity = "{n}@1"\nworkqueue_cpumask = "1"\nrt_runtime_us = -1\n'
+                                'cpu_dma_latency = 0\n')
+    proc = start(spec, str(tmp_path / "s.db"))
+    try:
+        wait_for(lambda: RT.read_text().strip() == "-1" and dma_limit() == 0, proc, "the settings applied")
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == code, err
+    assert {f: f.read_text() for f in originals} == originals  # back before rtscope exited
+    assert dma_limit() == before_dma
+    assert not [p for p in Path(undo.JOURNAL_DIR).glob(f"*-{proc.pid}-*.undo")]
+
+
 def test_kill_9_then_resume_puts_the_originals_back(originals, tmp_path, cli):
     n, name = movable_irq()
     before_dma = dma_limit()

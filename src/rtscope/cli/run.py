@@ -240,6 +240,8 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a fil
             experiment = exp_mod.start(store, parsed, planned, chosen, identity, targets=target)
             err_console.print(f"experiment {experiment.id}: {escape(parsed.name)}, scale {parsed.scale or '-'}, "
                               f"{len(parsed.cells)} cells, {len(planned)} runs, order {parsed.order}, seed {chosen}")
+        done_now = exp_mod.done_indexes(store, experiment.id)
+        exp_mod.expect_boots(pool, [p for p in experiment.plan if p.index not in done_now])
         print_machine_warnings(experiment, pool)
         outcome = run_experiment(store, experiment, str(spec), pool)
     print_results(store, outcome, parsed, f"experiment {experiment.id}: {parsed.name}")

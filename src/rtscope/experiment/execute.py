@@ -236,6 +236,13 @@ def stale_traces(planned: list[PlannedRun], availability: Availability) -> list[
     return lines
 
 
+def expect_boots(pool: Pool, planned: list[PlannedRun]) -> None:
+    """Tell the pool the settings of each target's first run before it opens them (a VM boots as that run
+    needs: setting kernel_cmdline)."""
+    for p in planned:
+        pool.expect(target_of(p.request), p.request.settings)
+
+
 def stale_changes(planned: list[PlannedRun], availability: Availability) -> list[str]:
     """What a killed rtscope left changed on the runs' targets (undo journals whose rtscope is gone)."""
     lines = []
@@ -256,6 +263,7 @@ def stale_changes(planned: list[PlannedRun], availability: Availability) -> list
 
 def unavailable_runs(planned: list[PlannedRun], availability: Availability | None = None) -> list[tuple[PlannedRun, str]]:
     availability = availability or Availability()
+    expect_boots(availability.pool, planned)
     return [(p, why) for p in planned if (why := availability.reason(p.request))]
 
 
@@ -285,6 +293,7 @@ def execute(store: Store, exp: Experiment, reporter: Reporter | None = None, poo
         by_target.setdefault(target_of(p.request), []).append(p)
     own_pool = pool is None
     pool = pool or Pool()
+    expect_boots(pool, todo)
     availability = Availability(pool)
     if reporter:
         reporter.started(exp, len(exp.plan), outcome.already)

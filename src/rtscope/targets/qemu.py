@@ -109,6 +109,12 @@ class QemuTarget(SshTarget):
             self.close()
             raise
 
+    def expect(self, settings: dict) -> None:
+        """Before the first boot: the settings of the first run (the pool tells), so that the guest boots
+        with that run's kernel_cmdline at once."""
+        if self.guest is None:
+            self.extra_args = " ".join(str(settings.get("kernel_cmdline") or "").split())
+
     def boot_with(self, extra: str) -> bool:
         """Make the guest run with this more kernel command line (setting kernel_cmdline), booting it (again)
         unless it already does; whether it booted. Nothing of the old guest is left: its files were in RAM."""
