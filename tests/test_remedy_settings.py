@@ -382,3 +382,13 @@ def test_on_an_ssh_target_recorded_and_put_back_also_after_kill_9(board, origina
     assert holders() == []
     assert not any(p.exists() for p in journals)
     assert "kernel_cmdline" in runs[0].machine
+
+
+def test_refused_on_a_target_without_a_shell(clean_targets):
+    """A running BEAM node runs the harness only: the settings that run commands there say so."""
+    from rtscope import targets
+    node = targets.make(targets.define("node", {"url": "erlang://rtscope@nerves.local", "cookie": "c"}))
+    for name, value in (("irq_affinity", "*@0"), ("workqueue_cpumask", "0"), ("rt_runtime_us", -1),
+                        ("cpu_dma_latency", 0), ("kernel_cmdline", "isolcpus=1")):
+        said = SETTINGS[name].unavailable(value, node)
+        assert said is not None and ("target node (erlang)" in said or "targets of kind qemu" in said), (name, said)

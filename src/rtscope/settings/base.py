@@ -21,6 +21,14 @@ class Setting(Option):
     prepare: Callable[[Any, Any], None] | None = None
 
 
+def without_shell(setting: str, target: Any) -> str | None:
+    """Why a setting that runs commands on its target cannot on this one (a running BEAM node), else None."""
+    if getattr(target, "runtimes", None) is None:
+        return None
+    return (f"{setting} runs commands on its target, and target {target.name} ({target.kind}) runs the BEAM "
+            "harness only: use an ssh target for the board's Linux")
+
+
 @dataclass
 class RunContext:
     """What a system setting may need to know about the run it surrounds."""

@@ -24,7 +24,7 @@ from ..errors import RtscopeError
 from ..options import integer
 from ..targets import Target
 from ..workloads import expand_cpus, format_cpus
-from .base import RunContext, Setting
+from .base import RunContext, Setting, without_shell
 from .undo import files_changed
 
 WORKQUEUE_MASK = "sys/devices/virtual/workqueue/cpumask"
@@ -185,6 +185,9 @@ class KernelFileSetting(Setting):
         object.__setattr__(self, "apply", self.applied)
 
     def check_machine(self, value: Any, target: Target) -> str | None:
+        why = without_shell(self.name, target)
+        if why:
+            return why
         try:
             self.plan(value, target)
         except Unavailable as e:
@@ -193,7 +196,10 @@ class KernelFileSetting(Setting):
 
     @contextmanager
     def applied(self, value: Any, ctx: RunContext) -> Iterator[None]:
-        writes = self.plan(value, ctx.target)
+        why = without_shell(self.name, ctx.target)
+        if why:
+            raise RtscopeError(why)
+        writes = self.plan(value, ctx.target)  # Unavailable (an RtscopeError) says why not
         every = isinstance(value, str) and value.startswith("*@")  # `*`: the IRQs the kernel lets move
         with files_changed(self.name, writes, ctx, same=self.same, skip_refused=every) as changed:
             where = "" if ctx.target.is_local else f" on target {ctx.target.name}"

@@ -19,7 +19,7 @@ from ..errors import RtscopeError
 from ..options import integer
 from ..signals import held_signals
 from ..targets import Target
-from .base import RunContext, Setting
+from .base import RunContext, Setting, without_shell
 
 DEVICE = "/dev/cpu_dma_latency"
 DEFAULT_US = 2_000_000_000  # the kernel's "no request" value (PM_QOS_CPU_LATENCY_DEFAULT_VALUE)
@@ -37,6 +37,9 @@ if [ ! -e "$1" ]; then echo missing; elif [ ! -w "$1" ]; then echo denied; fi
 
 
 def unavailable(value: int, target: Target) -> str | None:
+    why = without_shell("cpu_dma_latency", target)
+    if why:
+        return why
     said = target.run(["sh", "-c", _CHECK, "sh", DEVICE], timeout=60).stdout.strip()
     if said == "missing":
         return (f"cpu_dma_latency: this machine has no {DEVICE} (the kernel's CPU latency QoS device; "
