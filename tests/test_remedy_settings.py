@@ -392,3 +392,23 @@ def test_refused_on_a_target_without_a_shell(clean_targets):
                         ("cpu_dma_latency", 0), ("kernel_cmdline", "isolcpus=1")):
         said = SETTINGS[name].unavailable(value, node)
         assert said is not None and ("target node (erlang)" in said or "targets of kind qemu" in said), (name, said)
+
+
+def test_a_vm_boots_again_only_when_its_runs_command_line_changes(monkeypatch, clean_targets):
+    """The decision only (test_kernel_cmdline_qemu.py boots a real guest): the first run's command line is the
+    first boot's, the same one boots nothing, a run without one boots the guest back to none."""
+    from types import SimpleNamespace
+    from rtscope import targets
+    vm = targets.make(targets.define("vm", {"kind": "qemu", "arch": "x86_64", "kernel_args": "quiet"}))
+    boots = []
+    running = SimpleNamespace(proc=SimpleNamespace(poll=lambda: None))
+    monkeypatch.setattr(type(vm), "open", lambda self: (boots.append(self.extra_args), setattr(self, "guest", running)))
+    monkeypatch.setattr(type(vm), "close", lambda self: setattr(self, "guest", None))
+    vm.expect({"kernel_cmdline": "isolcpus=1  nohz_full=1"})  # the pool tells it before opening
+    vm.open()
+    kernel_cmdline.prepare("isolcpus=1 nohz_full=1", vm)
+    kernel_cmdline.prepare(None, vm)
+    kernel_cmdline.prepare(None, vm)
+    kernel_cmdline.prepare("rcu_nocbs=1", vm)
+    assert boots == ["isolcpus=1 nohz_full=1", "", "rcu_nocbs=1"]
+    assert kernel_cmdline.unavailable("isolcpus=1", vm) is None
