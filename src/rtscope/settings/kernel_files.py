@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator
 from ..errors import RtscopeError
 from ..options import integer
 from ..targets import Target
+from ..targets.tracefs import cpumask
 from ..workloads import expand_cpus, format_cpus
 from .base import RunContext, Setting, without_shell
 from .undo import files_changed
@@ -133,19 +134,7 @@ def workqueue_plan(value: str, target: Target) -> list[tuple[str, str, str]]:
         raise Unavailable(f"workqueue_cpumask: the kernel has no {path} (unbound workqueues' CPU mask, "
                           "Linux 4.2 and later)")
     _check_writable([path], target)
-    return [(path, to_mask(cpus), now.strip())]
-
-
-def to_mask(cpus: list[int]) -> str:
-    """[0, 1, 33] -> '2,00000003': the kernel's bitmap text (32-bit groups, most significant first)."""
-    bits = sum(1 << c for c in cpus)
-    groups = []
-    while True:
-        groups.append(bits & 0xFFFFFFFF)
-        bits >>= 32
-        if not bits:
-            break
-    return ",".join([f"{groups[-1]:x}", *(f"{g:08x}" for g in reversed(groups[:-1]))])
+    return [(path, cpumask(cpus), now.strip())]  # the kernel's bitmap text, as tracing_cpumask's
 
 
 def from_mask(text: str) -> int:
