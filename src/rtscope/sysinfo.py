@@ -36,7 +36,7 @@ def _read(root: Path, rel: str) -> str | None:
 STATE_FILES = ("proc/loadavg", "sys/devices/system/cpu/online")
 BASE_FILES = ("proc/sys/kernel/version", "proc/sys/kernel/osrelease", "sys/devices/system/cpu/online",
               "proc/device-tree/model", "sys/devices/system/cpu/isolated", "proc/cpuinfo", "proc/meminfo",
-              "proc/loadavg", "sys/kernel/realtime")
+              "proc/loadavg", "sys/kernel/realtime", "proc/cmdline")
 
 
 def governor_file(cpu: int) -> str:
@@ -121,6 +121,7 @@ def record(read_many: Callable[[list[str]], dict[str, str | None]], uname: dict[
         "cpu_count": len(cpus),
         "cpus_online": cpus,
         "isolated_cpus": base["sys/devices/system/cpu/isolated"] or "",
+        "kernel_cmdline": base["proc/cmdline"],
         "governors": governors(cpus, govs),
         "memory_bytes": memory_bytes(base["proc/meminfo"]),
         "board": board.rstrip("\x00") if board else None,

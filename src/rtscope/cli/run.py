@@ -244,6 +244,8 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a fil
             experiment = exp_mod.start(store, parsed, planned, chosen, identity, targets=target)
             err_console.print(f"experiment {experiment.id}: {escape(parsed.name)}, scale {parsed.scale or '-'}, "
                               f"{len(parsed.cells)} cells, {len(planned)} runs, order {parsed.order}, seed {chosen}")
+        done_now = exp_mod.done_indexes(store, experiment.id)
+        exp_mod.expect_boots(pool, [p for p in experiment.plan if p.index not in done_now])
         print_machine_warnings(experiment, pool)
         outcome = run_experiment(store, experiment, str(spec), pool)
     print_results(store, outcome, parsed, f"experiment {experiment.id}: {parsed.name}")
@@ -351,6 +353,8 @@ def check(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML) to v
         refused = _check_availability(spec, analysed, availability)
         for line in exp_mod.stale_traces([p for a in analysed for p in exp_mod.plan(a, 0)], availability):
             console.print(f"  [yellow]stale trace:[/] {escape(line)}")
+        for line in exp_mod.stale_changes([p for a in analysed for p in exp_mod.plan(a, 0)], availability):
+            console.print(f"  [yellow]left changed:[/] {escape(line)}")
     if refused:
         raise RtscopeError(f"{spec} is valid, but this machine cannot make every run and the spec says "
                            "on_unavailable = \"fail\"")

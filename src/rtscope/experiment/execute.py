@@ -24,6 +24,7 @@ from typing import Any, Callable, Protocol
 from ..errors import RtscopeError, UsageError
 from ..runtimes import RUNTIMES
 from ..runtimes.base import RunRequest
+from ..settings import undo
 from ..settings.registry import SETTINGS
 from ..signals import Terminated, held_signals, sigterm_raises
 from ..store import DuplicateRun, Store, to_jsonable
@@ -235,8 +236,34 @@ def stale_traces(planned: list[PlannedRun], availability: Availability) -> list[
     return lines
 
 
+def expect_boots(pool: Pool, planned: list[PlannedRun]) -> None:
+    """Tell the pool the settings of each target's first run before it opens them (a VM boots as that run
+    needs: setting kernel_cmdline)."""
+    for p in planned:
+        pool.expect(target_of(p.request), p.request.settings)
+
+
+def stale_changes(planned: list[PlannedRun], availability: Availability) -> list[str]:
+    """What a killed rtscope left changed on the runs' targets (undo journals whose rtscope is gone)."""
+    lines = []
+    for name in sorted({target_of(p.request) for p in planned}):
+        if not availability.boot and resolve(name).kind in BOOTED_KINDS:
+            continue
+        target = availability.pool.get(name)
+        if target.runtimes is not None:
+            continue  # no shell there (a BEAM node): no setting writes its files
+        for journal, who, entries in undo.stale(target):
+            whose = (f"rtscope pid {who.pid} on {who.host}, no longer running" if who and who.alive is False
+                     else f"made on host {who.host}: cannot tell whether its rtscope runs" if who else "unknown owner")
+            values = ", ".join(f"{path} (was {old})" for path, old in entries)
+            lines.append(f"target {name}: {values} left changed ({journal}, {whose}); the next run on this "
+                         "target from this host writes them back")
+    return lines
+
+
 def unavailable_runs(planned: list[PlannedRun], availability: Availability | None = None) -> list[tuple[PlannedRun, str]]:
     availability = availability or Availability()
+    expect_boots(availability.pool, planned)
     return [(p, why) for p in planned if (why := availability.reason(p.request))]
 
 
@@ -266,6 +293,7 @@ def execute(store: Store, exp: Experiment, reporter: Reporter | None = None, poo
         by_target.setdefault(target_of(p.request), []).append(p)
     own_pool = pool is None
     pool = pool or Pool()
+    expect_boots(pool, todo)
     availability = Availability(pool)
     if reporter:
         reporter.started(exp, len(exp.plan), outcome.already)

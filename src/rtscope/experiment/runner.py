@@ -20,6 +20,7 @@ from ..errors import ProbeError, RtscopeError, UsageError
 from ..runtimes import RUNTIMES
 from ..runtimes.base import RunRequest, Site
 from ..settings.base import RunContext
+from ..settings import undo as undo_journal
 from ..settings.registry import SETTINGS
 from ..signals import held_signals, sigterm_raises
 from ..targets import Completed, LocalTarget, Target
@@ -68,6 +69,9 @@ def execute(req: RunRequest, store: RunSink, *, timeout: float | None = None, ta
     """Run one request end to end on `target` (this machine by default) and store it; return the run id.
     Nothing is stored on failure; every setting is undone on the target, also on Ctrl-C and SIGTERM."""
     target = target or LocalTarget()
+    for setting in SETTINGS.values():
+        if setting.prepare is not None:  # a boot the run's settings need (kernel_cmdline), before anything else
+            setting.prepare(req.settings.get(setting.name), target)
     rt = RUNTIMES[req.runtime]
     if target.cannot_run(req.runtime):
         raise UsageError(target.cannot_run(req.runtime))
@@ -81,6 +85,7 @@ def execute(req: RunRequest, store: RunSink, *, timeout: float | None = None, ta
         if not target.is_local:
             undo.callback(target.remove_tree, run_dir)
         ctx = RunContext(request=req, workdir=workdir, notes=[], target=target, run_dir=run_dir)
+        ctx.notes.extend(undo_journal.restore_stale(target))  # what a killed rtscope left changed, once per connection
         for name, value in req.settings.items():
             setting = SETTINGS[name]
             if setting.apply is not None:

@@ -2,7 +2,10 @@
 
 - `base`: `Setting` (an `Option` with a scope, an `apply` and an `unavailable` check) and `RunContext`;
 - `registry`: `SETTINGS`, the one list of settings, with the probe's and the BEAM's own knobs;
-- `governor`, `loadgen`, `environments` (with `containers`), `vm_flags`: the system settings and what they need;
+- `governor`, `loadgen`, `environments` (with `containers`), `vm_flags`, `kernel_files` (IRQ affinity, the
+  workqueue CPU mask, RT throttling), `pm_qos` (cpu_dma_latency), `kernel_cmdline` (a VM's boot): the system
+  settings and what they need;
+- `undo`: kernel files a setting changes and their original values put back, also after a `kill -9`;
 - `explain`: the kernel trace of the probe's CPUs (targets/tracefs.py) and the BEAM's own trace, turned into the
   causes of the worst samples.
 

@@ -16,6 +16,17 @@ class Setting(Option):
     # None when the value can be applied on the target, else why not (experiments skip or fail by spec):
     # unavailable(value, target).
     unavailable: Callable[[Any, Any], str | None] | None = None
+    # Called before every run on a target, before anything is made there, with the run's value or None when the
+    # run does not set it: a change that needs the target booted again (kernel_cmdline). prepare(value, target).
+    prepare: Callable[[Any, Any], None] | None = None
+
+
+def without_shell(setting: str, target: Any) -> str | None:
+    """Why a setting that runs commands on its target cannot on this one (a running BEAM node), else None."""
+    if getattr(target, "runtimes", None) is None:
+        return None
+    return (f"{setting} runs commands on its target, and target {target.name} ({target.kind}) runs the BEAM "
+            "harness only: use an ssh target for the board's Linux")
 
 
 @dataclass

@@ -50,11 +50,6 @@ def unsupported(req: Any) -> str | None:
     return None
 
 
-def _online(target: Any) -> list[int]:
-    online = target.sys_path("sys/devices/system/cpu/online")
-    return sysinfo.parse_cpu_list(target.read_files([online])[online]) or [0]
-
-
 def _probe_cpus(req: Any, online: list[int]) -> list[int]:
     """The CPUs the probe may run on: its pinned CPU or threads, else every online CPU of the target."""
     threads = req.params.get("threads")
@@ -208,7 +203,7 @@ def explaining(value: int, ctx: RunContext) -> Iterator[None]:
     gone = tracefs.remove_stale(target)
     if gone:
         ctx.notes.append(f"removed tracefs instance(s) a killed rtscope left behind: {', '.join(gone)}")
-    online = _online(target)
+    online = target.online_cpus()
     instance = tracefs.Instance(target, _probe_cpus(ctx.request, online))
 
     def explain(sf: Any) -> list[dict]:

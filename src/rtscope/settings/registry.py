@@ -3,8 +3,10 @@
 Probe settings (`scope="probe"`) are passed to the probe by its runtime
 adapter (a SCHED_FIFO priority, a CPU, mlockall, BEAM spawn options, VM
 flags, the task model). System settings (`scope="system"`) change the
-machine around the run (CPU governor, load, environment wrapper): each is
-defined beside its code (governor.py, loadgen.py, environments.py here) and
+machine around the run (CPU governor, load, environment wrapper, IRQ affinity,
+kernel files, a PM QoS request, a VM's kernel command line): each is defined
+beside its code (governor.py, loadgen.py, environments.py, kernel_files.py,
+pm_qos.py, kernel_cmdline.py here) and
 provides `apply`, a context manager factory that makes the change and always
 undoes it on exit. `Setting` and `RunContext` are in base.py.
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 from ..options import boolean, integer, one_of
 from ..targets import parse_target
 from ..workloads import TASK_MODELS
-from . import environments, explain, governor, loadgen
+from . import environments, explain, governor, kernel_cmdline, kernel_files, loadgen, pm_qos
 from .base import RunContext, Setting
 from .vm_flags import parse_vm_flags
 
@@ -54,7 +56,7 @@ BEAM_SETTINGS = (
 
 SETTINGS: dict[str, Setting] = {s.name: s for s in (
     *PROBE_SETTINGS, TARGET, MODEL, *BEAM_SETTINGS, *governor.SETTINGS, *loadgen.SETTINGS, *environments.SETTINGS,
-    *explain.SETTINGS)}
+    *explain.SETTINGS, *kernel_files.SETTINGS, *pm_qos.SETTINGS, *kernel_cmdline.SETTINGS)}
 
 
 def system_settings() -> dict[str, Setting]:

@@ -172,6 +172,11 @@ class Target:
         """sysname, nodename, release, version, machine."""
         raise NotImplementedError
 
+    def online_cpus(self) -> list[int]:
+        """The CPUs online on the target ([0] when the kernel does not say)."""
+        online = self.sys_path("sys/devices/system/cpu/online")
+        return sysinfo.parse_cpu_list(self.read_files([online])[online]) or [0]
+
     @property
     def arch(self) -> str:
         machine = self.uname()["machine"]

@@ -15,6 +15,12 @@ class Pool:
         self._lock = threading.Lock()
         self._opening: dict[str, threading.Lock] = {}  # one per target: two threads never open it twice
         self.wait_for_place = wait_for_place  # seconds a lab target may wait for its place (labgrid)
+        self._expected: dict[str, dict] = {}  # target -> the settings of its first run (expect())
+
+    def expect(self, name: str, settings: dict) -> None:
+        """The settings of the first run on target `name`, told before it is opened: a target that boots (a VM)
+        boots as that run needs (its kernel_cmdline), not once for opening and again for the run."""
+        self._expected.setdefault(name, dict(settings))
 
     def get(self, name: str | None) -> Target:
         """The opened target called `name` (local when None)."""
@@ -23,6 +29,8 @@ class Pool:
             target = self._targets.get(name)
             if target is None:
                 target = make(resolve(name))
+                if name in self._expected and hasattr(target, "expect"):
+                    target.expect(self._expected[name])
                 if hasattr(target, "wait_for_place"):
                     target.wait_for_place = self.wait_for_place
                 self._targets[name] = target

@@ -77,6 +77,7 @@ class QemuTarget(SshTarget):
         self.cpus, self.memory, self.accel = o.get("cpus", 2), str(o.get("memory", "1G")), o.get("accel", "auto")
         self.pin = list(o.get("pin", []))
         self.kernel_args = str(o.get("kernel_args", ""))
+        self.extra_args = ""  # setting kernel_cmdline of the runs: appended to kernel_args (boot_with)
         self.disk_size = parse_size(o["disk"]) if "disk" in o else None
         self.packages = tuple(o.get("packages", ()))  # Debian packages added to the guest's image
         self.guest = None
@@ -93,7 +94,7 @@ class QemuTarget(SshTarget):
         image = images.build(self.arch_name, kernel, self.packages)
         self._dir = Path(tempfile.mkdtemp(prefix=f"rtscope-vm-{self.name}-"))
         self.guest = qemu.Guest(self.arch_name, kernel, image, self.cpus, self.memory, self.accel, self.pin,
-                                self.kernel_args, workdir=self._dir)
+                                f"{self.kernel_args} {self.extra_args}".strip(), workdir=self._dir)
         try:
             if self.disk_size:
                 self.guest.make_disk(self.disk_size)
@@ -107,6 +108,25 @@ class QemuTarget(SshTarget):
         except BaseException:
             self.close()
             raise
+
+    def expect(self, settings: dict) -> None:
+        """Before the first boot: the settings of the first run (the pool tells), so that the guest boots
+        with that run's kernel_cmdline at once."""
+        if self.guest is None:
+            self.extra_args = " ".join(str(settings.get("kernel_cmdline") or "").split())
+
+    def boot_with(self, extra: str) -> bool:
+        """Make the guest run with this more kernel command line (setting kernel_cmdline), booting it (again)
+        unless it already does; whether it booted. Nothing of the old guest is left: its files were in RAM."""
+        extra = " ".join(extra.split())
+        running = self.guest is not None and self.guest.proc is not None and self.guest.proc.poll() is None
+        if running and extra == self.extra_args:
+            return False
+        self.close()
+        self.extra_args = extra
+        self.deployed = {}
+        self.open()
+        return True
 
     def close(self) -> None:
         try:

@@ -89,7 +89,7 @@ def cpumask(cpus: list[int]) -> str:
     return ",".join(groups)
 
 
-def _host() -> str:
+def host_tag() -> str:
     return re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname())[:40] or "host"
 
 
@@ -101,7 +101,7 @@ class Owner:
     @property
     def alive(self) -> bool | None:
         """Whether the rtscope that made it still runs: None when it ran on another host (cannot tell)."""
-        if self.host != _host():
+        if self.host != host_tag():
             return None
         try:
             os.kill(self.pid, 0)
@@ -228,7 +228,7 @@ class Instance:
         self.target = target
         self.cpus = sorted(set(cpus))
         self.buffer_kb = buffer_kb or BUFFER_KB
-        self.name = f"{PREFIX}{_host()}-{os.getpid()}-{secrets.token_hex(3)}"
+        self.name = f"{PREFIX}{host_tag()}-{os.getpid()}-{secrets.token_hex(3)}"
         self.path = posixpath.join(tracefs(target), "instances", self.name)
         self.created = False
         self.keeper = None          # the Spawned window keeper

@@ -194,11 +194,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+BANNER_WAIT_S = 20.0  # for the banner of a guest sshd that accepted: one slow to answer (a loaded TCG guest, all
+# on one CPU with isolcpus) must not be asked again and again, or its sshd drops the attempts (MaxStartups)
+
+
 def _ssh_banner(port: int) -> bool:
     """True once the guest's sshd answers through the forwarded port (QEMU accepts before the guest does)."""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-            s.settimeout(2)
+            s.settimeout(BANNER_WAIT_S)
             return s.recv(4).startswith(b"SSH-")
     except OSError:
         return False
