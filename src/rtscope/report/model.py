@@ -366,6 +366,7 @@ def time_series(store: Store, cell: Cell, label: str) -> TimeSeries:
 ENV_FIELDS = (("target", "target"), ("target_description", "target description"), ("hostname", "host"),
               ("board", "board"), ("cpu_model", "CPU"), ("cpu_count", "CPUs online"),
               ("machine", "architecture"), ("kernel_release", "kernel"), ("preemption", "preemption"),
+              ("kernel_cmdline", "kernel command line"),
               ("isolated_cpus", "isolated CPUs"), ("memory_bytes", "memory"), ("loadavg", "load average"),
               ("rtscope_version", "rtscope"), ("python_version", "Python"),
               ("note", "note"))
@@ -399,7 +400,7 @@ def machines(runs: list[Run]) -> list[Machine]:
         e = r.machine or {}
         key = (e.get("target"), e.get("target_description"), e.get("hostname"), e.get("kernel_release"),
                e.get("cpu_model"), e.get("board"), tuple(sorted(set((e.get("governors") or {}).values()))),
-               e.get("preemption"), e.get("note"))
+               e.get("preemption"), e.get("kernel_cmdline"), e.get("note"))
         groups.setdefault(key, []).append(r)
     out = []
     for members in groups.values():
