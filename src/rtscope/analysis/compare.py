@@ -350,6 +350,22 @@ class Baseline:
         return top[0], ""
 
 
+def spec_baseline(store: Store, runs: list[Run]) -> list[str] | None:
+    """The baseline the selected runs' experiment named in its spec (`baseline = { cpu = 1 }`), as
+    --baseline items; None when the runs are of no experiment, or of experiments that name none or differ."""
+    ids = {r.experiment_id for r in runs}
+    if not ids or None in ids:
+        return None
+    named = set()
+    for exp_id in ids:
+        row = store.experiment_row(exp_id) or {}
+        items = (row.get("spec") or {}).get("baseline")
+        if not items:
+            return None
+        named.add(tuple(items))
+    return list(named.pop()) if len(named) == 1 else None
+
+
 # --- comparisons ------------------------------------------------------------------------------
 
 @dataclass

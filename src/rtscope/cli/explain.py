@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from ..errors import UsageError
-from .common import DbOption, JsonOption, Table, app, console, escape, open_store, print_json
+from .common import DbOption, JsonOption, Table, app, console, err_console, escape, open_store, print_json
 
 
 def _us(ns: float | None) -> str:
@@ -33,26 +34,77 @@ def _not_explained(run_id: int) -> UsageError:
                       "(K worst samples per thread), e.g. `explain = 10` in [workload.settings]; see docs/explain.md")
 
 
+def _remedies(store, run) -> list:
+    """The run's remedies, ranked, each with whether its target can apply it (docs/explain.md, "Remedies")."""
+    from ..analysis import causes, remedies
+    from ..experiment.remedies import applies_on
+    explained = store.causes(run.id)
+    return applies_on(run, remedies.suggest(run, explained, causes.run_median(store, run) or 0))
+
+
+def _print_remedies(found: list) -> None:
+    if not found:
+        console.print("\n[bold]remedies[/]: none (no culprit takes 5 % or more of the excess above the median)")
+        return
+    t = Table(title="remedies, ranked by the share of the excess their cause took")
+    for head in ("cause", "share", "setting", "on target", "why"):
+        t.add_column(head, justify="right" if head == "share" else "left")
+    for r in found:
+        a = r.applies_on
+        t.add_row(escape(r.cause_label), f"{r.share:.0%}", escape(f"{r.setting} = {r.value_text}"),
+                  escape(f"{a['target']}: " + ("yes" if a["ok"] else f"no: {a['reason']}")), escape(r.why))
+    console.print(t)
+
+
+def _write_spec(store, run, found: list, path: Path, repetitions: int, most: int) -> None:
+    from ..experiment.remedies import ab_spec
+    from ..fileio import write_atomic
+    if path.is_dir() or not path.parent.is_dir():
+        raise UsageError(f"--write-spec {path}: " + ("is a directory; give a file name such as "
+                         f"{path / 'remedies.toml'}" if path.is_dir() else f"directory {path.parent} does not exist"))
+    targets = None
+    if run.experiment_id is not None:
+        row = store.experiment_row(run.experiment_id) or {}
+        targets = ((row.get("spec") or {}).get("parsed") or {}).get("targets")
+    text = ab_spec(run, found, repetitions=repetitions, most=most, targets=targets)
+    write_atomic(path, text, "spec")
+    err_console.print(f"wrote {escape(str(path))}: run it with `rtscope run {escape(str(path))}`, then "
+                      f"`rtscope compare --experiment remedies-run-{run.id}`")
+
+
 @app.command("explain")
 def explain(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see `rtscope runs`).")],
             worst: Annotated[Optional[int], typer.Option("--worst", min=1, metavar="K",
                                                          help="Only the K worst explained samples.")] = None,
+            suggest: Annotated[bool, typer.Option(
+                "--suggest", help="Also the remedies: per culprit the settings that would take it away, ranked by "
+                                  "its share of the excess, and whether the run's target can apply each.")] = False,
+            write_spec: Annotated[Optional[Path], typer.Option(
+                "--write-spec", metavar="FILE", help="Write an A/B spec: the run's configuration as the baseline "
+                                                     "and a cell per remedy that applies (and their combination).")] = None,
+            repetitions: Annotated[int, typer.Option("--repetitions", min=2, metavar="N",
+                                                     help="--write-spec: runs per cell.")] = 5,
+            most: Annotated[int, typer.Option("--remedies", min=1, metavar="N",
+                                              help="--write-spec: measure the N best remedies that apply.")] = 3,
             db: DbOption = None, json_out: JsonOption = False) -> None:
     """Why the worst samples of a run were late: per sample the interrupts, softirqs, threads, GCs that ran
-    instead, and the share of the excess time per cause over the run."""
+    instead, and the share of the excess time per cause over the run; with --suggest, the remedies."""
     from ..analysis import causes
     from ..analysis.documents import explain_document
     store = open_store(db)
     run = store.get_run(run_id)
+    if not store.causes(run.id):
+        raise _not_explained(run.id)
+    found = _remedies(store, run) if suggest or write_spec is not None else []
+    if write_spec is not None:
+        _write_spec(store, run, found, write_spec, repetitions, most)
     if json_out:
         doc = explain_document(store, run, worst)
-        if doc is None:
-            raise _not_explained(run.id)
+        if suggest:
+            doc["remedies"] = [r.to_json() for r in found]
         print_json(doc)
         return
     explained = store.causes(run.id)
-    if not explained:
-        raise _not_explained(run.id)
     explained = explained[:worst] if worst is not None else explained
     median = causes.run_median(store, run) or 0
     summary = causes.shares(explained, median)
@@ -80,6 +132,8 @@ def explain(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (s
         console.print(table)
     if not summary:
         console.print(f"\nno explained sample above the run's median ({_us(median)} µs)")
+        if suggest:
+            _print_remedies(found)
         return
     for by, title in (("kind", "per cause kind"), ("culprit", "per culprit")):
         t = Table(title=f"share of the excess above the median ({_us(median)} µs), {title}")
@@ -91,3 +145,5 @@ def explain(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (s
             if r.by == by:
                 t.add_row(escape(r.label), _us(r.excess_ns), f"{r.share:.0%}", str(r.samples))
         console.print(t)
+    if suggest:
+        _print_remedies(found)

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import sysinfo
 from ..analysis import causes, stats
-from ..analysis.compare import Baseline, Cell, ComparisonSet, check_options, compare, load_cells
+from ..analysis.compare import Baseline, Cell, ComparisonSet, check_options, compare, load_cells, spec_baseline
 from ..analysis.fit import Series, memory_series
 from ..analysis.select import Configuration, short_labels
 from ..analysis.stats import merge_histograms
@@ -451,9 +451,11 @@ def id_ranges(ids: list[int]) -> str:
 
 def build(store: Store, runs: list[Run], *, title: str, selection: str, baseline: list[str] | None = None,
           alpha: float = 0.05) -> Report:
-    """Everything the report shows; comparisons only when a baseline is given (or `defaults` exists)."""
+    """Everything the report shows; comparisons only when a baseline is given, named by the runs' experiment's
+    spec, or `defaults` exists."""
     from ..analysis.results import display_unit
     check_options(alpha)
+    baseline = baseline or spec_baseline(store, runs)
     notes: list[str] = []
     memory_runs = [r for r in runs if is_task_memory(r)]
     other = [r for r in runs if not is_task_memory(r)]

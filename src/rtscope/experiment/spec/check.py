@@ -23,7 +23,7 @@ from .request import build_request
 from .tune import check_range, check_tune
 
 TOP_KEYS = ("name", "description", "tags", "repetitions", "seed", "order", "on_unavailable", "timeout_s",
-            "scale", "environments", "targets", "target", "workload", "tune")
+            "scale", "environments", "targets", "target", "workload", "tune", "baseline")
 BLOCK_KEYS = ("name", "variants", "runtime", "params", "settings", "exclude", "repetitions", "tags",
               "on_unavailable", "timeout_s", "scale", "target")
 SCALE_KEYS = ("repetitions", "timeout_s", "params")
@@ -162,19 +162,64 @@ class Checker:
             if key not in self.scale_used:
                 self.warn(("scale", scale, "params", key), f"[scale.{scale}.params] {key} applies to no block: "
                           "no block sets it and it is not a default of every variant of a block")
+        baseline = self.baseline(raw, blocks, cells) if "baseline" in raw else []
         tune, knobs = None, []
         if self.tuning:
             w = WORKLOADS.get(blocks[0].get("name")) if blocks and isinstance(blocks[0].get("name"), str) else None
             tune, knobs = check_tune(self, raw, blocks, self.block_axes.get(0, []),
                                      lambda key: w.param(key), lambda key: SETTINGS[key])
-        return self._spec(raw, scale, scales, seed, order, name=name, cells=cells, tune=tune, knobs=knobs)
+        return self._spec(raw, scale, scales, seed, order, name=name, cells=cells, tune=tune, knobs=knobs,
+                          baseline=baseline)
 
-    def _spec(self, raw, scale, scales, seed, order, name=None, cells=(), tune=None, knobs=()) -> Spec:
+    def baseline(self, raw: dict, blocks: list, cells: list[Cell]) -> list[str]:
+        """The spec's `baseline = { NAME = VALUE, ... }`: the configuration `compare` and `report` compare the
+        others with when no --baseline is given. NAME: a setting, a parameter, workload, variant or runtime;
+        VALUE "" matches a configuration without that setting. Returns NAME=VALUE items (Baseline.parse's)."""
+        from ...analysis.select import CORE_DIMENSIONS, value_matches, value_text
+        table = self.typed(raw, "baseline", (), "table", None)
+        if table is None:
+            return []
+        if not table:
+            self.error(("baseline",), "baseline is an empty table; name the baseline configuration, e.g. "
+                       "baseline = { cpu = 1 }")
+            return []
+        params = {p.name for b in blocks if isinstance(b, dict) and isinstance(b.get("name"), str)
+                  and b["name"] in WORKLOADS for p in WORKLOADS[b["name"]].params}
+        items = []
+        for key, value in table.items():
+            path = ("baseline", key)
+            if key not in SETTINGS and key not in params and key not in CORE_DIMENSIONS:
+                self.error(path, f"baseline names {key!r}, not a setting, parameter or {'/'.join(CORE_DIMENSIONS)} "
+                           f"of this spec; valid names: {choices(sorted({*CORE_DIMENSIONS, *params, *SETTINGS}))}")
+                continue
+            if isinstance(value, (dict, list)):
+                self.error(path, f"baseline {key} must be one value, not {_kind(value)} ({_toml(value)})")
+                continue
+            if key in SETTINGS and value != "":
+                try:
+                    SETTINGS[key].value(value)
+                except UsageError as e:
+                    self.error(path, f"baseline: {e}")
+                    continue
+            items.append((key, value_text(value)))
+        if len(items) < len(table) or not cells:
+            return [f"{k}={v}" for k, v in items]
+
+        def get(req, key):
+            core = {"workload": req.workload, "variant": req.variant, "runtime": req.runtime}
+            return core[key] if key in core else req.settings.get(key, req.params.get(key))
+
+        if not any(all(value_matches(get(c.request, k), v) for k, v in items) for c in cells):
+            self.error(("baseline",), "baseline " + " ".join(f"{k}={v}" for k, v in items) + " matches no "
+                       "configuration of this spec; its configurations: " + "; ".join(c.key for c in cells))
+        return [f"{k}={v}" for k, v in items]
+
+    def _spec(self, raw, scale, scales, seed, order, name=None, cells=(), tune=None, knobs=(), baseline=()) -> Spec:
         self.problems.sort(key=lambda p: p.line or 0)
         return Spec(name=name or Path(self.source).stem, description=str(raw.get("description", "")),
                     source=self.source, text=self.text, raw=raw, scale=scale, scales=tuple(scales), seed=seed,
                     order=order, cells=list(cells), problems=self.problems, warnings=self.warnings,
-                    locator=self.loc, tune=tune, knobs=list(knobs))
+                    locator=self.loc, tune=tune, knobs=list(knobs), baseline=list(baseline))
 
     def definitions(self, raw: dict, key: str, load) -> None:
         """`[environments.NAME]` / `[targets.NAME]` tables, each defined through its module's loader

@@ -110,6 +110,7 @@ class Spec:
     locator: Locator | None = None
     tune: TuneTable | None = None  # a tune spec: its [tune] table, and the knobs its ranges and lists make
     knobs: list[Knob] = field(default_factory=list)
+    baseline: list[str] = field(default_factory=list)  # `baseline = {...}`: NAME=VALUE items (compare's --baseline)
 
     @property
     def path(self) -> str:
