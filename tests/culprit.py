@@ -52,11 +52,11 @@ def instances() -> list[str]:
 
 
 @contextmanager
-def culprit(cpu: int, priority: int = 90, jitter_s: float = 0.0) -> Iterator[int]:
+def culprit(cpu: int, priority: int = 90, jitter_s: float = 0.0, period_s: float = PERIOD_S) -> Iterator[int]:
     """Run the culprit on `cpu`; yields its pid (the comm is NAME). `jitter_s`: each period longer by a random
     0..jitter_s, so that a measured loop whose cycle the bursts re-align (it resumes when a burst ends) does not
-    meet every burst at the same point of its cycle."""
-    proc = subprocess.Popen([sys.executable, "-c", _CODE, str(cpu), str(priority), str(BUSY_S), str(PERIOD_S),
+    meet every burst at the same point of its cycle. `period_s`: a burst of BUSY_S every period_s."""
+    proc = subprocess.Popen([sys.executable, "-c", _CODE, str(cpu), str(priority), str(BUSY_S), str(period_s),
                              NAME, str(jitter_s)], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "ready"

@@ -64,6 +64,20 @@ def cpu_model(cpuinfo: str | None) -> str:
     return "unknown"
 
 
+USER_HZ = 100  # the unit of /proc/stat's times on every architecture rtscope targets (sysconf(_SC_CLK_TCK))
+
+
+def parse_steal(text: str) -> dict[int, int]:
+    """Per CPU the steal time /proc/stat counts (the 8th value of each `cpuN` line: time the hypervisor ran
+    something else while this vCPU wanted to run), in USER_HZ ticks. Empty where the kernel has no such field."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) > 8 and parts[0].startswith("cpu") and parts[0][3:].isdigit():
+            out[int(parts[0][3:])] = int(parts[8])
+    return out
+
+
 def parse_cpu_list(text: str | None) -> list[int]:
     """'0-3,6' -> [0, 1, 2, 3, 6]; [] for no text."""
     cpus: list[int] = []

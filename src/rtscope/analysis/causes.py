@@ -103,6 +103,20 @@ def shares(explained: list[dict], reference: float) -> list[Share]:
     return rows + more
 
 
+def steal(run, explained: list[dict], reference: float) -> dict | None:
+    """The hypervisor's part of the unexplained time: the steal time /proc/stat counted on the traced CPUs
+    over the whole run (explain.steal in its trailer), beside the unexplained excess of its explained samples
+    above `reference`. The steal may have fallen anywhere in the run, so it bounds the hypervisor's part of
+    that unexplained time: at most the smaller of the two. None when the run recorded no steal counter."""
+    got = (run.trailer.get("explain") or {}).get("steal")
+    if got is None:
+        return None
+    unexplained = next((r.excess_ns for r in shares(explained, reference)
+                        if r.by == "kind" and r.kind == UNEXPLAINED), 0)
+    return {"steal_ns": got["ns"], "per_cpu_ns": got.get("per_cpu_ns", {}), "unexplained_excess_ns": unexplained,
+            "hypervisor_at_most_ns": min(got["ns"], unexplained)}
+
+
 def explained_column(run) -> str | None:
     """The column a run's explained samples measure when it is not the run's primary one (a gpio blink's
     lateness, beside its primary period: docs/gpio.md), else None."""

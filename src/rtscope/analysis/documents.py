@@ -93,4 +93,5 @@ def explain_document(store: Store, run: Run, worst: int | None = None) -> dict |
                          "self_ns": s.get("self_ns", 0), "idle_ns": s.get("idle_ns", 0),
                          "unexplained_ns": s["unexplained_ns"], "measuring_pid": s.get("measuring_pid"),
                          "note": s.get("note")} | ({"cycle": s["cycle"]} if "cycle" in s else {}) for s in explained],
-            "summary": [r.to_json() for r in causes.shares(explained, median)]}
+            "summary": [r.to_json() for r in causes.shares(explained, median)],
+            "steal": causes.steal(run, explained, median)}

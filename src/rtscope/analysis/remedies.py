@@ -28,6 +28,7 @@ IRQ_THREAD = re.compile(r"^irq/(\d+)-")
 RCU_THREAD = re.compile(r"^rcu(op|og|_preempt|_sched|_tasks)")
 TICK = ("tick_sched_timer", "tick_nohz_handler", "tick_handle_periodic")
 IPI_VECTORS = ("call_function", "call_function_single", "reschedule", "irq_work", "thermal_apic", "error_apic")
+THROTTLED_NS = 40_000_000  # a normal thread this long in one sample, above the task: RT throttling (50 ms a second)
 NORMAL_RT = 80        # the rt_priority suggested to a probe at normal priority (cyclictest's usual)
 FULL_SPIN_OFF = "+sbwt none +sbwtdcpu none +sbwtdio none"
 
@@ -84,6 +85,7 @@ class _Run:
     runtime: str
     cpus: list[int]             # the CPUs its explained samples ran on
     others: list[int]           # the target's other online CPUs
+    preemption: str = ""        # the kernel's preemption model (the run's machine record)
 
     @property
     def rt(self) -> int | None:
@@ -105,7 +107,8 @@ def _run_view(run, explained: list[dict]) -> _Run:
     if not cpus and run.settings.get("cpu") is not None:
         cpus = [int(run.settings["cpu"])]
     online = run.machine.get("cpus_online") or list(range(int(run.machine.get("cpu_count") or 0)))
-    return _Run(run.settings, run.runtime, cpus, [c for c in online if c not in cpus])
+    return _Run(run.settings, run.runtime, cpus, [c for c in online if c not in cpus],
+                str(run.machine.get("preemption") or ""))
 
 
 def _move(r: _Run, what: str) -> tuple[str, Any, str, str] | None:
@@ -128,7 +131,7 @@ def _cmdline(r: _Run, args: str, why: str) -> tuple[str, Any, str, str]:
             "periodic tick or RCU callbacks: housekeeping moves to the other CPUs")
 
 
-def _thread(r: _Run, name: str, prio: int | None) -> list[tuple[str, Any, str, str]]:
+def _thread(r: _Run, name: str, prio: int | None, longest_ns: int) -> list[tuple[str, Any, str, str]]:
     out: list[tuple[str, Any, str, str] | None] = []
     thread_rt = 99 - prio if prio is not None and 0 <= prio < 100 else None
     if (m := IRQ_THREAD.match(name)):
@@ -153,12 +156,21 @@ def _thread(r: _Run, name: str, prio: int | None) -> list[tuple[str, Any, str, s
             out.append(("rt_priority", thread_rt + 1, f"run the measured task at SCHED_FIFO {thread_rt + 1}, above "
                         f"{name} (FIFO {thread_rt}; the task runs at {r.rt})",
                         f"{name} waits for the task instead"))
-    elif thread_rt is None and not per_cpu:
-        # a normal thread ran although the task's SCHED_FIFO should preempt it: the rt bandwidth was used up
-        # (RT throttling), or the thread sat in a section the kernel could not preempt
-        out.append(("rt_runtime_us", -1, f"{name} (normal priority) ran while the task at SCHED_FIFO {r.rt} "
-                    "waited: RT throttling (sched_rt_runtime_us) let it run; turn throttling off",
+    elif thread_rt is None and longest_ns >= THROTTLED_NS:
+        # a normal thread ran for tens of ms although the task's SCHED_FIFO preempts it: the rt bandwidth was
+        # used up (RT throttling gives normal tasks 50 ms of every second by default)
+        out.append(("rt_runtime_us", -1, f"{name} (normal priority) ran {longest_ns / 1e6:.0f} ms while the "
+                    f"task at SCHED_FIFO {r.rt} waited: RT throttling (sched_rt_runtime_us); turn it off",
                     "a runaway real-time task can then hang its CPU"))
+    elif thread_rt is None:
+        # a normal thread the task's SCHED_FIFO should preempt at once: it sat in a section the kernel could
+        # not preempt (a kernel preempted only at voluntary points)
+        out.append(_move(r, name))
+        if r.preemption == "PREEMPT_DYNAMIC":
+            out.append(_cmdline(r, "preempt=full", f"{name} (normal priority) ran while the task at SCHED_FIFO "
+                                f"{r.rt} waited: a kernel section not preempted (PREEMPT_DYNAMIC kernel); "
+                                "boot it with full preemption"))
+        return [x for x in out if x]
     out.append(_move(r, name))
     return [x for x in out if x]
 
@@ -167,7 +179,7 @@ def _for(r: _Run, row: causes.Share, split: dict[str, float], detail: dict) -> l
     """The remedies of one culprit, best first (`detail`: _detail's)."""
     kind, name = row.kind, row.name or ""
     if kind == "thread":
-        return _thread(r, name, detail.get("prio"))
+        return _thread(r, name, detail.get("prio"), detail.get("longest_ns", 0))
     if kind == "irq":
         if name == "local_timer" or name in IPI_VECTORS:
             what = "the periodic tick" if name == "local_timer" else f"inter-processor interrupts ({name})"
@@ -250,10 +262,11 @@ def value_of(v: Any) -> str:
 
 def _detail(explained: list[dict], row: causes.Share) -> dict:
     """What the samples say of one culprit beyond its share: a thread's kernel priority, a GC's largest heap."""
-    prio, heap = None, 0
+    prio, heap, longest = None, 0, 0
     for s in explained:
         for c in s.get("causes", []):
             if (c["kind"], c.get("name"), c.get("pid"), c.get("irq")) == (row.kind, row.name, row.pid, row.irq):
                 prio = c.get("prio", prio) if c.get("prio") is not None else prio
                 heap = max(heap, c.get("heap_before") or 0)
-    return {"prio": prio, "heap_before": heap}
+                longest = max(longest, c["duration_ns"])
+    return {"prio": prio, "heap_before": heap, "longest_ns": longest}

@@ -34,6 +34,16 @@ def _not_explained(run_id: int) -> UsageError:
                       "(K worst samples per thread), e.g. `explain = 10` in [workload.settings]; see docs/explain.md")
 
 
+def _print_steal(got: dict | None) -> None:
+    if got is None:
+        return
+    cpus = ", ".join(f"CPU {c} {_us(ns)} µs" for c, ns in got["per_cpu_ns"].items())
+    console.print(f"\nsteal time (/proc/stat, whole run, 10 ms steps): the hypervisor took {_us(got['steal_ns'])} µs "
+                  f"from the traced CPUs ({cpus}); of the explained samples' unexplained excess "
+                  f"({_us(got['unexplained_excess_ns'])} µs) at most {_us(got['hypervisor_at_most_ns'])} µs is the "
+                  "hypervisor's")
+
+
 def _remedies(store, run) -> list:
     """The run's remedies, ranked, each with whether its target can apply it (docs/explain.md, "Remedies")."""
     from ..analysis import causes, remedies
@@ -132,6 +142,7 @@ def explain(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (s
         console.print(table)
     if not summary:
         console.print(f"\nno explained sample above the run's median ({_us(median)} µs)")
+        _print_steal(causes.steal(run, explained, median))
         if suggest:
             _print_remedies(found)
         return
@@ -145,5 +156,6 @@ def explain(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (s
             if r.by == by:
                 t.add_row(escape(r.label), _us(r.excess_ns), f"{r.share:.0%}", str(r.samples))
         console.print(t)
+    _print_steal(causes.steal(run, explained, median))
     if suggest:
         _print_remedies(found)

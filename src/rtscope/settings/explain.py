@@ -177,6 +177,26 @@ def beam_kernel_samples(instance: tracefs.Instance, sf: Any, k: int) -> list[dic
     return records
 
 
+def read_steal(target: Any) -> dict[int, int]:
+    """The target's steal-time counters now (/proc/stat, per CPU, USER_HZ ticks); {} where it has none."""
+    path = target.sys_path("proc/stat")
+    try:
+        return sysinfo.parse_steal(target.read_files([path])[path] or "")
+    except RtscopeError:
+        return {}
+
+
+def steal_during(before: dict[int, int], after: dict[int, int], cpus: list[int]) -> dict | None:
+    """What the hypervisor took from the traced CPUs between two readings (recorded in the run's trailer as
+    explain.steal): per CPU and summed, in ns (whole USER_HZ ticks: 10 ms steps)."""
+    common = [c for c in cpus if c in before and c in after]
+    if not common:
+        return None
+    tick = 1_000_000_000 // sysinfo.USER_HZ
+    per_cpu = {str(c): (after[c] - before[c]) * tick for c in common}
+    return {"ns": sum(per_cpu.values()), "per_cpu_ns": per_cpu, "tick_ns": tick, "source": "/proc/stat steal"}
+
+
 def kernel_side(req: Any, target: Any) -> bool:
     """Whether the run is explained from its target's kernel trace: native runs, and BEAM runs on a target
     with a shell (a BEAM node target has none: the BEAM side only)."""
@@ -205,14 +225,20 @@ def explaining(value: int, ctx: RunContext) -> Iterator[None]:
         ctx.notes.append(f"removed tracefs instance(s) a killed rtscope left behind: {', '.join(gone)}")
     online = target.online_cpus()
     instance = tracefs.Instance(target, _probe_cpus(ctx.request, online))
+    steal_before = read_steal(target)
 
     def explain(sf: Any) -> list[dict]:
+        steal = steal_during(steal_before, read_steal(target), instance.cpus)
         if ctx.request.runtime == "beam":
-            return beam_kernel_samples(instance, sf, value)
-        table = histogram_worst(sf)
-        records, cost = explain_samples(instance, table, value)
-        sf.trailer["explain"] = cost
-        return records if table is sf else with_cycles(records, table)
+            records = beam_kernel_samples(instance, sf, value)
+        else:
+            table = histogram_worst(sf)
+            records, cost = explain_samples(instance, table, value)
+            sf.trailer["explain"] = cost
+            records = records if table is sf else with_cycles(records, table)
+        if steal is not None:
+            sf.trailer["explain"]["steal"] = steal
+        return records
 
     try:
         instance.start()
