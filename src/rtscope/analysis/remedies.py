@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..workloads import format_cpus
 from . import causes
 
 MIN_SHARE = 0.05      # a culprit below this share of the excess gets no remedy of its own
@@ -63,21 +64,6 @@ class Remedy:
                 "cost": self.cost, "applies_on": self.applies_on}
 
 
-def cpu_list(cpus: list[int]) -> str:
-    """1,3-5 style (sysfs cpulist)."""
-    out, run = [], []
-    for c in sorted(set(cpus)):
-        if run and c == run[-1] + 1:
-            run.append(c)
-            continue
-        if run:
-            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-        run = [c]
-    if run:
-        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-    return ",".join(out)
-
-
 @dataclass
 class _Run:
     """What the remedies need to know of the run: its CPUs, the others, its priority, runtime, settings."""
@@ -99,7 +85,7 @@ class _Run:
 
     @property
     def cpus_text(self) -> str:
-        return cpu_list(self.cpus)
+        return format_cpus(self.cpus)
 
 
 def _run_view(run, explained: list[dict]) -> _Run:
@@ -121,9 +107,9 @@ def _move(r: _Run, what: str) -> tuple[str, Any, str, str] | None:
 def _irq_away(r: _Run, irq: str, what: str) -> tuple[str, Any, str, str] | None:
     if not r.others:
         return None
-    return ("irq_affinity", f"{irq}@{cpu_list(r.others)}",
-            f"route {what} to CPU {cpu_list(r.others)}, away from the measured CPU {r.cpus_text}",
-            f"CPU {cpu_list(r.others)} handles it instead (its latency there may grow)")
+    return ("irq_affinity", f"{irq}@{format_cpus(r.others)}",
+            f"route {what} to CPU {format_cpus(r.others)}, away from the measured CPU {r.cpus_text}",
+            f"CPU {format_cpus(r.others)} handles it instead (its latency there may grow)")
 
 
 def _cmdline(r: _Run, args: str, why: str) -> tuple[str, Any, str, str]:
@@ -137,8 +123,8 @@ def _thread(r: _Run, name: str, prio: int | None, longest_ns: int) -> list[tuple
     if (m := IRQ_THREAD.match(name)):
         out.append(_irq_away(r, m[1], f"irq {m[1]} (its thread {name})"))
     if UNBOUND_KWORKER.match(name) and r.others:
-        out.append(("workqueue_cpumask", cpu_list(r.others),
-                    f"run unbound workqueues ({name}) on CPU {cpu_list(r.others)} only",
+        out.append(("workqueue_cpumask", format_cpus(r.others),
+                    f"run unbound workqueues ({name}) on CPU {format_cpus(r.others)} only",
                     "the unbound work waits for those CPUs"))
     if RCU_THREAD.match(name) or name.startswith("rcuc/"):
         out.append(_cmdline(r, f"rcu_nocbs={r.cpus_text}", f"offload RCU callbacks ({name}) from CPU {r.cpus_text}"))
