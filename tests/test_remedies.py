@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 import culprit
+import sshd
 from rtscope import sysinfo
 from rtscope.analysis import remedies
 from rtscope.store import Store
@@ -186,7 +187,7 @@ def test_the_loop_culprit_remedy_spec_run_compare(cli, db, tmp_path, rtprobe):
         top = doc["remedies"][0]
         assert top["for"] == {"kind": "thread", "name": culprit.NAME, "pid": pid, "irq": None}, doc["remedies"]
         assert (top["setting"], top["value"], top["applies_on"]) == \
-            ("rt_priority", 91, {"target": "local", "ok": True, "reason": None})
+            ("rt_priority", 91, {"target": "local", "ok": True, "reason": None, "asked": True})
         assert top["share"] > 0.8
         assert doc["trace"]["steal"]["source"] == "/proc/stat steal" and doc["steal"]["steal_ns"] >= 0
         text = cli("explain", run.id, "--db", db, "--suggest").out
@@ -217,3 +218,33 @@ def test_the_loop_culprit_remedy_spec_run_compare(cli, db, tmp_path, rtprobe):
     per_sample = {label: sum(k["excess_ns"] for k in why[label]["kinds"] if k["kind"] == "thread")
                   / max(why[label]["samples"], 1) for label in ("rt_priority=80", "rt_priority=91")}
     assert per_sample["rt_priority=80"] > 10 * per_sample["rt_priority=91"], per_sample
+
+
+@needs_tracing
+@pytest.mark.skipif(sshd.available() is not None, reason=sshd.available() or "")
+def test_remedies_asked_on_an_ssh_target_and_its_spec_runs_there(cli, db, tmp_path, rtprobe):
+    """A run on an SSH target (a real sshd in its own namespaces): its remedies are asked there, and the written
+    spec keeps the target and its definition, so `rtscope check` accepts it as it is."""
+    server = sshd.SshServer(tmp_path / "board", "rtscope-board-remedies").start()
+    try:
+        p = tmp_path / "board.toml"
+        p.write_text(f'name = "on-board"\ntarget = "board"\n{server.table("board")}[[workload]]\nname = "timer"\n'
+                     'variants = ["absolute"]\nruntime = "native"\n[workload.params]\nloops = 1000\n'
+                     f"interval_us = 1000\n[workload.settings]\nexplain = 3\ncpu = {CPUS[-1]}\nrt_priority = 80\n")
+        with culprit.culprit(CPUS[-1], period_s=0.05) as pid:
+            r = cli("run", p, "--db", db)
+        assert r.code == 0, r.err
+        [run] = Store(db).runs()
+        got = json.loads(cli("explain", run.id, "--db", db, "--suggest", "--json").out)["remedies"]
+        top = got[0]
+        assert (top["for"]["name"], top["for"]["pid"], top["setting"], top["value"]) == \
+            (culprit.NAME, pid, "rt_priority", 91), got
+        assert top["applies_on"] == {"target": "board", "ok": True, "reason": None, "asked": True}
+        spec = tmp_path / "ab.toml"
+        assert cli("explain", run.id, "--db", db, "--write-spec", spec, "--remedies", "2").code == 0
+        text = spec.read_text()
+        assert 'target = "board"' in text and "[targets.board]" in text and "[baseline]" in text
+        r = cli("check", spec)
+        assert r.code == 0, r.out + r.err
+    finally:
+        server.stop()

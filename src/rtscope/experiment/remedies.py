@@ -18,8 +18,8 @@ from ..errors import RtscopeError, UsageError
 from ..runtimes import RUNTIMES
 from ..runtimes.base import RunRequest
 from ..settings.registry import SETTINGS
-from ..targets import LOCAL, Pool
-from .execute import Availability
+from ..targets import LOCAL, Pool, resolve
+from .execute import BOOTED_KINDS, Availability
 from .sizing import toml_text
 from .spec import parse
 
@@ -42,28 +42,35 @@ def request(run, settings: dict[str, Any]) -> RunRequest:
                       {**settings, **({"target": target} if target != LOCAL else {})}, tuple(run.tags))
 
 
-def applies_on(run, remedies: list[Remedy], pool: Pool | None = None) -> list[Remedy]:
-    """Each remedy with `applies_on`: {"target", "ok", "reason"} — whether this rtscope has the setting, the
-    run's runtime takes it, its value is valid, and the run's target can apply it (asked there)."""
+def applies_on(run, remedies: list[Remedy]) -> list[Remedy]:
+    """Each remedy with `applies_on`: {"target", "ok", "reason", "asked"} — whether this rtscope has the setting,
+    the run's runtime takes it, its value is valid, and the run's target can apply it (asked there; a target
+    rtscope boots for its runs, a QEMU guest, is not booted for this: `asked` false, `rtscope run` asks)."""
     target = target_name(run)
-    availability = Availability(pool or Pool())
+    booted = resolve(target).kind in BOOTED_KINDS
+    pool = Pool()
+    availability = Availability(pool, boot=False)
     out = []
-    for r in remedies:
-        reason = None
-        setting = SETTINGS.get(r.setting)
-        if setting is None:
-            reason = f"this rtscope has no setting {r.setting} yet: apply it by hand"
-        elif setting.scope != "system" and r.setting not in RUNTIMES[run.runtime].settings:
-            reason = f"runtime {run.runtime} does not take setting {r.setting}"
-        else:
-            try:
-                value = setting.value(r.value)
-                reason = availability.reason(request(run, {**run_settings(run), r.setting: value}))
-            except UsageError as e:
-                reason = str(e)
-            except RtscopeError as e:
-                reason = f"target {target}: {e}"
-        out.append(replace(r, applies_on={"target": target, "ok": reason is None, "reason": reason}))
+    try:
+        for r in remedies:
+            reason = None
+            setting = SETTINGS.get(r.setting)
+            if setting is None:
+                reason = f"this rtscope has no setting {r.setting} yet: apply it by hand"
+            elif setting.scope != "system" and r.setting not in RUNTIMES[run.runtime].settings:
+                reason = f"runtime {run.runtime} does not take setting {r.setting}"
+            else:
+                try:
+                    value = setting.value(r.value)
+                    reason = availability.reason(request(run, {**run_settings(run), r.setting: value}))
+                except UsageError as e:
+                    reason = str(e)
+                except RtscopeError as e:
+                    reason = f"target {target}: {e}"
+            out.append(replace(r, applies_on={"target": target, "ok": reason is None, "reason": reason,
+                                              "asked": not booted or setting is None}))
+    finally:
+        pool.close()
     return out
 
 
