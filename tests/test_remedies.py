@@ -248,3 +248,30 @@ def test_remedies_asked_on_an_ssh_target_and_its_spec_runs_there(cli, db, tmp_pa
         assert r.code == 0, r.out + r.err
     finally:
         server.stop()
+
+
+def test_the_ab_spec_cells_baseline_and_combination():
+    """The spec of two causes' remedies: the run's cell, one per remedy, the combination of each cause's first;
+    its baseline names every changed setting ("" where the run had none), and runtime-added parameters
+    (the BEAM's warmup_calls) are left out. rtscope's own parser accepts it."""
+    import tomllib
+    from rtscope.experiment.remedies import ab_spec
+    run = SimpleNamespace(id=3, workload="exec", variant="fib", runtime="beam", cell=None, tags=[],
+                          params={"n": 27, "iterations": 50, "warmup_calls": 10},
+                          settings={"explain": 5, "cpu": 1, "vm_flags": ""}, machine={})
+    ok = {"target": "local", "ok": True, "reason": None, "asked": True}
+    found = [remedies.Remedy("gc", "major", None, None, 0.6, "min_heap_size", 16384, "why", "cost", ok),
+             remedies.Remedy("gc", "major", None, None, 0.6, "fullsweep_after", 65535, "why", "cost", ok),
+             remedies.Remedy("scheduled_out", None, None, None, 0.3, "priority", "high", "why", "cost", ok),
+             remedies.Remedy("thread", "x", 9, None, 0.1, "kernel_cmdline", "preempt=full", "why", "cost",
+                             {**ok, "ok": False, "reason": "no such setting"})]
+    doc = tomllib.loads(ab_spec(run, found, repetitions=3))
+    assert doc["baseline"] == {"fullsweep_after": "", "min_heap_size": "", "priority": ""}
+    assert doc["repetitions"] == 3
+    blocks = doc["workload"]
+    assert all(b["params"] == {"n": 27, "iterations": 50} and b["runtime"] == "beam" for b in blocks)
+    changed = [{k: v for k, v in b["settings"].items() if k not in run.settings} for b in blocks]
+    assert changed == [{}, {"min_heap_size": 16384}, {"fullsweep_after": 65535}, {"priority": "high"},
+                       {"min_heap_size": 16384, "priority": "high"}]
+    # --remedies 1: one remedy, and no combination (it would be the same cell)
+    assert len(tomllib.loads(ab_spec(run, found, most=1))["workload"]) == 2

@@ -19,6 +19,7 @@ from ..runtimes import RUNTIMES
 from ..runtimes.base import RunRequest
 from ..settings.registry import SETTINGS
 from ..targets import LOCAL, Pool, resolve
+from ..workloads import WORKLOADS
 from .execute import BOOTED_KINDS, Availability
 from .sizing import toml_text
 from .spec import parse
@@ -36,9 +37,16 @@ def run_settings(run) -> dict[str, Any]:
     return {k: v for k, v in run.settings.items() if k in SETTINGS and k != "target"}
 
 
+def run_params(run) -> dict[str, Any]:
+    """The run's parameters a spec can give (one a runtime records beside them, the BEAM's warmup_calls, left
+    out: the runtime adds it again)."""
+    known = {p.name for p in WORKLOADS[run.workload].params} if run.workload in WORKLOADS else set()
+    return {k: v for k, v in run.params.items() if k in known}
+
+
 def request(run, settings: dict[str, Any]) -> RunRequest:
     target = target_name(run)
-    return RunRequest(run.workload, run.variant, run.runtime, dict(run.params),
+    return RunRequest(run.workload, run.variant, run.runtime, run_params(run),
                       {**settings, **({"target": target} if target != LOCAL else {})}, tuple(run.tags))
 
 
@@ -125,7 +133,7 @@ def ab_spec(run, remedies: list[Remedy], *, repetitions: int = REPETITIONS, most
              toml_text(head).rstrip()]
     for comment, settings in made:
         block = {"name": run.workload, "variants": [run.variant], "runtime": run.runtime,
-                 "params": dict(run.params), "settings": settings}
+                 "params": run_params(run), "settings": settings}
         lines += ["", f"# {comment}", toml_text({"workload": [block]}).strip()]
     text = "\n".join(lines) + "\n"
     parse(text, f"<the spec for run {run.id}>")  # a spec rtscope itself would refuse is a bug here
