@@ -27,13 +27,19 @@ def cli(capsys, monkeypatch):
     """Call the rtscope CLI in this process: cli("runs", "--json") -> Result."""
     from rtscope.cli import main
 
+    from rtscope import targets
+
     def call(*args: str) -> Result:
         monkeypatch.setattr(sys, "argv", ["rtscope", *map(str, args)])
         code = 0
+        defined = dict(targets.TARGETS)   # what a spec defines dies with its process: one call's, with the call
         try:
             main()
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        finally:
+            targets.TARGETS.clear()
+            targets.TARGETS.update(defined)
         captured = capsys.readouterr()
         return Result(code, captured.out, captured.err)
 

@@ -44,10 +44,24 @@ def _print_steal(got: dict | None) -> None:
                   "hypervisor's")
 
 
+def _experiment_targets(store, run) -> dict:
+    """The target definitions of the run's experiment's spec ([targets.NAME]), defined again in this process as
+    in the one that made the run, so that its target can be asked."""
+    from .. import targets
+    if run.experiment_id is None:
+        return {}
+    row = store.experiment_row(run.experiment_id) or {}
+    tables = ((row.get("spec") or {}).get("parsed") or {}).get("targets") or {}
+    for name, table in tables.items():
+        targets.define(name, table, f"experiment {run.experiment_id}'s [targets.{name}]")
+    return tables
+
+
 def _remedies(store, run) -> list:
     """The run's remedies, ranked, each with whether its target can apply it (docs/explain.md, "Remedies")."""
     from ..analysis import causes, remedies
     from ..experiment.remedies import applies_on
+    _experiment_targets(store, run)
     explained = store.causes(run.id)
     return applies_on(run, remedies.suggest(run, explained, causes.run_median(store, run) or 0))
 
@@ -72,11 +86,7 @@ def _write_spec(store, run, found: list, path: Path, repetitions: int, most: int
     if path.is_dir() or not path.parent.is_dir():
         raise UsageError(f"--write-spec {path}: " + ("is a directory; give a file name such as "
                          f"{path / 'remedies.toml'}" if path.is_dir() else f"directory {path.parent} does not exist"))
-    targets = None
-    if run.experiment_id is not None:
-        row = store.experiment_row(run.experiment_id) or {}
-        targets = ((row.get("spec") or {}).get("parsed") or {}).get("targets")
-    text = ab_spec(run, found, repetitions=repetitions, most=most, targets=targets)
+    text = ab_spec(run, found, repetitions=repetitions, most=most, targets=_experiment_targets(store, run) or None)
     write_atomic(path, text, "spec")
     err_console.print(f"wrote {escape(str(path))}: run it with `rtscope run {escape(str(path))}`, then "
                       f"`rtscope compare --experiment remedies-run-{run.id}`")
