@@ -247,7 +247,6 @@ def of_runs(store: Store, runs: list[Run]) -> Tail:
     """The tail of one configuration's runs (a UsageError naming the configurations when they are several)."""
     from .distribution import of_run as distribution
     from .select import group_runs
-    from .stats import merge_histograms
     groups = group_runs(runs)
     if len(groups) > 1:
         raise UsageError(f"the selection holds {len(groups)} configurations: "
@@ -255,21 +254,36 @@ def of_runs(store: Store, runs: list[Run]) -> Tail:
     config, members = next(iter(groups.items()))
     dists = [(r, distribution(store, r)) for r in members]
     dists = [(r, d) for r, d in dists if d is not None]
-    subject = {"configuration": config.label}
-    raw = [(r, d) for r, d in dists if d.samples is not None]
-    hist = [(r, d) for r, d in dists if d.samples is None and d.histogram is not None]
+    return _of_loaded({"configuration": config.label}, [(r, d.samples) for r, d in dists if d.samples is not None],
+                      [(r, d.histogram) for r, d in dists if d.samples is None and d.histogram is not None])
+
+
+def of_cell(cell, *, gev: bool = True) -> Tail:
+    """The tail of a configuration already loaded for compare or the report (an analysis.compare.Cell): its
+    samples as loaded, not read again; the same analysis as of_runs on its runs (gev=False: without the
+    block-maxima cross-check, for views that do not show it)."""
+    from .threads import run_histogram
+    hist = [(r, h) for r in cell.hist_runs if (h := run_histogram(r)) is not None]
+    return _of_loaded({"configuration": cell.config.label}, [(r, cell.run_samples(r)) for r in cell.sample_runs],
+                      hist, gev=gev)
+
+
+def _of_loaded(subject: dict, raw: list[tuple[Run, np.ndarray]], hist: list[tuple[Run, dict]], *,
+               gev: bool = True) -> Tail:
+    """One configuration's tail from its runs' loaded samples (`raw`) or histograms (`hist`), not both."""
+    from .stats import merge_histograms
     if raw and hist:
         raise UsageError(f"runs {', '.join(str(r.id) for r, _ in hist)} kept only histograms and runs "
                          f"{', '.join(str(r.id) for r, _ in raw)} raw samples: select one kind with --run")
     if raw:
-        tail = analyse([d.samples for _, d in raw], subject, rate_of([r for r, _ in raw],
-                                                                     sum(len(d.samples) for _, d in raw)))
+        tail = analyse([x for _, x in raw], subject, rate_of([r for r, _ in raw], sum(len(x) for _, x in raw)),
+                       gev=gev)
     elif hist:
-        merged = merge_histograms([d.histogram for _, d in hist])
+        merged = merge_histograms([h for _, h in hist])
         if merged is None:
             raise UsageError("the runs' histograms have different buckets and cannot be pooled; analyse each run")
         tail = analyse_histogram(merged, subject, rate_of([r for r, _ in hist], int(merged["n"])),
-                                 runs=[d.histogram for _, d in hist])
+                                 runs=[h for _, h in hist])
     else:
         raise UsageError("no selected run kept samples or a histogram")
     tail.notes.insert(0, f"runs {', '.join(str(r.id) for r, _ in (raw or hist))}")

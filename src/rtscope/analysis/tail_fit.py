@@ -287,15 +287,11 @@ def intervals(f: GpdFit, ps: list[float]) -> list[tuple[float, float | None, flo
     """Per level p: the 95 % interval (lo, hi; hi None when the region is open in the level's direction) and
     the factor m on the samples that would halve its width (None: unknown), from the region shrunk toward
     the maximum by 1/√m (module docstring)."""
-    from scipy.stats import genpareto
     ps = np.asarray(ps, dtype=float)
     centre = np.array([[f.shape], [f.scale]])
     shrink = np.concatenate([np.geomspace(0.05, 0.25, 20, endpoint=False), np.linspace(0.25, 1.0, 301)])  # last: 1
     pts = centre[:, None, :] + shrink[None, :, None] * (f.region - centre)[:, None, :]   # 2 × shrinks × rays
-    with np.errstate(all="ignore"):
-        values = f.ex.u + genpareto.isf(ps[:, None, None] / f.ex.zeta, pts[0][None],
-                                        scale=np.maximum(pts[1], 1e-300)[None])
-    values = np.where(np.isfinite(values), values, np.inf)                 # levels × shrinks × rays
+    values = _levels_at(f, ps, pts)                                        # levels × shrinks × rays
     point = np.asarray(f.level(ps), dtype=float)
     lo = np.minimum(values.min(axis=2), point[:, None])
     hi = np.maximum(values.max(axis=2), point[:, None])
@@ -310,6 +306,28 @@ def intervals(f: GpdFit, ps: list[float]) -> list[tuple[float, float | None, flo
         halve = float(1 / shrink[narrow[-1]] ** 2) if len(narrow) else None
         out.append((float(lo[i, -1]), float(hi[i, -1]), halve))
     return out
+
+
+def _levels_at(f: GpdFit, ps: np.ndarray, pts: np.ndarray) -> np.ndarray:
+    """The level of each p at each (shape, scale) point of `pts` (2 × ...): levels × ... (inf where none)."""
+    from scipy.stats import genpareto
+    with np.errstate(all="ignore"):
+        values = f.ex.u + genpareto.isf(ps.reshape(-1, *[1] * (pts.ndim - 1)) / f.ex.zeta, pts[0][None],
+                                        scale=np.maximum(pts[1], 1e-300)[None])
+    return np.where(np.isfinite(values), values, np.inf)
+
+
+def band(f: GpdFit, ps) -> tuple[np.ndarray, np.ndarray]:
+    """The 95 % interval of the level at each p (intervals()'s ends for many p at once, for a plot's band,
+    without the samples to halve it): (lo, hi), hi inf where the region is open toward long latencies."""
+    ps = np.asarray(ps, dtype=float)
+    values = _levels_at(f, ps, f.region)                                   # levels × rays
+    point = np.asarray(f.level(ps), dtype=float)
+    lo = np.minimum(values.min(axis=1), point)
+    hi = np.maximum(values.max(axis=1), point)
+    if (~f.bounded).any():
+        hi = np.where(values[:, ~f.bounded].max(axis=1) >= hi, np.inf, hi)
+    return lo, hi
 
 
 @dataclass

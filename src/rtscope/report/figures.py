@@ -3,7 +3,8 @@
 The same numbers as the HTML report (report.model): per group of
 configurations a box plot, an overlaid histogram (log y; for timer latency
 the figure of figures/latency.py, as the `histogram` command draws it), a
-CDF and a percentile plot; per configuration a time series with GC events; the
+CDF, a percentile plot and, for times with enough samples, the exceedance plot of the tail analysis
+(figures/exceedance.py); per configuration a time series with GC events; the
 memory-per-task scatter with its least-squares lines. Files are named
 `<kind>-<slug>.png|svg`; the SVGs carry no date, so the same data give the
 same files.
@@ -146,6 +147,12 @@ def percentile_plot(plt, g):
     return fig
 
 
+def exceedance_plot(plt, g):
+    """The exceedance plot of figures/exceedance.py: a panel per configuration on one latency axis."""
+    from ..figures.exceedance import exceedance_figure
+    return exceedance_figure(g.exceedance, title=g.title)
+
+
 def series_plot(plt, ts):
     shown, scale = display_unit(ts.unit)
     fig, ax = plt.subplots(figsize=(7, 3.2))
@@ -193,6 +200,8 @@ def _names(report: Report) -> list[tuple]:
         if g.cdfs:
             jobs.append((cdf_plot, g, stem("cdf", g.title)))
             jobs.append((percentile_plot, g, stem("percentiles", g.title)))
+        if g.exceedance:
+            jobs.append((exceedance_plot, g, stem("exceedance", g.title)))
     for ts in report.series:
         jobs.append((series_plot, ts, stem("series", ts.label)))
     if report.task_memory:

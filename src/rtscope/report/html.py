@@ -30,7 +30,7 @@ from ..analysis.compare import RUN_TEST
 from ..analysis.recommend import change, p_text
 from ..analysis.results import DISPLAY, display_unit, fmt
 from ..analysis.select import value_text
-from ..figures import bulk as bulk_range
+from ..figures import bulk as bulk_range, exceedance
 from ..fileio import write_atomic
 from ..version import __version__
 from . import lab
@@ -211,6 +211,100 @@ def percentile_figure(g, shown: str, scale: float) -> dict:
     layout = _layout(f"{g.title}: percentiles", "percentile", f"{g.cells[0].config.measure} ({shown})",
                      xaxis={"tickvals": ticks, "ticktext": text})
     return {"data": data, "layout": _bulk(layout, g.bulk, "yaxis", shown, scale)}
+
+
+PANEL_PX, PANEL_GAP_PX, LEGEND_PX = 210, 46, 70     # the exceedance plot: each configuration's panel
+
+
+def _log(v: float) -> float:
+    """Plotly places annotations on a log axis by the value's log10."""
+    return math.log10(v)
+
+
+def exceedance_figure(g) -> dict:
+    """The exceedance plot (figures/exceedance.py): one panel per configuration, stacked on one latency axis,
+    1 − F on a log y axis; the fit, its band, the threshold and the bound at P_BOUND where claimed, the reason
+    where not."""
+    series = g.exceedance
+    shown, scale = display_unit(g.unit)
+    lo, hi, _ = exceedance.x_range(series)
+    count = len(series)
+    area = count * PANEL_PX + (count - 1) * PANEL_GAP_PX
+    layout = _layout(f"{g.title}: exceedance", f"{g.cells[0].config.measure} ({shown})", "",
+                     height=area + TITLE_MARGIN_PX + 60 + LEGEND_PX, margin={"b": 60 + LEGEND_PX},
+                     legend={"orientation": "h", "y": -56 / area, "yanchor": "top"}, hovermode="closest")
+    del layout["yaxis"]
+    data, notes = [], layout.setdefault("annotations", [])
+    ticks = [1, 1e-3, 1e-6, 1e-9]
+    for i, s in enumerate(series):
+        xa, ya = ("x", "y") if i == 0 else (f"x{i + 1}", f"y{i + 1}")
+        top = 1 - i * (PANEL_PX + PANEL_GAP_PX) / area
+        bottom = top - PANEL_PX / area
+        last = i == count - 1
+        layout["xaxis" if i == 0 else f"xaxis{i + 1}"] = {
+            **({"matches": "x"} if i else {}), "anchor": ya, "range": [lo * scale, hi * scale], "autorange": False,
+            "showticklabels": last, "title": {"text": t(f"{g.cells[0].config.measure} ({shown})") if last else ""}}
+        layout["yaxis" if i == 0 else f"yaxis{i + 1}"] = {
+            "type": "log", "anchor": xa, "domain": [max(bottom, 0), min(top, 1)], "autorange": False,
+            "range": [_log(exceedance.Y_FLOOR), _log(1.5)], "tickvals": ticks,
+            "ticktext": ["1", "10⁻³", "10⁻⁶", "10⁻⁹"], "title": {"text": "fraction ≥ x"}}
+        notes.append({"text": t(s.label), "xref": "paper", "yref": "paper", "x": 0, "y": min(top, 1),
+                      "xanchor": "left", "yanchor": "bottom", "showarrow": False, "font": {"size": 12},
+                      "name": "configuration"})
+        first = i == 0
+        if s.claimed and len(s.fit_p):
+            band_hi = np.minimum(s.band_hi, hi)
+            data.append({"type": "scatter", "mode": "lines", "name": "95 % band", "legendgroup": "band",
+                         "showlegend": first, "xaxis": xa, "yaxis": ya, "fill": "toself",
+                         "fillcolor": "rgba(0,0,0,0.13)", "line": {"width": 0}, "hoverinfo": "skip",
+                         "x": np.concatenate([s.band_lo, band_hi[::-1]]) * scale,
+                         "y": np.concatenate([s.fit_p, s.fit_p[::-1]])})
+        data.append({"type": "scatter", "mode": "lines+markers", "name": t(f"samples: {s.label}"),
+                     "xaxis": xa, "yaxis": ya, "x": s.x * scale, "y": s.y,
+                     "line": {"color": _color(i), "width": 1}, "marker": {"color": _color(i), "size": 3},
+                     "hovertemplate": f"%{{x:.4g}} {shown}: fraction ≥ x %{{y:.3g}}<extra></extra>"})
+        data.append({"type": "scatter", "mode": "lines", "name": "1/n: the data end", "legendgroup": "end",
+                     "showlegend": first, "xaxis": xa, "yaxis": ya, "x": [lo * scale, hi * scale],
+                     "y": [1 / s.n, 1 / s.n], "line": {"color": "#888", "width": 1, "dash": "dot"},
+                     "hoverinfo": "skip"})
+        if not s.claimed:       # below 1/n, where no sample can be
+            notes.append({"text": "<br>".join(t(x) for x in textwrap.wrap(s.headline, 60)),
+                          "xref": f"{xa} domain", "yref": f"{ya} domain", "x": 0.99, "y": 0.03, "xanchor": "right",
+                          "yanchor": "bottom", "align": "right", "showarrow": False, "bordercolor": "#b3161b",
+                          "borderwidth": 1, "bgcolor": "rgba(255,255,255,0.85)",
+                          "font": {"size": 11, "color": "#b3161b"}, "name": "refused"})
+            continue
+        if len(s.fit_p):
+            data.append({"type": "scatter", "mode": "lines", "name": "fitted tail", "legendgroup": "fit",
+                         "showlegend": first, "xaxis": xa, "yaxis": ya, "x": s.fit_x * scale, "y": s.fit_p,
+                         "line": {"color": "#000", "width": 1.5, "dash": "dash"},
+                         "hovertemplate": f"fit: %{{x:.4g}} {shown} exceeded with p %{{y:.2g}}<extra></extra>"})
+        u, zeta = s.threshold
+        data.append({"type": "scatter", "mode": "markers", "name": "threshold", "legendgroup": "threshold",
+                     "showlegend": first, "xaxis": xa, "yaxis": ya, "x": [u * scale], "y": [zeta],
+                     "marker": {"symbol": "triangle-up", "size": 11, "color": "#2ca02c"},
+                     "hovertemplate": t(exceedance.threshold_text(s)) + "<extra></extra>"})
+        # above and right of the marker: the curve falls to the right, so nothing is drawn there
+        notes.append({"text": t(exceedance.threshold_text(s)), "xref": xa, "yref": ya, "x": u * scale,
+                      "y": _log(zeta), "xanchor": "left", "yanchor": "bottom", "xshift": 7, "yshift": 3,
+                      "showarrow": False, "font": {"size": 11}, "name": "threshold"})
+        lv = s.bound
+        if lv is not None:
+            top_ci = hi if lv.ci[1] is None else min(lv.ci[1], hi)
+            data.append({"type": "scatter", "mode": "markers", "name": f"bound at p = {lv.p:.0e} (95 %)",
+                         "legendgroup": "bound", "showlegend": first, "xaxis": xa, "yaxis": ya,
+                         "x": [lv.value * scale], "y": [lv.p],
+                         "marker": {"symbol": "diamond", "size": 9, "color": "#000"},
+                         "error_x": {"type": "data", "symmetric": False, "array": [(top_ci - lv.value) * scale],
+                                     "arrayminus": [(lv.value - lv.ci[0]) * scale], "color": "#000",
+                                     "thickness": 1.5, "width": 5},
+                         "hovertemplate": t(exceedance.bound_text(s)) + "<extra></extra>"})
+            notes.append({"text": t(exceedance.bound_text(s)), "xref": xa, "yref": ya, "x": lv.value * scale,
+                          "y": _log(lv.p), "xanchor": "left" if lv.value < (lo + hi) / 2 else "right",
+                          "yanchor": "bottom", "yshift": 8,
+                          "showarrow": False, "font": {"size": 11}, "bgcolor": "rgba(255,255,255,0.8)",
+                          "name": "bound"})
+    return {"data": data, "layout": layout}
 
 
 def series_figure(ts) -> dict:
@@ -455,6 +549,9 @@ def sections(report: Report, plot: Plots) -> dict:
             entries.append(plot(cdf_figure(g, shown, scale)))
             entries.append(plot(percentile_figure(g, shown, scale), "The tail spread out: each step right is "
                                                                     "ten times rarer."))
+        if g.exceedance:
+            entries.append(plot(exceedance_figure(g), exceedance.caption(g.exceedance,
+                                                                         exceedance.x_range(g.exceedance)[2])))
         groups.append({"title": g.title, "plots": entries, "notes": g.notes})
     series = []
     for ts in report.series:

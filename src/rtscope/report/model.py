@@ -24,7 +24,8 @@ from ..analysis.stats import merge_histograms
 from ..analysis.threads import run_histogram, thread_histograms, thread_samples
 from ..errors import UsageError
 from ..experiment import execute as experiment
-from ..figures import bulk as bulk_range
+from ..analysis.tail import MIN_SAMPLES as TAIL_MIN_SAMPLES
+from ..figures import bulk as bulk_range, exceedance as exceedance_plot
 from ..store import Run, Store
 from . import lab, tune
 
@@ -83,6 +84,7 @@ class Group:
     # (configuration, a curve per CPU, their range)
     notes: list[str] = field(default_factory=list)
     bulk: bulk_range.Bulk | None = None   # the range every distribution plot of the group shows (figures/bulk.py)
+    exceedance: list[exceedance_plot.Exceedance] = field(default_factory=list)   # per configuration (time only)
 
 
 @dataclass
@@ -294,6 +296,20 @@ def histogram_curves(cells: list[Cell], labels: dict, unit_scale: float,
     return curves, notes
 
 
+def exceedance_of(cells: list[Cell], labels: dict) -> list[exceedance_plot.Exceedance]:
+    """The exceedance plot's data per configuration (figures/exceedance.py) for times (ns) where at least one
+    configuration has the samples a tail bound needs; below that the percentile plot shows the same tail."""
+    if cells[0].config.unit != "ns" or not any((c.stats.get("n") or 0) >= TAIL_MIN_SAMPLES for c in cells):
+        return []
+    out = []
+    for c in cells:
+        try:
+            out.append(exceedance_plot.of_cell(c, labels[c.config]))
+        except UsageError:         # nothing to draw (no samples, no histogram)
+            continue
+    return out
+
+
 def cdf_curve(cell: Cell, label: str) -> Curve | None:
     """Quantiles at evenly spaced levels plus the tail levels; from the histogram for histogram-only cells."""
     if len(cell.samples):
@@ -476,6 +492,7 @@ def build(store: Store, runs: list[Run], *, title: str, selection: str, baseline
         g.histograms, hist_notes = histogram_curves(members, g.labels, scale, g.bulk)
         g.notes += hist_notes
         g.cdfs = [cv for c in members if (cv := cdf_curve(c, g.labels[c.config])) is not None]
+        g.exceedance = exceedance_of(members, g.labels)
         if measure == "latency":
             g.per_thread = [(g.labels[c.config], curves, thread_bulk) for c in members
                             for curves, thread_bulk in [per_thread_curves(store, c, scale)] if curves]

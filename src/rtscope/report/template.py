@@ -15,6 +15,7 @@ STYLE = r'''  body { font-family: system-ui, -apple-system, "Segoe UI", sans-ser
   .no-significant-difference { color: #666; } .not-tested { color: #8a6d00; }
   .plot { width: 100%; min-height: 360px; } figure { margin: 1rem 0 2rem; }
   figcaption, .note { color: #555; font-size: .85rem; } .warn { color: #8a6d00; }
+  figcaption { white-space: pre-line; }
   #rts-errors { display: none; background: #fde8e8; border: 1px solid #b3161b; padding: .6rem 1rem; }
   code { background: #f3f3f3; padding: 0 .2rem; }
   tr.differs td { background: #fff6dc; }

@@ -47,7 +47,8 @@ HEARTBEAT_S = 15
 # What each parameter accepts, for the 422 message (the routes' own constraints say the same to OpenAPI).
 VALID = {"limit": "1..1000", "offset": "0 or more", "experiment": "an experiment id", "alpha": "0 < alpha < 1",
          "per_thread": "true or false",
-         "run_id": "a run id (see /api/runs)", "exp_id": "an experiment id"}
+         "run_id": "a run id (see /api/runs)", "exp_id": "an experiment id", "run": "a run id (see /api/runs)",
+         "where": "NAME=VALUE"}
 # Scripts only from this server (the page's own and plotly's); plotly sets inline styles.
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
        "connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
@@ -133,7 +134,7 @@ def make_app(store: Store, access: Access) -> FastAPI:
         problems = []
         for e in exc.errors():
             where, *names = [str(x) for x in e.get("loc", ())] or ["request"]
-            name = ".".join(names) or where
+            name = ".".join(n for n in names if not n.isdigit()) or where      # run.0 (a list's item): run
             given = e.get("input")
             shown = f"={given!r}" if isinstance(given, (str, int, float)) else ""
             valid = f" (valid: {VALID[name]})" if name in VALID else ""
@@ -277,6 +278,14 @@ def make_app(store: Store, access: Access) -> FastAPI:
             return document_text(doc)
         return json_text(srv.current(("explain", run_id), make))
 
+    @app.get("/api/runs/{run_id}/tail",
+             summary="The run's worst case with a bound: exactly what `rtscope tail RUN --json` prints")
+    def api_run_tail(run_id: int):
+        def make():
+            from ..analysis.tail import of_run
+            return document_text(of_run(store, views.get_run(store, run_id)).to_json())
+        return json_text(srv.current(("tail", run_id), make))
+
     @app.get("/api/experiments/{exp_id}", summary="An experiment: its record, progress and runs")
     def api_experiment(exp_id: int):
         def make():
@@ -305,6 +314,24 @@ def make_app(store: Store, access: Access) -> FastAPI:
             return document_text(compare_document(store, cs))
         return json_text(srv.current(("compare", exp_id, tuple(baseline or ()), alpha, per_thread),
                                      make))
+
+    @app.get("/api/experiments/{exp_id}/tail",
+             summary="One configuration's worst case with a bound: exactly "
+                     "`rtscope tail --experiment ID --where NAME=VALUE --run RUN --json`")
+    def api_experiment_tail(exp_id: int,
+                            where: Annotated[Optional[list[str]], Query(
+                                description="NAME=VALUE of a setting, parameter, workload, variant or runtime "
+                                            "(repeatable): tail's --where; the selection must leave one "
+                                            "configuration")] = None,
+                            run: Annotated[Optional[list[int]], Query(
+                                description="Only this run id (repeatable): tail's --run")] = None):
+        def make():
+            from ..analysis.select import select_runs
+            from ..analysis.tail import of_runs
+            views.get_experiment(store, exp_id)
+            sel = Selection.from_cli(str(exp_id), where=where, run_ids=run)
+            return document_text(of_runs(store, select_runs(store, sel)).to_json())
+        return json_text(srv.current(("experiment-tail", exp_id, tuple(where or ()), tuple(run or ())), make))
 
     @app.get("/api/targets", summary="Every target that has runs: kind, description, runs, last seen, machine")
     def api_targets():

@@ -158,6 +158,7 @@ def run_page(store: Store, run: Run, doc: dict) -> dict:
             "groups": parts["groups"], "series": parts["series"], "notes": notes + rep.notes,
             "why": parts["why"], "why_table": report_html.why_table(rep), "explained": bool(store.causes(run.id)),
             "counters": sorted((run.trailer.get("counters") or {}).items()),
+            "tails": [(f"run {run.id}", f"/api/runs/{run.id}/tail")] if any(g.exceedance for g in rep.groups) else [],
             "tags": run.tags, "target": target_of(run.settings)}
 
 
@@ -206,7 +207,18 @@ def experiment_page(store: Store, exp_id: int, baseline: list[str] | None) -> di
             "warnings": cs.warnings if cs else [], "plots": plots.entries, "groups": parts["groups"],
             "why": parts["why"], "why_table": report_html.why_table(rep),
             "series": parts["series"], "task": parts["task"], "notes": rep.notes, "machines": rep.machines,
-            "labels": {r.id: rep_label(rep, r) for r in runs}}
+            "labels": {r.id: rep_label(rep, r) for r in runs}, "tails": tail_links(rep, exp_id)}
+
+
+def tail_links(rep: model.Report, exp_id: int) -> list[tuple[str, str]]:
+    """(configuration, its tail analysis in the API) for each configuration an exceedance plot shows: its
+    runs by id, so the selection is exactly that configuration."""
+    out = []
+    for g in rep.groups:
+        if g.exceedance:
+            out += [(g.labels[c.config], f"/api/experiments/{exp_id}/tail?"
+                     + "&".join(f"run={r.id}" for r in c.runs)) for c in g.cells]
+    return out
 
 
 def rep_label(rep: model.Report, run: Run) -> str:
