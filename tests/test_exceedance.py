@@ -1,0 +1,254 @@
+"""The exceedance plot of the tail analysis (issue 33, item 2: the report and serve; docs/tail.md).
+
+A store of two timer configurations of two runs of 20,000 samples each: one with a generalised Pareto tail
+(claimed), one an AR(1) series (refused by the independence check). The report's plot, drawn by plotly in
+headless Chromium, has a log y axis per configuration, the threshold and the bound at p = 1e-9 with the
+numbers `rtscope tail --json` prints, the fit reaching below the data's end, and the refusal's reason on the
+refused panel and in the caption; the paper figure (matplotlib) says the same; serve's experiment and run pages
+draw it, and the API's tail endpoints answer exactly what `rtscope tail --json` prints.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+
+import numpy as np
+import pytest
+
+from report_fixtures import add_experiment, add_histogram_run, add_run
+from rtscope.store import Store
+from served import DRAWN, Served, browser_missing, chromium, new_page, open_page, wait_until
+from tail_synthetic import ar1, spliced
+
+N = 20_000
+
+
+def plots(page: str) -> dict[str, dict]:
+    """Each plot's id and figure."""
+    return {i: json.loads(m) for i, m in re.findall(
+        r'<script type="application/json" id="(plot-\d+)-spec">(.*?)</script>', page, re.S)}
+
+
+def specs(page: str) -> list[dict]:
+    return list(plots(page).values())
+
+
+def exceedance_spec(page: str) -> tuple[dict, str]:
+    """The exceedance plot's figure and its caption (as text)."""
+    found = [(i, f) for i, f in plots(page).items() if f["layout"]["title"]["text"].endswith(": exceedance")]
+    assert len(found) == 1, [f["layout"]["title"]["text"] for f in specs(page)]
+    i, f = found[0]
+    return f, html.unescape(re.search(rf'id="{i}"></div><figcaption>(.*?)</figcaption>', page, re.S).group(1))
+
+
+@pytest.fixture(scope="module")
+def tails(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("exceedance")
+    db = str(tmp / "tails.db")
+    store = Store(db)
+    exp = add_experiment(store, "tails")
+    rng = np.random.default_rng(33)
+    ids: dict[str, list[int]] = {}
+    for _ in range(2):
+        for load, values in (("none", spliced(N, 0.1, rng)), ("bursty", ar1(N, 0.5, rng))):
+            ids.setdefault(load, []).append(add_run(store, tmp, values.astype(np.int64), workload="timer",
+                                                    variant="absolute", measure="latency", experiment_id=exp,
+                                                    settings={"load": load}))
+    top = max(float(store.primary_samples(r).max()) for r in store.runs())
+    return {"db": db, "tmp": tmp, "exp": exp, "ids": ids, "max_us": top / 1000}
+
+
+def tail_json(cli, *args) -> dict:
+    r = cli("tail", *args, "--json")
+    assert r.code == 0, r.err
+    return json.loads(r.out)
+
+
+def us(ns: float) -> str:
+    """figures.exceedance's number format, in µs."""
+    from rtscope.figures.exceedance import num
+    return num(ns / 1000)
+
+
+# --- the pieces -------------------------------------------------------------------------------------------
+
+def test_band_is_the_levels_intervals():
+    """The plot's band at each printed level is the interval `rtscope tail` prints there."""
+    from rtscope.analysis import tail, tail_fit
+    t = tail.analyse([spliced(50_000, 0.1, np.random.default_rng(4))], {"run": 1}, gev=False)
+    assert t.claimed
+    lo, hi = tail_fit.band(t.fit, [lv.p for lv in t.levels])
+    for lv, a, b in zip(t.levels, lo, hi):
+        assert a == pytest.approx(lv.ci[0], rel=1e-9)
+        assert (b == np.inf) if lv.ci[1] is None else b == pytest.approx(lv.ci[1], rel=1e-9)
+        assert a <= lv.value <= b
+
+
+def test_empirical_curves():
+    """Samples: every one of the largest 200 drawn, the largest at 1/n, thinned to a few hundred points;
+    a histogram: the exact minimum at 1, the overflow counted, the exact maximum at 1/n."""
+    from rtscope.figures import exceedance
+    values = np.sort(np.random.default_rng(1).gamma(3, 1000, 100_000))
+    x, y = exceedance.empirical_samples(values)
+    assert len(x) < 600 and x[-1] == values[-1] and y[-1] == pytest.approx(1e-5) and y[0] == 1.0
+    assert np.array_equal(x[-200:], values[-200:]) and np.all(np.diff(y) < 0) and np.all(np.diff(x) >= 0)
+    hist = {"bucket_width": 1000, "min_value": 0, "counts": [0, 5, 3, 0, 1], "overflow": 1, "n": 10,
+            "min": 1200, "max": 9000}
+    x, y = exceedance.empirical_histogram(hist)
+    assert x.tolist() == [1200, 2000, 4000, 5000, 9000]
+    assert y.tolist() == pytest.approx([1.0, 0.5, 0.2, 0.1, 0.1])
+
+
+# --- the report -------------------------------------------------------------------------------------------
+
+def test_report_plot_and_paper_figure(cli, tails, tmp_path):
+    out, figs = tmp_path / "r.html", tmp_path / "figs"
+    r = cli("report", "--db", tails["db"], "-o", out, "--figures", figs, "--dpi", "40")
+    assert r.code == 0, r.err
+    page = out.read_text()
+    f, text = exceedance_spec(page)
+    claimed = tail_json(cli, "--experiment", tails["exp"], "--where", "load=none", "--db", tails["db"])
+    refused = tail_json(cli, "--experiment", tails["exp"], "--where", "load=bursty", "--db", tails["db"])
+    assert claimed["claimed"] and not refused["claimed"] and refused["refused_because"].startswith("independence")
+    bound = next(lv for lv in claimed["levels"] if lv["p"] == pytest.approx(1e-9))
+    lay = f["layout"]
+    assert lay["yaxis"]["type"] == lay["yaxis2"]["type"] == "log"
+    assert lay["xaxis2"]["matches"] == "x"                 # one latency axis for both panels
+    lo, hi = lay["xaxis"]["range"]
+    assert lo <= 9 and hi >= tails["max_us"] and hi >= bound["value_ns"] / 1000     # no sample, no bound cut
+    named = {(tr["name"], tr.get("yaxis", "y")): tr for tr in f["data"]}
+    threshold = named[("threshold", "y")]
+    assert threshold["x"][0] == pytest.approx(claimed["model"]["threshold_ns"] / 1000, rel=1e-6)
+    b = named[("bound at p = 1e-09 (95 %)", "y")]
+    assert b["x"][0] == pytest.approx(bound["value_ns"] / 1000, rel=1e-6) and b["y"] == [1e-9]
+    assert b["error_x"]["arrayminus"][0] == pytest.approx((bound["value_ns"] - bound["ci95_ns"][0]) / 1000, rel=1e-5)
+    fit = named[("fitted tail", "y")]
+    assert min(fit["y"]) == pytest.approx(1e-9) and max(fit["y"]) == pytest.approx(claimed["model"]["exceedances"]
+                                                                                    / claimed["n"])
+    assert ("fitted tail", "y2") not in named and ("threshold", "y2") not in named    # refused: no fit drawn
+    notes = {a.get("name"): [] for a in lay["annotations"]}
+    for a in lay["annotations"]:
+        notes[a.get("name")].append(a["text"])
+    label = (f"p = 1e-09: {us(bound['value_ns'])} µs (95 %: {us(bound['ci95_ns'][0])}–"
+             f"{'unbounded' if bound['ci95_ns'][1] is None else us(bound['ci95_ns'][1])})")
+    assert notes["bound"] == [label]
+    assert notes["threshold"] == [f"threshold {us(claimed['model']['threshold_ns'])} µs "
+                                  f"(q {claimed['model']['threshold_quantile']:g})"]
+    assert notes["refused"] == ["no bound claimed: the independence check failed (the caption<br>says why)"]
+    assert "load=bursty: no bound claimed: independence: exceedances" in text and "Leave more time" in text
+    assert "load=none: claimed; checks passed (independence p" in text and f"at {label}" in text
+    # the paper figure: a panel per configuration, log y, the same labels
+    assert (figs / "exceedance-timer-absolute-latency.png").exists()
+    assert (figs / "exceedance-timer-absolute-latency.svg").exists()
+    from rtscope.report import figures as paper, model
+    rep = model.build(Store(tails["db"]), Store(tails["db"]).runs(), title="t", selection="all")
+    fig = paper.exceedance_plot(paper._pyplot(), rep.groups[0])
+    assert [ax.get_yscale() for ax in fig.axes] == ["log", "log"]
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert label in texts and any(t.startswith("no bound claimed: the independence check") for t in texts)
+
+
+# --- in Chromium: the report and serve --------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def browser():
+    if (why := browser_missing()):
+        pytest.skip(why)
+    with chromium() as b:
+        yield b
+
+
+DRAWN_PLOT = """(() => {
+  const d = [...document.querySelectorAll('div.plot')].find(d => d.layout.title.text.endsWith(': exceedance'));
+  const L = d._fullLayout;
+  return {types: Object.keys(L).filter(k => /^yaxis\\d*$/.test(k)).map(k => L[k].type),
+          notes: [...d.querySelectorAll('.annotation-text')].map(e => e.textContent),
+          names: d._fullData.map(t => t.name), points: d.querySelectorAll('.scatterlayer .point').length,
+          caption: d.closest('figure').querySelector('figcaption').textContent, x: L.xaxis.range};
+})()"""
+
+
+def check_drawn(page, panels: int, claimed: bool, refused: bool) -> dict:
+    p = page.evaluate(DRAWN_PLOT)
+    assert p["types"] == ["log"] * panels, p["types"]
+    assert p["points"] > 100                                  # the samples' markers are drawn
+    assert ("threshold" in p["names"] and any(n.startswith("bound at p = 1e-09") for n in p["names"])) == claimed
+    assert any(n.startswith("threshold ") for n in p["notes"]) == claimed
+    assert any(n.startswith("p = 1e-09: ") for n in p["notes"]) == claimed
+    assert any(n.startswith("no bound claimed: the independence check failed") for n in p["notes"]) == refused
+    assert ("no bound claimed: independence: exceedances" in p["caption"]) == refused
+    return p
+
+
+def test_report_and_serve_in_chromium(cli, tails, browser, tmp_path):
+    out = tmp_path / "r.html"
+    r = cli("report", "--db", tails["db"], "-o", out)
+    assert r.code == 0, r.err
+    page = new_page(browser)
+    page.goto(out.as_uri())
+    wait_until(page, DRAWN)
+    p = check_drawn(page, 2, True, True)
+    assert p["x"][1] >= tails["max_us"]
+    assert page.problems == [], page.problems
+
+    s = Served(tails["db"], log=tails["tmp"] / "serve.log")
+    try:
+        for path, panels, claimed, refused in ((f"/experiments/{tails['exp']}", 2, True, True),
+                                               (f"/runs/{tails['ids']['bursty'][0]}", 1, False, True)):
+            counters = open_page(page, s.url + path)
+            assert counters["errors"] == 0 and counters["drawn"] == counters["plots"], (path, counters)
+            check_drawn(page, panels, claimed, refused)
+            links = page.evaluate("[...document.querySelectorAll('#tail-links a')].map(a => a.getAttribute('href'))")
+            assert links, path
+            for link in links:                                  # each link answers a tail document
+                doc = s.json(link)
+                assert doc["n"] >= 2 * N or "run" in doc, (link, doc)
+        assert page.problems == [], page.problems
+
+        # the API: exactly what `rtscope tail --json` prints
+        run = tails["ids"]["none"][0]
+        assert s.json(f"/api/runs/{run}/tail") == tail_json(cli, run, "--db", tails["db"])
+        assert s.json(f"/api/experiments/{tails['exp']}/tail?where=load=bursty") == \
+            tail_json(cli, "--experiment", tails["exp"], "--where", "load=bursty", "--db", tails["db"])
+        ids = "&".join(f"run={i}" for i in tails["ids"]["none"])
+        doc = s.json(f"/api/experiments/{tails['exp']}/tail?{ids}")
+        assert doc["claimed"] and doc["levels"] and set(doc) >= {"configuration", "n", "checks", "claimed",
+                                                                 "refused_because", "model", "levels"}
+        status, body, _ = s.get(f"/api/experiments/{tails['exp']}/tail")
+        assert status == 422 and "2 configurations" in body and "load=bursty" in body and "--where" in body
+        status, body, _ = s.get("/api/experiments/999/tail")
+        assert status == 404 and "no experiment 999" in body
+        status, body, _ = s.get(f"/api/experiments/{tails['exp']}/tail?run=x")
+        assert status == 422 and "parameter run='x'" in body and "valid: a run id" in body
+        status, body, _ = s.get("/api/runs/999/tail")
+        assert status == 404 and "no run 999" in body
+    finally:
+        s.stop()
+
+
+def test_small_and_histogram_runs(cli, tmp_path):
+    """Below 10,000 samples no exceedance plot (the percentile plot shows that tail); a histogram-only run
+    with enough samples gets one, its curve from the buckets; the API says why a small run has no tail."""
+    db = str(tmp_path / "h.db")
+    store = Store(db)
+    rng = np.random.default_rng(8)
+    small = add_run(store, tmp_path, rng.integers(5_000, 9_000, 3_000), workload="timer", variant="absolute",
+                    measure="latency")
+    out = tmp_path / "small.html"
+    assert cli("report", "--db", db, "-o", out).code == 0
+    assert not any(f["layout"]["title"]["text"].endswith(": exceedance") for f in specs(out.read_text()))
+    kept = add_histogram_run(store, tmp_path, spliced(40_000, 0.1, rng).astype(np.int64), bucket_width=100,
+                             buckets=2_000, workload="timer", variant="cyclic", runtime="cyclictest",
+                             measure="latency")
+    assert cli("report", "--db", db, "-o", out, "--run", kept).code == 0
+    f, _ = exceedance_spec(out.read_text())
+    samples = next(tr for tr in f["data"] if tr["name"].startswith("samples: "))
+    assert samples["y"][0] == 1.0 and samples["y"][-1] == pytest.approx(1 / 40_000)
+    s = Served(db, log=tmp_path / "serve.log")
+    try:
+        status, body, _ = s.get(f"/api/runs/{small}/tail")
+        assert status == 422 and "3,000 samples" in body and "at least 10,000" in body
+    finally:
+        s.stop()
