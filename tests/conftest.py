@@ -46,6 +46,16 @@ def cli(capsys, monkeypatch):
     return call
 
 
+@pytest.fixture(scope="module")
+def browser():
+    """A headless Chromium (served.py) for a test module; skipped where it is not installed."""
+    from served import browser_missing, chromium
+    if (why := browser_missing()):
+        pytest.skip(why)
+    with chromium() as b:
+        yield b
+
+
 @pytest.fixture
 def db(tmp_path) -> str:
     return str(tmp_path / "store.db")

@@ -19,7 +19,7 @@ import pytest
 
 from report_fixtures import add_experiment, add_histogram_run, add_run
 from rtscope.store import Store
-from served import DRAWN, Served, browser_missing, chromium, new_page, open_page, wait_until
+from served import DRAWN, Served, new_page, open_page, wait_until
 from tail_synthetic import ar1, spliced
 
 N = 20_000
@@ -151,14 +151,6 @@ def test_report_plot_and_paper_figure(cli, tails, tmp_path):
 
 
 # --- in Chromium: the report and serve --------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def browser():
-    if (why := browser_missing()):
-        pytest.skip(why)
-    with chromium() as b:
-        yield b
-
 
 DRAWN_PLOT = """(() => {
   const d = [...document.querySelectorAll('div.plot')].find(d => d.layout.title.text.endsWith(': exceedance'));

@@ -20,7 +20,7 @@ import pytest
 
 from report_fixtures import add_experiment, add_histogram_run, add_run
 from rtscope.store import Store
-from served import DRAWN, Served, browser_missing, chromium, new_page, open_page
+from served import DRAWN, Served, new_page, open_page
 
 OUTLIER_NS = 4_917_000
 N = 20_000
@@ -176,14 +176,6 @@ def test_lab_page_says_common_settings_once(outliers):
 
 
 # --- in Chromium ------------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def browser():
-    if (why := browser_missing()):
-        pytest.skip(why)
-    with chromium() as b:
-        yield b
-
 
 HISTOGRAM = """(() => {
   const d = [...document.querySelectorAll('div.plot')].find(d => d.layout.title.text.endsWith(': histogram'));

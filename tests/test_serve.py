@@ -21,7 +21,7 @@ from conftest import RTPROBE
 from report_fixtures import ENV, EVIL, add_histogram_run, add_run, study_store
 from rtscope.analysis.threads import thread_histograms
 from rtscope.store import Store, experiments
-from served import DRAWN, Served, browser_missing, chromium, new_page, open_page, wait_until
+from served import DRAWN, Served, new_page, open_page, wait_until
 
 BIG = 1_000_000          # samples of the large run: its page must not carry them all
 SPIKE = 987_654_321      # the large run's one extreme sample (ns), which the decimated series must keep
@@ -74,14 +74,6 @@ def server(lab):
     s = Served(lab["db"], log=lab["tmp"] / "serve.log")
     yield s
     s.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if (why := browser_missing()):
-        pytest.skip(why)
-    with chromium() as b:
-        yield b
 
 
 # --- the API and the CLI ----------------------------------------------------------------------------------

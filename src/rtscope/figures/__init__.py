@@ -7,6 +7,7 @@ tests and servers; SVGs carry no date, so the same data give the same file.
 
     latency.latency_figure(series)   overlaid latency histograms (study 2, OSADL style)
     tasks                            study 5's memory per task
+    exceedance.exceedance_figure     1 − F on a log axis with the tail analysis' fit, a panel per configuration
 
 It may import the analysis and the leaf modules; the report and the CLI use it.
 """
