@@ -244,3 +244,35 @@ def test_small_and_histogram_runs(cli, tmp_path):
         assert status == 422 and "3,000 samples" in body and "at least 10,000" in body
     finally:
         s.stop()
+
+
+def test_heavy_tail_bound_beyond_the_axis_is_stated():
+    """A heavy tail's bound at 1e-9 far beyond the samples does not squash them: the axis ends near the
+    samples, the bound is written at its edge with its value and the caption says it lies beyond."""
+    from types import SimpleNamespace
+
+    from rtscope.figures import exceedance
+    from rtscope.report.html import exceedance_figure
+
+    def cell(label, values):
+        run = SimpleNamespace(id=1, started_at="2026-01-01T00:00:00Z", finished_at="2026-01-01T00:00:10Z")
+        config = SimpleNamespace(label=label, unit="ns", measure="latency")
+        return SimpleNamespace(samples=values, sorted=np.sort(values), config=config, sample_runs=[run],
+                               run_samples=lambda r: values, hist_runs=[])
+
+    rng = np.random.default_rng(0)
+    heavy = exceedance.of_cell(cell("heavy", 5000 + rng.pareto(1.2, 50_000) * 1000), "heavy")
+    light = exceedance.of_cell(cell("light", 5000 + rng.gamma(2, 500, 50_000)), "light")
+    assert heavy.claimed and light.claimed and heavy.tail.fit.shape > 0.5
+    lo, hi, notes = exceedance.x_range([heavy, light])
+    assert heavy.max <= hi < heavy.bound.value and light.bound.value <= hi
+    assert notes == [f"heavy: the bound, {exceedance.bound_text(heavy)}, lies beyond the axis (its samples would "
+                     "not be readable on an axis that reaches it)"]
+    g = SimpleNamespace(exceedance=[heavy, light], unit="ns", title="timer absolute: latency",
+                        cells=[SimpleNamespace(config=SimpleNamespace(measure="latency"))])
+    f = exceedance_figure(g)
+    bounds = [a for a in f["layout"]["annotations"] if a.get("name") == "bound"]
+    assert [a["text"] for a in bounds] == ["→ " + exceedance.bound_text(heavy), exceedance.bound_text(light)]
+    assert bounds[0]["x"] == 1 and bounds[0]["xref"] == "x domain"
+    drawn = [tr["name"] for tr in f["data"] if tr["name"].startswith("bound at")]
+    assert len(drawn) == 1 and f["layout"]["xaxis"]["range"][1] == pytest.approx(hi / 1000)

@@ -13,9 +13,10 @@ compare's analysis.compare.Cell, whose samples are not read again) by analysis.t
 - when it refuses (or cannot run: too few samples, histograms and samples mixed): the empirical curve only
   and the reason.
 
-`x_range` is the latency axis the configurations share: every sample and every bound at P_BOUND lies on it
-(never cut); a band's upper end beyond BAND_STRETCH of that span (an extrapolation the data cannot pin down)
-is cut at the edge and stated with its value (`x_range`'s notes). `exceedance_figure` draws the
+`x_range` is the latency axis the configurations share: every sample lies on it (never cut), and every bound
+at P_BOUND within BOUND_STRETCH times the samples' span (a heavy tail's bound further out is written at the
+axis' edge with its value instead); a band's upper end beyond BAND_STRETCH of that span (an extrapolation the
+data cannot pin down) is cut at the edge and stated with its value (`x_range`'s notes). `exceedance_figure` draws the
 configurations as stacked panels on that one axis with matplotlib (the report's paper figures);
 report/html.py draws the same data with plotly.
 """
@@ -38,6 +39,7 @@ TOP = 200                 # the largest samples, every one drawn
 POINTS = 300              # further ranks, evenly spaced on the log axis
 FIT_POINTS = 80           # points of the fitted curve and its band
 BAND_STRETCH = 0.5        # a band may widen the axis by this fraction of the data's and bounds' span
+BOUND_STRETCH = 4.0       # a bound is drawn up to this many times the samples' span from the smallest one
 Y_FLOOR = P_BOUND / 5     # the log axis' lower end, below the bound's label
 
 
@@ -153,10 +155,13 @@ def of_cell(cell, label: str) -> Exceedance:
 
 def x_range(series: list[Exceedance]) -> tuple[float, float, list[str]]:
     """The shared latency axis (stored unit): from the smallest sample to the largest of every sample and
-    every bound at P_BOUND, widened for the bands by at most BAND_STRETCH of that span; and a note per
-    configuration whose band reaches beyond it."""
+    every bound at P_BOUND within BOUND_STRETCH times the samples' span (a heavy tail's bound further out
+    would squash every sample into the axis' first pixels: it is stated instead), widened for the bands by
+    at most BAND_STRETCH of that span; and a note per bound or band beyond it."""
     lo = min(float(s.x[0]) for s in series)
-    core = max([s.max for s in series] + [s.bound.value for s in series if s.bound is not None])
+    top = max(s.max for s in series)
+    reach = lo + BOUND_STRETCH * max(top - lo, abs(top) * 0.05, 1.0)
+    core = max([top] + [s.bound.value for s in series if s.bound is not None and s.bound.value <= reach])
     span = max(core - lo, abs(core) * 0.05, 1.0)
     tops = [float(s.band_hi[np.isfinite(s.band_hi)].max()) for s in series
             if len(s.band_hi) and np.isfinite(s.band_hi).any()]
@@ -164,13 +169,14 @@ def x_range(series: list[Exceedance]) -> tuple[float, float, list[str]]:
     notes = []
     shown, scale = display_unit(series[0].unit)
     for s in series:
-        if not len(s.band_hi) or s.band_hi.max() <= hi:
-            continue
-        first = float(s.fit_p[np.argmax(s.band_hi > hi)])
-        end = s.band_hi[-1]
-        notes.append(f"{s.label}: the 95 % band leaves the axis from 1 − F = {first:.0e} on; at {P_BOUND:.0e} its "
-                     + ("upper end is unbounded" if not np.isfinite(end) else
-                        f"upper end is {num(end * scale)} {shown}"))
+        if s.bound is not None and s.bound.value > hi:
+            notes.append(f"{s.label}: the bound, {bound_text(s)}, lies beyond the axis (its samples would not "
+                         "be readable on an axis that reaches it)")
+        elif len(s.band_hi) and s.band_hi.max() > hi:
+            first = float(s.fit_p[np.argmax(s.band_hi > hi)])
+            end = s.band_hi[-1]
+            notes.append(f"{s.label}: the 95 % band leaves the axis from 1 − F = {first:.0e} on; at {P_BOUND:.0e} "
+                         "its upper end is " + ("unbounded" if not np.isfinite(end) else f"{num(end * scale)} {shown}"))
     return lo, hi, notes
 
 
@@ -261,7 +267,10 @@ def exceedance_figure(series: list[Exceedance], *, title: str):
             ax.plot([u * scale], [zeta], "^", color="#2ca02c", markersize=7, label="threshold")
             ax.annotate(_literal(threshold_text(s)), (u * scale, zeta), textcoords="offset points",
                         xytext=(6, 3), ha="left", va="bottom", fontsize=7)      # above right: no data there
-            if (lv := s.bound) is not None:
+            if (lv := s.bound) is not None and lv.value > hi:       # stated at the edge (x_range)
+                ax.annotate(_literal("→ " + bound_text(s)), (1, lv.p), xycoords=("axes fraction", "data"),
+                            textcoords="offset points", xytext=(-4, 7), ha="right", va="bottom", fontsize=7)
+            elif lv is not None:
                 top = hi if lv.ci[1] is None else min(lv.ci[1], hi)
                 ax.errorbar([lv.value * scale], [lv.p], xerr=[[(lv.value - lv.ci[0]) * scale],
                                                                [(top - lv.value) * scale]],

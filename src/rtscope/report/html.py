@@ -236,6 +236,14 @@ def exceedance_figure(g) -> dict:
     del layout["yaxis"]
     data, notes = [], layout.setdefault("annotations", [])
     ticks = [1, 1e-3, 1e-6, 1e-9]
+    seen: set[str] = set()
+
+    def once(kind: str) -> bool:
+        """Each kind of trace named in the legend once (a refused panel has no fit to name)."""
+        new = kind not in seen
+        seen.add(kind)
+        return new
+
     for i, s in enumerate(series):
         xa, ya = ("x", "y") if i == 0 else (f"x{i + 1}", f"y{i + 1}")
         top = 1 - i * (PANEL_PX + PANEL_GAP_PX) / area
@@ -251,11 +259,10 @@ def exceedance_figure(g) -> dict:
         notes.append({"text": t(s.label), "xref": "paper", "yref": "paper", "x": 0, "y": min(top, 1),
                       "xanchor": "left", "yanchor": "bottom", "showarrow": False, "font": {"size": 12},
                       "name": "configuration"})
-        first = i == 0
         if s.claimed and len(s.fit_p):
             band_hi = np.minimum(s.band_hi, hi)
             data.append({"type": "scatter", "mode": "lines", "name": "95 % band", "legendgroup": "band",
-                         "showlegend": first, "xaxis": xa, "yaxis": ya, "fill": "toself",
+                         "showlegend": once("band"), "xaxis": xa, "yaxis": ya, "fill": "toself",
                          "fillcolor": "rgba(0,0,0,0.13)", "line": {"width": 0}, "hoverinfo": "skip",
                          "x": np.concatenate([s.band_lo, band_hi[::-1]]) * scale,
                          "y": np.concatenate([s.fit_p, s.fit_p[::-1]])})
@@ -264,7 +271,7 @@ def exceedance_figure(g) -> dict:
                      "line": {"color": _color(i), "width": 1}, "marker": {"color": _color(i), "size": 3},
                      "hovertemplate": f"%{{x:.4g}} {shown}: fraction ≥ x %{{y:.3g}}<extra></extra>"})
         data.append({"type": "scatter", "mode": "lines", "name": "1/n: the data end", "legendgroup": "end",
-                     "showlegend": first, "xaxis": xa, "yaxis": ya, "x": [lo * scale, hi * scale],
+                     "showlegend": once("end"), "xaxis": xa, "yaxis": ya, "x": [lo * scale, hi * scale],
                      "y": [1 / s.n, 1 / s.n], "line": {"color": "#888", "width": 1, "dash": "dot"},
                      "hoverinfo": "skip"})
         if not s.claimed:       # below 1/n, where no sample can be
@@ -276,12 +283,12 @@ def exceedance_figure(g) -> dict:
             continue
         if len(s.fit_p):
             data.append({"type": "scatter", "mode": "lines", "name": "fitted tail", "legendgroup": "fit",
-                         "showlegend": first, "xaxis": xa, "yaxis": ya, "x": s.fit_x * scale, "y": s.fit_p,
+                         "showlegend": once("fit"), "xaxis": xa, "yaxis": ya, "x": s.fit_x * scale, "y": s.fit_p,
                          "line": {"color": "#000", "width": 1.5, "dash": "dash"},
                          "hovertemplate": f"fit: %{{x:.4g}} {shown} exceeded with p %{{y:.2g}}<extra></extra>"})
         u, zeta = s.threshold
         data.append({"type": "scatter", "mode": "markers", "name": "threshold", "legendgroup": "threshold",
-                     "showlegend": first, "xaxis": xa, "yaxis": ya, "x": [u * scale], "y": [zeta],
+                     "showlegend": once("threshold"), "xaxis": xa, "yaxis": ya, "x": [u * scale], "y": [zeta],
                      "marker": {"symbol": "triangle-up", "size": 11, "color": "#2ca02c"},
                      "hovertemplate": t(exceedance.threshold_text(s)) + "<extra></extra>"})
         # above and right of the marker: the curve falls to the right, so nothing is drawn there
@@ -289,10 +296,14 @@ def exceedance_figure(g) -> dict:
                       "y": _log(zeta), "xanchor": "left", "yanchor": "bottom", "xshift": 7, "yshift": 3,
                       "showarrow": False, "font": {"size": 11}, "name": "threshold"})
         lv = s.bound
-        if lv is not None:
+        if lv is not None and lv.value > hi:           # a heavy tail's bound beyond the axis: stated at its edge
+            notes.append({"text": t("→ " + exceedance.bound_text(s)), "xref": f"{xa} domain", "yref": ya, "x": 1,
+                          "y": _log(lv.p), "xanchor": "right", "yanchor": "bottom", "yshift": 8, "showarrow": False,
+                          "font": {"size": 11}, "bgcolor": "rgba(255,255,255,0.8)", "name": "bound"})
+        elif lv is not None:
             top_ci = hi if lv.ci[1] is None else min(lv.ci[1], hi)
             data.append({"type": "scatter", "mode": "markers", "name": f"bound at p = {lv.p:.0e} (95 %)",
-                         "legendgroup": "bound", "showlegend": first, "xaxis": xa, "yaxis": ya,
+                         "legendgroup": "bound", "showlegend": once("bound"), "xaxis": xa, "yaxis": ya,
                          "x": [lv.value * scale], "y": [lv.p],
                          "marker": {"symbol": "diamond", "size": 9, "color": "#000"},
                          "error_x": {"type": "data", "symmetric": False, "array": [(top_ci - lv.value) * scale],
