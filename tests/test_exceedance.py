@@ -246,20 +246,44 @@ def test_small_and_histogram_runs(cli, tmp_path):
         s.stop()
 
 
+def cell(label, values):
+    """A configuration as analysis.compare loads it (the fields the tail analysis and the plot read)."""
+    from types import SimpleNamespace
+    run = SimpleNamespace(id=1, started_at="2026-01-01T00:00:00Z", finished_at="2026-01-01T00:00:10Z")
+    config = SimpleNamespace(label=label, unit="ns", measure="latency")
+    return SimpleNamespace(samples=values, sorted=np.sort(values), config=config, sample_runs=[run],
+                           run_samples=lambda r: values, hist_runs=[])
+
+
+def figure_of(series):
+    from types import SimpleNamespace
+
+    from rtscope.report.html import exceedance_figure
+    return exceedance_figure(SimpleNamespace(exceedance=series, unit="ns", title="timer absolute: latency",
+                                             cells=[SimpleNamespace(config=SimpleNamespace(measure="latency"))]))
+
+
+def test_a_far_sample_is_stated_not_drawn():
+    """One 4,917 µs wake-up among 10 µs ones (as a user's timer run had) does not squash the tails: the axis
+    ends near the rest, the panel and the caption count it with its maximum, as the other plots do."""
+    from rtscope.figures import exceedance
+    rng = np.random.default_rng(2)
+    values = 5000 + rng.gamma(3, 1500, 40_000)
+    values[20_000] = 4_917_000
+    s = exceedance.of_cell(cell("far", values), "far")
+    lo, hi, notes = exceedance.x_range([s])
+    assert np.sort(values)[-2] < hi < 100_000
+    assert notes[0] == f"far: 1 sample beyond {exceedance.num(hi / 1000)} µs, off the axis (max 4,917 µs)"
+    f = figure_of([s])
+    assert [a["text"] for a in f["layout"]["annotations"] if a.get("name") == "beyond"] == ["→ " + notes[0][5:]]
+    assert f["layout"]["xaxis"]["range"][1] == pytest.approx(hi / 1000)
+    assert notes[0] in exceedance.caption([s], notes)
+
+
 def test_heavy_tail_bound_beyond_the_axis_is_stated():
     """A heavy tail's bound at 1e-9 far beyond the samples does not squash them: the axis ends near the
     samples, the bound is written at its edge with its value and the caption says it lies beyond."""
-    from types import SimpleNamespace
-
     from rtscope.figures import exceedance
-    from rtscope.report.html import exceedance_figure
-
-    def cell(label, values):
-        run = SimpleNamespace(id=1, started_at="2026-01-01T00:00:00Z", finished_at="2026-01-01T00:00:10Z")
-        config = SimpleNamespace(label=label, unit="ns", measure="latency")
-        return SimpleNamespace(samples=values, sorted=np.sort(values), config=config, sample_runs=[run],
-                               run_samples=lambda r: values, hist_runs=[])
-
     rng = np.random.default_rng(0)
     heavy = exceedance.of_cell(cell("heavy", 5000 + rng.pareto(1.2, 50_000) * 1000), "heavy")
     light = exceedance.of_cell(cell("light", 5000 + rng.gamma(2, 500, 50_000)), "light")
@@ -268,9 +292,7 @@ def test_heavy_tail_bound_beyond_the_axis_is_stated():
     assert heavy.max <= hi < heavy.bound.value and light.bound.value <= hi
     assert notes == [f"heavy: the bound, {exceedance.bound_text(heavy)}, lies beyond the axis (its samples would "
                      "not be readable on an axis that reaches it)"]
-    g = SimpleNamespace(exceedance=[heavy, light], unit="ns", title="timer absolute: latency",
-                        cells=[SimpleNamespace(config=SimpleNamespace(measure="latency"))])
-    f = exceedance_figure(g)
+    f = figure_of([heavy, light])
     bounds = [a for a in f["layout"]["annotations"] if a.get("name") == "bound"]
     assert [a["text"] for a in bounds] == ["→ " + exceedance.bound_text(heavy), exceedance.bound_text(light)]
     assert bounds[0]["x"] == 1 and bounds[0]["xref"] == "x domain"

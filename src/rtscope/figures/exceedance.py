@@ -13,7 +13,9 @@ compare's analysis.compare.Cell, whose samples are not read again) by analysis.t
 - when it refuses (or cannot run: too few samples, histograms and samples mixed): the empirical curve only
   and the reason.
 
-`x_range` is the latency axis the configurations share: every sample lies on it (never cut), and every bound
+`x_range` is the latency axis the configurations share: every sample lies on it, unless a configuration's
+FAR largest would stretch it FAR_STRETCH times beyond the rest (then they are counted and stated with their
+maximum, on the panel and in the caption, as figures/bulk.py does for the other plots), and every bound
 at P_BOUND within BOUND_STRETCH times the samples' span (a heavy tail's bound further out is written at the
 axis' edge with its value instead); a band's upper end beyond BAND_STRETCH of that span (an extrapolation the
 data cannot pin down) is cut at the edge and stated with its value (`x_range`'s notes). `exceedance_figure` draws the
@@ -40,6 +42,8 @@ POINTS = 300              # further ranks, evenly spaced on the log axis
 FIT_POINTS = 80           # points of the fitted curve and its band
 BAND_STRETCH = 0.5        # a band may widen the axis by this fraction of the data's and bounds' span
 BOUND_STRETCH = 4.0       # a bound is drawn up to this many times the samples' span from the smallest one
+FAR, FAR_STRETCH = 2, 5.0  # the 2 largest samples of each configuration may stretch the axis up to 5 times
+                          # the span of the rest; further out they are stated, as figures/bulk.py does
 Y_FLOOR = P_BOUND / 5     # the log axis' lower end, below the bound's label
 
 
@@ -160,13 +164,16 @@ def x_range(series: list[Exceedance]) -> tuple[float, float, list[str]]:
     at most BAND_STRETCH of that span; and a note per bound or band beyond it."""
     lo = min(float(s.x[0]) for s in series)
     top = max(s.max for s in series)
+    body = max(float(s.x[-min(FAR + 1, len(s.x))]) for s in series)   # below each one's FAR largest samples
+    if top - lo > FAR_STRETCH * max(body - lo, 1.0):                  # a few far samples: the axis ends near
+        top = body + 0.1 * (body - lo)                                 # the rest, they are stated (beyond)
     reach = lo + BOUND_STRETCH * max(top - lo, abs(top) * 0.05, 1.0)
     core = max([top] + [s.bound.value for s in series if s.bound is not None and s.bound.value <= reach])
     span = max(core - lo, abs(core) * 0.05, 1.0)
     tops = [float(s.band_hi[np.isfinite(s.band_hi)].max()) for s in series
             if len(s.band_hi) and np.isfinite(s.band_hi).any()]
     hi = min(max([core, *tops]), core + BAND_STRETCH * span)
-    notes = []
+    notes = [f"{s.label}: {text}" for s in series if (text := beyond(s, hi))]
     shown, scale = display_unit(series[0].unit)
     for s in series:
         if s.bound is not None and s.bound.value > hi:
@@ -178,6 +185,17 @@ def x_range(series: list[Exceedance]) -> tuple[float, float, list[str]]:
             notes.append(f"{s.label}: the 95 % band leaves the axis from 1 − F = {first:.0e} on; at {P_BOUND:.0e} "
                          "its upper end is " + ("unbounded" if not np.isfinite(end) else f"{num(end * scale)} {shown}"))
     return lo, hi, notes
+
+
+def beyond(s: Exceedance, hi: float) -> str:
+    """'2 samples beyond 35.1 µs, off the axis (max 4,917 µs)', or '' (every one of the largest TOP samples is
+    drawn, so the fraction at or above the first one beyond counts them)."""
+    if s.max <= hi:
+        return ""
+    shown, scale = display_unit(s.unit)
+    count = int(round(float(s.y[np.argmax(s.x > hi)]) * s.n))
+    return (f"{count:,} sample{'s' if count != 1 else ''} beyond {num(hi * scale)} {shown}, off the axis (max "
+            f"{num(s.max * scale)} {shown})")
 
 
 def num(x: float) -> str:
@@ -282,6 +300,9 @@ def exceedance_figure(series: list[Exceedance], *, title: str):
             ax.text(0.99, 0.04, _literal(textwrap.fill(s.headline, 60)), transform=ax.transAxes, ha="right",
                     va="bottom", fontsize=7, color="#b3161b",
                     bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "#b3161b", "linewidth": 0.6})
+        if (far := beyond(s, hi)):        # top right: the curve is near 1 − F = 1 only at the left
+            ax.text(0.99, 0.96, _literal("→ " + far), transform=ax.transAxes, ha="right", va="top", fontsize=6.5,
+                    color="#b3161b")
         ax.set_title(_literal(s.label), fontsize=8, loc="left")
         ax.set_ylabel("fraction ≥ x")
     handles = {}

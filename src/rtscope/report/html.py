@@ -274,6 +274,11 @@ def exceedance_figure(g) -> dict:
                      "showlegend": once("end"), "xaxis": xa, "yaxis": ya, "x": [lo * scale, hi * scale],
                      "y": [1 / s.n, 1 / s.n], "line": {"color": "#888", "width": 1, "dash": "dot"},
                      "hoverinfo": "skip"})
+        if (far := exceedance.beyond(s, hi)):    # top right: the curve is near 1 − F = 1 only at the left
+            notes.append({"text": t("→ " + far), "xref": f"{xa} domain", "yref": f"{ya} domain", "x": 1, "y": 1,
+                          "xanchor": "right", "yanchor": "top", "showarrow": False, "bordercolor": "#b3161b",
+                          "borderwidth": 1, "bgcolor": "rgba(255,255,255,0.85)",
+                          "font": {"size": 11, "color": "#b3161b"}, "name": "beyond"})
         if not s.claimed:       # below 1/n, where no sample can be
             notes.append({"text": "<br>".join(t(x) for x in textwrap.wrap(s.headline, 60)),
                           "xref": f"{xa} domain", "yref": f"{ya} domain", "x": 0.99, "y": 0.03, "xanchor": "right",
