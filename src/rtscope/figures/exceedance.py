@@ -264,7 +264,7 @@ def exceedance_figure(series: list[Exceedance], *, title: str):
     if not series:
         raise UsageError("no configurations to draw")
     shown, scale = display_unit(series[0].unit)
-    lo, hi, notes = x_range(series)
+    lo, hi, _ = x_range(series)      # far samples and bounds are stated in their panels
     fig = Figure(figsize=(8, 1.3 + 2.0 * len(series)), layout="constrained")
     axes = fig.subplots(len(series), 1, sharex=True, squeeze=False)[:, 0]
     for i, (ax, s) in enumerate(zip(axes, series)):
@@ -312,8 +312,5 @@ def exceedance_figure(series: list[Exceedance], *, title: str):
     axes[0].legend(handles.values(), handles.keys(), fontsize=6.5, loc="lower left", framealpha=0.85)
     axes[-1].set_xlim(lo * scale, hi * scale)
     axes[-1].set_xlabel(f"{_literal(title.split(': ')[-1]) if ': ' in title else 'value'} ({shown})")
-    if notes:
-        axes[-1].text(0.99, 0.02, _literal(textwrap.fill("; ".join(notes), 90)), transform=axes[-1].transAxes,
-                      ha="right", va="bottom", fontsize=6.5, color="#b3161b")
     fig.suptitle(_literal(f"{title}: exceedance"), fontsize=10)
     return fig
