@@ -51,13 +51,14 @@ from ..errors import UsageError, choices
 from ..store import Run, Store
 from . import stats
 from . import distribution
-from .defaults import ALPHA, METRICS, STAT_KEY
+from .defaults import ALPHA, METRICS, ROWS, STAT_KEY, TAIL
 from .variance import Components, components
 from .select import CORE_DIMENSIONS, Configuration, group_runs, short_labels, value_matches, value_text
 from .stats import merge_histograms
 
 RUN_TEST = "Welch t-test on per-run values"
-TESTS = dict.fromkeys(METRICS, RUN_TEST)
+TAIL_TEST = "Welch t-test on per-run bounds at p = 1e-9"
+TESTS = dict.fromkeys(METRICS, RUN_TEST) | {TAIL: TAIL_TEST}
 MIN_REPETITIONS = 3     # fewer: the between-run variance rests on one or two differences, and a warning says so
 MIN_RUNS = 2            # fewer on either side: not tested
 # Romano et al. (2006) thresholds for |Cliff's delta|.
@@ -122,6 +123,8 @@ class Cell:
     stats: dict                             # statistics of the pooled samples (or merged histograms)
     notes: list[str] = field(default_factory=list)
     _sorted: np.ndarray | None = None
+    histograms: dict[int, dict] = field(default_factory=dict)   # histogram-only runs: run id -> its histogram
+    _bounds: dict | None = None
 
     @property
     def hist_runs(self) -> list[Run]:
@@ -151,6 +154,20 @@ class Cell:
 
     def components(self, metric: str) -> Components:
         return components(self, metric)
+
+    def tail_bounds(self) -> dict:
+        """Per run id: its tail.RunBound at p = 1e-9 (computed once per cell)."""
+        if self._bounds is None:
+            from .tail import run_bound
+            self._bounds = {}
+            for run in self.runs:
+                if run.id in self.histograms:
+                    self._bounds[run.id] = run_bound(None, self.histograms[run.id])
+                elif run in self.sample_runs:
+                    self._bounds[run.id] = run_bound(self.run_samples(run), None)
+                else:
+                    self._bounds[run.id] = run_bound(None, None)
+        return self._bounds
 
 
 def load_cells(store: Store, runs: list[Run], *, per_thread: bool = False) -> list[Cell]:
@@ -205,7 +222,8 @@ def load_cells(store: Store, runs: list[Run], *, per_thread: bool = False) -> li
             pooled_stats = distribution.pool_reported(pooled_stats, list(per_run.values()))
             notes.append(f"imported run(s) {', '.join(str(r.id) for r in reported)}: n, min, mean and max are the "
                          "tool's own figures")
-        cells.append(Cell(config, members, per_run, sample_runs, bounds, pooled, pooled_stats, notes))
+        cells.append(Cell(config, members, per_run, sample_runs, bounds, pooled, pooled_stats, notes,
+                          histograms=hists))
     return cells
 
 
@@ -382,6 +400,7 @@ class Row:
     verdict: str = "not tested"
     note: str = ""
     runs: tuple[int, int] = (0, 0)      # runs with a value, this configuration's and the baseline's
+    extra: dict = field(default_factory=dict)   # the tail row's per-run bounds and refusals
 
     @property
     def diff(self) -> float | None:
@@ -399,7 +418,7 @@ class Row:
                 "runs": self.runs[0], "baseline_runs": self.runs[1],
                 "p": self.p, "p_holm": self.p_holm, "verdict": self.verdict,
                 **({"not_tested_because": self.reason} if self.reason else {}),
-                **({"note": self.note} if self.note else {})}
+                **({"note": self.note} if self.note else {}), **self.extra}
 
 
 @dataclass
@@ -426,6 +445,11 @@ class ComparisonSet:
     unmatched: list[tuple[Cell, str]]
     warnings: list[str]
     alpha: float
+
+    @property
+    def tail(self) -> bool:
+        """Whether the set has the tail row (compare --tail)."""
+        return any(r.metric == TAIL for k in self.comparisons for r in k.rows)
 
     @property
     def labels(self) -> dict[Configuration, str]:
@@ -465,8 +489,53 @@ def run_level_row(metric: str, mine: list[float], base: list[float], test: str =
     return row
 
 
-def compare_cells(cell: Cell, base: Cell) -> Comparison:
-    """The rows of one configuration against its baseline, before the Holm correction."""
+def tail_row(cell: Cell, base: Cell) -> Row:
+    """The bound at p = 1e-9 per sample, tested with the run as the unit: each run's bound (tail.run_bound: its
+    own checks and fit) is a per-run value for run_level_row. A configuration with a run whose tail is refused
+    (or not analysable) has no bound: the row is not tested and says which runs and why."""
+    if len(cell.runs) < MIN_RUNS or len(base.runs) < MIN_RUNS:       # no fit needed to know it
+        return _untested_tail(cell, base)
+    mine, theirs = cell.tail_bounds(), base.tail_bounds()
+    missing = {side: {rid: b for rid, b in bounds.items() if b.value is None}
+               for side, bounds in (("configuration", mine), ("baseline", theirs))}
+    extra = {"p_level": 1e-9,
+             "per_run": {side: {str(rid): b.to_json() for rid, b in bounds.items()}
+                         for side, bounds in (("configuration", mine), ("baseline", theirs))}}
+    if any(missing.values()):
+        row = Row(TAIL, None, None, TAIL_TEST, runs=(len(mine) - len(missing["configuration"]),
+                                                     len(theirs) - len(missing["baseline"])), extra=extra)
+        row.reason = "no bound: " + "; ".join(
+            f"{why} (run{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))} of the {side})"
+            for side, b in missing.items() if b for why, ids in _by_reason(b))
+        row.extra["refused"] = {side: sorted({b.short for b in bs.values()}) for side, bs in missing.items()}
+        if not missing["configuration"]:
+            row.value = float(np.mean([b.value for b in mine.values()]))
+        if not missing["baseline"]:
+            row.baseline = float(np.mean([b.value for b in theirs.values()]))
+        return row
+    row = run_level_row(TAIL, [b.value for b in mine.values()], [b.value for b in theirs.values()], TAIL_TEST)
+    row.extra = extra
+    return row
+
+
+def _untested_tail(cell: Cell, base: Cell) -> Row:
+    row = run_level_row(TAIL, [], [], TAIL_TEST)
+    row.runs = (len(cell.runs), len(base.runs))
+    row.reason = (f"{len(cell.runs)} vs {len(base.runs)} runs: with one run the between-run variation is unknown; "
+                  "repeat each configuration (3 runs or more)")
+    return row
+
+
+def _by_reason(bounds: dict) -> list[tuple[str, list[int]]]:
+    out: dict[str, list[int]] = {}
+    for rid, b in bounds.items():
+        out.setdefault(b.short, []).append(rid)
+    return list(out.items())
+
+
+def compare_cells(cell: Cell, base: Cell, *, tail: bool = False) -> Comparison:
+    """The rows of one configuration against its baseline, before the Holm correction (tail: with the tail
+    row)."""
     notes: list[str] = []
     if cell.hist_runs or base.hist_runs:
         notes.append("histogram-only runs take part with their histogram's values: percentiles are bucket upper "
@@ -475,6 +544,8 @@ def compare_cells(cell: Cell, base: Cell) -> Comparison:
     if len(cell.samples) and len(base.samples):
         delta = cliffs_delta(cell.sorted, base.sorted)
     rows = [run_level_row(m, cell.per_run_values(m), base.per_run_values(m)) for m in METRICS]
+    if tail:
+        rows.append(tail_row(cell, base))
     return Comparison(cell, base, rows, delta, notes)
 
 
@@ -508,8 +579,9 @@ def few_runs_warning(few: list[tuple[str, int]], min_repetitions: int) -> str:
 
 
 def compare(cells: list[Cell], baseline: Baseline, *, alpha: float = ALPHA,
-            min_repetitions: int = MIN_REPETITIONS) -> ComparisonSet:
-    """Compare every configuration with its baseline; Holm-correct all p-values as one family."""
+            min_repetitions: int = MIN_REPETITIONS, tail: bool = False) -> ComparisonSet:
+    """Compare every configuration with its baseline; Holm-correct all p-values as one family (tail: with the
+    tail row, which joins the family)."""
     check_options(alpha)
     configs = [c.config for c in cells]
     baseline.validate(configs)
@@ -522,7 +594,7 @@ def compare(cells: list[Cell], baseline: Baseline, *, alpha: float = ALPHA,
         if base is None:
             unmatched.append((cell, why))
             continue
-        comparisons.append(compare_cells(cell, by_config[base]))
+        comparisons.append(compare_cells(cell, by_config[base], tail=tail))
     adjust([r for k in comparisons for r in k.rows], alpha)
     labels = short_labels(configs)
     warnings = []
@@ -565,7 +637,7 @@ class EarlierComparisonSet(ComparisonSet):
 
 def compare_with_earlier(cells: list[Cell], base_cells: list[Cell], baseline: Baseline | None = None, *,
                          source: str = "earlier runs", alpha: float = ALPHA,
-                         min_repetitions: int = MIN_REPETITIONS) -> EarlierComparisonSet:
+                         min_repetitions: int = MIN_REPETITIONS, tail: bool = False) -> EarlierComparisonSet:
     """Compare every configuration of `cells` with a configuration of `base_cells`, runs stored earlier.
 
     Each cell is paired with the earlier cell of the same configuration (workload, variant, runtime,
@@ -595,7 +667,7 @@ def compare_with_earlier(cells: list[Cell], base_cells: list[Cell], baseline: Ba
         if base is None:
             unmatched.append((cell, why))
             continue
-        comparisons.append(compare_cells(cell, by_config[base]))
+        comparisons.append(compare_cells(cell, by_config[base], tail=tail))
     adjust([r for k in comparisons for r in k.rows], alpha)
     used = {id(k.base): k.base for k in comparisons}
     warnings = []

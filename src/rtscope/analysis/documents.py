@@ -21,33 +21,38 @@ def run_summary(run: Run) -> dict:
 
 
 def show_document(store: Store, run: Run, dist: Distribution | None = None) -> dict:
-    """`show --json`: the run, its machine record, statistics, resolution and threads."""
+    """`show --json`: the run, its machine record, statistics, resolution, threads and worst case (the largest
+    sample and the tail's bound at p = 1e-9 per sample; null for a run not measured in ns)."""
     from . import distribution, stats, threads
+    from .tail import run_worst_case
     dist = distribution.of_run(store, run) if dist is None else dist
     summary = run_summary(run)
     summary.update(environment=run.machine, trailer=run.trailer, tool=run.tool, tool_version=run.tool_version,
                    columns=run.columns, percentile_definition=stats.PERCENTILE_DEFINITION, unit=run.primary["unit"])
     return {"run": summary, "settings": run.settings, "stats": dist.stats if dist else stats.summarize([]),
             "resolution": dist.resolution if dist else None,
-            "threads": [p.to_json() for p in threads.breakdown(store, run)]}
+            "threads": [p.to_json() for p in threads.breakdown(store, run)],
+            "worst_case": run_worst_case(store, run, dist).to_json() if run.primary["unit"] == "ns" else None}
 
 
 def comparison_set(store: Store, sel: Selection, baseline: list[str] | None, *, alpha: float,
-                   per_thread: bool = False, baseline_sel: Selection | None = None) -> ComparisonSet:
+                   per_thread: bool = False, baseline_sel: Selection | None = None,
+                   tail: bool = False) -> ComparisonSet:
     """The comparison `compare` prints (its `--json` is this set's to_json()). With `baseline_sel`, the
     baselines are those runs, stored earlier (compare.compare_with_earlier); `baseline` is then optional.
-    Without either, the baseline the runs' experiment named in its spec (compare.spec_baseline)."""
+    Without either, the baseline the runs' experiment named in its spec (compare.spec_baseline).
+    tail: with the tail row (compare --tail)."""
     from .compare import compare_runs, spec_baseline
     from .select import select_runs
     if baseline_sel is None:
         runs = select_runs(store, sel)
         return compare_runs(store, runs, baseline or spec_baseline(store, runs) or [], per_thread=per_thread,
-                            alpha=alpha)
-    return earlier_comparison_set(store, sel, baseline_sel, baseline, alpha=alpha, per_thread=per_thread)
+                            alpha=alpha, tail=tail)
+    return earlier_comparison_set(store, sel, baseline_sel, baseline, alpha=alpha, per_thread=per_thread, tail=tail)
 
 
 def earlier_comparison_set(store: Store, sel: Selection, baseline_sel: Selection, baseline: list[str] | None, *,
-                           alpha: float, per_thread: bool = False) -> ComparisonSet:
+                           alpha: float, per_thread: bool = False, tail: bool = False) -> ComparisonSet:
     """The runs of `sel` compared with the runs of `baseline_sel` (another experiment, a tag); runs in both
     are baseline runs only."""
     from ..errors import UsageError
@@ -65,7 +70,8 @@ def earlier_comparison_set(store: Store, sel: Selection, baseline_sel: Selection
                          "to check with --experiment, --tag, --where or --run")
     return compare_with_earlier(load_cells(store, runs, per_thread=per_thread),
                                 load_cells(store, base_runs, per_thread=per_thread),
-                                Baseline.parse(baseline) if baseline else None, source=source, alpha=alpha)
+                                Baseline.parse(baseline) if baseline else None, source=source, alpha=alpha,
+                                tail=tail)
 
 
 def compare_document(store: Store, cs: ComparisonSet, shares: list | None = None) -> dict:

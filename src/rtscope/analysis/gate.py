@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError, choices
-from .compare import METRICS
+from .defaults import ROWS, TAIL
 
 if TYPE_CHECKING:
     from .compare import Comparison, ComparisonSet, Row
@@ -23,7 +23,7 @@ MODES = ("worse",)
 @dataclass(frozen=True)
 class Gate:
     mode: str = "worse"
-    metrics: tuple[str, ...] = METRICS
+    metrics: tuple[str, ...] = ROWS     # the tail row only where compare has it (--tail)
     enforced: bool = True       # False: `--junit` without `--fail-on` (failures reported, exit 0)
 
     @classmethod
@@ -33,19 +33,24 @@ class Gate:
         mode = mode.strip()
         if mode not in MODES:
             raise UsageError(f"--fail-on {text!r}: unknown mode {mode!r}; valid: {choices(MODES)} (the only "
-                             f"mode so far), optionally with metrics: worse:{','.join(METRICS)}")
+                             f"mode so far), optionally with metrics: worse:{','.join(ROWS)}")
         if not sep:
             return cls(mode)
         metrics = [m.strip() for m in names.split(",")]
-        bad = [m for m in metrics if m not in METRICS]
+        bad = [m for m in metrics if m not in ROWS]
         if bad or not any(metrics):
             what = f"unknown metric {bad[0]!r}" if bad and bad[0] else "no metric after ':'"
-            raise UsageError(f"--fail-on {text!r}: {what}; valid metrics: {choices(METRICS)}")
+            raise UsageError(f"--fail-on {text!r}: {what}; valid metrics: {choices(ROWS)}")
         return cls(mode, tuple(dict.fromkeys(metrics)))
 
     @property
+    def names_tail(self) -> bool:
+        """The gate names the tail row (worse:tail): compare must compute it."""
+        return self.metrics != ROWS and TAIL in self.metrics
+
+    @property
     def text(self) -> str:
-        return self.mode if self.metrics == METRICS else f"{self.mode}:{','.join(self.metrics)}"
+        return self.mode if self.metrics == ROWS else f"{self.mode}:{','.join(self.metrics)}"
 
     def fails(self, row: Row) -> bool:
         return row.metric in self.metrics and row.verdict == self.mode
@@ -60,7 +65,8 @@ class Gate:
         """`compare --json`'s "gate": the rule, whether the set passed it and the rows that failed it."""
         labels = cs.labels
         failed = self.failures(cs)
-        return {"fail_on": self.text, "metrics": list(self.metrics), "enforced": self.enforced,
+        return {"fail_on": self.text, "metrics": [m for m in self.metrics if m != TAIL or cs.tail],
+                "enforced": self.enforced,
                 "passed": not failed,
                 "failures": [{"configuration": labels[k.cell.config], "baseline": labels[k.base.config],
                               "unit": k.cell.config.unit, **r.to_json()} for k, r in failed],

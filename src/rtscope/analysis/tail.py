@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,7 +31,11 @@ from . import tail_checks as checks
 from . import tail_fit as fits
 from .tail_checks import Check
 
+if TYPE_CHECKING:
+    from .distribution import Distribution
+
 LEVELS = tuple(10.0 ** -e for e in range(3, 13))
+BOUND_P = 1e-9                # the level `show`, `compare` and `monitor` state (docs/tail.md, "Where it shows")
 MIN_SAMPLES = 10_000          # the checks and the fit need 100 exceedances of the 0.99 quantile
 SHAPE_EXPONENTIAL = 0.05      # |ξ| below this (or an interval holding 0): an exponential tail
 
@@ -69,6 +74,7 @@ class Tail:
     rate_hz: float | None = None
     histogram: bool = False
     notes: list[str] = field(default_factory=list)
+    max: float | None = None        # the largest sample seen (a histogram's exact maximum)
 
     @property
     def failed(self) -> Check | None:
@@ -122,9 +128,11 @@ def shape_meaning(fit: fits.GpdFit) -> str:
 
 # --- the pipeline ----------------------------------------------------------------------------------------
 
-def analyse(series: list[np.ndarray], subject: dict, rate_hz: float | None = None, *, gev: bool = True) -> Tail:
+def analyse(series: list[np.ndarray], subject: dict, rate_hz: float | None = None, *, gev: bool = True,
+            levels: tuple[float, ...] = LEVELS, intervals: bool = True) -> Tail:
     """The tail of one run (one array) or of a configuration's runs (one array each), in measurement order.
-    gev=False: without the block-maxima cross-check (simulations that look at the bound alone)."""
+    gev=False: without the block-maxima cross-check (simulations that look at the bound alone); `levels`: the
+    p to state; intervals=False: their point values alone (no profile likelihood; `ci` is (None, None))."""
     series = [np.asarray(x, dtype=float) for x in series]
     n = sum(len(x) for x in series)
     need(n, subject)
@@ -138,13 +146,13 @@ def analyse(series: list[np.ndarray], subject: dict, rate_hz: float | None = Non
     if len(series) > 1:
         u = checks.reference_threshold(pooled, checks.reference_k(n))
         cks.append(checks.homogeneity([int(np.count_nonzero(x > u)) for x in series], [len(x) for x in series]))
-    tail = Tail(subject, n, cks, rate_hz=rate_hz)
+    tail = Tail(subject, n, cks, rate_hz=rate_hz, max=float(max(float(np.max(x)) for x in series if len(x))))
     if tail.failed:
         return tail
     cands = fits.candidates(n)
     kmax = max(k for _, k in cands)
     top = np.sort(np.partition(pooled, n - kmax - 2)[n - kmax - 2:])
-    _fit(tail, lambda k: fits.excesses_exact(top, n, k), n)
+    _fit(tail, lambda k: fits.excesses_exact(top, n, k), n, levels, intervals)
     if tail.fit is not None and tail.fit.ex.resolution is not None:
         tail.notes.append(f"the exceedances are quantised to {tail.fit.ex.resolution:g} ns: each value v is taken as "
                           "the interval [v, v + step) (censored likelihood), the threshold as the next step")
@@ -154,7 +162,8 @@ def analyse(series: list[np.ndarray], subject: dict, rate_hz: float | None = Non
 
 
 def analyse_histogram(hist: dict, subject: dict, rate_hz: float | None = None,
-                      runs: list[dict] | None = None) -> Tail:
+                      runs: list[dict] | None = None, *, levels: tuple[float, ...] = LEVELS,
+                      intervals: bool = True) -> Tail:
     """The tail of a histogram-only run, or of runs' histograms merged (`hist`; `runs`: each run's, same
     buckets): no order, so no independence or stationarity check, and the fit sees bucket intervals
     (tail_fit's docstring). Several runs are tested for homogeneity over a common bucket edge."""
@@ -167,13 +176,14 @@ def analyse_histogram(hist: dict, subject: dict, rate_hz: float | None = None,
             cks.append(Check("run homogeneity", None, None, None, "not testable: too few exceedances"))
         else:
             cks.append(checks.homogeneity([_above(h, edge.u) for h in runs], [_count(h) for h in runs]))
-    tail = Tail(subject, n, cks, rate_hz=rate_hz, histogram=True)
+    tail = Tail(subject, n, cks, rate_hz=rate_hz, histogram=True,
+                max=None if hist.get("max") is None else float(hist["max"]))
     if tail.failed:
         return tail
     tail.notes.append(f"histogram-only: the excesses are known to a bucket ({float(hist['bucket_width']):g} ns) and "
                       "the maximum exactly; the threshold is a bucket edge; independence and stationarity cannot "
                       "be tested (no sample order); no block-maxima cross-check")
-    _fit(tail, lambda k: fits.excesses_histogram(hist, k), n)
+    _fit(tail, lambda k: fits.excesses_histogram(hist, k), n, levels, intervals)
     return tail
 
 
@@ -194,7 +204,7 @@ def need(n: int, subject: dict) -> None:
                          f"0.99 quantile): measure longer (more iterations) or pool more runs")
 
 
-def _fit(tail: Tail, excesses_of, n: int) -> None:
+def _fit(tail: Tail, excesses_of, n: int, levels: tuple[float, ...] = LEVELS, intervals: bool = True) -> None:
     chosen, tried = fits.choose(excesses_of, n)
     if chosen is None:
         last = tried[-1] if tried else None
@@ -210,9 +220,11 @@ def _fit(tail: Tail, excesses_of, n: int) -> None:
     tail.checks.append(Check("goodness of fit", chosen.gof_statistic, chosen.gof_p, True,
                              f"{chosen.gof_test} of the {chosen.ex.k:,} exceedances against the fit"))
     tail.fit = chosen
-    fits.profile_region(chosen)
-    levels = [p for p in LEVELS if p < chosen.ex.zeta]
-    for p, (lo, hi, halve) in zip(levels, fits.intervals(chosen, levels)):
+    levels = [p for p in levels if p < chosen.ex.zeta]
+    if intervals:
+        fits.profile_region(chosen)
+    for p, (lo, hi, halve) in zip(levels, fits.intervals(chosen, levels) if intervals
+                                  else [(None, None, None)] * len(levels)):
         per_hour = -math.expm1(tail.rate_hz * 3600 * math.log1p(-p)) if tail.rate_hz else None
         tail.levels.append(Level(p, float(chosen.level(p)), (lo, hi), per_hour, halve, n))
 
@@ -232,19 +244,25 @@ def rate_of(runs: list[Run], n: int) -> float | None:
     return n / total if total > 0 else None
 
 
-def of_run(store: Store, run: Run) -> Tail:
-    """The tail of one stored run (its samples loaded once, or its histogram)."""
+def of_run(store: Store, run: Run, dist: Distribution | None = None, *, levels: tuple[float, ...] = LEVELS,
+           intervals: bool = True, gev: bool = True) -> Tail:
+    """The tail of one stored run (its samples loaded once, or its histogram; `dist`: the run's distribution
+    when the caller has it). levels, intervals, gev: as analyse's."""
     from .distribution import of_run as distribution
-    dist = distribution(store, run)
+    dist = distribution(store, run) if dist is None else dist
     if dist is None or (dist.samples is None and dist.histogram is None):
         raise UsageError(f"run {run.id} kept neither samples nor a histogram: it has no tail to fit")
     if dist.samples is not None:
-        return analyse([dist.samples], {"run": run.id}, rate_of([run], len(dist.samples)))
-    return analyse_histogram(dist.histogram, {"run": run.id}, rate_of([run], int(dist.stats["n"] or 0)))
+        return analyse([dist.samples], {"run": run.id}, rate_of([run], len(dist.samples)), gev=gev,
+                       levels=levels, intervals=intervals)
+    return analyse_histogram(dist.histogram, {"run": run.id}, rate_of([run], _count(dist.histogram)),
+                             levels=levels, intervals=intervals)
 
 
-def of_runs(store: Store, runs: list[Run]) -> Tail:
-    """The tail of one configuration's runs (a UsageError naming the configurations when they are several)."""
+def of_runs(store: Store, runs: list[Run], *, levels: tuple[float, ...] = LEVELS, intervals: bool = True,
+            gev: bool = True) -> Tail:
+    """The tail of one configuration's runs (a UsageError naming the configurations when they are several).
+    levels, intervals, gev: as analyse's."""
     from .distribution import of_run as distribution
     from .select import group_runs
     groups = group_runs(runs)
@@ -255,7 +273,8 @@ def of_runs(store: Store, runs: list[Run]) -> Tail:
     dists = [(r, distribution(store, r)) for r in members]
     dists = [(r, d) for r, d in dists if d is not None]
     return _of_loaded({"configuration": config.label}, [(r, d.samples) for r, d in dists if d.samples is not None],
-                      [(r, d.histogram) for r, d in dists if d.samples is None and d.histogram is not None])
+                      [(r, d.histogram) for r, d in dists if d.samples is None and d.histogram is not None],
+                      gev=gev, levels=levels, intervals=intervals)
 
 
 def of_cell(cell, *, gev: bool = True) -> Tail:
@@ -269,7 +288,7 @@ def of_cell(cell, *, gev: bool = True) -> Tail:
 
 
 def _of_loaded(subject: dict, raw: list[tuple[Run, np.ndarray]], hist: list[tuple[Run, dict]], *,
-               gev: bool = True) -> Tail:
+               gev: bool = True, levels: tuple[float, ...] = LEVELS, intervals: bool = True) -> Tail:
     """One configuration's tail from its runs' loaded samples (`raw`) or histograms (`hist`), not both."""
     from .stats import merge_histograms
     if raw and hist:
@@ -277,14 +296,116 @@ def _of_loaded(subject: dict, raw: list[tuple[Run, np.ndarray]], hist: list[tupl
                          f"{', '.join(str(r.id) for r, _ in raw)} raw samples: select one kind with --run")
     if raw:
         tail = analyse([x for _, x in raw], subject, rate_of([r for r, _ in raw], sum(len(x) for _, x in raw)),
-                       gev=gev)
+                       gev=gev, levels=levels, intervals=intervals)
     elif hist:
         merged = merge_histograms([h for _, h in hist])
         if merged is None:
             raise UsageError("the runs' histograms have different buckets and cannot be pooled; analyse each run")
         tail = analyse_histogram(merged, subject, rate_of([r for r, _ in hist], int(merged["n"])),
-                                 runs=[h for _, h in hist])
+                                 runs=[h for _, h in hist], levels=levels, intervals=intervals)
     else:
         raise UsageError("no selected run kept samples or a histogram")
     tail.notes.insert(0, f"runs {', '.join(str(r.id) for r, _ in (raw or hist))}")
     return tail
+
+
+# --- the worst case in one line: show, monitor ------------------------------------------------------------
+
+# A failed check in a few words (the whole reason: `rtscope tail`).
+SHORT_REASON = {"independence": "late samples come in bursts", "stationarity": "the tail drifts during the run",
+                "run homogeneity": "the runs' tails differ", "goodness of fit": "no extreme-value model fits the tail"}
+
+
+@dataclass
+class WorstCase:
+    """The largest sample seen and, when the tail analysis claims one, the bound at BOUND_P per sample."""
+
+    max: float | None               # the largest sample seen (ns); None: not known
+    n: int
+    level: Level | None = None      # the bound at BOUND_P with its 95 % interval, when claimed
+    refused: Check | None = None    # the check that refused the bound
+    not_analysed: str | None = None  # why there is no tail analysis at all (too few samples, no samples)
+    untested: tuple[str, ...] = ()   # checks the data could not support (a histogram has no sample order)
+
+    @property
+    def short_reason(self) -> str | None:
+        """Why there is no bound, in a few words (None: there is one)."""
+        if self.refused is not None:
+            return f"refused by the {self.refused.name} check: {SHORT_REASON.get(self.refused.name, '')}".rstrip(": ")
+        return self.not_analysed
+
+    def to_json(self) -> dict:
+        lv = self.level
+        return {"max_ns": self.max, "n": self.n, "p": BOUND_P, "claimed": lv is not None,
+                "value_ns": lv.value if lv else None, "ci95_ns": [lv.ci[0], lv.ci[1]] if lv else None,
+                "p_per_hour": lv.per_hour if lv else None,
+                "refused_by": self.refused.name if self.refused else None,
+                "refused_because": f"{self.refused.name}: {self.refused.why}" if self.refused else None,
+                "not_analysed_because": self.not_analysed, "untested": list(self.untested)}
+
+
+def worst_case_of(tail: Tail, maximum: float | None) -> WorstCase:
+    level = next((lv for lv in tail.levels if lv.p == BOUND_P), None) if tail.claimed else None
+    return WorstCase(maximum, tail.n, level, tail.failed, None if tail.claimed or tail.failed else
+                     f"p = {BOUND_P:g} lies above the fitted tail's threshold rate",
+                     tuple(c.name for c in tail.checks if c.passed is None))
+
+
+def _not_analysed(n: int, error: UsageError) -> str:
+    if n < MIN_SAMPLES:
+        return f"a bound needs {MIN_SAMPLES:,} samples or more"
+    return "the run kept neither samples nor a histogram" if "neither" in str(error) else str(error)
+
+
+def run_worst_case(store: Store, run: Run, dist: Distribution | None) -> WorstCase:
+    """`show`'s worst case: the run's maximum and its bound at BOUND_P (from `dist`, loaded once)."""
+    maximum = dist.stats.get("max") if dist is not None else None
+    n = int(dist.stats.get("n") or 0) if dist is not None else 0
+    try:
+        tail = of_run(store, run, dist, levels=(BOUND_P,), gev=False)
+    except UsageError as e:
+        return WorstCase(maximum, n, not_analysed=_not_analysed(n, e))
+    return worst_case_of(tail, maximum)
+
+
+def runs_worst_case(store: Store, runs: list[Run]) -> WorstCase:
+    """`monitor`'s worst case: one configuration's runs (histograms merged or samples pooled)."""
+    try:
+        tail = of_runs(store, runs, levels=(BOUND_P,), gev=False)
+    except UsageError as e:
+        from .distribution import of_run as distribution
+        found = [d.stats for d in (distribution(store, r) for r in runs) if d is not None]
+        maximum = max((st["max"] for st in found if st.get("max") is not None), default=None)
+        n = sum(int(st.get("n") or 0) for st in found)
+        return WorstCase(maximum, n, not_analysed=_not_analysed(n, e))
+    return worst_case_of(tail, tail.max)
+
+
+# --- one run's bound, for compare's tail row -------------------------------------------------------------
+
+@dataclass
+class RunBound:
+    """One run's point bound at BOUND_P (its own checks and fit, no interval), or in a few words why none."""
+
+    value: float | None
+    short: str | None = None        # "refused: independence", "fewer than 10,000 samples", ...
+
+    def to_json(self) -> dict:
+        return {"value_ns": self.value, "no_bound": self.short}
+
+
+def run_bound(samples: np.ndarray | None, hist: dict | None) -> RunBound:
+    """A run's bound at BOUND_P from its samples (in measurement order) or its histogram."""
+    subject = {"run": 0}
+    try:
+        if samples is not None:
+            tail = analyse([samples], subject, gev=False, levels=(BOUND_P,), intervals=False)
+        elif hist is not None:
+            tail = analyse_histogram(hist, subject, levels=(BOUND_P,), intervals=False)
+        else:
+            return RunBound(None, "no samples or histogram")
+    except UsageError:
+        return RunBound(None, f"fewer than {MIN_SAMPLES:,} samples")
+    if tail.claimed and tail.levels:
+        return RunBound(tail.levels[0].value)
+    return RunBound(None, f"refused: {tail.failed.name}" if tail.failed else "not claimed")

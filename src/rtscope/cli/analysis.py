@@ -31,7 +31,8 @@ BaselineOpt = Annotated[Optional[list[str]], typer.Option(
 AlphaOpt = Annotated[float, typer.Option("--alpha", help="Significance level after Holm's correction.")]
 FailOnOpt = Annotated[Optional[str], typer.Option(
     "--fail-on", metavar="worse[:METRIC,...]",
-    help="A gate for CI: exit 1 when a metric (default: all of mean, median, p99, max, stdev; or those listed) "
+    help="A gate for CI: exit 1 when a metric (default: all of mean, median, p99, max, stdev, and tail with "
+         "--tail; or those listed) "
          "of a compared configuration is significantly worse than its baseline, 0 otherwise (2: bad input).")]
 JunitOpt = Annotated[Optional[Path], typer.Option(
     "--junit", metavar="FILE", help="Write JUnit XML: a test case per configuration × metric; a failure per row "
@@ -42,6 +43,10 @@ BaselineExperimentOpt = Annotated[Optional[str], typer.Option(
 BaselineTagOpt = Annotated[Optional[list[str]], typer.Option(
     "--baseline-tag", metavar="TAG", help="Baseline: the runs with this tag (repeatable: all of them), stored "
                                           "earlier; each configuration is compared with the same one there.")]
+TailOpt = Annotated[bool, typer.Option(
+    "--tail", help="Add the tail row: each run's bound at p = 1e-9 per sample (rtscope tail), tested with the run "
+                   "as the unit; a run whose tail is refused leaves its configuration without a bound. Costs a "
+                   "tail fit per run (implied by --fail-on worse:tail).")]
 PerThreadOpt = Annotated[bool, typer.Option(
     "--per-thread", help="Multi-thread latency runs: take each run's worst thread (highest maximum) instead of "
                          "all its threads.")]
@@ -58,10 +63,10 @@ def _selection(experiment, workload, variant, runtime, tag, where, run) -> Selec
 
 
 def _compare(db, sel: Selection, baseline, alpha, per_thread=False,
-             baseline_sel: Selection | None = None) -> ComparisonSet:
+             baseline_sel: Selection | None = None, tail: bool = False) -> ComparisonSet:
     from ..analysis.documents import comparison_set
     return comparison_set(open_store(db), sel, baseline, alpha=alpha,
-                          per_thread=per_thread, baseline_sel=baseline_sel)
+                          per_thread=per_thread, baseline_sel=baseline_sel, tail=tail)
 
 
 def baseline_text(cs: ComparisonSet) -> str:
@@ -107,8 +112,10 @@ def comparison_table(cs: ComparisonSet, k) -> Table:
     for r in k.rows:
         ci = f"{fmt(r.metric, r.ci[0], scale)}..{fmt(r.metric, r.ci[1], scale)}" if r.ci else "-"
         verdict = f"[{VERDICT_STYLE[r.verdict]}]{SHORT_VERDICT[r.verdict]}[/]" + ("*" if r.note else "")
-        table.add_row(r.metric, fmt(r.metric, r.baseline, scale), fmt(r.metric, r.value, scale), change(r.ratio),
-                      ci, p_text(r.p_holm), verdict)
+        refused = r.extra.get("refused", {})
+        base = "refused" if refused.get("baseline") else fmt(r.metric, r.baseline, scale)
+        value = "refused" if refused.get("configuration") else fmt(r.metric, r.value, scale)
+        table.add_row(r.metric, base, value, change(r.ratio), ci, p_text(r.p_holm), verdict)
     return table
 
 
@@ -123,7 +130,13 @@ def print_comparisons(cs: ComparisonSet) -> None:
         console.print("nothing to compare: every selected configuration is a baseline or has no baseline")
     console.print("Δ = value − baseline; n.s. = no significant difference; the run is the unit: every metric is "
                   f"tested with a {RUN_TEST} (docs/analysis.md)", style="dim")
-    reasons = sorted({f"{r.metric}: {r.reason}" for k in cs.comparisons for r in k.rows if r.reason})
+    if cs.tail:
+        console.print("tail: the latency exceeded with p = 1e-9 per sample, each run's own bound (rtscope tail RUN); "
+                      "refused: a run's tail failed a check, so its configuration has no bound", style="dim")
+    reasons = sorted({f"{r.metric}: {r.reason}" for k in cs.comparisons for r in k.rows
+                      if r.reason and r.metric != "tail"})
+    reasons += [f"tail of {labels[k.cell.config]}: {r.reason}" for k in cs.comparisons for r in k.rows
+                if r.reason and r.metric == "tail"]
     for reason in reasons:
         console.print(f"not tested: {escape(reason)}", style="yellow")
     for k in cs.comparisons:
@@ -172,7 +185,7 @@ def compare(
     experiment: Experiment = None, workload: Workload = None, variant: Variant = None, runtime: Runtime = None,
     tag: Tag = None, where: Where = None, run: RunIds = None,
     alpha: AlphaOpt = ALPHA,
-    per_thread: PerThreadOpt = False,
+    per_thread: PerThreadOpt = False, tail: TailOpt = False,
     baseline_experiment: BaselineExperimentOpt = None, baseline_tag: BaselineTagOpt = None,
     fail_on: FailOnOpt = None, junit: JunitOpt = None,
     db: DbOption = None, json_out: JsonOption = False,
@@ -196,7 +209,7 @@ def compare(
     if baseline_experiment is not None or baseline_tag:
         baseline_sel = _selection(baseline_experiment, workload, variant, runtime, baseline_tag, where, None)
     cs = _compare(db, _selection(experiment, workload, variant, runtime, tag, where, run), baseline, alpha,
-                  per_thread, baseline_sel)
+                  per_thread, baseline_sel, tail or (gate is not None and gate.names_tail))
     why = causes.comparison_shares(open_store(db), cs)
     if junit is not None:
         from ..report import junit as junit_report

@@ -12,10 +12,11 @@ from .run import execute_resumable, print_machine_warnings
 
 
 class LiveView:
-    """One line per interval as it is stored: each CPU's maximum and p99.99."""
+    """Per interval as it is stored: each CPU's maximum and p99.99, then the worst case of the intervals so far
+    (phases: intervals alternate idle and loaded, so each phase's is its own)."""
 
-    def __init__(self, store, plan_total: int):
-        self.store, self.total = store, plan_total
+    def __init__(self, store, plan_total: int, phases: bool = False):
+        self.store, self.total, self.phases = store, plan_total, phases
 
     def started(self, experiment, total: int, done: int) -> None:
         console.print(f"monitor {experiment.id}: {escape(experiment.name)}, {total} intervals, {done} stored already")
@@ -34,6 +35,11 @@ class LiveView:
         why = mon.top_cause(self.store, run) if p.request.settings.get("explain") else None
         if why:
             console.print(f"      why: {escape(why)} (rtscope explain {run_id})", highlight=False)
+        from .tail import worst_case_text
+        wc, intervals = mon.worst_case_so_far(self.store, run)
+        details = (f"{intervals} interval{'s' if intervals > 1 else ''} of load {load}; rtscope tail --experiment "
+                   f"{run.experiment_id}" + (f" --where load={load}" if self.phases else ""))
+        console.print("      " + worst_case_text(wc, run.primary["unit"], details), highlight=False)
 
     def run_skipped(self, p, reason: str) -> None:
         err_console.print(f"[yellow]skipped interval {p.index + 1}:[/] {escape(reason)}")
@@ -86,6 +92,7 @@ def monitor(target: Annotated[str, typer.Option(help="The target to watch (local
             refuse_unavailable(plan, pool)
             experiment = mon.start(store, plan, identity)
         print_machine_warnings(experiment, pool)
-        outcome = execute_resumable(store, experiment, LiveView(store, len(experiment.plan)), pool,
+        phases = len({q.request.settings.get("load") for q in experiment.plan}) > 1
+        outcome = execute_resumable(store, experiment, LiveView(store, len(experiment.plan), phases), pool,
                                     f"resume with `rtscope monitor --target {target} --resume`")
     console.print(f"monitoring {experiment.id} finished: {len(outcome.stored) + outcome.already} intervals stored")

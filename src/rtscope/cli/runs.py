@@ -138,6 +138,11 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
     if bucket is not None:
         console.print(f"resolution: histogram buckets of {fmt('min', bucket, scale)} {shown}; percentiles are the "
                       "upper edge of the bucket that holds the rank, variance from bucket midpoints")
+    if run.primary["unit"] == "ns":
+        from ..analysis.tail import run_worst_case
+        from .tail import worst_case_text
+        console.print(worst_case_text(run_worst_case(store, run, dist), "ns", f"rtscope tail {run.id}"),
+                      highlight=False)
     if parts:
         rows = [(f"thread {p.thread}" + ("" if p.cpu is None else f" (CPU {p.cpu})"), p.stats) for p in parts]
         console.print(stats_table(f"per thread, {run.primary['name']}", [*rows, ("whole run", st)],

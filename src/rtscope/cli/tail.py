@@ -10,7 +10,7 @@ from ..errors import UsageError
 from .common import DbOption, JsonOption, Table, app, console, escape, open_store, print_json
 
 if TYPE_CHECKING:
-    from ..analysis.tail import Tail
+    from ..analysis.tail import Tail, WorstCase
 
 RunArg = Annotated[Optional[int], typer.Argument(metavar="RUN", help="The run to analyse (see `rtscope runs`).",
                                                 show_default=False)]
@@ -99,3 +99,21 @@ def show(t: Tail) -> None:
 def _notes(t: Tail) -> None:
     for note in t.notes:
         console.print(f"note: {escape(note)}", style="dim")
+
+
+def worst_case_text(wc: WorstCase, unit: str, details: str) -> str:
+    """One line (rich markup): the largest sample seen and the bound at p = 1e-9 per sample with its 95 %
+    interval and its chance within an hour, or why there is none; `details`: the command that says more."""
+    from ..analysis.results import display_unit, fmt
+    from ..analysis.tail import BOUND_P
+    shown, scale = display_unit(unit)
+    seen = "max -" if wc.max is None else f"max {fmt('max', wc.max, scale)} {shown}"
+    text = f"[bold]worst case[/]: {seen} seen in {wc.n:,} samples; "
+    lv = wc.level
+    if lv is None:
+        return text + f"no bound: {escape(wc.short_reason or 'not claimed')} ({escape(details)})"
+    hi = "unbounded" if lv.ci[1] is None else fmt("max", lv.ci[1], scale)
+    hour = "" if lv.per_hour is None else f", P(>) per hour {lv.per_hour:.2g}"
+    untested = (f"; assumes {' and '.join(wc.untested)} (untested: no sample order)" if wc.untested else "")
+    return text + (f"bound at p = {BOUND_P:g} per sample {fmt('max', lv.value, scale)} {shown} (95 % "
+                   f"{fmt('max', lv.ci[0], scale)}..{hi}{hour}){untested} ({escape(details)})")

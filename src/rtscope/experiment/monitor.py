@@ -12,7 +12,10 @@ intervals alternate idle and loaded phases (`--phase` long each), like the
 OSADL farm's idle and stress periods.
 
 The per-interval view is computed from each stored run's per-thread
-histograms: the maximum and p99.99 of every CPU.
+histograms: the maximum and p99.99 of every CPU, then the worst case so far:
+the tail analysis (analysis/tail.py, histogram path) of every interval of the
+same phase stored until then, its bound at p = 1e-9 per sample or the check
+that refused it.
 
 With `--explain K` each interval's run has setting `explain = K`: the probe
 keeps each thread's K worst samples (value, deadline, CPU) beside its
@@ -150,3 +153,11 @@ def top_cause(store, run: Run) -> str | None:
         return None
     rows = [r for r in causes.shares(explained, causes.run_median(store, run) or 0) if r.by == "culprit"]
     return f"{rows[0].label} {rows[0].share:.0%}" if rows else "no explained sample above the median"
+
+
+def worst_case_so_far(store, run: Run):
+    """The tail's worst case (analysis.tail.WorstCase) of every interval stored so far with this interval's
+    settings (its phase): their histograms merged, the intervals tested for a common tail."""
+    from ..analysis.tail import runs_worst_case
+    same = [r for r in store.runs(experiment_id=run.experiment_id) if r.settings == run.settings and r.id <= run.id]
+    return runs_worst_case(store, same), len(same)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..analysis.compare import METRICS, EarlierComparisonSet
+from ..analysis.defaults import ROWS
 from ..analysis.recommend import change, p_text
 from ..analysis.results import display_unit, fmt
 from ..fileio import write_atomic
@@ -67,7 +68,7 @@ def document(cs: ComparisonSet, gate: Gate) -> ET.Element:
                 gated = "" if r.metric in gate.metrics else f" (not gated: --fail-on {gate.text})"
                 ET.SubElement(tc, "system-out").text = message + gated
     for cell, why in cs.unmatched:
-        for metric in METRICS:
+        for metric in ROWS if cs.tail else METRICS:
             counts["skipped"] += 1
             ET.SubElement(case(labels[cell.config], metric), "skipped", message=f"not compared: {why}")
     for key, n in counts.items():
