@@ -459,7 +459,8 @@ class ComparisonSet:
         labels = self.labels
         return {
             "baseline": self.baseline.text, "alpha": self.alpha, "correction": "holm", "unit_of_replication": "run",
-            "lower_is_better": True, "percentile_definition": stats.PERCENTILE_DEFINITION, "tests": TESTS,
+            "lower_is_better": True, "percentile_definition": stats.PERCENTILE_DEFINITION,
+            "tests": TESTS if self.tail else dict.fromkeys(METRICS, RUN_TEST), "tail_row": self.tail,
             "configurations": [{"label": labels[c.config], "configuration": c.config.key(),
                                 "runs": [r.id for r in c.runs], "n_samples": int(len(c.samples)),
                                 "is_baseline": self.baseline.matches(c.config), "stats": c.stats,
