@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -30,6 +31,18 @@ def test_intervals_alternate_idle_and_load_and_keep_per_cpu_histograms(cli, db):
         assert [r["cpu"] for r in rows] == list(range(len(rows))) and all(r["n"] > 1000 for r in rows)
         assert all(0 < r["p9999_us"] <= r["max_us"] + 1 for r in rows)
     assert "cpu0 max" in r.out and "load cpu" in r.out
+    # after each interval, the worst case of its phase's intervals so far: the samples of those intervals, and
+    # a bound at p = 1e-9 or the check that refused it (these are the tail analysis' histogram path)
+    lines = [x.strip() for x in r.out.splitlines() if x.strip().startswith("worst case:")]
+    assert len(lines) == 3, r.out
+    seen = [sum(t["n"] for t in mon.per_cpu(x)) for x in runs]
+    expected = zip([seen[0], seen[1], seen[0] + seen[2]], [1, 1, 2], ["none", "cpu", "none"])
+    for line, (n, intervals, load) in zip(lines, expected):
+        assert f"seen in {n:,} samples" in line, line
+        assert re.search(r"bound at p = 1e-09 per sample [\d,.]+ µs \(95 % |no bound: refused by the "
+                         r"(goodness of fit|run homogeneity) check", line), line
+        assert line.endswith(f"({intervals} interval{'s' if intervals > 1 else ''} of load {load}; rtscope tail "
+                             f"--experiment 1 --where load={load})"), line
 
 
 def test_a_crash_loses_at_most_one_interval_and_resume_continues(tmp_path):
