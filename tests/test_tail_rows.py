@@ -190,3 +190,22 @@ def test_run_bound_is_tails_point_value():
                                                                       if lv.p == 1e-9), rel=1e-12)
     assert tail.run_bound(x[:5000], None).short == "fewer than 10,000 samples"
     assert tail.run_bound(None, None).value is None
+
+
+def test_a_configurations_checks_are_corrected_for_its_runs():
+    """A check failing at p = 0.001..0.01 refuses one run alone, not one of 10 runs (Bonferroni: 0.01 / 10)."""
+    from rtscope.analysis import tail_checks
+    for seed in range(400):
+        x = ts.spliced(20_000, 0.1, np.random.default_rng(seed))
+        ind = [x > tail_checks.reference_threshold(x, tail_checks.reference_k(len(x)))]
+        cks = [tail_checks.independence(ind), tail_checks.stationarity(ind)]
+        failed = [c for c in cks if c.passed is False]
+        if failed and all(0.001 < c.p < 0.01 for c in failed):
+            break
+    else:
+        pytest.fail("no seed with a marginal check")
+    alone = tail.run_bound(x, None)
+    assert alone.value is None and alone.short == f"refused: {failed[0].name}"
+    among = tail.run_bound(x, None, runs=10)
+    assert among.value is not None and among.short is None and f"{failed[0].name} p" in among.note
+    assert among.value == pytest.approx(tail.analyse([x], {"run": 1}, gev=False, fit_below=0.001).levels[6].value)

@@ -156,15 +156,16 @@ class Cell:
         return components(self, metric)
 
     def tail_bounds(self) -> dict:
-        """Per run id: its tail.RunBound at p = 1e-9 (computed once per cell)."""
+        """Per run id: its tail.RunBound at p = 1e-9 (computed once per cell), its checks corrected for the
+        number of the configuration's runs."""
         if self._bounds is None:
             from .tail import run_bound
             self._bounds = {}
             for run in self.runs:
                 if run.id in self.histograms:
-                    self._bounds[run.id] = run_bound(None, self.histograms[run.id])
+                    self._bounds[run.id] = run_bound(None, self.histograms[run.id], len(self.runs))
                 elif run in self.sample_runs:
-                    self._bounds[run.id] = run_bound(self.run_samples(run), None)
+                    self._bounds[run.id] = run_bound(self.run_samples(run), None, len(self.runs))
                 else:
                     self._bounds[run.id] = run_bound(None, None)
         return self._bounds

@@ -100,7 +100,8 @@ def stats_table(title: str, rows: list[tuple[str, dict]], unit: str, keys=None, 
 @app.command()
 def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see `rtscope runs`).")],
          db: DbOption = None, json_out: JsonOption = False) -> None:
-    """Show a run: the study's AVG MAX VAR STDEV, percentiles, settings and machine state."""
+    """Show a run: the study's AVG MAX VAR STDEV, percentiles, settings, machine state and worst case (the
+    largest sample and the tail's bound at p = 1e-9 per sample, or the check that refused it)."""
     from .. import sysinfo
     from ..analysis import causes, distribution, stats, threads
     from ..analysis.distribution import REPORTED_KEYS
