@@ -209,3 +209,21 @@ def test_a_configurations_checks_are_corrected_for_its_runs():
     among = tail.run_bound(x, None, runs=10)
     assert among.value is not None and among.short is None and f"{failed[0].name} p" in among.note
     assert among.value == pytest.approx(tail.analyse([x], {"run": 1}, gev=False, fit_below=0.001).levels[6].value)
+
+
+@pytest.mark.slow     # the histogram path's censored fits take 1-5 s each on this machine
+def test_tail_row_of_histogram_runs(tmp_path):
+    """Histogram-only runs (monitor, `-h` imports): each run's bound from its histogram (tail's censored fit)."""
+    from rtscope.analysis.compare import compare_runs
+    s = Store(str(tmp_path / "h.db"))
+    rng = np.random.default_rng(3)
+    for _ in range(2):
+        for k, scale in (("a", 1), ("b", 2)):
+            add_histogram_run(s, tmp_path, (scale * ts.spliced(N, 0.0, rng)).astype(np.int64), bucket_width=100,
+                              buckets=400, settings={"k": k})
+    row = compare_runs(s, s.runs(), ["k=a"], tail=True).comparisons[0].row("tail")
+    maxima = {r.id: r.trailer["histograms"]["latency"]["max"] for r in s.runs()}
+    for side in ("configuration", "baseline"):
+        for rid, v in row.extra["per_run"][side].items():
+            assert v["no_bound"] is None and maxima[int(rid)] < v["value_ns"] < 3 * maxima[int(rid)]
+    assert row.p is not None and row.value > row.baseline and row.runs == (2, 2)
