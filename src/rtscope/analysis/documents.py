@@ -20,9 +20,10 @@ def run_summary(run: Run) -> dict:
             "experiment_id": run.experiment_id, "cell": run.cell, "repetition": run.repetition}
 
 
-def show_document(store: Store, run: Run, dist: Distribution | None = None) -> dict:
+def show_document(store: Store, run: Run, dist: Distribution | None = None, *, worst_case: bool = True) -> dict:
     """`show --json`: the run, its machine record, statistics, resolution, threads and worst case (the largest
-    sample and the tail's bound at p = 1e-9 per sample; null for a run not measured in ns)."""
+    sample and the tail's bound at p = 1e-9 per sample; null for a run not measured in ns). worst_case=False:
+    without it (a tail fit per run: for a page that shows many runs' statistics only)."""
     from . import distribution, stats, threads
     from .tail import run_worst_case
     dist = distribution.of_run(store, run) if dist is None else dist
@@ -32,7 +33,8 @@ def show_document(store: Store, run: Run, dist: Distribution | None = None) -> d
     return {"run": summary, "settings": run.settings, "stats": dist.stats if dist else stats.summarize([]),
             "resolution": dist.resolution if dist else None,
             "threads": [p.to_json() for p in threads.breakdown(store, run)],
-            "worst_case": run_worst_case(store, run, dist).to_json() if run.primary["unit"] == "ns" else None}
+            **({"worst_case": run_worst_case(store, run, dist).to_json() if run.primary["unit"] == "ns" else None}
+               if worst_case else {})}
 
 
 def comparison_set(store: Store, sel: Selection, baseline: list[str] | None, *, alpha: float,

@@ -72,6 +72,7 @@ class Server:
         self.store, self.access = store, access
         self.watch = Watch(store)
         self.run_docs = Bounded(256)       # run id -> (show document, its text)
+        self.run_stats = Bounded(256)      # run id -> its show document without the worst case (no tail fit)
         self.run_pages = Bounded(16)       # run id -> page (a stored run never changes)
         self.by_state = Bounded(32)        # (what, args..., fingerprint) -> page or document (pages < ~1 MB)
         self.templates = jinja2.Environment(loader=jinja2.ChoiceLoader([
@@ -90,6 +91,12 @@ class Server:
             doc = to_jsonable(show_document(self.store, views.get_run(self.store, run_id)))
             return doc, document_text(doc)
         return self.run_docs.get(run_id, make)
+
+    def stats_doc(self, run_id: int) -> dict:
+        """A run's show document for a page of many runs: without the worst case, whose tail fit would cost
+        each run up to seconds (the run's own page and the API have it)."""
+        return self.run_stats.get(run_id, lambda: to_jsonable(show_document(
+            self.store, views.get_run(self.store, run_id), worst_case=False)))
 
     def current(self, key: tuple, make):
         """A value computed from the store as it is now, cached until the store changes."""
@@ -160,7 +167,7 @@ def make_app(store: Store, access: Access) -> FastAPI:
     def lab_page():
         def make():
             runs = store.latest_runs(views.LATEST_RESULTS)
-            latest, common = views.latest_results(runs, [srv.run_doc(r.id)[0] for r in runs])
+            latest, common = views.latest_results(runs, [srv.stats_doc(r.id) for r in runs])
             return srv.page("lab.html", title="rtscope lab", targets=views.targets(store),
                             experiments=views.experiment_rows(store), latest=latest, common=common).body
         return HTMLResponse(srv.current(("lab",), make))
