@@ -1,0 +1,50 @@
+"""The false-positive rate of compare --tail's row: A/A comparisons of simulated runs (bench for docs/analysis.md).
+
+Each comparison is 5 vs 5 runs of the same distribution (a normal body with a generalised Pareto tail of the
+given shape, tests/tail_synthetic.py), each run's bound at p = 1e-9 from tail.run_bound (its checks corrected
+for 5 runs), then compare's run_level_row: the Welch t-test of the row. Prints, per shape, how many
+comparisons were tested (every run with a bound) and the share with p < 0.05 (the nominal rate is 0.05).
+
+usage: bench/tail_row.py [--comparisons M] [--runs R] [--samples N] [--seed S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+import tail_synthetic as ts  # noqa: E402
+
+from rtscope.analysis import tail  # noqa: E402
+from rtscope.analysis.compare import TAIL_TEST, run_level_row  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--comparisons", type=int, default=100)
+    ap.add_argument("--runs", type=int, default=5, help="runs a side")
+    ap.add_argument("--samples", type=int, default=10_000, help="samples a run")
+    ap.add_argument("--seed", type=int, default=123)
+    args = ap.parse_args()
+    rng = np.random.default_rng(args.seed)
+    r = args.runs
+    for shape in (0.1, 0.0):
+        start = time.perf_counter()
+        hits = tested = 0
+        for _ in range(args.comparisons):
+            values = [tail.run_bound(ts.spliced(args.samples, shape, rng), None, r).value for _ in range(2 * r)]
+            if any(v is None for v in values):
+                continue
+            tested += 1
+            hits += run_level_row("tail", values[:r], values[r:], TAIL_TEST).p < 0.05
+        print(f"shape {shape:+.1f}: A/A {r} vs {r} runs of {args.samples:,}: tested {tested} of {args.comparisons}, "
+              f"p < 0.05 in {hits} ({hits / max(tested, 1):.3f}); {time.perf_counter() - start:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
