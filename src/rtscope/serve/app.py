@@ -13,6 +13,7 @@ import asyncio
 import gzip
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Annotated, Optional
 from urllib.parse import quote
@@ -312,7 +313,9 @@ def make_app(store: Store, access: Access) -> FastAPI:
     @app.get("/metrics", summary="Prometheus metrics (text format)")
     def prometheus():
         snap = srv.current(("metrics",), lambda: metrics.read(store, srv.lab))
-        body, content_type = metrics.exposition(snap)     # up and down at this scrape's time
+        now = time.time()    # up and down at this scrape's time: the text is made again when one of them changes
+        body, content_type = srv.current(("metrics-text", metrics.states(snap, now)),
+                                         lambda: metrics.exposition(snap, now))
         return Response(body, media_type=content_type)
 
     app.add_middleware(Guard, refused=refused, failure=failure)

