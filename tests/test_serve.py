@@ -11,6 +11,8 @@ import re
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from datetime import datetime, timezone
 
 import numpy as np
@@ -128,7 +130,8 @@ def test_api_lists_and_bad_input(lab, server, cli):
 
 def test_metrics_parse(lab, server):
     """/metrics in Prometheus' text format, read back with prometheus_client's parser: runs per target and
-    workload as stored, and the latest monitoring interval's histogram per CPU."""
+    workload as stored, and the latest monitoring interval's histogram per CPU (tests/test_prometheus.py:
+    every per-board series, with a real Prometheus)."""
     from prometheus_client.parser import text_string_to_metric_families
     status, body, headers = server.get("/metrics")
     assert status == 200 and headers["content-type"].startswith("text/plain")
@@ -146,8 +149,9 @@ def test_metrics_parse(lab, server):
     if lab["monitor"] is None:
         pytest.skip("no rtprobe: make probes (the monitoring part of /metrics needs a monitor run)")
     latest = [r for r in runs if "monitor" in r.tags][-1]
-    samples = families["rtscope_monitor_latency_seconds"].samples
-    maxima = {s.labels["cpu"]: s.value for s in families["rtscope_monitor_latency_max_seconds"].samples}
+    samples = families["rtscope_board_interval_latency_seconds"].samples
+    maxima = {s.labels["cpu"]: s.value for s in families["rtscope_board_interval_latency_max_seconds"].samples}
+    assert {s.labels["kernel"] for s in samples} == {latest.machine["kernel_release"]}
     for index, cpu, h in thread_histograms(latest):
         label = str(index if cpu is None else cpu)
         mine = {s.labels["le"]: s.value for s in samples
@@ -242,6 +246,68 @@ def test_live_monitor_interval_appears(lab, server, browser):
     assert proc.returncode == 0, err
     counters = page.evaluate("({plots: +document.body.dataset.plots, errors: +document.body.dataset.jsErrors})")
     assert counters == {"plots": 2, "errors": 0} and page.problems == []
+    # the monitoring finished: the page, which can no longer change, closes its stream
+    wait_until(page, "document.body.dataset.live === 'off' && document.body.hasAttribute('data-static')", 10)
+
+
+def test_finished_pages_open_no_stream(lab, server, browser):
+    """A run's page, a finished experiment's and a finished monitoring's open no event stream; the lab's does."""
+    page = new_page(browser)
+    requested: list[str] = []
+    page.on("request", lambda r: requested.append(r.url))
+    finished = [f"/runs/{lab['marked'][0]}", f"/runs/{lab['big']}", f"/experiments/{lab['markup']}"]
+    if lab["monitor"] is not None:
+        finished.append(f"/monitors/{lab['monitor']}")
+    for path in finished:
+        assert open_page(page, server.url + path)["errors"] == 0
+        time.sleep(0.3)
+        assert page.evaluate("document.body.dataset.live") == "off", path
+    assert requested and not [u for u in requested if u.endswith("/events")], requested
+    open_page(page, server.url + "/")
+    wait_until(page, "document.body.dataset.live === 'on'")
+    assert [u for u in requested if u.endswith("/events")] == [server.url + "/events"]
+    assert page.problems == []
+
+
+def head(server, path: str) -> tuple[int, bytes, dict]:
+    req = urllib.request.Request(server.url + path, method="HEAD")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.read(), dict(r.headers)
+    except urllib.error.HTTPError as e:
+        return e.code, e.read(), dict(e.headers)
+
+
+def test_head_answered_wherever_get_is(lab, server):
+    """HEAD on every GET route of the application: the GET's status and headers (Content-Length too), no
+    body; the event stream answers its headers at once; a page that does not exist is a 404 to HEAD too."""
+    from rtscope.serve.access import Access
+    from rtscope.serve.app import make_app
+    app = make_app(Store(lab["db"], read_only=True), Access(None))
+    values = {"run_id": lab["marked"][0], "exp_id": 1, "name": "serve.js"}   # experiment 1: the study
+    paths = []
+    for route in app.routes:
+        if "GET" in (getattr(route, "methods", None) or ()):
+            ids = {**values, "exp_id": lab["monitor"] or lab["markup"]} if route.path.startswith("/monitors") \
+                else values
+            paths.append(re.sub(r"{(\w+)}", lambda m: str(ids[m.group(1)]), route.path))
+    assert {"/", "/metrics", "/events", "/api/runs", "/openapi.json", "/static/plotly.js"} <= set(paths)
+    for path in [*paths, "/runs/999999", "/api/runs/999999", "/no/such/page"]:
+        started = time.monotonic()
+        status, body, headers = head(server, path)
+        assert body == b"" and time.monotonic() - started < 5, path
+        if path == "/events":
+            assert status == 200 and headers["content-type"].startswith("text/event-stream")
+            continue
+        got_status, got_body, got = server.get(path)
+        assert status == got_status and status != 405, (path, status, got_status)
+        assert headers["content-type"] == got["content-type"], path
+        assert headers.get("content-length") == got.get("content-length"), path
+        assert headers["content-security-policy"] == got["content-security-policy"]
+    # every route answered a page or a document, but two documents that say why not: the marked run has
+    # nothing to explain (404), the study's comparison needs a baseline (422)
+    assert {p: server.get(p)[0] for p in paths if p != "/events" and server.get(p)[0] != 200} == \
+        {f"/api/runs/{lab['marked'][0]}/explain": 404, "/api/experiments/1/compare": 422}
 
 
 # --- the token --------------------------------------------------------------------------------------------
@@ -278,6 +344,7 @@ def test_token_flow(lab, browser, tmp_path, cli):
         page.click("button[type=submit]")
         page.wait_for_url(s.url + "/runs/1")
         wait_until(page, DRAWN)
+        page.goto(s.url + "/")
         wait_until(page, "document.body.dataset.live === 'on'")    # the event stream carries the cookie
         cookie = next(c for c in page.context.cookies() if c["name"] == "rtscope_session")
         assert cookie["httpOnly"] and token not in cookie["value"]

@@ -106,6 +106,7 @@ def test_wheel_holds_static_probes_for_three_arches_the_harness_and_the_specs(wh
         assert {f"rtscope/data/specs/{p.name}" for p in (REPO_DIR / "specs").glob("*.toml")} <= names
         assert "rtscope/report/vendor/plotly-cartesian-4.1.1.min.js.gz" in names
         assert "rtscope/system_deps.txt" in names
+        assert {"rtscope/serve/lab/rtscope-alerts.yml", "rtscope/serve/lab/rtscope-grafana-dashboard.json"} <= names
         info = json.loads(z.read("rtscope/data/build.json"))
     assert info == {"version": __version__, "commit": git_commit(REPO_DIR)}
     assert info["commit"], "the wheel records the commit it was built from"

@@ -21,8 +21,21 @@ def serve(
     port: Annotated[int, typer.Option(help="TCP port (0: any free port, printed).")] = DEFAULT_PORT,
     token_file: Annotated[Optional[Path], typer.Option(
         "--token-file", help="A file holding the token every request must carry (mode 600).")] = None,
+    print_alert_rules: Annotated[bool, typer.Option(
+        "--print-alert-rules", help="Print Prometheus alerting rules over /metrics (board down, maximum above a "
+                                    "threshold, p99.99 regression against the board's last week) and exit.")]
+    = False,
+    print_grafana_dashboard: Annotated[bool, typer.Option(
+        "--print-grafana-dashboard", help="Print a Grafana dashboard of /metrics' series (JSON, to import) and "
+                                          "exit.")] = False,
 ) -> None:
     """Serve the store read-only: live lab pages, a JSON API under /api/ and Prometheus metrics at /metrics."""
+    if print_alert_rules or print_grafana_dashboard:
+        from ..serve import shipped
+        if print_alert_rules and print_grafana_dashboard:
+            raise UsageError("give one of --print-alert-rules and --print-grafana-dashboard (each prints one file)")
+        typer.echo(shipped.text(shipped.ALERT_RULES if print_alert_rules else shipped.GRAFANA_DASHBOARD), nl=False)
+        return
     from ..serve.access import Access, check_host, load_token
     from ..store import Store
     if not 0 <= port <= 65535:

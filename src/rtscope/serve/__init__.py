@@ -8,5 +8,7 @@ the analysis, the store) and nothing imports it. It reads the store read-only an
     documents  the API's JSON: the same documents `show --json` and `compare --json` print
     live       the store's fingerprint, polled, for server-sent events and the caches
     metrics    the Prometheus exposition (prometheus_client)
+    boards     the lab's boards: each one's newest monitoring interval, up or down, watched or not, its controller
+    shipped    the alerting rules and the Grafana dashboard shipped for a lab's Prometheus and Grafana (lab/)
     access     the token: loading it, checking requests, the host rule
 """

@@ -13,6 +13,7 @@ import asyncio
 import gzip
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Annotated, Optional
 from urllib.parse import quote
@@ -34,7 +35,7 @@ from ..report.model import machine_rows
 from ..report.template import DRAW_PLOTS, STYLE, TABLES
 from ..store import Store, to_jsonable, unreachable
 from ..version import __version__
-from . import metrics, views
+from . import boards, metrics, views
 from .access import COOKIE, Access
 from .live import POLL_S, Bounded, Watch
 
@@ -71,6 +72,7 @@ class Server:
     def __init__(self, store: Store, access: Access):
         self.store, self.access = store, access
         self.watch = Watch(store)
+        self.lab = boards.Lab(store)       # the boards of /metrics, each interval's figures computed once
         self.run_docs = Bounded(256)       # run id -> (show document, its text)
         self.run_stats = Bounded(256)      # run id -> its show document without the worst case (no tail fit)
         self.run_pages = Bounded(16)       # run id -> page (a stored run never changes)
@@ -346,7 +348,10 @@ def make_app(store: Store, access: Access) -> FastAPI:
 
     @app.get("/metrics", summary="Prometheus metrics (text format)")
     def prometheus():
-        body, content_type = srv.current(("metrics",), lambda: metrics.exposition(store))
+        snap = srv.current(("metrics",), lambda: metrics.read(store, srv.lab))
+        now = time.time()    # up and down at this scrape's time: the text is made again when one of them changes
+        body, content_type = srv.current(("metrics-text", metrics.states(snap, now)),
+                                         lambda: metrics.exposition(snap, now))
         return Response(body, media_type=content_type)
 
     app.add_middleware(Guard, refused=refused, failure=failure)
@@ -354,9 +359,10 @@ def make_app(store: Store, access: Access) -> FastAPI:
 
 
 class Guard:
-    """Pure ASGI middleware around the routes: the token check, security headers on every response, and any
-    exception the routes' handlers left turned into a message (never a trace, neither to the client nor in
-    uvicorn's log)."""
+    """Pure ASGI middleware around the routes: the token check, security headers on every response, HEAD
+    answered wherever GET is (the GET's status and headers, Content-Length included, without its body; an
+    event stream ends after its headers), and any exception the routes' handlers left turned into a message
+    (never a trace, neither to the client nor in uvicorn's log)."""
 
     def __init__(self, app, refused, failure):
         self.app, self.refused, self.failure = app, refused, failure
@@ -364,17 +370,30 @@ class Guard:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        started = False
+        head = scope["method"] == "HEAD"
+        if head:
+            scope = {**scope, "method": "GET"}   # the server's own scope keeps HEAD: it sends no body either
+        started = ended = False
 
         async def send_secured(message):
-            nonlocal started
+            nonlocal started, ended
+            if ended:   # a HEAD's answer is complete: what a stream sends after it goes nowhere
+                return
             if message["type"] == "http.response.start":
                 started = True
                 headers = MutableHeaders(scope=message)
                 for name, value in SECURITY_HEADERS.items():
                     headers.setdefault(name, value)
+            elif head and message["type"] == "http.response.body":
+                message, ended = {"type": "http.response.body", "body": b"", "more_body": False}, True
             await send(message)
 
+        async def receive_head(receive=receive):
+            # After a HEAD's answer the client is gone as far as the route knows: an event stream stops.
+            return {"type": "http.disconnect"} if ended else await receive()
+
+        if head:
+            receive = receive_head
         request = Request(scope)
         if (answer := self.refused(request)) is not None:
             return await answer(scope, receive, send_secured)

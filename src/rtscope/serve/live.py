@@ -27,6 +27,10 @@ class Bounded:
         self._items: OrderedDict[Hashable, Any] = OrderedDict()
         self._lock = threading.Lock()
 
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._items
+
     def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
         with self._lock:
             if key in self._items:

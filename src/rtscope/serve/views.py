@@ -197,7 +197,7 @@ def experiment_page(store: Store, exp_id: int, baseline: list[str] | None) -> di
             for rec in recommend(cs, goal):
                 recommendations.append({"goal": goal, "summary": rec.summary(cs.labels),
                                         "cost": ", ".join(rec.cost()) if rec.best is not None else ""})
-    return {"exp": exp, "description": str(parsed.get("description", "")),
+    return {"exp": exp, "final": exp.status == experiment.FINISHED, "description": str(parsed.get("description", "")),
             "tags": [str(t) for t in (tags if isinstance(tags, list) else [tags])],
             "monitor": (exp.spec_path or "").startswith(MONITOR_PREFIX), "runs": runs, "planned": len(exp.plan),
             "stats_tables": report_html.stats_tables(rep), "comparisons": report_html.comparison_rows(rep),
@@ -255,5 +255,5 @@ def monitor_page(store: Store, exp_id: int) -> dict:
                          "run": run.id if run else None,
                          "why": monitor.top_cause(store, run) if run and run.settings.get("explain") else None})
     stored = sum(len(v.intervals) for v in views)
-    return {"exp": exp, "target": (exp.spec_path or "")[len(MONITOR_PREFIX):] or (views[0].target if views else "?"),
+    return {"exp": exp, "final": exp.status == experiment.FINISHED, "target": (exp.spec_path or "")[len(MONITOR_PREFIX):] or (views[0].target if views else "?"),
             "planned": len(exp.plan), "stored": stored, "plots": plots.entries, "figures": figures, "rows": rows}

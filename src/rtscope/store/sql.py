@@ -203,6 +203,14 @@ class SqlStore:
         with self.engine.connect() as c:
             return [tuple(r) for r in c.execute(q)]
 
+    def experiment_statuses(self, ids: list[int]) -> dict[int, str]:
+        """The status of each of these experiments (their specs and plans are not read)."""
+        if not ids:
+            return {}
+        q = sa.select(experiments.c.id, experiments.c.status).where(experiments.c.id.in_(ids))
+        with self.engine.connect() as c:
+            return {i: status for i, status in c.execute(q)}
+
     def experiment_rows(self, statuses: tuple[str, ...] | None = None) -> list[dict]:
         """Experiments, newest first, with how many of their runs are stored (their specs are not read)."""
         stored = (sa.select(runs.c.experiment_id, sa.func.count().label("stored")).group_by(runs.c.experiment_id)

@@ -1,5 +1,6 @@
 /* rtscope serve's pages (served after the report's rtsDrawPlots): draw each plot from its JSON block, follow the store through server-sent events
-   (a stored run or interval re-renders the page's content in place), and show any script error on the page
+   (a stored run or interval re-renders the page's content in place; a page that cannot change any more — a run, a finished experiment,
+   body[data-static] — opens no stream, and one whose fresh copy says so closes its own), and show any script error on the page
    (also kept in body[data-js-errors], which the browser tests read). */
 (function () {
   "use strict";
@@ -24,7 +25,12 @@
     rtsDrawPlots(divs);
   }
 
-  var busy = false, again = false;
+  var busy = false, again = false, events = null;
+  function stop() {   /* the page cannot change any more: no stream */
+    if (events) { events.close(); events = null; }
+    document.body.setAttribute("data-static", "");
+    document.body.setAttribute("data-live", "off");
+  }
   function refresh() {
     if (busy) { again = true; return; }
     busy = true;
@@ -34,7 +40,7 @@
       return response.text();
     }).then(function (text) {
       if (text === null) { return; }
-      var fresh = new DOMParser().parseFromString(text, "text/html").getElementById("main");
+      var doc = new DOMParser().parseFromString(text, "text/html"), fresh = doc.getElementById("main");
       var main = document.getElementById("main");
       if (!fresh || !main) { return; }
       if (typeof Plotly !== "undefined") { main.querySelectorAll("div.plot").forEach(function (d) { Plotly.purge(d); }); }
@@ -42,6 +48,7 @@
       banner("", "");
       document.body.setAttribute("data-updates", String(Number(document.body.getAttribute("data-updates")) + 1));
       drawAll();
+      if (doc.body && doc.body.hasAttribute("data-static")) { stop(); }
     }).catch(function (err) {
       banner("Could not follow the store: " + err, "warn");
     }).then(function () {
@@ -52,7 +59,7 @@
 
   function follow() {
     if (typeof EventSource === "undefined" || !document.getElementById("main") || document.body.hasAttribute("data-static")) { return; }
-    var events = new EventSource("/events");
+    events = new EventSource("/events");
     events.addEventListener("hello", function () { document.body.setAttribute("data-live", "on"); });
     events.addEventListener("change", refresh);
     events.addEventListener("unavailable", function () {

@@ -1,0 +1,174 @@
+"""The lab's boards as `rtscope serve` sees them: every target `rtscope monitor` watches or watched, the
+figures of its newest monitoring interval, and whether it is watched and up.
+
+A board is a target with monitoring intervals (runs tagged "monitor"). What names it does not change from one
+read to the next: the target's name, and the kernel release and preemption model its newest interval recorded.
+Its state at a given time:
+
+    watched  the monitoring its newest interval belongs to is still running (a controller is on it); a
+             monitoring ended with Ctrl-C, SIGTERM or at its end leaves the board unwatched
+    up       its newest interval was stored at most DOWN_AFTER_INTERVALS interval lengths + DOWN_GRACE_S ago:
+             the board answers and its intervals arrive. A watched board that is not up is *down* (it stopped
+             answering, or its controller died: a `kill -9` leaves the monitoring `running`)
+
+When the store records who watches each board (`board_leases()`: the fleet controllers' leases, one mapping
+per board with `target`, `controller`, `state` — "up" or "down" — and `reason`), a leased board is watched by
+that controller, and up or down as the controller says; without a lease its controller is unknown (None).
+
+Read in two parts: what the store holds (`Lab.read`, cached by the server until the store changes; each
+interval's figures computed once per run, a stored run never changes) and the state at a time (`Board.up`),
+which changes with the clock alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+
+from ..analysis.threads import thread_histograms
+from ..experiment import execute as exp_mod, monitor
+from ..store import Run, Store
+from .live import Bounded
+from .views import target_of
+
+DOWN_AFTER_INTERVALS = 2   # a board is down once this many intervals are missing ...
+DOWN_GRACE_S = 10.0        # ... plus this (storing, the next interval's start, clocks of the lab's machines)
+# Upper bounds in µs at which an interval's samples are counted: 1-2-5 steps from 1 µs to 10 ms, the range a
+# latency monitor measures (Prometheus' histogram buckets, `le`).
+BOUNDS_US = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
+
+
+@dataclass(frozen=True)
+class CpuFigures:
+    """One CPU's thread of an interval: samples, maximum and p99.99 (ns), samples at or under each of
+    BOUNDS_US (every sample, beyond the probe's histogram too, in `n`), and the sum of the samples (ns)."""
+
+    cpu: int
+    n: int
+    max_ns: float
+    p9999_ns: float
+    at_bounds: tuple[int, ...]
+    sum_ns: float
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A stored monitoring interval, summed up: what the metrics and the lab need of it."""
+
+    run_id: int
+    experiment_id: int | None
+    kernel: str
+    preemption: str
+    length_s: float
+    finished_at: str | None
+    cpus: tuple[CpuFigures, ...]
+
+
+@dataclass(frozen=True)
+class Lease:
+    target: str
+    controller: str
+    state: str             # "up" or "down", as the controller says
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Board:
+    target: str
+    newest: Interval
+    intervals: int         # intervals stored, every monitoring of the target
+    stored_at: float       # Unix time the newest interval was stored
+    watched: bool
+    controller: str | None
+    lease_up: bool | None  # the controller's word, when a lease records it
+
+    @property
+    def down_after_s(self) -> float:
+        return DOWN_AFTER_INTERVALS * self.newest.length_s + DOWN_GRACE_S
+
+    def up(self, now: float) -> bool:
+        if self.lease_up is not None:
+            return self.lease_up
+        return now - self.stored_at <= self.down_after_s
+
+    def state(self, now: float) -> str:
+        """up, down (watched but silent) or unwatched."""
+        return "up" if self.up(now) else "down" if self.watched else "unwatched"
+
+
+def counts_at(h: dict, bounds_us=BOUNDS_US) -> tuple[int, ...]:
+    """A probe-kept histogram's samples at or under each bound: a stored bucket [lo, lo + w) counts under a
+    bound when its upper edge is at most the bound."""
+    counts = np.asarray(h["counts"], dtype=np.int64)
+    upper = float(h.get("min_value", 0)) + float(h["bucket_width"]) * np.arange(1, len(counts) + 1)
+    cum = np.concatenate([[0], np.cumsum(counts)])
+    return tuple(int(cum[int(np.searchsorted(upper, b * 1000.0, side="right"))]) for b in bounds_us)
+
+
+def interval_of(run: Run) -> Interval:
+    """A monitoring interval's figures per CPU (monitor's own per-CPU statistics) and what names its board."""
+    rows = {r["cpu"]: r for r in monitor.per_cpu(run)}
+    cpus = []
+    for index, cpu, h in thread_histograms(run):
+        row = rows[index if cpu is None else cpu]
+        cpus.append(CpuFigures(row["cpu"], int(h.get("n", row["n"])), float(h.get("max", row["max_us"] * 1000)),
+                               row["p9999_us"] * 1000, counts_at(h), float(h.get("sum", 0))))
+    m = run.machine or {}
+    return Interval(run.id, run.experiment_id, str(m.get("kernel_release") or "unknown"),
+                    str(m.get("preemption") or "unknown"), float(run.params.get("duration_s") or 0),
+                    run.finished_at, tuple(cpus))
+
+
+def timestamp(text: str | None) -> float | None:
+    """An ISO time of the store as Unix time (None when absent or not a time)."""
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() if text else None
+    except ValueError:
+        return None
+
+
+def leases(store: Store) -> dict[str, Lease]:
+    """The fleet controllers' leases, per target, when the store records them; {} otherwise."""
+    reader = getattr(store, "board_leases", None)
+    if reader is None:
+        return {}
+    return {str(x["target"]): Lease(str(x["target"]), str(x["controller"]), str(x.get("state") or "up"),
+                                    x.get("reason")) for x in reader()}
+
+
+class Lab:
+    """The store's boards; each interval's figures computed once (a stored run never changes)."""
+
+    def __init__(self, store: Store, cached: int = 1024):
+        self.store = store
+        self.intervals = Bounded(cached)   # run id -> Interval
+
+    def interval(self, run_id: int) -> Interval:
+        return self.intervals.get(run_id, lambda: interval_of(self.store.get_run(run_id)))
+
+    def read(self, origins: list[tuple] | None = None) -> list[Board]:
+        """Every board, by target name (`origins`: the store's run_origins(), when the caller has read them)."""
+        newest: dict[str, tuple[int, str]] = {}
+        counted: dict[str, int] = {}
+        for run_id, _, settings, stored_at, tags in self.store.run_origins() if origins is None else origins:
+            if "monitor" in (tags or []):
+                target = target_of(settings or {})
+                counted[target] = counted.get(target, 0) + 1
+                newest[target] = (run_id, stored_at)
+        missing = [i for i, _ in newest.values() if i not in self.intervals]
+        for run in self.store.runs(ids=missing) if missing else []:
+            self.intervals.get(run.id, lambda run=run: interval_of(run))
+        found = {t: self.interval(i) for t, (i, _) in newest.items()}
+        statuses = self.store.experiment_statuses(sorted({iv.experiment_id for iv in found.values()
+                                                          if iv.experiment_id is not None}))
+        held = leases(self.store)
+        boards = []
+        for target in sorted(newest):
+            iv, lease = found[target], held.get(target)
+            watched = lease is not None or statuses.get(iv.experiment_id) == exp_mod.RUNNING
+            boards.append(Board(target, iv, counted[target], timestamp(newest[target][1]) or 0.0, watched,
+                                lease.controller if lease else None,
+                                None if lease is None else lease.state == "up"))
+        return boards
