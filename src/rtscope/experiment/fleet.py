@@ -132,7 +132,7 @@ class Board:
         store = self.ctl.store
         if row.get("experiment_id") is not None and row.get("experiment_status") in exp_mod.UNFINISHED:
             exp = exp_mod.get(store, row["experiment_id"])
-            plan = mon.plan_of(exp)
+            plan = mon.plan_of(exp.spec)
             if plan is None:  # a monitoring of an rtscope that did not record its Plan: its stored plan
                 planned = exp.plan
                 return exp, planned.__getitem__, len(planned)
@@ -141,8 +141,8 @@ class Board:
             plan = self.plan
             exp = self.ctl.write(mon.start, store, plan, f"monitor:{self.name}")
             exp.plan = []
-            if not self.ctl.write(store.leases.update, self.name, self.ctl.name, self.ctl.lease_s, experiment_id=exp.id,
-                                       intervals=0, last_run_id=None, last_interval_at=None):
+            if not self.ctl.write(store.leases.update, self.name, self.ctl.name, self.ctl.lease_s,
+                                  experiment_id=exp.id, intervals=0, last_run_id=None, last_interval_at=None):
                 raise LeaseLost(f"board {self.name}: lost before its monitoring started")
         self.seen = exp.id
         _, cells = mon.cells(plan)
@@ -151,21 +151,14 @@ class Board:
     def _reason(self, e: Exception) -> str:
         """Why the board is down: its connection asked again (a fresh one), else what failed there."""
         said = " ".join(str(e).split()) or type(e).__name__
-        pool, self.pool = self.pool, None
-        try:
-            pool.close()
-        except Exception:  # noqa: BLE001  (the connection is gone: nothing to close)
-            pass
+        _close(self.pool)
         probe = Pool()
         try:
             probe.get(self.name)
         except Exception as again:  # noqa: BLE001
             return f"{' '.join(str(again).split())} (the interval under way: {said})"
         finally:
-            try:
-                probe.close()
-            except Exception:  # noqa: BLE001
-                pass
+            _close(probe)
         return said if self.name in said else f"target {self.name}: {said}"
 
     def _work(self) -> None:
@@ -208,12 +201,14 @@ class Board:
                 except Exception as e:  # noqa: BLE001  (any failure of the board: down, asked again later)
                     if self.stop.is_set():
                         return
-                    reason = self._reason(e)
                     if down_since is None:
+                        reason = self._reason(e)
                         down_since = time.monotonic()
                         ctl.write(store.leases.update, self.name, ctl.name, ctl.lease_s, state=DOWN,
                                   reason=reason[:500])
                         ctl.reporter.down(self.name, reason)
+                    else:
+                        _close(self.pool)
                     self.pool, availability = Pool(), None
                     self.stop.wait(min(self.plan.interval_s, RETRY_MAX_S))
                     continue
@@ -231,12 +226,17 @@ class Board:
                 ctl.failures[self.name] = e
                 self.lose(f"stopped: {e}")
         finally:
-            if self.pool is not None:
-                pool, self.pool = self.pool, None
-                try:
-                    pool.close()
-                except Exception:  # noqa: BLE001  (a board gone away: nothing to close there)
-                    pass
+            pool, self.pool = self.pool, None
+            _close(pool)
+
+
+def _close(pool: Pool | None) -> None:
+    """Close a board's connection; one that is gone has nothing to close."""
+    if pool is not None:
+        try:
+            pool.close()
+        except Exception:  # noqa: BLE001  (a board gone away: its connection is dead already)
+            pass
 
 
 def _missing(stored: set[int], total: int) -> list[range]:
@@ -393,7 +393,7 @@ def lab_status(store: Store) -> dict:
         planned = None
         if r["experiment_id"] is not None:
             exp = store.experiment_row(r["experiment_id"])
-            plan = mon.plan_of(exp_mod.Experiment(0, "", None, 0, "", "", None, (exp or {}).get("spec") or {}))
+            plan = mon.plan_of((exp or {}).get("spec"))
             planned = plan.intervals if plan else len((exp or {}).get("plan") or [])
         last = None
         if r["last_run_id"] is not None:

@@ -139,9 +139,10 @@ def start(store, plan: Plan, identity: str) -> exp_mod.Experiment:
     return exp_mod.start(store, spec, planned, 0, identity, record={"monitor": asdict(plan)})
 
 
-def plan_of(experiment: exp_mod.Experiment) -> Plan | None:
-    """The Plan a monitoring experiment was started with (None for one of an rtscope that did not record it)."""
-    recorded = experiment.spec.get("monitor")
+def plan_of(spec: dict) -> Plan | None:
+    """The Plan a monitoring experiment was started with, from its recorded spec (None for one of an rtscope
+    that did not record it)."""
+    recorded = (spec or {}).get("monitor")
     return Plan(**recorded) if isinstance(recorded, dict) else None
 
 
