@@ -7,6 +7,7 @@ controllers (tests/pgserver.py). Intervals of 2-3 s keep each test around 20 s.
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -109,6 +110,7 @@ def probe_running(server: sshd.SshServer) -> bool:
     return any(c.split(" ")[0].endswith("/rtprobe") for c in server.namespace_processes().values())
 
 
+@pytest.mark.slow
 def test_one_controller_a_board_goes_down_mid_interval_and_comes_back(boards, tmp_path):
     db = str(tmp_path / "lab.db")
     env = {**os.environ, "RTSCOPE_TARGETS": str(targets_file(tmp_path, boards)), "PYTHONUNBUFFERED": "1"}
@@ -136,6 +138,7 @@ def test_one_controller_a_board_goes_down_mid_interval_and_comes_back(boards, tm
             c.proc.kill()
     assert code == 0, (c.err, c.lines)
     assert "3 of 3 boards' monitorings finished, 12 intervals stored" in c.lines[-1]
+    assert not any(re.match(r"board +state", line) for line in c.lines)   # piped: the lines, no table
     runs = by_board(db)
     for name, server in boards.items():
         assert sorted(r["plan_index"] for r in runs[name]) == list(range(4)), name  # nothing lost
@@ -149,13 +152,14 @@ def test_one_controller_a_board_goes_down_mid_interval_and_comes_back(boards, tm
     assert all(b["last_interval"]["max_us"] > 0 for b in status.values())
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(pgserver.available() is not None, reason=pgserver.available() or "")
 def test_two_controllers_share_a_lab_and_take_over_a_killed_ones_boards(boards, tmp_path):
     pg = pgserver.PgServer().start()
     try:
         url = pg.create_database("lab")
         env = {**os.environ, "RTSCOPE_TARGETS": str(targets_file(tmp_path, boards)), "PYTHONUNBUFFERED": "1"}
-        common = ["--duration", "12s", "--interval", "3s", "--interval-us", "1000", "--db", url]
+        common = ["--duration", "15s", "--interval", "3s", "--interval-us", "1000", "--db", url]
         a = Controller(["--target", "b1", "--target", "b2", *common], env)
         b = None
         try:
@@ -163,11 +167,12 @@ def test_two_controllers_share_a_lab_and_take_over_a_killed_ones_boards(boards, 
             a.wait_for("b2 watched")
             b = Controller(["--target", "lab", *common], env)   # started later: takes the unwatched board
             b.wait_for("b3 watched")
-            a.wait_for("b1 [2/4]")
-            time.sleep(1.0)                                      # mid-interval
-            assert not any(" watched" in line and line.startswith(("b1", "b2")) for line in b.lines), b.lines
             status = lab_status(url, env)
             assert status["b1"]["controller"] == status["b2"]["controller"] != status["b3"]["controller"]
+            a.wait_for("b1 [2/5]")
+            time.sleep(0.5)                                      # mid-interval
+            assert not any(" watched" in line and line.startswith(("b1", "b2")) for line in b.lines), b.lines
+            assert a.proc.poll() is None and not any("finished" in line for line in a.lines), a.lines
             a.proc.kill()
             killed_at = time.time()
             a.finish()
@@ -181,7 +186,7 @@ def test_two_controllers_share_a_lab_and_take_over_a_killed_ones_boards(boards, 
         assert code == 0, (b.err, b.lines)
         runs = by_board(url)
         for name in ("b1", "b2", "b3"):
-            assert sorted(r["plan_index"] for r in runs[name]) == list(range(4)), name
+            assert sorted(r["plan_index"] for r in runs[name]) == list(range(5)), name
             assert len({r["experiment_id"] for r in runs[name]}) == 1   # one monitoring, continued
             never_twice(runs[name])
         for name in ("b1", "b2"):   # taken over within two intervals of the kill
@@ -221,3 +226,20 @@ def test_lab_of_an_empty_store(cli, db):
     assert r.code == 0 and "no board in the lab's lease table yet" in r.out
     r = cli("lab", "--json", "--db", db)
     assert r.code == 0 and json.loads(r.out) == {"controllers": [], "boards": []}
+
+
+def test_live_table_on_a_terminal(tmp_path, monkeypatch):
+    """Two boards of kind local (this machine twice: only the display is under test here); piped, the first
+    test's controller printed the lines alone."""
+    import terminal
+    tf = tmp_path / "t.toml"
+    tf.write_text('[targets.l1]\nkind = "local"\n[targets.l2]\nkind = "local"\n[fleets]\nhere = ["l1", "l2"]\n')
+    monkeypatch.setenv("RTSCOPE_TARGETS", str(tf))
+    r = terminal.on_terminal(tmp_path, "monitor", "--target", "here", "--duration", "2s", "--interval", "1s", "--db",
+            tmp_path / "s.db")
+    assert r.code == 0, r.err
+    for board in ("l1", "l2"):
+        assert f"{board} [1/2] load none" in r.out and f"{board} [2/2] load none" in r.out
+    # the table under the lines, last drawn with both boards finished
+    assert re.search(r"board +state +intervals", r.out)
+    assert re.search(r"l1 +finished +2/2", r.out) and re.search(r"l2 +finished +2/2", r.out)
