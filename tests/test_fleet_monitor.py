@@ -243,3 +243,27 @@ def test_live_table_on_a_terminal(tmp_path, monkeypatch):
     # the table under the lines, last drawn with both boards finished
     assert re.search(r"board +state +intervals", r.out)
     assert re.search(r"l1 +finished +2/2", r.out) and re.search(r"l2 +finished +2/2", r.out)
+
+
+def test_sigterm_gives_the_boards_back_and_the_same_command_continues(tmp_path):
+    """Two boards of kind local (this machine twice): SIGTERM stops both intervals, marks both monitorings
+    interrupted and frees their leases; the same command started again makes exactly what is missing."""
+    import signal
+    tf = tmp_path / "t.toml"
+    tf.write_text('[targets.l1]\nkind = "local"\n[targets.l2]\nkind = "local"\n[fleets]\nhere = ["l1", "l2"]\n')
+    env = {**os.environ, "RTSCOPE_TARGETS": str(tf), "PYTHONUNBUFFERED": "1"}
+    db = str(tmp_path / "s.db")
+    args = ["--target", "here", "--duration", "3s", "--interval", "1s", "--db", db]
+    c = Controller(args, env)
+    c.wait_for("l1 [1/3]")
+    c.proc.send_signal(signal.SIGTERM)
+    assert c.finish() == 143 and "terminated (SIGTERM)" in c.err, c.err
+    status = lab_status(db, env)
+    assert {b["state"] for b in status.values()} == {"unwatched"}
+    assert {b["experiment_status"] for b in status.values()} == {"interrupted"}
+    c = Controller(args, env)
+    assert c.finish() == 0, c.err
+    assert any(line.startswith("l1 watched: monitoring 1,") for line in c.lines), c.lines   # continued, not anew
+    runs = by_board(db)
+    assert {n: sorted(r["plan_index"] for r in runs[n]) for n in runs} == {"l1": [0, 1, 2], "l2": [0, 1, 2]}
+    assert {n: len({r["experiment_id"] for r in runs[n]}) for n in runs} == {"l1": 1, "l2": 1}
