@@ -6,7 +6,7 @@ controller's RSS every 2 s. Prints, for each: RSS a quarter in, at the middle an
 (flat = bounded whatever the duration), the peak, and the cost per board: (peak with N - peak with 1) / (N - 1).
 
 Run as root (sshd in namespaces):
-    .venv/bin/python bench/fleet_memory.py [--boards 4] [--duration 2m] [--interval 10s] [--explain 10]
+    .venv/bin/python bench/fleet_memory.py [--boards 4] [--duration 2m] [--interval 10s] [--explain 10 [--no-baseline]]
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ def main() -> None:
     ap.add_argument("--duration", default="2m")
     ap.add_argument("--interval", default="10s")
     ap.add_argument("--explain", type=int, default=0, help="also measure with --explain K")
+    ap.add_argument("--no-baseline", action="store_true", help="with --explain: only the runs with explain")
     args = ap.parse_args()
     why = sshd.available()
     if why:
@@ -76,7 +77,7 @@ def main() -> None:
         servers = {f"board{i}": sshd.SshServer(base / f"board{i}", f"rtscope-bench-{i}").start()
                    for i in range(1, args.boards + 1)}
         try:
-            for explain in sorted({0, args.explain}):
+            for explain in sorted({args.explain} if args.no_baseline and args.explain else {0, args.explain}):
                 what = f" --explain {explain}" if explain else ""
                 one = report(f"1 board{what}", controller(base, dict(list(servers.items())[:1]), args, explain))
                 many = report(f"{args.boards} boards{what}", controller(base, servers, args, explain))

@@ -192,6 +192,7 @@ def test_two_controllers_share_a_lab_and_take_over_a_killed_ones_boards(boards, 
         for name in ("b1", "b2"):   # taken over within two intervals of the kill
             after = [epoch(r["started_at"]) for r in runs[name] if epoch(r["started_at"]) > killed_at]
             assert after and after[0] - killed_at <= 2 * 3, (name, after[0] - killed_at)
+            print(f"{name} taken over {after[0] - killed_at:.1f} s after the kill (interval 3 s)")
         status = lab_status(url, env)
         assert {s["state"] for s in status.values()} == {"finished"}
     finally:
