@@ -99,6 +99,12 @@ def never_twice(runs: list) -> None:
         assert epoch(b["started_at"]) >= epoch(a["finished_at"]), (a.id, a["finished_at"], b.id, b["started_at"])
 
 
+def stored_status(db: str) -> dict:
+    """`rtscope lab --json`'s boards, read in this process."""
+    from rtscope.experiment.fleet import lab_status as status
+    return {b["board"]: b for b in status(Store(db))["boards"]}
+
+
 def lab_status(db: str, env: dict) -> dict:
     r = subprocess.run([sys.executable, "-m", "rtscope", "lab", "--json", "--db", db], capture_output=True,
                        text=True, env=env, timeout=60)
@@ -147,7 +153,7 @@ def test_one_controller_a_board_goes_down_mid_interval_and_comes_back(boards, tm
     for name in ("b1", "b3"):   # the others kept going while b2 was down
         assert any(down_at < epoch(r["started_at"]) < up_at for r in runs[name]), name
     assert any(epoch(r["started_at"]) > up_at for r in runs["b2"])   # b2's intervals resumed
-    status = lab_status(db, env)
+    status = stored_status(db)
     assert {b["state"] for b in status.values()} == {"finished"} and {b["intervals"] for b in status.values()} == {4}
     assert all(b["last_interval"]["max_us"] > 0 for b in status.values())
 
@@ -193,7 +199,7 @@ def test_two_controllers_share_a_lab_and_take_over_a_killed_ones_boards(boards, 
             after = [epoch(r["started_at"]) for r in runs[name] if epoch(r["started_at"]) > killed_at]
             assert after and after[0] - killed_at <= 2 * 3, (name, after[0] - killed_at)
             print(f"{name} taken over {after[0] - killed_at:.1f} s after the kill (interval 3 s)")
-        status = lab_status(url, env)
+        status = stored_status(url)
         assert {s["state"] for s in status.values()} == {"finished"}
     finally:
         pg.stop()
@@ -259,7 +265,7 @@ def test_sigterm_gives_the_boards_back_and_the_same_command_continues(tmp_path):
     c.wait_for("l1 [1/3]")
     c.proc.send_signal(signal.SIGTERM)
     assert c.finish() == 143 and "terminated (SIGTERM)" in c.err, c.err
-    status = lab_status(db, env)
+    status = stored_status(db)
     assert {b["state"] for b in status.values()} == {"unwatched"}
     assert {b["experiment_status"] for b in status.values()} == {"interrupted"}
     c = Controller(args, env)

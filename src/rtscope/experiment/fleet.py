@@ -29,6 +29,7 @@ ones it saw or started, has finished.
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import socket
@@ -215,6 +216,7 @@ class Board:
                 self.done += 1
                 self.made += 1
                 ctl.reporter.stored(self.name, p, total, store.get_run(run_id))
+                give_back_freed_memory()
                 i = next(todo_iter, None)
             if i is None and not self.stop.is_set():
                 ctl.write(exp_mod.set_status, store, exp.id, exp_mod.FINISHED)
@@ -228,6 +230,23 @@ class Board:
         finally:
             pool, self.pool = self.pool, None
             _close(pool)
+
+
+def give_back_freed_memory() -> None:
+    """Return the memory an interval freed to the system (glibc's malloc_trim): an explained interval's trace
+    windows and arrays are freed in its thread's malloc arena, which glibc would otherwise keep, so that a
+    controller's RSS would creep up to the sum of every board's largest interval. Elsewhere a no-op."""
+    global _malloc_trim
+    if _malloc_trim is None:
+        try:
+            _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _malloc_trim = False
+    if _malloc_trim:
+        _malloc_trim(0)
+
+
+_malloc_trim = None
 
 
 def _close(pool: Pool | None) -> None:
