@@ -252,6 +252,7 @@ def test_live_table_on_a_terminal(tmp_path, monkeypatch):
     assert re.search(r"l1 +finished +2/2", r.out) and re.search(r"l2 +finished +2/2", r.out)
 
 
+@pytest.mark.slow
 def test_sigterm_gives_the_boards_back_and_the_same_command_continues(tmp_path):
     """Two boards of kind local (this machine twice): SIGTERM stops both intervals, marks both monitorings
     interrupted and frees their leases; the same command started again makes exactly what is missing."""
