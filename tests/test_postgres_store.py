@@ -134,9 +134,10 @@ def test_an_old_store_is_migrated_only_when_asked(tmp_path):
         Store(str(path))
     r = rtscope("db", "migrate", "--db", str(path))
     assert r.returncode == 0 and f"from schema version 1 to {latest}" in r.stdout
-    assert "applied 4: sample_causes" in r.stdout
+    assert "applied 4: sample_causes" in r.stdout and "applied 5: lab_controllers, lab_boards" in r.stdout
     store = Store(str(path))
     assert store.causes(1) == []  # the table of setting explain exists
+    assert store.leases.rows()[1] == [] and store.leases.live_controllers() == []  # the lab's lease tables
     with sqlite3.connect(path) as c:
         assert c.execute("select version from schema_version").fetchall() == [(latest,)]
         c.execute("update schema_version set version = 99")

@@ -36,8 +36,9 @@ def write_atomic(path: str | os.PathLike, data: bytes | str, what: str = "file")
     return path
 
 
-def read_toml_table(path: str | os.PathLike, key: str, what: str) -> object:
-    """The `[key]` table of a TOML file given by the user (a targets or environments file)."""
+def read_toml_table(path: str | os.PathLike, key: str, what: str, optional: bool = False) -> object:
+    """The `[key]` table of a TOML file given by the user (a targets or environments file); None when it has
+    none and the table is optional."""
     try:
         raw = tomllib.loads(Path(path).read_text())
     except OSError as e:
@@ -45,5 +46,7 @@ def read_toml_table(path: str | os.PathLike, key: str, what: str) -> object:
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{path}: not valid TOML: {e}") from None
     if key not in raw:
+        if optional:
+            return None
         raise UsageError(f"{path}: no [{key}] table")
     return raw[key]

@@ -1,14 +1,26 @@
-"""Command monitor: OSADL-style long-term latency monitoring of a target (docs/lab.md)."""
+"""Command monitor: OSADL-style long-term latency monitoring of a target, or of a whole fleet from one process
+(docs/lab.md)."""
 
 from __future__ import annotations
 
+import threading
 from typing import Annotated, Optional
 
 import typer
 
 from ..errors import UsageError
-from .common import DbOption, app, console, err_console, escape, open_store
+from .common import DbOption, Table, app, console, err_console, escape, open_store
 from .run import execute_resumable, print_machine_warnings
+
+
+def interval_line(store, run, load: str, explain: bool) -> str:
+    """An interval's line: each CPU's maximum and p99.99 (and, explained, its top cause on a second line)."""
+    from ..experiment import monitor as mon
+    cpus = "  ".join(f"cpu{r['cpu']} max {r['max_us']:.1f} p99.99 {r['p9999_us']:.1f}"
+                     + (f" (+{r['overflows']} over)" if r["overflows"] else "") for r in mon.per_cpu(run))
+    line = f"load {load:9} {escape(run['finished_at'] or '')}  {cpus} µs"
+    why = mon.top_cause(store, run) if explain else None
+    return line + (f"\n      why: {escape(why)} (rtscope explain {run.id})" if why else "")
 
 
 class LiveView:
@@ -25,16 +37,11 @@ class LiveView:
         pass
 
     def run_stored(self, p, run_id: int) -> None:
-        from ..experiment import monitor as mon
         run = self.store.get_run(run_id)
-        cpus = "  ".join(f"cpu{r['cpu']} max {r['max_us']:.1f} p99.99 {r['p9999_us']:.1f}"
-                         + (f" (+{r['overflows']} over)" if r["overflows"] else "") for r in mon.per_cpu(run))
         load = p.request.settings.get("load", "none")
-        console.print(f"[{p.index + 1}/{self.total}] load {load:9} {escape(run['finished_at'] or '')}  {cpus} µs",
-                      highlight=False)
-        why = mon.top_cause(self.store, run) if p.request.settings.get("explain") else None
-        if why:
-            console.print(f"      why: {escape(why)} (rtscope explain {run_id})", highlight=False)
+        line = interval_line(self.store, run, load, bool(p.request.settings.get("explain")))
+        console.print(f"[{p.index + 1}/{self.total}] {line}", highlight=False)
+        from ..experiment import monitor as mon
         from .tail import worst_case_text
         wc, intervals = mon.worst_case_so_far(self.store, run)
         details = (f"{intervals} interval{'s' if intervals > 1 else ''} of load {load}; rtscope tail --experiment "
@@ -56,9 +63,111 @@ def refuse_unavailable(plan, pool) -> None:
         raise RtscopeError(f"monitor of target {plan.target} cannot run: {why}")
 
 
+class FleetView:
+    """A fleet's progress: one line per interval per board (and per board that goes down, comes back, is taken
+    over or finishes), and on a terminal a compact live table under them: board, state, intervals, last
+    interval's worst CPU."""
+
+    def __init__(self, store, controller: str, boards: list[str], live: bool):
+        self.store, self.controller = store, controller
+        self.rows = {b: {"state": "waiting", "done": 0, "total": None, "last": "", "note": ""} for b in boards}
+        self.lock = threading.Lock()
+        self.live = None
+        if live:
+            from rich.live import Live
+            self.live = Live(self._table(), console=console, auto_refresh=False, transient=False)
+
+    def __enter__(self) -> "FleetView":
+        if self.live is not None:
+            self.live.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.live is not None:
+            self.live.stop()
+
+    def _table(self):
+        t = Table(title=f"controller {self.controller}", title_justify="left", box=None, pad_edge=False)
+        for name in ("board", "state", "intervals", "last interval (worst CPU, µs)", "note"):
+            t.add_column(name)
+        for b, r in self.rows.items():
+            t.add_row(escape(b), r["state"], f"{r['done']}/{r['total'] or '?'}", r["last"], escape(r["note"]))
+        return t
+
+    def _say(self, board: str, text: str, **row) -> None:
+        with self.lock:
+            self.rows[board].update(row)
+            (self.live.console if self.live else console).print(f"{escape(board)} {text}", highlight=False,
+                                                               soft_wrap=True)
+            if self.live is not None:
+                self.live.update(self._table(), refresh=True)
+
+    def claimed(self, board, experiment_id, done, total) -> None:
+        self._say(board, f"watched: monitoring {experiment_id}, {done} of {total} intervals stored already",
+                  state="watching", done=done, total=total, note="")
+
+    def stored(self, board, p, total, run) -> None:
+        from ..experiment import monitor as mon
+        line = interval_line(self.store, run, p.request.settings.get("load", "none"),
+                             bool(p.request.settings.get("explain")))
+        cpus = mon.per_cpu(run)
+        worst = (f"max {max(c['max_us'] for c in cpus):.1f} p99.99 {max(c['p9999_us'] for c in cpus):.1f}"
+                 if cpus else "–")
+        self._say(board, f"[{p.index + 1}/{total}] {line}", state="watching", done=self.rows[board]["done"] + 1,
+                  last=worst, note="")
+
+    def down(self, board, reason) -> None:
+        self._say(board, f"[red]down[/]: {escape(reason)} (asked again until it answers)", state="down",
+                  note=reason[:60])
+
+    def up(self, board) -> None:
+        self._say(board, "answers again: its intervals resume", state="watching", note="")
+
+    def lost(self, board, why) -> None:
+        self._say(board, f"no longer watched here: {escape(why)}", state="elsewhere", note=why[:60])
+
+    def finished(self, board, experiment_id) -> None:
+        self._say(board, f"monitoring {experiment_id} finished", state="finished", note="")
+
+
+def monitor_fleet(names: list[str], plan_for, db: Optional[str]) -> None:
+    """Every board of `names` from this process, sharing the lab with other controllers through the store."""
+    from ..experiment import fleet
+    from ..signals import Terminated
+    store = open_store(db)
+    name = fleet.controller_name()
+    view = FleetView(store, name, names, live=console.is_terminal)
+    controller = fleet.Controller(store, names, plan_for, view, name)
+    console.print(f"controller {name}: {len(names)} boards ({', '.join(names)}), store {escape(store.url)}, "
+                  f"lease {controller.lease_s:.0f} s", highlight=False)
+    try:
+        with view:
+            outcome = controller.run()
+    except KeyboardInterrupt:
+        from .run import EXIT_SIGINT
+        raise_stopped("interrupted", EXIT_SIGINT)
+    except Terminated:
+        from .run import EXIT_SIGTERM
+        raise_stopped("terminated (SIGTERM)", EXIT_SIGTERM)
+    failed = {n: e for n, e in controller.failures.items() if n not in outcome.finished}
+    console.print(f"controller {name} finished: {len(outcome.finished)} of {len(names)} boards' monitorings "
+                  f"finished, {outcome.stored} intervals stored by this controller", highlight=False)
+    if failed:
+        from ..errors import RtscopeError
+        raise RtscopeError("boards stopped: " + "; ".join(f"{n}: {e}" for n, e in sorted(failed.items())))
+
+
+def raise_stopped(what: str, code: int) -> None:
+    from ..errors import RtscopeError
+    raise RtscopeError(f"{what}: every board's stored interval is kept, its monitoring marked interrupted and its "
+                       "lease given back; start the same `rtscope monitor --target ...` again (or another "
+                       "controller takes the boards over) to continue", exit_code=code)
+
+
 @app.command()
-def monitor(target: Annotated[str, typer.Option(help="The target to watch (local, a defined target or a URL).")]
-            = "local",
+def monitor(target: Annotated[list[str], typer.Option(
+                help="The target to watch (local, a defined target or a URL); repeat it, or name a fleet of the "
+                     "targets file ([fleets]), to watch several boards from this process.")] = ["local"],  # noqa: B006
             duration: Annotated[str, typer.Option(help="How long: 6h, 30m, 1h30m ...")] = "1h",
             interval: Annotated[str, typer.Option(help="One stored run per interval: 5m, 60s ...")] = "5m",
             interval_us: Annotated[float, typer.Option("--interval-us", help="Timer period of the probe.")] = 200,
@@ -76,9 +185,26 @@ def monitor(target: Annotated[str, typer.Option(help="The target to watch (local
             resume: Annotated[bool, typer.Option("--resume", help="Continue the latest unfinished monitoring of "
                                                  "this target (after a crash or a reboot of the target).")] = False,
             db: DbOption = None) -> None:
-    """Watch a target's timer latency for hours: one histogram run per interval and CPU, stored as it ends."""
+    """Watch a target's timer latency for hours: one histogram run per interval and CPU, stored as it ends.
+    Several targets (or a fleet) are watched from this one process, shared with other controllers of the lab
+    through the store (see `rtscope lab`)."""
     from ..experiment import execute as exp_mod, monitor as mon
-    from ..targets import Pool
+    from ..targets import FLEETS, Pool, expand, resolve
+    names = expand(target)
+    if len(names) > 1 or target[0] in FLEETS:
+        if resume:
+            raise UsageError("--resume is for one target: a fleet's controller always continues its boards' "
+                             "unfinished monitorings; start it without --resume")
+        for n in names:
+            try:
+                resolve(n)
+            except ValueError as e:
+                raise UsageError(str(e)) from None
+        plans = {n: mon.make_plan(n, duration, interval, interval_us, runtime, load, phase, explain, rt_priority)
+                 for n in names}
+        monitor_fleet(names, plans.__getitem__, db)
+        return
+    target = names[0]
     identity = f"monitor:{target}"
     store = open_store(db)
     if resume:
@@ -96,3 +222,33 @@ def monitor(target: Annotated[str, typer.Option(help="The target to watch (local
         outcome = execute_resumable(store, experiment, LiveView(store, len(experiment.plan), phases), pool,
                                     f"resume with `rtscope monitor --target {target} --resume`")
     console.print(f"monitoring {experiment.id} finished: {len(outcome.stored) + outcome.already} intervals stored")
+
+
+@app.command()
+def lab(json_out: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout, nothing "
+                                                "else.")] = False,
+        db: DbOption = None) -> None:
+    """The lab's boards: which controller watches each (`rtscope monitor --target FLEET`), its state, its
+    monitoring's intervals and its last interval."""
+    from ..experiment import fleet
+    from .common import print_json
+    status = fleet.lab_status(open_store(db))
+    if json_out:
+        print_json(status)
+        return
+    t = Table(box=None, pad_edge=False)
+    for name in ("board", "state", "controller", "monitoring", "intervals", "last interval", "max µs",
+                 "p99.99 µs", "note"):
+        t.add_column(name)
+    for b in status["boards"]:
+        last = b["last_interval"] or {}
+        t.add_row(escape(b["board"]), b["state"], escape(b["controller"] or "–"),
+                  str(b["experiment"] or "–"), f"{b['intervals']}/{b['planned'] or '?'}",
+                  escape(last.get("finished_at") or "–"),
+                  f"{last['max_us']:.1f}" if last.get("max_us") is not None else "–",
+                  f"{last['p9999_us']:.1f}" if last.get("p9999_us") is not None else "–", escape(b["reason"] or ""))
+    if not status["boards"]:
+        console.print("no board in the lab's lease table yet: `rtscope monitor --target FLEET` fills it")
+        return
+    console.print(t)
+    console.print(f"controllers alive: {', '.join(status['controllers']) or 'none'}", highlight=False)

@@ -126,11 +126,13 @@ def spec_identity(path: str | Path) -> str:
 
 
 def start(store: Store, spec: Spec, planned: list[PlannedRun], seed: int, spec_path: str | None,
-          targets: list[str] | None = None) -> Experiment:
-    """Record a new experiment (status running) with its seed, whole plan and the --target choice."""
+          targets: list[str] | None = None, record: dict | None = None) -> Experiment:
+    """Record a new experiment (status running) with its seed, whole plan and the --target choice (and what
+    the caller records beside them: a monitoring's Plan)."""
     text, raw = redact_spec(spec.text, spec.raw)  # a node's cookie is never stored
     doc = {"text": text, "scale": spec.scale, "order": spec.order, "source": spec.source,
-           "parsed": to_jsonable(raw), "targets": targets or None, "baseline": spec.baseline or None}
+           "parsed": to_jsonable(raw), "targets": targets or None, "baseline": spec.baseline or None,
+           **(record or {})}
     row = {"name": spec.name, "spec": doc, "spec_path": spec_path, "seed": seed,
            "plan": [p.to_json() for p in planned], "status": RUNNING, "created_at": _now()}
     return get(store, store.add_experiment(row))

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from ..analysis import causes
 from ..analysis.stats import summarize_histogram
@@ -115,23 +115,38 @@ def make_plan(target: str, duration: str, interval: str, interval_us: float, run
     return Plan(target, d, i, interval_us, runtime, load, max(p, i), explain, rt_priority)
 
 
+def cells(plan: Plan) -> tuple[spec_mod.Spec, dict]:
+    """The monitoring's spec and its cells by load ("none", and the load of the loaded phases)."""
+    spec = spec_mod.parse(plan.spec_text(), f"monitor-{plan.target}")
+    return spec, {c.request.settings.get("load", "none"): c for c in spec.cells}
+
+
+def planned_run(plan: Plan, cells_: dict, i: int) -> exp_mod.PlannedRun:
+    """Interval i's run (0-based): made on demand, so a monitoring of any length holds no list of them."""
+    cell = cells_[plan.phase(i)]
+    req = build_request("timer", "absolute", plan.runtime, dict(cell.request.params),
+                        dict(cell.request.settings), ("monitor", f"interval-{i + 1}"))
+    return exp_mod.PlannedRun(i, cell.key, i + 1, 0, req, timeout_s=plan.interval_s * 2 + 120)
+
+
 def planned_runs(plan: Plan) -> tuple[spec_mod.Spec, list[exp_mod.PlannedRun]]:
     """The monitoring's spec and its plan: one run per interval in time order."""
-    spec = spec_mod.parse(plan.spec_text(), f"monitor-{plan.target}")
-    cells = {c.request.settings.get("load", "none"): c for c in spec.cells}
-    planned = []
-    for i in range(plan.intervals):
-        cell = cells[plan.phase(i)]
-        req = build_request("timer", "absolute", plan.runtime, dict(cell.request.params),
-                            dict(cell.request.settings), ("monitor", f"interval-{i + 1}"))
-        planned.append(exp_mod.PlannedRun(i, cell.key, i + 1, 0, req, timeout_s=plan.interval_s * 2 + 120))
-    return spec, planned
+    spec, by_load = cells(plan)
+    return spec, [planned_run(plan, by_load, i) for i in range(plan.intervals)]
 
 
 def start(store, plan: Plan, identity: str) -> exp_mod.Experiment:
-    """The monitoring's experiment, its plan one run per interval in time order."""
+    """The monitoring's experiment, its plan one run per interval in time order; the Plan itself is recorded
+    with it (`spec.monitor`), so that another controller can continue it (plan_of)."""
     spec, planned = planned_runs(plan)
-    return exp_mod.start(store, spec, planned, 0, identity)
+    return exp_mod.start(store, spec, planned, 0, identity, record={"monitor": asdict(plan)})
+
+
+def plan_of(spec: dict) -> Plan | None:
+    """The Plan a monitoring experiment was started with, from its recorded spec (None for one of an rtscope
+    that did not record it)."""
+    recorded = (spec or {}).get("monitor")
+    return Plan(**recorded) if isinstance(recorded, dict) else None
 
 
 def per_cpu(run: Run) -> list[dict]:

@@ -54,6 +54,11 @@ def _sample_causes(conn: sa.Connection, metadata: sa.MetaData) -> None:
     metadata.tables["sample_causes"].create(conn, checkfirst=True)
 
 
+def _lab_tables(conn: sa.Connection, metadata: sa.MetaData) -> None:
+    from . import leases
+    leases.metadata.create_all(conn)
+
+
 STEPS = (
     Step(1, "experiments, runs and sample chunks (rtscope 0.1)", _create_tables),
     Step(2, "one stored run per experiment plan index (concurrent --resume stores nothing twice)",
@@ -61,6 +66,8 @@ STEPS = (
     Step(3, "tunes: a tune's candidates and planned runs, shared by the processes working on it (rtscope tune)",
          _tune_tables),
     Step(4, "sample_causes: the causes of the explained samples of a run (setting explain)", _sample_causes),
+    Step(5, "lab_controllers, lab_boards: which controller watches which board, under a lease (rtscope monitor "
+            "of a fleet, rtscope lab)", _lab_tables),
 )
 LATEST = STEPS[-1].version
 

@@ -23,6 +23,7 @@ from . import migrations
 from .records import CAUSE_COLUMNS, DuplicateRun, Run, check_sqlite_file, resolve_url
 from .sqlite_read import read_chunks
 from .tables import experiments, metadata, runs, sample_causes, sample_chunks
+from .leases import LeaseTables
 from .tunes import TuneTables
 
 if TYPE_CHECKING:  # numpy (and the sample file, which needs it) only where samples are read or written
@@ -71,6 +72,7 @@ class SqlStore:
                     sa.event.listen(self.engine, "connect", _sqlite_pragmas)
                 migrations.migrate(self.engine, metadata, create_only=True)
             self.tunes = TuneTables(self.engine, runs, experiments)
+            self.leases = LeaseTables(self.engine)
         except SQLAlchemyError as e:
             raise RtscopeError(f"cannot open store {self.shown_url}: {e.orig if hasattr(e, 'orig') else e}") from None
 

@@ -11,9 +11,9 @@ from .base import ARCHES, Completed, Target, TargetError
 from .definition import TargetDefinition
 from .local import LOCAL, LocalTarget
 from .pool import Pool
-from .registry import KINDS, TARGETS, define, load_env_file, load_file, load_table, make, parse_target, redact_spec, \
-    resolve
+from .registry import FLEETS, KINDS, TARGETS, define, expand, load_env_file, load_file, load_table, make, \
+    parse_target, redact_spec, resolve
 
-__all__ = ["ARCHES", "Completed", "Target", "TargetError", "LOCAL", "LocalTarget", "Pool", "KINDS", "TARGETS",
-           "TargetDefinition", "define", "load_env_file", "load_file", "load_table", "make", "parse_target",
+__all__ = ["ARCHES", "Completed", "Target", "TargetError", "LOCAL", "LocalTarget", "Pool", "FLEETS", "KINDS", "TARGETS",
+           "TargetDefinition", "define", "expand", "load_env_file", "load_file", "load_table", "make", "parse_target",
            "redact_spec", "resolve"]

@@ -7,6 +7,11 @@
     workdir = "/var/tmp/rtscope"         # optional
     description = "Raspberry Pi 3B, Raspberry Pi OS, PREEMPT_RT 6.6"
 
+A fleet names several of them (`rtscope monitor --target lab` watches every board of it):
+
+    [fleets]
+    lab = ["pi3", "bbb", "imx8"]
+
 A definition is only data (definition.py); `make()` builds a fresh Target object from it
 (one per experiment, opened once and reused by every run on it).
 """
@@ -118,6 +123,7 @@ KINDS: dict[str, Kind] = {
 }
 
 TARGETS: dict[str, TargetDefinition] = {LOCAL: TargetDefinition(LOCAL, "local", description="this machine")}
+FLEETS: dict[str, tuple[str, ...]] = {}  # [fleets] NAME = ["target", ...]: several boards under one name
 
 
 def redact_spec(text: str, raw: dict) -> tuple[str, dict]:
@@ -207,8 +213,43 @@ def load_table(table: Any, source: str = "<spec>", *, replace: bool = False) -> 
 
 
 def load_file(path: str | os.PathLike, *, replace: bool = False) -> list[TargetDefinition]:
-    """Targets from a TOML file with a [targets] table ($RTSCOPE_TARGETS)."""
-    return load_table(read_toml_table(path, "targets", "targets"), str(path), replace=replace)
+    """Targets from a TOML file with a [targets] table ($RTSCOPE_TARGETS), and its [fleets] when it has them."""
+    defined = load_table(read_toml_table(path, "targets", "targets"), str(path), replace=replace)
+    load_fleets(read_toml_table(path, "fleets", "targets", optional=True), str(path))
+    return defined
+
+
+def load_fleets(table: Any, source: str) -> None:
+    """`[fleets] NAME = ["target", ...]`: each member a defined target (or a URL), each fleet named once."""
+    if table is None:
+        return
+    if not isinstance(table, dict):
+        raise UsageError(f'{source}: [fleets] must be a table of lists, e.g. lab = ["pi3", "bbb"]')
+    for name, members in table.items():
+        place = f"{source}, [fleets] {name}"
+        if not NAME_RE.match(name):
+            raise UsageError(f"{place}: invalid fleet name {name!r}: use letters, digits, '_', '.', '-'")
+        if name in TARGETS:
+            raise UsageError(f"{place}: {name!r} is a target's name too; give the fleet another name")
+        if not isinstance(members, list) or not members or not all(isinstance(m, str) for m in members):
+            raise UsageError(f'{place}: a fleet is a non-empty list of target names, e.g. {name} = ["pi3", "bbb"]')
+        for m in members:
+            if m not in TARGETS and "://" not in m:
+                raise UsageError(f"{place}: unknown target {m!r}; defined: {choices(sorted(TARGETS))}")
+        if len(set(members)) != len(members):
+            raise UsageError(f"{place}: a target is listed twice")
+        FLEETS[name] = tuple(members)
+
+
+def expand(names: list[str]) -> list[str]:
+    """Target names with every fleet replaced by its members, each once, in the order given."""
+    load_env_file()
+    out: list[str] = []
+    for n in names:
+        for m in FLEETS.get(n, (n,)):
+            if m not in out:
+                out.append(m)
+    return out
 
 
 _file_loaded: str | None = None
