@@ -143,16 +143,16 @@ def test_board_series_and_states(tmp_path):
 
 
 def test_leases_name_the_controller(tmp_path):
-    """A store that records the fleet controllers' leases: the controller is a label of its own series, and
-    the controller's word decides up, down and watched."""
+    """Boards leased by fleet controllers (the lease table `rtscope monitor --target FLEET` keeps): the
+    controller is a label of its own series, and the controller's word decides up, down and watched."""
     db, _ = synthetic_lab(tmp_path)
 
-    class Leased(Store):
-        def board_leases(self):
-            return [{"target": "pi3", "controller": "ctl-a", "state": "up"},
-                    {"target": "bbb", "controller": "ctl-b", "state": "down", "reason": "ssh: connection refused"}]
-
-    store = Leased(db, read_only=True)
+    store = Store(db)             # two controllers of a fleet hold pi3 and bbb; bbb stopped answering
+    store.leases.ensure(["pi3", "bbb"])
+    assert store.leases.claim("pi3", "ctl-a", 60) and store.leases.claim("bbb", "ctl-b", 60)
+    assert store.leases.update("bbb", "ctl-b", 60, state="down", reason="ssh: connection refused")
+    assert store.leases.held()[0] == {"target": "bbb", "controller": "ctl-b", "state": "down",
+                                      "reason": "ssh: connection refused"}
     snap = metrics.read(store, boards.Lab(store))
     series = exposed(metrics.exposition(snap)[0].decode())
     assert {(lb["target"], lb["controller"]) for lb, v in series["rtscope_board_controller_info"] if v == 1} == \

@@ -11,9 +11,9 @@ Its state at a given time:
              the board answers and its intervals arrive. A watched board that is not up is *down* (it stopped
              answering, or its controller died: a `kill -9` leaves the monitoring `running`)
 
-When the store records who watches each board (`board_leases()`: the fleet controllers' leases, one mapping
-per board with `target`, `controller`, `state` — "up" or "down" — and `reason`), a leased board is watched by
-that controller, and up or down as the controller says; without a lease its controller is unknown (None).
+When a fleet controller (`rtscope monitor --target FLEET`) holds a live lease on a board (store/leases.py), the
+board is watched by that controller, and up or down as the controller says; without a lease its controller is
+unknown (None) and the times of its intervals decide.
 
 Read in two parts: what the store holds (`Lab.read`, cached by the server until the store changes; each
 interval's figures computed once per run, a stored run never changes) and the state at a time (`Board.up`),
@@ -130,12 +130,9 @@ def timestamp(text: str | None) -> float | None:
 
 
 def leases(store: Store) -> dict[str, Lease]:
-    """The fleet controllers' leases, per target, when the store records them; {} otherwise."""
-    reader = getattr(store, "board_leases", None)
-    if reader is None:
-        return {}
+    """The fleet controllers' live leases (store/leases.py), per target."""
     return {str(x["target"]): Lease(str(x["target"]), str(x["controller"]), str(x.get("state") or "up"),
-                                    x.get("reason")) for x in reader()}
+                                    x.get("reason")) for x in store.leases.held()}
 
 
 class Lab:

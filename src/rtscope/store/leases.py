@@ -109,6 +109,14 @@ class LeaseTables:
         with self.engine.connect() as c:
             return db_now(c), [dict(r) for r in c.execute(q).mappings()]
 
+    def held(self) -> list[dict]:
+        """The boards a live lease holds, as serve's lab and /metrics read them: target, controller, state ("up"
+        while its controller watches it, "down" when the controller marked it so) and the reason."""
+        now, rows = self.rows()
+        return [{"target": r["target"], "controller": r["controller"],
+                 "state": "down" if r["state"] == DOWN else "up", "reason": r["reason"]}
+                for r in rows if r["controller"] is not None and (r["lease_until"] or 0) >= now]
+
     def claim(self, target: str, controller: str, lease_s: float) -> dict | None:
         """Take the board if nobody holds it or its holder's lease ran out; its row (now ours), else None."""
         with self.engine.begin() as c:
