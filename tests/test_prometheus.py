@@ -360,3 +360,38 @@ def test_prometheus_scrapes_serve(tmp_path):
             prom.stop()
         if served is not None:
             served.stop()
+
+
+def test_lab_page_lists_every_board_sortable(tmp_path, browser):
+    """serve's lab page: one table of every board — kernel, preemption, state and why it is down, the newest
+    interval's worst max and p99.99, intervals, who watches it — whose headings sort it in a real browser."""
+    from served import new_page, open_page, wait_until
+    db, ids = synthetic_lab(tmp_path)
+    store = Store(db)
+    store.leases.ensure(["pi3"])
+    assert store.leases.claim("pi3", "ctl-a", 600)
+    assert store.leases.update("pi3", "ctl-a", 600, state="down", reason="ssh: connection refused")
+    served = Served(db, log=tmp_path / "serve.log")
+    try:
+        page = new_page(browser)
+        open_page(page, served.url + "/")
+        rows = page.eval_on_selector_all("#boards-table tbody tr",
+                                         "rows => rows.map(r => Array.from(r.cells, c => c.textContent.trim()))")
+        by_board = {r[0]: r for r in rows}
+        assert set(by_board) == {"pi3", "bbb", "x86"}
+        assert by_board["pi3"][1:4] == [PI3["kernel_release"], PI3["preemption"], "down: ssh: connection refused"]
+        want = max(r["p9999_us"] for r in monitor.per_cpu(store.get_run(ids["pi3"][-1])))
+        assert by_board["pi3"][4:6] == ["180.0", f"{want:.1f}"], by_board["pi3"]       # its newest interval's
+        assert by_board["pi3"][8] == "ctl-a" and by_board["bbb"][3] == "unwatched" and by_board["x86"][3] == "up"
+        assert [by_board[b][7] for b in ("pi3", "bbb", "x86")] == ["2", "1", "3"]
+        max_column = 4
+        page.click(f"#boards-table thead th:nth-child({max_column + 1})")
+        wait_until(page, "document.querySelector('#boards-table tbody tr td').textContent.trim() === 'x86'", 5)
+        order = page.eval_on_selector_all("#boards-table tbody tr", "rows => rows.map(r => r.cells[0].textContent.trim())")
+        assert order == ["x86", "bbb", "pi3"]                 # max 14, 70, 180 µs
+        page.click(f"#boards-table thead th:nth-child({max_column + 1})")
+        order = page.eval_on_selector_all("#boards-table tbody tr", "rows => rows.map(r => r.cells[0].textContent.trim())")
+        assert order == ["pi3", "bbb", "x86"]
+        assert page.problems == []
+    finally:
+        served.stop()

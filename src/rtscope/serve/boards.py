@@ -83,6 +83,7 @@ class Board:
     watched: bool
     controller: str | None
     lease_up: bool | None  # the controller's word, when a lease records it
+    reason: str | None = None   # why its controller marked it down
 
     @property
     def down_after_s(self) -> float:
@@ -167,5 +168,22 @@ class Lab:
             watched = lease is not None or statuses.get(iv.experiment_id) == exp_mod.RUNNING
             boards.append(Board(target, iv, counted[target], timestamp(newest[target][1]) or 0.0, watched,
                                 lease.controller if lease else None,
-                                None if lease is None else lease.state == "up"))
+                                None if lease is None else lease.state == "up", lease.reason if lease else None))
         return boards
+
+
+def page_rows(store: Store, lab: Lab, now: float) -> list[dict]:
+    """The lab page's boards table: per board its kernel and preemption model, state (and why it is down), its
+    newest interval's worst CPU (max and p99.99, µs), the top cause when that interval was explained, the
+    intervals stored, who watches it, and its monitoring (the per-board page with its history)."""
+    rows = []
+    for b in lab.read():
+        iv = b.newest
+        worst = max(iv.cpus, key=lambda c: c.max_ns, default=None)
+        rows.append({"target": b.target, "kernel": iv.kernel, "preemption": iv.preemption, "state": b.state(now),
+                     "reason": b.reason, "max_us": None if worst is None else worst.max_ns / 1000,
+                     "p9999_us": None if worst is None else max(c.p9999_ns for c in iv.cpus) / 1000,
+                     "top_cause": monitor.top_cause(store, store.get_run(iv.run_id)),
+                     "intervals": b.intervals, "controller": b.controller or ("-" if not b.watched else "?"),
+                     "finished_at": iv.finished_at or "", "experiment": iv.experiment_id, "run": iv.run_id})
+    return rows

@@ -48,6 +48,7 @@
       banner("", "");
       document.body.setAttribute("data-updates", String(Number(document.body.getAttribute("data-updates")) + 1));
       drawAll();
+      sortable();
       if (doc.body && doc.body.hasAttribute("data-static")) { stop(); }
     }).catch(function (err) {
       banner("Could not follow the store: " + err, "warn");
@@ -68,7 +69,36 @@
     events.onerror = function () { document.body.setAttribute("data-live", "reconnecting"); };
   }
 
+  /* table.sortable: a click on a heading sorts its rows by that column (numbers by their data-sort value), a
+     second click reverses; the order chosen stays when the page follows the store. */
+  var sorted = {};
+  function sortTable(table) {
+    var how = sorted[table.id], body = table.tBodies[0];
+    if (!how || !body) { return; }
+    var rows = Array.prototype.slice.call(body.rows);
+    function key(row) {
+      var cell = row.cells[how.column], raw = cell.getAttribute("data-sort");
+      return raw !== null ? (raw === "" ? -Infinity : Number(raw)) : cell.textContent.trim().toLowerCase();
+    }
+    rows.sort(function (a, b) { var x = key(a), y = key(b); return (x < y ? -1 : x > y ? 1 : 0) * how.direction; });
+    rows.forEach(function (row) { body.appendChild(row); });
+  }
+  function sortable() {
+    document.querySelectorAll("table.sortable").forEach(function (table) {
+      table.querySelectorAll("thead th").forEach(function (th, column) {
+        th.style.cursor = "pointer";
+        th.addEventListener("click", function () {
+          var how = sorted[table.id];
+          sorted[table.id] = {column: column, direction: how && how.column === column ? -how.direction : 1};
+          sortTable(table);
+        });
+      });
+      sortTable(table);
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    sortable();
     document.body.setAttribute("data-js-errors", String(window.rtsErrors.length));
     drawAll();
     follow();
