@@ -38,7 +38,8 @@ def test_run_show_export_json(cli, db, tmp_path, rtprobe):
     assert [(x["variant"], x["n_samples"]) for x in runs] == [("sum", 50), ("nothing", 50)]  # order is randomised
 
     shown = json.loads(cli("show", runs[0]["id"], "--db", db, "--json").out)
-    assert set(shown) == {"run", "settings", "stats", "resolution", "threads"}
+    assert set(shown) == {"run", "settings", "stats", "resolution", "threads", "worst_case"}
+    assert shown["worst_case"]["max_ns"] == shown["stats"]["max"] and not shown["worst_case"]["claimed"]  # 50 samples
     assert shown["threads"] == [] and shown["resolution"] is None  # one thread, raw samples
     assert set(shown["stats"]) == {"n", "min", "mean", "max", "var", "stdev", "p50", "p90", "p99", "p999", "p9999"}
     assert shown["stats"]["n"] == 50 and 0 < shown["stats"]["min"] <= shown["stats"]["p50"] <= shown["stats"]["max"]
