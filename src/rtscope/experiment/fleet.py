@@ -41,6 +41,7 @@ from typing import Callable, Protocol
 from ..errors import RtscopeError, UsageError
 from ..signals import Terminated, held_signals, sigterm_raises
 from ..store import DuplicateRun, Run, Store
+from ..store.leases import DOWN, FINISHED, RELEASED, WATCHING
 from ..targets import Pool
 from . import execute as exp_mod
 from . import monitor as mon
@@ -48,7 +49,6 @@ from .runner import execute as execute_run
 
 LEASE_MIN_S = 2.0         # a lease is half an interval, at least this long (a renewal every quarter of it)
 RETRY_MAX_S = 30.0        # a board that is down is asked again after min(interval, this)
-WATCHING, DOWN, FINISHED, RELEASED = "watching", "down", "finished", "released"  # store/leases.py's states
 
 
 class Reporter(Protocol):
