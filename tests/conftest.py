@@ -84,9 +84,10 @@ def rtprobe() -> Path:
     return RTPROBE
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def clean_targets():
-    """Targets defined by a test are forgotten after it."""
+    """Targets defined by a test are forgotten after it (a module's fixture keeps its own for its tests: it is
+    set up first). Every test: a QEMU target left defined made each later `rtscope targets` boot its guest."""
     from rtscope import targets
     before = dict(targets.TARGETS)
     yield
