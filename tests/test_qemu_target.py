@@ -58,11 +58,12 @@ def forget_targets(clean_targets):
 
 
 @pytest.fixture(autouse=True)
-def guests(monkeypatch):
+def guests(monkeypatch, tmp_path_factory):
     """The directory this test's guests are made in (rtscope makes them under the temporary directory),
     short enough for QEMU's unix sockets; `guests + "/rtscope-vm-"` marks only this test's guests."""
     import shutil
     import tempfile
+    tmp_path_factory.getbasetemp()   # pytest's own base first: made under `mine`, it would go with it
     mine = tempfile.mkdtemp(prefix="rtsq-", dir="/tmp")
     monkeypatch.setattr(tempfile, "tempdir", mine)
     monkeypatch.setenv("TMPDIR", mine)  # for an rtscope started as a subprocess
