@@ -41,7 +41,7 @@ from typing import Callable, Protocol
 from ..errors import RtscopeError, UsageError
 from ..signals import Terminated, held_signals, sigterm_raises
 from ..store import DuplicateRun, Run, Store
-from ..store.leases import DOWN, FINISHED, RELEASED, WATCHING
+from ..store.leases import DOWN, FINISHED, RELEASED, WATCHING, held_now
 from ..targets import Pool
 from . import execute as exp_mod
 from . import monitor as mon
@@ -404,7 +404,7 @@ def lab_status(store: Store) -> dict:
     live = set(store.leases.live_controllers())
     boards = []
     for r in rows:
-        held = r["controller"] is not None and (r["lease_until"] or 0) >= now
+        held = held_now(r, now)
         state = r["state"] if held else (FINISHED if r["state"] == FINISHED else "unwatched")
         reason = r["reason"]
         if r["controller"] is not None and not held:

@@ -60,6 +60,11 @@ def db_now(conn: sa.Connection) -> float:
     return time.time()
 
 
+def held_now(row: dict, now: float) -> bool:
+    """A board's row is held: it names a controller whose lease has not run out (at `now`, the database's clock)."""
+    return row["controller"] is not None and (row["lease_until"] or 0) >= now
+
+
 class LeaseTables:
     """The lease tables of one store (Store.leases)."""
 
@@ -115,7 +120,7 @@ class LeaseTables:
         now, rows = self.rows()
         return [{"target": r["target"], "controller": r["controller"],
                  "state": "down" if r["state"] == DOWN else "up", "reason": r["reason"]}
-                for r in rows if r["controller"] is not None and (r["lease_until"] or 0) >= now]
+                for r in rows if held_now(r, now)]
 
     def claim(self, target: str, controller: str, lease_s: float) -> dict | None:
         """Take the board if nobody holds it or its holder's lease ran out; its row (now ours), else None."""
