@@ -18,7 +18,7 @@ system-deps:
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q --no-compile -e '.[test]'  # modules compile as they are first imported
 	@touch $@
 
 venv: $(STAMP)

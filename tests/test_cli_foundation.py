@@ -62,28 +62,6 @@ def test_run_show_export_json(cli, db, tmp_path, rtprobe):
     assert len(data["samples"]["duration"]) == 50 and data["run"]["variant"] == "nothing"
 
 
-def test_demo_prints_one_table(cli, db, rtprobe):
-    r = cli("demo", "--db", db)
-    assert r.code == 0, r.err
-    for word in ("sum", "fib", "sleep", "AVG", "MAX", "VAR", "STDEV", "p99"):
-        assert word in r.out
-    runs = Store(db).runs()
-    assert {r["variant"] for r in runs} >= {"sum", "fib", "sleep"}
-    sleep = next(r for r in runs if r["variant"] == "sleep" and r["runtime"] == "native")
-    assert json.loads(cli("show", sleep.id, "--db", db, "--json").out)["stats"]["min"] >= 5_000_000
-    # The demo's report: plotly once (compressed), plots thinned, labels short; at most 1 MB.
-    out = os.path.join(os.path.dirname(db), "demo.html")
-    r = cli("report", "--db", db, "-o", out)
-    assert r.code == 0, r.err
-    assert os.path.getsize(out) <= 1_000_000
-    page = open(out).read()
-    titles = [json.loads(m)["layout"]["title"]["text"]
-              for m in re.findall(r'<script type="application/json" id="plot-\d+-spec">(.*?)</script>', page, re.S)]
-    assert titles and any("(beam)" in t for t in titles)
-    # The BEAM's recorded defaults do not tell its configurations from the native ones: not in the labels.
-    assert not any("elixir_version" in t or "fullsweep_after" in t for t in titles)
-
-
 def test_json_outputs_are_pure_json(cli, db):
     assert json.loads(cli("runs", "--db", db, "--json").out) == []
     snap = json.loads(cli("sysinfo", "--json").out)

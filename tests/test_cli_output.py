@@ -327,6 +327,21 @@ def test_demo_table_whole_and_the_next_commands(lab, how, tmp_path):
         assert piped(tmp_path, *shlex.split(line)[1:]).code == 0, line
     # one run a configuration: the note says compare tests nothing and how to get runs it can test
     assert "compare shows its values but can test nothing" in " ".join(r.out.split()), r.out
+    for word in ("sum", "fib", "sleep", "AVG", "MAX", "VAR", "STDEV", "p99"):
+        assert word in r.out
+    runs = store.runs()
+    assert {x["variant"] for x in runs} >= {"sum", "fib", "sleep"}
+    sleep = next(x for x in runs if x["variant"] == "sleep" and x["runtime"] == "native")
+    assert json.loads(piped(tmp_path, "show", str(sleep.id), "--json").out)["stats"]["min"] >= 5_000_000
+    if how == "piped":  # the demo's report (once): plotly once, compressed, plots thinned, labels short, <= 1 MB
+        assert piped(tmp_path, "report", "-o", "demo.html").code == 0
+        page = (tmp_path / "demo.html").read_text()
+        assert len(page.encode()) <= 1_000_000
+        titles = [json.loads(m)["layout"]["title"]["text"] for m in
+                  re.findall(r'<script type="application/json" id="plot-\d+-spec">(.*?)</script>', page, re.S)]
+        assert titles and (axis == "variant=sum" or any("(beam)" in t for t in titles))
+        # The BEAM's recorded defaults do not tell its configurations from the native ones: not in the labels.
+        assert not any("elixir_version" in t or "fullsweep_after" in t for t in titles)
 
 
 def test_every_table_is_the_one_that_never_cuts():

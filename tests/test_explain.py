@@ -270,9 +270,10 @@ def test_beam_gc_named_as_the_cause(cli, db, tmp_path):
         major = gc[0]
         assert major["count"] >= 10 and major["heap_before"] > major["heap_after"] > 0
         assert sum(c["duration_ns"] for c in s["causes"]) + s["self_ns"] + s["unexplained_ns"] == s["value_ns"]
-        # Of the time the OS left the VM (this machine is shared: its other threads take their share too).
+        # Of the time the OS left the VM and the trace accounts for (this machine is shared: its other threads
+        # take their share, and a stall of this VM's vCPU shows as unexplained: GC was 12 of 74 ms once).
         os_ns = sum(c["duration_ns"] for c in s["causes"] if c["kind"] not in ("gc", "scheduled_out"))
-        assert major["duration_ns"] > 0.2 * (s["value_ns"] - os_ns)
+        assert major["duration_ns"] > 0.2 * (s["value_ns"] - os_ns - s["unexplained_ns"]), s
         assert isinstance(s["scheduler"], int) and s["scheduler"] >= 1
     # Of the BEAM's own causes, the collector leads (the kernel side may name others beside it: this machine is
     # shared, another test's culprit may be busy on the same CPU).

@@ -56,7 +56,9 @@ def test_probe_keeps_each_threads_worst_in_histogram_mode(rtprobe, tmp_path):
         mine = [w for w in worst if w["thread"] == k]
         assert [w["value"] for w in mine] == sorted((w["value"] for w in mine), reverse=True)
         assert mine[0]["value"] == sf.trailer["histograms"][f"thread{k}"]["max"]
-        assert len({w["cycle"] for w in mine}) == 3 and all(0 <= w["cycle"] < 400 for w in mine)
+        # a deadline the thread woke too late for is skipped, its cycle number too: cycles can pass the loops
+        cycles = sf.trailer["threads"][k]["cycles"]
+        assert len({w["cycle"] for w in mine}) == 3 and all(0 <= w["cycle"] < cycles for w in mine), (mine, cycles)
         # the start is the deadline: start + cycle's distance from the run's first deadline lines up
         starts = {w["cycle"]: w["start"] for w in mine}
         (c0, s0), (c1, s1) = sorted(starts.items())[:2]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import socket
-import statistics
 import subprocess
 import sys
 import threading
@@ -77,9 +76,15 @@ def test_read_latency_per_call(pi3, tmp_path):
 def test_blink_keeps_its_period(pi3, tmp_path):
     run, data = measure(pi3, tmp_path, "blink", iterations=40, period_ms=20, line=4)
     assert run.n_samples == 40 and run.params["period_ms"] == 20
-    # On an absolute schedule the periods average out to the period, however late single edges are.
-    assert abs(statistics.mean(data["period"]) - 20e6) < 2e6, statistics.mean(data["period"])
-    assert (data["lateness"] >= 0).all()
+    assert_absolute_schedule(data, 20_000_000)
+
+
+def assert_absolute_schedule(data, period_ns: int) -> None:
+    """Each rising edge is its deadline plus its lateness, so consecutive edges are one period apart but for the
+    lateness they differ by: after a stall of the (emulated) guest the edges catch up, each period shorter, and
+    an average of the periods would not be the period (it failed so in CI)."""
+    period, late = data["period"].astype(np.int64), data["lateness"].astype(np.int64)
+    assert (late >= 0).all() and (period[1:] - late[1:] + late[:-1] == period_ns).all(), list(zip(period, late))
 
 
 def _failure(pi3, tmp_path, runtime: str = "native", **params) -> str:
@@ -135,18 +140,19 @@ def test_beam_write_latency_and_the_nerves_csv(pi3, tmp_path, cli):
     assert lines[0] == "count,time_for_write_1,time_for_write_0,heap_size,minor_gcs" and len(lines) == 101
 
 
-def test_beam_read_blink_and_genserver(pi3, tmp_path):
-    run, data = measure(pi3, tmp_path, "read", "beam", iterations=50, pause_ms=0, line=1)
-    assert run.n_samples == 50 and (data["duration"] > 0).all()
+def test_beam_blink_and_genserver(pi3, tmp_path):
+    """(A fresh Erlang VM in the emulated guest costs 15-35 s a run: the BEAM's read is its write's path, a
+    port frame each way, and the port program's read is tested above.)"""
     run, data = measure(pi3, tmp_path, "blink", "beam", iterations=30, period_ms=20, line=4)
-    assert run.n_samples == 30 and abs(statistics.mean(data["period"]) - 20e6) < 3e6, statistics.mean(data["period"])
+    assert run.n_samples == 30
+    assert_absolute_schedule(data, 20_000_000)
     run, data = measure(pi3, tmp_path, "genserver_write", "beam", iterations=50, pause_ms=0, line=7)
     assert run.n_samples == 50 and (data["write_0"] > 0).all()
 
 
 def test_beam_errors_name_the_line(pi3, tmp_path):
+    """The port program's refusal reaches the user through the harness (the chip's is the same path)."""
     assert "has 8 lines, 0..7" in _failure(pi3, tmp_path, "beam", line=99)
-    assert "no GPIO chip /dev/gpiochip7" in _failure(pi3, tmp_path, "beam", chip="/dev/gpiochip7")
 
 
 # ---- a Nerves-like device: a BEAM node with nerves_ssh's daemon, in the arm64 guest, GPIO through it ----------
@@ -229,9 +235,9 @@ def test_gpio_on_a_nerves_like_device(pi3, tmp_path, cli):
 # ---- setting explain on the real GPIO (docs/explain.md, docs/gpio.md) --------------------------------------
 # The culprit is tests/culprit.py's, in the guest: rtprobe as rtsc-culprit, SCHED_FIFO 90 on the probe's CPU
 # (above its 80), busy about 10 ms every 200 ms. Under TCG the guest's own timer handling and the vCPU's stalls
-# reach milliseconds, so the criterion is test_explain_qemu.py's: of the delayed samples the guest's kernel saw,
-# the culprit (name and pid) is the largest cause of at least half; the issue's (>= 90 %, within 20 % of the
-# delay) needs KVM or a board, where this spec runs unchanged.
+# reach milliseconds, so the criterion is that of the explain test in tests/test_rtla.py: of the delayed samples
+# the guest's kernel saw, the culprit (name and pid) is the largest cause of at least half; the issue's (>= 90 %,
+# within 20 % of the delay) needs KVM or a board, where this spec runs unchanged.
 
 def explained_run(pi3, tmp_path, cli, variant: str, **params):
     db = str(tmp_path / "explain.db")
