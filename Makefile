@@ -4,6 +4,8 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+# Compiling runs in parallel; the tests run one at a time (they measure timing).
+JOBS   := -j$(shell nproc 2>/dev/null || echo 2)
 STAMP  := $(VENV)/.installed
 
 .PHONY: all setup system-deps venv probes cross beam cbtask dist demo test test-python test-probes test-cross test-beam test-cbtask check-specs check-imports bench clean
@@ -24,12 +26,12 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 probes:
-	$(MAKE) -C probes
+	$(MAKE) $(JOBS) -C probes
 
 # Static rtprobe and taskmem for x86_64, aarch64, armhf: what rtscope deploys to targets (docs/targets.md).
 cross: probes cbtask
-	$(MAKE) -C probes cross
-	$(MAKE) -C cbtask cross
+	$(MAKE) $(JOBS) -C probes cross
+	$(MAKE) $(JOBS) -C cbtask cross
 
 beam:
 	@if command -v mix >/dev/null 2>&1 && [ -f beam/mix.exs ]; then \
@@ -37,7 +39,7 @@ beam:
 	else echo "rtscope: Elixir not installed: BEAM runtime unavailable (sudo apt-get install -y elixir erlang-dev)"; fi
 
 cbtask:
-	@if [ -f cbtask/Makefile ]; then $(MAKE) -C cbtask; fi
+	@if [ -f cbtask/Makefile ]; then $(MAKE) $(JOBS) -C cbtask; fi
 
 # One wheel for x86_64, aarch64 and armhf Linux hosts, and its sdist (docs/install.md): the static probes of
 # `make cross`, the compiled BEAM harness, the specs; setup.py's hook refuses a missing or non-static probe.
@@ -64,13 +66,14 @@ check-imports: setup
 	$(BIN)/lint-imports
 
 test-probes:
+	$(MAKE) $(JOBS) -C probes test-build
 	$(MAKE) -C probes test
 
 test-cross: cross
 	$(MAKE) -C probes cross-test
 
 test-cbtask:
-	@if [ -f cbtask/Makefile ]; then $(MAKE) -C cbtask test; fi
+	@if [ -f cbtask/Makefile ]; then $(MAKE) $(JOBS) -C cbtask test-build && $(MAKE) -C cbtask test; fi
 
 test-beam:
 	@if [ -f beam/mix.exs ]; then cd beam && MIX_ENV=test mix test; fi
