@@ -42,7 +42,8 @@ def build_store(tmp: Path, runs: int, samples: int) -> str:
     db = str(tmp / "bench.db")
     store = Store(db)
     rng = np.random.default_rng(1)
-    configs = [(g, f) for g in GOVERNORS for f in FULLSWEEP]
+    # the baseline's configuration first, so that any --runs >= 2 has it and another to compare with
+    configs = sorted(((g, f) for g in GOVERNORS for f in FULLSWEEP), key=lambda c: c != ("conservative", 65535))
     cols = [Column("duration", "ns", "i64"), Column("heap_size", "words", "i64"), Column("minor_gcs", "count", "i64")]
     env = {"hostname": "bench", "kernel_release": os.uname().release, "preemption": "none", "cpu_count": 2}
     for i in range(runs):
@@ -81,6 +82,8 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=10_000)
     ap.add_argument("--tail-row", action="store_true", help="also time compare --tail (a tail fit per run)")
     args = ap.parse_args()
+    if args.runs < 2:
+        ap.error(f"--runs {args.runs}: a comparison needs 2 runs or more (the baseline's and another)")
     rtscope = [sys.executable, "-m", "rtscope"]
     with tempfile.TemporaryDirectory(prefix="rtscope-bench-") as d:
         tmp = Path(d)
