@@ -15,7 +15,6 @@ from rtscope.errors import RtscopeError
 from rtscope.settings.governor import Unavailable, cpufreq_applied, parse_freq, parse_governor
 from rtscope.settings.registry import SETTINGS
 from rtscope.settings.base import RunContext
-from rtscope.targets import LocalTarget
 from proc_helpers import default_signals
 
 CPU = "sys/devices/system/cpu"
@@ -71,16 +70,17 @@ def test_a_cpu_without_cpufreq_makes_the_setting_unavailable_and_nothing_changes
 
 
 def test_kernel_refusing_a_value_is_an_error_and_nothing_stays_changed(tmp_path, monkeypatch):
+    """(The refusal is simulated where the target writes: a fake tree cannot refuse a value as sysfs does.)"""
+    from rtscope.settings import undo
     root = fake_sysfs(tmp_path)
-    real_write = LocalTarget.write_file
+    real_write_many = undo.write_many
 
-    def refuse_on_cpu1(self, path, text):
-        if "cpu1" in str(path) and text.strip() == "performance":
-            raise OSError(22, "Invalid argument")
-        real_write(self, path, text)
+    def refuse_on_cpu1(target, pairs):
+        said = real_write_many(target, [(p, t) for p, t in pairs if not ("cpu1" in p and t == "performance")])
+        return [("Invalid argument" if "cpu1" in p and t == "performance" else said.pop(0)) for p, t in pairs]
 
-    monkeypatch.setattr(LocalTarget, "write_file", refuse_on_cpu1)
-    with pytest.raises(RtscopeError, match="cannot set .*cpu1.* to performance: Invalid argument"):
+    monkeypatch.setattr(undo, "write_many", refuse_on_cpu1)
+    with pytest.raises(RtscopeError, match="scaling_governor: the kernel refused performance in .*cpu1.*: Invalid"):
         with cpufreq_applied("scaling_governor", "performance", root=root):
             pass
     assert read(root, 0, "scaling_governor") == read(root, 1, "scaling_governor") == "schedutil"
@@ -168,3 +168,35 @@ def test_settings_restored_after_sigterm_or_ctrl_c(tmp_path, sig, code):
         assert c.execute("select status from experiments").fetchall() == [("interrupted",)]
         assert c.execute("select count(*) from runs").fetchone() == (0,)
         assert c.execute("select count(*) from sample_chunks").fetchone() == (0,)
+
+
+def test_values_back_at_the_next_run_after_kill_9(tmp_path):
+    """`kill -9` of a real `rtscope run` leaves the (fake) cpufreq files changed; the next run on this target
+    (here `--resume`) writes the originals back from the undo journal before it applies anything."""
+    root = fake_sysfs(tmp_path / "sysfs")
+    spec = tmp_path / "g.toml"
+    spec.write_text('name = "g"\n[[workload]]\nname = "exec"\nvariants = "sleep"\n'
+                    '[workload.params]\niterations = 400\npause_ms = 0\n'
+                    '[workload.settings]\ngovernor = "performance"\nmin_freq = "max"\n')
+    db = tmp_path / "g.db"
+    env = dict(os.environ, RTSCOPE_SYSFS_ROOT=str(root))
+    run = [sys.executable, "-m", "rtscope", "run", str(spec), "--db", str(db)]
+    proc = subprocess.Popen(run, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals)
+    try:
+        deadline = time.monotonic() + 60
+        while read(root, 1, "scaling_min_freq") != "1500000":
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the settings were never applied"
+            time.sleep(0.05)
+        proc.kill()
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert read(root, 0, "scaling_governor") == "performance"  # nobody was left to put it back
+    resumed = subprocess.run(run + ["--resume"], env=env, capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    for c in (0, 1):
+        assert read(root, c, "scaling_governor") == "schedutil" and read(root, c, "scaling_min_freq") == "600000"
+    assert not [f for f in os.listdir("/run/rtscope/undo") if f"-{proc.pid}-" in f]  # the journal went too

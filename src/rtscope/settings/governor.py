@@ -4,6 +4,10 @@ A run under `governor=performance` (or `min_freq=max`) writes the value into
 every online CPU's cpufreq directory before the probe starts and writes each
 CPU's previous value back when the run ends, whatever ends it: success, an
 error, Ctrl-C or SIGTERM (signals are held off while the old values go back).
+On a target with a shell the previous values are first kept in the undo
+journal (settings/undo.py), so that after a `kill -9` of rtscope the next run
+on that target writes them back; a BEAM node target (no shell) writes the
+files through the node and has no journal.
 
 Everything goes through the run's target (docs/targets.md): the files are
 read and written on the board, under the target's sysfs root — for the local
@@ -26,6 +30,7 @@ from .. import sysinfo
 from ..errors import RtscopeError
 from ..signals import held_signals
 from ..targets import LocalTarget, Target
+from . import undo
 from .base import RunContext, Setting
 
 ROOT_ENV = "RTSCOPE_SYSFS_ROOT"
@@ -144,6 +149,12 @@ def cpufreq_applied(file: str, value: Any, ctx: RunContext | None = None, root: 
     """Write `value` to `file` on every online CPU of the run's target; always write the previous values back."""
     target = ctx.target if ctx is not None and ctx.target is not None and root is None else _target(root)
     writes = plan(file, value, target)
+    notes = ctx.notes if ctx is not None else []
+    if target.runtimes is None:  # a shell: journalled, undone after a kill -9 too
+        with undo.files_changed(file, writes, RunContext(request=None, workdir=None, notes=notes, target=target)):
+            _note(notes, file, writes, target)
+            yield
+        return
     previous: list[tuple[str, str]] = []
     try:
         for path, text, old in writes:
@@ -155,10 +166,7 @@ def cpufreq_applied(file: str, value: Any, ctx: RunContext | None = None, root: 
             now = (target.read_files([path])[path] or "").strip()
             if now != text:
                 raise RtscopeError(f"the kernel did not accept {text} in {path} (it reads {now!r})")
-        if ctx is not None and previous:
-            olds = sorted({old for _, old in previous})
-            where = "" if target.is_local else f" on target {target.name}"
-            ctx.notes.append(f"{file} set to {writes[0][1]} on {len(writes)} CPU(s){where} (was {', '.join(olds)})")
+        _note(notes, file, writes, target)
         yield
     finally:
         failed = []
@@ -170,6 +178,13 @@ def cpufreq_applied(file: str, value: Any, ctx: RunContext | None = None, root: 
                     failed.append(f"{path} ({getattr(e, 'strerror', None) or e})")
         if failed:
             raise RtscopeError(f"could not restore {file} to its previous value in: {', '.join(failed)}")
+
+
+def _note(notes: list[str], file: str, writes: list[tuple[str, str, str]], target: Target) -> None:
+    if writes:
+        olds = sorted({old for _, _, old in writes})
+        where = "" if target.is_local else f" on target {target.name}"
+        notes.append(f"{file} set to {writes[0][1]} on {len(writes)} CPU(s){where} (was {', '.join(olds)})")
 
 
 SETTINGS = (CpufreqSetting(
