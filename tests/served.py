@@ -125,6 +125,17 @@ def wait_until(page, expression: str, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
+def report_page(cli, db: str, out, browser, page=None):
+    """`rtscope report` of the store `db` written to `out`, opened in Chromium (`page`, else a new 1280 px one)
+    with every plot drawn: the page."""
+    r = cli("report", "--db", db, "-o", out)
+    assert r.code == 0, r.err
+    page = page or new_page(browser)
+    page.goto(out.as_uri())
+    wait_until(page, DRAWN)
+    return page
+
+
 def open_page(page, url: str) -> dict:
     """Load a page and wait until every plot is drawn; its body's counters."""
     page.goto(url)

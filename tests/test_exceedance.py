@@ -19,7 +19,7 @@ import pytest
 
 from report_fixtures import add_experiment, add_histogram_run, add_run
 from rtscope.store import Store
-from served import DRAWN, Served, new_page, open_page, wait_until
+from served import Served, open_page, report_page
 from tail_synthetic import ar1, spliced
 
 N = 20_000
@@ -175,12 +175,7 @@ def check_drawn(page, panels: int, claimed: bool, refused: bool) -> dict:
 
 
 def test_report_and_serve_in_chromium(cli, tails, browser, tmp_path):
-    out = tmp_path / "r.html"
-    r = cli("report", "--db", tails["db"], "-o", out)
-    assert r.code == 0, r.err
-    page = new_page(browser)
-    page.goto(out.as_uri())
-    wait_until(page, DRAWN)
+    page = report_page(cli, tails["db"], tmp_path / "r.html", browser)
     p = check_drawn(page, 2, True, True)
     assert p["x"][1] >= tails["max_us"]
     assert page.problems == [], page.problems

@@ -20,7 +20,7 @@ import pytest
 
 from report_fixtures import add_experiment, add_histogram_run, add_run
 from rtscope.store import Store
-from served import DRAWN, Served, new_page, open_page
+from served import Served, new_page, open_page, report_page
 
 OUTLIER_NS = 4_917_000
 N = 20_000
@@ -215,13 +215,7 @@ def check_toolbars(page, where: str) -> int:
 def test_report_histogram_in_chromium(cli, outliers, browser, tmp_path):
     """The report in Chromium: the histogram plotly drew spans the bulk (its live x range ends below 2 × the
     largest p99.99), each configuration has ≥ 10 visible non-empty bars, and the outlier's note is drawn."""
-    out = tmp_path / "r.html"
-    r = cli("report", "--db", outliers["db"], "-o", out)
-    assert r.code == 0, r.err
-    page = new_page(browser)
-    page.goto(out.as_uri())
-    from served import wait_until
-    wait_until(page, DRAWN)
+    page = report_page(cli, outliers["db"], tmp_path / "r.html", browser)
     h = page.evaluate(HISTOGRAM)
     assert h["range"][1] <= 2 * max(outliers["p9999"].values()), h
     assert len(h["bars"]) == 5 and min(h["bars"]) >= 10, h
@@ -279,13 +273,8 @@ def test_one_run_renders_at_80_columns(cli, browser, tmp_path, kind):
     else:
         add_run(store, tmp_path, values if kind == "samples" else np.full(500, 7_000), workload="timer",
                 variant="absolute", measure="latency", settings=COMMON)
-    out = tmp_path / "one.html"
-    r = cli("report", "--db", db, "-o", out)
-    assert r.code == 0, r.err
-    page = browser.new_page(viewport={"width": 640, "height": 900})
-    page.goto(out.as_uri())
-    from served import wait_until
-    wait_until(page, DRAWN)
+    page = report_page(cli, db, tmp_path / "one.html", browser, browser.new_page(viewport={"width": 640,
+                                                                                            "height": 900}))
     assert page.evaluate("+document.body.dataset.jsErrors") == 0
     assert check_toolbars(page, f"report of one {kind} run") >= 3
     s = Served(db, log=tmp_path / "serve.log")
