@@ -278,3 +278,18 @@ def test_cli_on_a_real_native_run(cli, db, tmp_path, rtprobe):
         failed = next(c for c in doc["checks"] if c["passed"] is False)
         assert doc["refused_because"].startswith(failed["name"]) and "levels" not in doc
     _fits_80(db, run.id)
+
+
+def test_candidates_on_one_bucket_edge_are_fitted_once(monkeypatch):
+    """Coarse buckets put several candidate thresholds on the same edge: one censored fit serves them all."""
+    rng = np.random.default_rng(1)
+    x = (5000 + rng.gamma(2, 300, 10**6) + rng.pareto(4, 10**6) * 200).astype(np.int64)
+    hist = {"counts": np.bincount(x // 1000).tolist(), "bucket_width": 1000, "min_value": 0, "overflow": 0,
+            "n": len(x), "max": int(x.max())}
+    edges = {tail_fit.excesses_histogram(hist, k).u for _, k in tail_fit.candidates(len(x))}
+    calls = []
+    real = tail_fit.fit_gpd
+    monkeypatch.setattr(tail_fit, "fit_gpd", lambda ex, q: (calls.append(ex.u), real(ex, q))[1])
+    _, tried = tail_fit.choose(lambda k: tail_fit.excesses_histogram(hist, k), len(x))
+    assert len(tail_fit.candidates(len(x))) > len(edges) and sorted(calls) == sorted(edges)
+    assert len(tried) == len(edges)
