@@ -145,6 +145,9 @@ def test_one_controller_a_board_goes_down_mid_interval_and_comes_back(boards, tm
     assert code == 0, (c.err, c.lines)
     assert "3 of 3 boards' monitorings finished, 12 intervals stored" in c.lines[-1]
     assert not any(re.match(r"board +state", line) for line in c.lines)   # piped: the lines, no table
+    bounds = [line for line in c.lines if "worst case" in line]   # each interval's running bound, as monitor's
+    assert len(bounds) == 12, c.lines
+    assert all("seen in" in line and ("bound at p = 1e-09" in line or "no bound:" in line) for line in bounds)
     runs = by_board(db)
     for name, server in boards.items():
         assert sorted(r["plan_index"] for r in runs[name]) == list(range(4)), name  # nothing lost

@@ -172,6 +172,14 @@ def test_pages_render_and_escape(lab, server, browser):
     assert lab_page["errors"] == 0
     text = page.inner_text("main")
     assert EVIL_TARGET in text and EVIL in text            # target name and description, shown as text
+    if lab["monitor"] is not None:   # the monitored board's running bound: a figure, or "—" saying why not
+        heads = page.locator("#boards-table th").all_inner_texts()
+        assert "bound (µs)" in heads
+        cell = page.locator("#boards-table tbody tr td.bound").first
+        shown, title = cell.inner_text().strip(), cell.get_attribute("title")
+        assert (shown == "—" and title.startswith("no bound: ")) or (float(shown) > 0 and title is None), \
+            (shown, title)
+        assert cell.get_attribute("data-sort") == ("" if shown == "—" else cell.get_attribute("data-sort"))
 
     counters = open_page(page, f"{server.url}/experiments/{lab['markup']}")
     assert counters["plots"] >= 4 and counters["svgs"] >= counters["plots"] and counters["errors"] == 0

@@ -23,6 +23,17 @@ def interval_line(store, run, load: str, explain: bool) -> str:
     return line + (f"\n      why: {escape(why)} (rtscope explain {run.id})" if why else "")
 
 
+def running_bound_line(store, run, load: str, phases: bool) -> str:
+    """The worst case of the monitoring's intervals so far of this interval's phase: the largest sample and the
+    bound at p = 1e-9 per sample, or why there is none."""
+    from ..experiment import monitor as mon
+    from .tail import worst_case_text
+    wc, intervals = mon.worst_case_so_far(store, run)
+    details = (f"{intervals} interval{'s' if intervals > 1 else ''} of load {load}; rtscope tail --experiment "
+               f"{run.experiment_id}" + (f" --where load={load}" if phases else ""))
+    return worst_case_text(wc, run.primary["unit"], details)
+
+
 class LiveView:
     """Per interval as it is stored: each CPU's maximum and p99.99, then the worst case of the intervals so far
     (phases: intervals alternate idle and loaded, so each phase's is its own)."""
@@ -41,12 +52,7 @@ class LiveView:
         load = p.request.settings.get("load", "none")
         line = interval_line(self.store, run, load, bool(p.request.settings.get("explain")))
         console.print(f"[{p.index + 1}/{self.total}] {line}", highlight=False)
-        from ..experiment import monitor as mon
-        from .tail import worst_case_text
-        wc, intervals = mon.worst_case_so_far(self.store, run)
-        details = (f"{intervals} interval{'s' if intervals > 1 else ''} of load {load}; rtscope tail --experiment "
-                   f"{run.experiment_id}" + (f" --where load={load}" if self.phases else ""))
-        console.print("      " + worst_case_text(wc, run.primary["unit"], details), highlight=False)
+        console.print("      " + running_bound_line(self.store, run, load, self.phases), highlight=False)
 
     def run_skipped(self, p, reason: str) -> None:
         err_console.print(f"[yellow]skipped interval {p.index + 1}:[/] {escape(reason)}")
@@ -68,8 +74,8 @@ class FleetView:
     over or finishes), and on a terminal a compact live table under them: board, state, intervals, last
     interval's worst CPU."""
 
-    def __init__(self, store, controller: str, boards: list[str], live: bool):
-        self.store, self.controller = store, controller
+    def __init__(self, store, controller: str, boards: list[str], live: bool, plan_for=None):
+        self.store, self.controller, self.plan_for = store, controller, plan_for
         self.rows = {b: {"state": "waiting", "done": 0, "total": None, "last": "", "note": ""} for b in boards}
         self.lock = threading.Lock()
         self.live = None
@@ -108,13 +114,18 @@ class FleetView:
 
     def stored(self, board, p, total, run) -> None:
         from ..experiment import monitor as mon
-        line = interval_line(self.store, run, p.request.settings.get("load", "none"),
-                             bool(p.request.settings.get("explain")))
+        load = p.request.settings.get("load", "none")
+        line = interval_line(self.store, run, load, bool(p.request.settings.get("explain")))
+        line += "\n      " + running_bound_line(self.store, run, load, self._phases(board))
         cpus = mon.per_cpu(run)
         worst = (f"max {max(c['max_us'] for c in cpus):.1f} p99.99 {max(c['p9999_us'] for c in cpus):.1f}"
                  if cpus else "–")
         self._say(board, f"[{p.index + 1}/{total}] {line}", state="watching", done=self.rows[board]["done"] + 1,
                   last=worst, note="")
+
+    def _phases(self, board: str) -> bool:
+        """Whether the board's intervals alternate idle and loaded phases (each phase has its own bound)."""
+        return bool(self.plan_for and self.plan_for(board).load)
 
     def down(self, board, reason) -> None:
         self._say(board, f"[red]down[/]: {escape(reason)} (asked again until it answers)", state="down",
@@ -136,7 +147,7 @@ def monitor_fleet(names: list[str], plan_for, db: Optional[str]) -> None:
     from ..signals import Terminated
     store = open_store(db)
     name = fleet.controller_name()
-    view = FleetView(store, name, names, live=console.is_terminal)
+    view = FleetView(store, name, names, live=console.is_terminal, plan_for=plan_for)
     controller = fleet.Controller(store, names, plan_for, view, name)
     console.print(f"controller {name}: {len(names)} boards ({', '.join(names)}), store {escape(store.url)}, "
                   f"lease {controller.lease_s:.0f} s", highlight=False)

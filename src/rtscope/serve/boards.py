@@ -142,9 +142,15 @@ class Lab:
     def __init__(self, store: Store, cached: int = 1024):
         self.store = store
         self.intervals = Bounded(cached)   # run id -> Interval
+        self.bounds = Bounded(cached)      # a board's newest run id -> its running bound (RunningBound)
 
     def interval(self, run_id: int) -> Interval:
         return self.intervals.get(run_id, lambda: interval_of(self.store.get_run(run_id)))
+
+    def bound(self, run_id: int) -> "RunningBound":
+        """The running bound as of a board's newest interval: fitted once per interval stored, not per request
+        (a new interval is a new key; the old one ages out of the bounded cache)."""
+        return self.bounds.get(run_id, lambda: running_bound(self.store, self.store.get_run(run_id)))
 
     def read(self, origins: list[tuple] | None = None) -> list[Board]:
         """Every board, by target name (`origins`: the store's run_origins(), when the caller has read them)."""
@@ -172,17 +178,38 @@ class Lab:
         return boards
 
 
+@dataclass(frozen=True)
+class RunningBound:
+    """A board's tail bound at BOUND_P per sample from its intervals so far (monitor's running bound), or why
+    there is none."""
+
+    value_ns: float | None
+    reason: str | None
+    intervals: int
+
+
+def running_bound(store: Store, run: Run) -> RunningBound:
+    """The bound `rtscope monitor` prints after this interval: every interval of its monitoring with its phase."""
+    wc, intervals = monitor.worst_case_so_far(store, run)
+    value = wc.level.value if wc.level is not None else None
+    return RunningBound(value, None if value is not None else (wc.short_reason or "not claimed"), intervals)
+
+
 def page_rows(store: Store, lab: Lab, now: float) -> list[dict]:
     """The lab page's boards table: per board its kernel and preemption model, state (and why it is down), its
-    newest interval's worst CPU (max and p99.99, µs), the top cause when that interval was explained, the
+    newest interval's worst CPU (max and p99.99, µs), the running tail bound at p = 1e-9 per sample (or why
+    none), the top cause when that interval was explained, the
     intervals stored, who watches it, and its monitoring (the per-board page with its history)."""
     rows = []
     for b in lab.read():
         iv = b.newest
         worst = max(iv.cpus, key=lambda c: c.max_ns, default=None)
+        bound = lab.bound(iv.run_id)
         rows.append({"target": b.target, "kernel": iv.kernel, "preemption": iv.preemption, "state": b.state(now),
                      "reason": b.reason, "max_us": None if worst is None else worst.max_ns / 1000,
                      "p9999_us": None if worst is None else max(c.p9999_ns for c in iv.cpus) / 1000,
+                     "bound_us": None if bound.value_ns is None else bound.value_ns / 1000,
+                     "bound_reason": bound.reason,
                      "top_cause": monitor.top_cause(store, store.get_run(iv.run_id)),
                      "intervals": b.intervals, "controller": b.controller or ("-" if not b.watched else "?"),
                      "finished_at": iv.finished_at or "", "experiment": iv.experiment_id, "run": iv.run_id})
