@@ -274,7 +274,9 @@ def main() -> int:
         except KeyboardInterrupt:
             print("interrupted: stopping every process started", file=sys.stderr)
             return 130
-        finally:
+        finally:   # a second Ctrl-C or SIGTERM does not cut the cleanup short
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
             stop.set()
             procs.stop()
             for s in servers.values():

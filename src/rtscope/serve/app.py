@@ -173,7 +173,7 @@ def make_app(store: Store, access: Access) -> FastAPI:
             return srv.page("lab.html", title="rtscope lab", targets=views.targets(store),
                             boards=boards.page_rows(store, srv.lab, time.time()),
                             experiments=views.experiment_rows(store), latest=latest, common=common).body
-        return HTMLResponse(srv.current(("lab",), make))
+        return HTMLResponse(srv.current(("lab", srv.lab.fitted), make))   # remade when a board's bound is fitted
 
     @app.get("/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)
     def run_page(run_id: int):

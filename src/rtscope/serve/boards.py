@@ -22,6 +22,8 @@ which changes with the clock alone.
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -143,14 +145,36 @@ class Lab:
         self.store = store
         self.intervals = Bounded(cached)   # run id -> Interval
         self.bounds = Bounded(cached)      # a board's newest run id -> its running bound (RunningBound)
+        self.latest: dict[str, RunningBound] = {}   # per board, its newest bound fitted
+        self.fitted = 0                    # bounds fitted so far: a page made before the newest one is stale
+        self._fitting: set[int] = set()
+        self._lock = threading.Lock()
+        self._fitter = ThreadPoolExecutor(1, thread_name_prefix="rtscope-bound")
 
     def interval(self, run_id: int) -> Interval:
         return self.intervals.get(run_id, lambda: interval_of(self.store.get_run(run_id)))
 
-    def bound(self, run_id: int) -> "RunningBound":
-        """The running bound as of a board's newest interval: fitted once per interval stored, not per request
-        (a new interval is a new key; the old one ages out of the bounded cache)."""
-        return self.bounds.get(run_id, lambda: running_bound(self.store, self.store.get_run(run_id)))
+    def bound(self, target: str, run_id: int) -> "RunningBound | None":
+        """The running bound as of a board's newest interval, fitted once per interval stored and off the
+        request: until the fit of a new interval is done, the board's previous bound (None: none yet)."""
+        if run_id in self.bounds:
+            return self.bounds.get(run_id, lambda: None)
+        with self._lock:
+            if run_id not in self._fitting:
+                self._fitting.add(run_id)
+                self._fitter.submit(self._fit, target, run_id)
+        return self.latest.get(target)
+
+    def _fit(self, target: str, run_id: int) -> None:
+        try:
+            found = running_bound(self.store, self.store.get_run(run_id))
+        except Exception as e:   # noqa: BLE001 - a failed fit is shown as the reason there is no bound
+            found = RunningBound(None, f"the fit failed: {e}", 0)
+        self.bounds.get(run_id, lambda: found)
+        with self._lock:
+            self._fitting.discard(run_id)
+            self.latest[target] = found
+            self.fitted += 1
 
     def read(self, origins: list[tuple] | None = None) -> list[Board]:
         """Every board, by target name (`origins`: the store's run_origins(), when the caller has read them)."""
@@ -176,6 +200,9 @@ class Lab:
                                 lease.controller if lease else None,
                                 None if lease is None else lease.state == "up", lease.reason if lease else None))
         return boards
+
+
+FITTING = "being fitted from the intervals so far"
 
 
 @dataclass(frozen=True)
@@ -204,7 +231,7 @@ def page_rows(store: Store, lab: Lab, now: float) -> list[dict]:
     for b in lab.read():
         iv = b.newest
         worst = max(iv.cpus, key=lambda c: c.max_ns, default=None)
-        bound = lab.bound(iv.run_id)
+        bound = lab.bound(b.target, iv.run_id) or RunningBound(None, FITTING, 0)
         rows.append({"target": b.target, "kernel": iv.kernel, "preemption": iv.preemption, "state": b.state(now),
                      "reason": b.reason, "max_us": None if worst is None else worst.max_ns / 1000,
                      "p9999_us": None if worst is None else max(c.p9999_ns for c in iv.cpus) / 1000,
