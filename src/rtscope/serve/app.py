@@ -171,7 +171,7 @@ def make_app(store: Store, access: Access) -> FastAPI:
             runs = store.latest_runs(views.LATEST_RESULTS)
             latest, common = views.latest_results(runs, [srv.stats_doc(r.id) for r in runs])
             return srv.page("lab.html", title="rtscope lab", targets=views.targets(store),
-                            boards=boards.page_rows(store, srv.lab, time.time()),
+                            boards=boards.page_rows(srv.lab, time.time()),
                             experiments=views.experiment_rows(store), latest=latest, common=common).body
         return HTMLResponse(srv.current(("lab", srv.lab.fitted), make))   # remade when a board's bound is fitted
 

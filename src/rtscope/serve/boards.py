@@ -66,6 +66,7 @@ class Interval:
     length_s: float
     finished_at: str | None
     cpus: tuple[CpuFigures, ...]
+    top_cause: str | None      # an explained interval's largest culprit and its share (monitor.top_cause)
 
 
 @dataclass(frozen=True)
@@ -110,8 +111,9 @@ def counts_at(h: dict, bounds_us=BOUNDS_US) -> tuple[int, ...]:
     return tuple(int(cum[int(np.searchsorted(upper, b * 1000.0, side="right"))]) for b in bounds_us)
 
 
-def interval_of(run: Run) -> Interval:
-    """A monitoring interval's figures per CPU (monitor's own per-CPU statistics) and what names its board."""
+def interval_of(store: Store, run: Run) -> Interval:
+    """A monitoring interval's figures per CPU (monitor's own per-CPU statistics), what names its board, and its
+    top cause when it was explained (read once: the lab page is made again whenever the store changes)."""
     rows = {r["cpu"]: r for r in monitor.per_cpu(run)}
     cpus = []
     for index, cpu, h in thread_histograms(run):
@@ -121,7 +123,8 @@ def interval_of(run: Run) -> Interval:
     m = run.machine or {}
     return Interval(run.id, run.experiment_id, str(m.get("kernel_release") or "unknown"),
                     str(m.get("preemption") or "unknown"), float(run.params.get("duration_s") or 0),
-                    run.finished_at, tuple(cpus))
+                    run.finished_at, tuple(cpus),
+                    monitor.top_cause(store, run) if run.settings.get("explain") else None)
 
 
 def timestamp(text: str | None) -> float | None:
@@ -152,7 +155,7 @@ class Lab:
         self._fitter = ThreadPoolExecutor(1, thread_name_prefix="rtscope-bound")
 
     def interval(self, run_id: int) -> Interval:
-        return self.intervals.get(run_id, lambda: interval_of(self.store.get_run(run_id)))
+        return self.intervals.get(run_id, lambda: interval_of(self.store, self.store.get_run(run_id)))
 
     def bound(self, target: str, run_id: int) -> "RunningBound | None":
         """The running bound as of a board's newest interval, fitted once per interval stored and off the
@@ -187,7 +190,7 @@ class Lab:
                 newest[target] = (run_id, stored_at)
         missing = [i for i, _ in newest.values() if i not in self.intervals]
         for run in self.store.runs(ids=missing) if missing else []:
-            self.intervals.get(run.id, lambda run=run: interval_of(run))
+            self.intervals.get(run.id, lambda run=run: interval_of(self.store, run))
         found = {t: self.interval(i) for t, (i, _) in newest.items()}
         statuses = self.store.experiment_statuses(sorted({iv.experiment_id for iv in found.values()
                                                           if iv.experiment_id is not None}))
@@ -222,11 +225,11 @@ def running_bound(store: Store, run: Run) -> RunningBound:
     return RunningBound(value, None if value is not None else (wc.short_reason or "not claimed"), intervals)
 
 
-def page_rows(store: Store, lab: Lab, now: float) -> list[dict]:
+def page_rows(lab: Lab, now: float) -> list[dict]:
     """The lab page's boards table: per board its kernel and preemption model, state (and why it is down), its
     newest interval's worst CPU (max and p99.99, µs), the running tail bound at p = 1e-9 per sample (or why
-    none), the top cause when that interval was explained, the
-    intervals stored, who watches it, and its monitoring (the per-board page with its history)."""
+    none), the top cause when that interval was explained, the intervals stored, who watches it, and its
+    monitoring (the per-board page with its history)."""
     rows = []
     for b in lab.read():
         iv = b.newest
@@ -237,7 +240,7 @@ def page_rows(store: Store, lab: Lab, now: float) -> list[dict]:
                      "p9999_us": None if worst is None else max(c.p9999_ns for c in iv.cpus) / 1000,
                      "bound_us": None if bound.value_ns is None else bound.value_ns / 1000,
                      "bound_reason": bound.reason,
-                     "top_cause": monitor.top_cause(store, store.get_run(iv.run_id)),
+                     "top_cause": iv.top_cause,
                      "intervals": b.intervals, "controller": b.controller or ("-" if not b.watched else "?"),
                      "finished_at": iv.finished_at or "", "experiment": iv.experiment_id, "run": iv.run_id})
     return rows
