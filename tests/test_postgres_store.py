@@ -111,14 +111,18 @@ def test_two_resumers_store_each_run_once(url, tmp_path, rtprobe):
                     '[workload.params]\nn = 100\niterations = 2\npause_ms = 0\n')
     proc = subprocess.Popen([sys.executable, "-m", "rtscope", "run", str(spec), "--db", url],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(2)
+    deadline = time.monotonic() + 60   # interrupted once a run is stored (a fixed 2 s was before the experiment
+    while time.monotonic() < deadline and proc.poll() is None:   # existed on a loaded machine: nothing to resume)
+        if Store(url).runs():
+            break
+        time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
-    proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
     resumers = [subprocess.Popen([sys.executable, "-m", "rtscope", "run", str(spec), "--db", url, "--resume", "1"],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
-    for p in resumers:
-        p.communicate(timeout=120)
-    assert [p.returncode for p in resumers] == [0, 0]
+    said = [p.communicate(timeout=120)[1] for p in resumers]
+    assert [p.returncode for p in resumers] == [0, 0], said
     plan = sorted(r["plan_index"] for r in Store(url).runs())
     assert plan == list(range(6))
 
