@@ -136,6 +136,31 @@ def report_page(cli, db: str, out, browser, page=None):
     return page
 
 
+def fitted_bounds(page, url: str, timeout: float = 60.0) -> dict[str, tuple[str, str | None]]:
+    """The lab page at `url` once no board's bound is being fitted (serve fits them off the request): each
+    board's bound cell, (text, title)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        open_page(page, url)
+        cells = page.eval_on_selector_all("#boards-table tbody tr", "rows => rows.map(r => [r.cells[0].textContent"
+                                          ".trim(), r.querySelector('td.bound').textContent.trim(), "
+                                          "r.querySelector('td.bound').getAttribute('title')])")
+        if not any(title and "being fitted" in title for _, _, title in cells):
+            return {board: (text, title) for board, text, title in cells}
+        assert time.monotonic() < deadline, f"bounds still being fitted after {timeout} s: {cells}"
+        time.sleep(0.5)
+
+
+def expected_bounds(db: str) -> dict[str, tuple[str, str | None]]:
+    """Each board's bound cell as the lab page must show it: monitor's running bound of its newest interval."""
+    from rtscope.serve.boards import Lab, running_bound
+    from rtscope.store import Store
+    store = Store(db, read_only=True)
+    found = {b.target: running_bound(store, store.get_run(b.newest.run_id)) for b in Lab(store).read()}
+    return {board: (f"{b.value_ns / 1000:.1f}", None) if b.value_ns is not None else ("—", f"no bound: {b.reason}")
+            for board, b in found.items()}
+
+
 def open_page(page, url: str) -> dict:
     """Load a page and wait until every plot is drawn; its body's counters."""
     page.goto(url)
