@@ -147,8 +147,7 @@ class Lab:
     def __init__(self, store: Store, cached: int = 1024):
         self.store = store
         self.intervals = Bounded(cached)   # run id -> Interval
-        self.bounds = Bounded(cached)      # a board's newest run id -> its running bound (RunningBound)
-        self.latest: dict[str, RunningBound] = {}   # per board, its newest bound fitted
+        self.latest: dict[str, tuple[int, RunningBound]] = {}   # per board: its newest bound fitted, of which run
         self.fitted = 0                    # bounds fitted so far: a page made before the newest one is stale
         self._fitting: set[int] = set()
         self._lock = threading.Lock()
@@ -160,23 +159,24 @@ class Lab:
     def bound(self, target: str, run_id: int) -> "RunningBound | None":
         """The running bound as of a board's newest interval, fitted once per interval stored and off the
         request: until the fit of a new interval is done, the board's previous bound (None: none yet)."""
-        if run_id in self.bounds:
-            return self.bounds.get(run_id, lambda: None)
+        fitted = self.latest.get(target)
+        if fitted is not None and fitted[0] == run_id:
+            return fitted[1]
         with self._lock:
             if run_id not in self._fitting:
                 self._fitting.add(run_id)
                 self._fitter.submit(self._fit, target, run_id)
-        return self.latest.get(target)
+        return fitted[1] if fitted is not None else None
 
     def _fit(self, target: str, run_id: int) -> None:
         try:
             found = running_bound(self.store, self.store.get_run(run_id))
         except Exception as e:   # noqa: BLE001 - a failed fit is shown as the reason there is no bound
-            found = RunningBound(None, f"the fit failed: {e}", 0)
-        self.bounds.get(run_id, lambda: found)
+            found = RunningBound(None, f"the fit failed: {e}")
         with self._lock:
             self._fitting.discard(run_id)
-            self.latest[target] = found
+            if run_id >= self.latest.get(target, (-1, None))[0]:   # a newer interval's fit may have ended first
+                self.latest[target] = (run_id, found)
             self.fitted += 1
 
     def read(self, origins: list[tuple] | None = None) -> list[Board]:
@@ -215,14 +215,13 @@ class RunningBound:
 
     value_ns: float | None
     reason: str | None
-    intervals: int
 
 
 def running_bound(store: Store, run: Run) -> RunningBound:
     """The bound `rtscope monitor` prints after this interval: every interval of its monitoring with its phase."""
-    wc, intervals = monitor.worst_case_so_far(store, run)
+    wc, _ = monitor.worst_case_so_far(store, run)
     value = wc.level.value if wc.level is not None else None
-    return RunningBound(value, None if value is not None else (wc.short_reason or "not claimed"), intervals)
+    return RunningBound(value, None if value is not None else (wc.short_reason or "not claimed"))
 
 
 def page_rows(lab: Lab, now: float) -> list[dict]:
@@ -234,7 +233,7 @@ def page_rows(lab: Lab, now: float) -> list[dict]:
     for b in lab.read():
         iv = b.newest
         worst = max(iv.cpus, key=lambda c: c.max_ns, default=None)
-        bound = lab.bound(b.target, iv.run_id) or RunningBound(None, FITTING, 0)
+        bound = lab.bound(b.target, iv.run_id) or RunningBound(None, FITTING)
         rows.append({"target": b.target, "kernel": iv.kernel, "preemption": iv.preemption, "state": b.state(now),
                      "reason": b.reason, "max_us": None if worst is None else worst.max_ns / 1000,
                      "p9999_us": None if worst is None else max(c.p9999_ns for c in iv.cpus) / 1000,
