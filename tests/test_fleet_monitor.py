@@ -28,12 +28,21 @@ pytestmark = pytest.mark.skipif(WHY is not None, reason=WHY or "")
 
 
 @pytest.fixture(scope="module")
-def boards(tmp_path_factory):
+def servers(tmp_path_factory):
     servers = {f"b{i}": sshd.SshServer(tmp_path_factory.mktemp(f"b{i}"), f"rtscope-fleet-{i}").start()
                for i in (1, 2, 3)}
     yield servers
     for s in servers.values():
         s.stop()
+
+
+@pytest.fixture
+def boards(servers):
+    """The three boards, each answering: one a failed test left powered off is started again."""
+    for s in servers.values():
+        if s.proc.poll() is not None:
+            s.start()
+    return servers
 
 
 def targets_file(tmp_path: Path, servers: dict) -> Path:

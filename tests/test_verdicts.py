@@ -1,5 +1,5 @@
 """Verdicts with the run as the unit: A/A false-positive rate under per-run offsets, power kept without them,
-interval coverage, the agreement of direction, interval and verdict, and an A/A and a real effect on real runs.
+interval coverage, the agreement of direction, interval and verdict, and an A/A on real BEAM runs.
 
 The simulations draw latency-like samples (gamma, skewed) with a known per-run random offset; each is a
 statistical claim of docs/analysis.md tested like code (bench/verdicts.py gives the full figures, with the
@@ -124,7 +124,7 @@ def test_direction_interval_and_verdict_never_disagree(seed):
 # --- real runs ------------------------------------------------------------------------------------------
 
 BEAM_SPEC = """name = "{name}"
-repetitions = {repetitions}
+repetitions = 5
 seed = {seed}
 [[workload]]
 name = "exec"
@@ -145,22 +145,23 @@ def need_beam():
         pytest.skip(why)
 
 
-def run_beam(cli, db, tmp_path, name, setting, values, seed, repetitions=5):
+def run_beam(cli, db, tmp_path, name, setting, values, seed):
     spec = tmp_path / f"{name}.toml"
-    spec.write_text(BEAM_SPEC.format(name=name, setting=setting, values=json.dumps(values), seed=seed,
-                                     repetitions=repetitions))
+    spec.write_text(BEAM_SPEC.format(name=name, setting=setting, values=json.dumps(values), seed=seed))
     r = cli("run", spec, "--db", db)
     assert r.code == 0, r.err
 
 
-def test_real_aa_and_real_effect_on_the_beam(cli, db, tmp_path):
+def test_real_aa_on_the_beam(cli, db, tmp_path):
     """The issue's A/A: BEAM exec sum, message_queue_data on_heap vs off_heap (no messages are sent), 5 vs 5
     interleaved runs: no metric gets a verdict (alpha 0.01: the suite must not fail one run in twenty by
-    design; the simulation above checks the 5 % level). And a knob with a large effect, min_heap_size (a
-    small heap costs 30-45 % here), is called `worse` on the median, which a call preempted by the machine's
-    other work (milliseconds among 60 µs calls on a shared 2-CPU machine) leaves where it was. With 8 vs 8
-    runs: this machine's BEAM runs differ by 16-25 % of their mean (bench/verdicts.py --beam), so 5 vs 5 runs
-    called a +44 % median only about half of the time (`rtscope plan` gives the runs an effect needs)."""
+    design; the simulation above checks the 5 % level).
+
+    A real effect is detected on real runs in test_plan.py (native exec, a plan-sized experiment). Not here on
+    the BEAM: this machine's BEAM runs move between speed levels 2.4x apart (exec sum medians of one
+    configuration at 63, 85, 100, 135 and 150 µs, also within a run), so the +40 % of a small min_heap_size was
+    missed in 8 vs 8 runs by a CI run (Welch on per-run medians, Holm over five metrics); bench/verdicts.py
+    --beam measures that power."""
     need_beam()
     run_beam(cli, db, tmp_path, "aa", "message_queue_data", ["on_heap", "off_heap"], 7)
     r = cli("compare", "--db", db, "--experiment", "aa", "--baseline", "message_queue_data=off_heap",
@@ -169,10 +170,3 @@ def test_real_aa_and_real_effect_on_the_beam(cli, db, tmp_path):
     (k,) = json.loads(r.out)["comparisons"]
     assert k["runs"] == 5 and k["baseline_runs"] == 5
     assert {row["verdict"] for row in k["rows"]} <= {"no significant difference"}, k["rows"]
-
-    run_beam(cli, db, tmp_path, "heap", "min_heap_size", [233, 46422], 8, repetitions=8)
-    r = cli("compare", "--db", db, "--experiment", "heap", "--baseline", "min_heap_size=46422", "--json")
-    assert r.code == 0, r.err
-    (k,) = json.loads(r.out)["comparisons"]
-    median = next(row for row in k["rows"] if row["metric"] == "median")
-    assert median["verdict"] == "worse" and median["ratio"] > 1.1, k["rows"]

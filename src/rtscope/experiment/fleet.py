@@ -151,13 +151,13 @@ class Board:
 
     def _reason(self, e: Exception) -> str:
         """Why the board is down: its connection asked again (a fresh one), else what failed there."""
-        said = " ".join(str(e).split()) or type(e).__name__
+        said = _one_line(e)
         _close(self.pool)
         probe = Pool()
         try:
             probe.get(self.name)
         except Exception as again:  # noqa: BLE001
-            return f"{' '.join(str(again).split())} (the interval under way: {said})"
+            said = f"{_one_line(again)} (the interval under way: {said})"
         finally:
             _close(probe)
         return said if self.name in said else f"target {self.name}: {said}"
@@ -247,6 +247,11 @@ def give_back_freed_memory() -> None:
 
 
 _malloc_trim = None
+
+
+def _one_line(e: Exception) -> str:
+    """An exception's message on one line; its type where it has none (a timeout says nothing)."""
+    return " ".join(str(e).split()) or type(e).__name__
 
 
 def _close(pool: Pool | None) -> None:
