@@ -128,7 +128,12 @@ def test_killing_rtscope_leaves_no_qemu(tmp_path, sig, guests):
     while not qemu_processes(marker):
         assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
         time.sleep(0.2)
-    time.sleep(20)  # booted and measuring by now (the boot itself takes a few seconds)
+    deadline = time.monotonic() + 120
+    while not any("Accepted publickey" in c.read_text(errors="replace")     # the guest's sshd logs there
+                  for c in Path(guests).glob(f"rtscope-vm-{name}-*/console.log")):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    time.sleep(3)  # rtscope is in: the probe deployed and measuring by now (the run lasts 60 s)
     proc.send_signal(sig)
     proc.communicate(timeout=120)
     deadline = time.monotonic() + 30
