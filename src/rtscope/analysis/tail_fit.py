@@ -75,12 +75,21 @@ class Excesses:
         with np.errstate(all="ignore"):
             if self.y is not None:
                 return _loglik_exact(self.y, c, s)
-            from scipy.stats import genpareto
-            mass = genpareto.sf(self.lo[:, None], c, scale=s) - genpareto.sf(self.hi[:, None], c, scale=s)
+            mass = _sf(self.lo[:, None], c, s) - _sf(self.hi[:, None], c, s)
             out = np.sum(self.censored[:, None] * np.log(mass), axis=0)
             if self.top is not None:
-                out = out + genpareto.logpdf(self.top, c, scale=s)
+                out = out + _loglik_exact(np.array([self.top]), c, s)
         return np.where(np.isnan(out) | (s <= 0), -np.inf, out)
+
+
+def _sf(x: np.ndarray, c: np.ndarray, s: np.ndarray) -> np.ndarray:
+    # scipy's genpareto survival function, (1 + ξ x/σ)^(−1/ξ) (ξ → 0: exp(−x/σ); 0 beyond the support's end
+    # −σ/ξ when ξ < 0), in numpy: the grouped likelihood calls it hundreds of times per fit, where scipy's
+    # argument checks cost a millisecond a call (tests check it against genpareto.sf).
+    small = np.abs(c) < 1e-9
+    cc = np.where(small, 1.0, c)
+    t = np.maximum(1 + cc * x / s, 0.0)
+    return np.where(small, np.exp(-x / s), t ** (-1 / cc))
 
 
 def _loglik_exact(y: np.ndarray, c: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -161,9 +170,9 @@ def excesses_histogram(hist: dict, k: int) -> Excesses | None:
     return Excesses(u, n, lo=lo, hi=hi, counts=c, top=mx - u)
 
 
-def _start(y: np.ndarray) -> tuple[float, float]:
-    """Method-of-moments start for the optimiser (ξ = (1 − m²/v)/2, σ = m(1 + m²/v)/2), shape kept in range."""
-    m, v = float(np.mean(y)), float(np.var(y))
+def _start(m: float, v: float) -> tuple[float, float]:
+    """Method-of-moments start for the optimiser from the excesses' mean m and variance v (ξ = (1 − m²/v)/2,
+    σ = m(1 + m²/v)/2), shape kept in range."""
     r = m * m / v if v > 0 else 1.0
     return float(np.clip(0.5 * (1 - r), -0.4, 0.8)), 0.5 * m * (1 + r)
 
@@ -172,24 +181,31 @@ def fit_gpd(ex: Excesses, quantile: float) -> GpdFit:
     """genpareto's maximum-likelihood fit of the excesses (location 0) and its goodness-of-fit test.
 
     The excesses are divided by their mean before the fit (the estimate scales with them; scipy's optimiser
-    then converges in a third of the steps) and it starts from the method-of-moments estimate."""
-    from scipy import stats
+    then converges in a third of the steps) and it starts from the method-of-moments estimate. Bucketed
+    excesses are fitted on their grouped likelihood (Excesses.loglik: each bucket's count times the log of its
+    probability), by the optimiser scipy's fit uses: the same estimate as scipy's fit of interval-censored
+    data with a row per sample, in milliseconds instead of a third of a second per candidate threshold."""
+    from scipy import optimize, stats
     if ex.y is not None:
         unit = float(np.mean(ex.y)) or 1.0
         z = ex.y / unit
-        c0, s0 = _start(z)
+        c0, s0 = _start(float(np.mean(z)), float(np.var(z)))
         c, _, s = stats.genpareto.fit(z, c0, floc=0, scale=s0)
         s *= unit
         test = stats.cramervonmises(ex.y, stats.genpareto(c, scale=s).cdf)
         return GpdFit(ex, float(c), float(s), "Cramér–von Mises", float(test.statistic), float(test.pvalue),
                       quantile)
-    mids = np.repeat((ex.lo + np.minimum(ex.hi, np.inf if ex.top is None else ex.top)) / 2,
-                     ex.counts.astype(np.int64))
-    unit = float(np.mean(mids)) or 1.0
-    rows = np.repeat(np.column_stack([ex.lo, ex.hi]), ex.censored.astype(np.int64), axis=0) / unit
-    data = stats.CensoredData(uncensored=[] if ex.top is None else [ex.top / unit], interval=rows)
-    c0, s0 = _start(mids / unit)
-    c, _, s = stats.genpareto.fit(data, c0, floc=0, scale=s0)
+    mids = (ex.lo + np.minimum(ex.hi, np.inf if ex.top is None else ex.top)) / 2
+    unit = float(np.average(mids, weights=ex.counts)) or 1.0
+    z = mids / unit
+    mean_z = float(np.average(z, weights=ex.counts))
+    c0, s0 = _start(mean_z, float(np.average((z - mean_z) ** 2, weights=ex.counts)))
+
+    def nll(theta: np.ndarray) -> float:
+        value = float(ex.loglik(theta[0], theta[1] * unit)[0])
+        return -value if np.isfinite(value) else np.inf
+
+    c, s = optimize.fmin(nll, [c0, s0], disp=False)
     s *= unit
     stat, p = _chi2_gof(ex, float(c), float(s))
     test = ("χ² over the tail buckets" if ex.resolution is None

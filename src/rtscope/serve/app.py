@@ -76,6 +76,8 @@ class Server:
         self.run_docs = Bounded(256)       # run id -> (show document, its text)
         self.run_stats = Bounded(256)      # run id -> its show document without the worst case (no tail fit)
         self.run_pages = Bounded(16)       # run id -> page (a stored run never changes)
+        self.run_machines = Bounded(1024)  # run id -> its machine record (each target's newest run's)
+        self.exposition = metrics.Exposition()   # /metrics' text, each board's lines made once per its state
         self.by_state = Bounded(32)        # (what, args..., fingerprint) -> page or document (pages < ~1 MB)
         self.templates = jinja2.Environment(loader=jinja2.ChoiceLoader([
             jinja2.FileSystemLoader(HERE / "templates"), jinja2.DictLoader({"tables.html": TABLES})]), autoescape=True,
@@ -99,6 +101,15 @@ class Server:
         each run up to seconds (the run's own page and the API have it)."""
         return self.run_stats.get(run_id, lambda: to_jsonable(show_document(
             self.store, views.get_run(self.store, run_id), worst_case=False)))
+
+    def targets(self) -> list[views.TargetRow]:
+        """Every target that has runs, with its newest run's machine record (read once per run)."""
+        newest = self.lab.origins.read().targets
+        missing = [t.run_id for t in newest.values() if t.run_id not in self.run_machines]
+        for run in self.store.runs(ids=missing) if missing else []:
+            self.run_machines.get(run.id, lambda run=run: run.machine or {})
+        return views.targets(newest, {t.run_id: self.run_machines.get(
+            t.run_id, lambda i=t.run_id: self.store.get_run(i).machine or {}) for t in newest.values()})
 
     def current(self, key: tuple, make):
         """A value computed from the store as it is now, cached until the store changes."""
@@ -170,7 +181,7 @@ def make_app(store: Store, access: Access) -> FastAPI:
         def make():
             runs = store.latest_runs(views.LATEST_RESULTS)
             latest, common = views.latest_results(runs, [srv.stats_doc(r.id) for r in runs])
-            return srv.page("lab.html", title="rtscope lab", targets=views.targets(store),
+            return srv.page("lab.html", title="rtscope lab", targets=srv.targets(),
                             boards=boards.page_rows(srv.lab, time.time()),
                             experiments=views.experiment_rows(store), latest=latest, common=common).body
         return HTMLResponse(srv.current(("lab", srv.lab.fitted), make))   # remade when a board's bound is fitted
@@ -345,14 +356,14 @@ def make_app(store: Store, access: Access) -> FastAPI:
 
     @app.get("/api/targets", summary="Every target that has runs: kind, description, runs, last seen, machine")
     def api_targets():
-        return json_text(srv.current(("targets",), lambda: document_text([t.to_json() for t in views.targets(store)])))
+        return json_text(srv.current(("targets",), lambda: document_text([t.to_json() for t in srv.targets()])))
 
     @app.get("/metrics", summary="Prometheus metrics (text format)")
     def prometheus():
-        snap = srv.current(("metrics",), lambda: metrics.read(store, srv.lab))
+        snap = srv.current(("metrics",), lambda: metrics.read(srv.lab))
         now = time.time()    # up and down at this scrape's time: the text is made again when one of them changes
         body, content_type = srv.current(("metrics-text", metrics.states(snap, now)),
-                                         lambda: metrics.exposition(snap, now))
+                                         lambda: srv.exposition.text(snap, now))
         return Response(body, media_type=content_type)
 
     app.add_middleware(Guard, refused=refused, failure=failure)

@@ -33,7 +33,7 @@ from ..analysis.threads import thread_histograms
 from ..experiment import execute as exp_mod, monitor
 from ..store import Run, Store
 from .live import Bounded
-from .views import target_of
+from .origins import Counts, Origins
 
 DOWN_AFTER_INTERVALS = 2   # a board is down once this many intervals are missing ...
 DOWN_GRACE_S = 10.0        # ... plus this (storing, the next interval's start, clocks of the lab's machines)
@@ -146,6 +146,7 @@ class Lab:
 
     def __init__(self, store: Store, cached: int = 1024):
         self.store = store
+        self.origins = Origins(store)      # what the store holds, read incrementally
         self.intervals = Bounded(cached)   # run id -> Interval
         self.latest: dict[str, tuple[int, RunningBound]] = {}   # per board: its newest bound fitted, of which run
         self.fitted = 0                    # bounds fitted so far: a page made before the newest one is stale
@@ -179,19 +180,13 @@ class Lab:
                 self.latest[target] = (run_id, found)
             self.fitted += 1
 
-    def read(self, origins: list[tuple] | None = None) -> list[Board]:
-        """Every board, by target name (`origins`: the store's run_origins(), when the caller has read them)."""
-        newest: dict[str, tuple[int, str]] = {}
-        counted: dict[str, int] = {}
-        for run_id, _, settings, stored_at, tags in self.store.run_origins() if origins is None else origins:
-            if "monitor" in (tags or []):
-                target = target_of(settings or {})
-                counted[target] = counted.get(target, 0) + 1
-                newest[target] = (run_id, stored_at)
-        missing = [i for i, _ in newest.values() if i not in self.intervals]
+    def read(self, counts: Counts | None = None) -> list[Board]:
+        """Every board, by target name (`counts`: the store's as the caller has read them)."""
+        newest = (self.origins.read() if counts is None else counts).boards
+        missing = [b.run_id for b in newest.values() if b.run_id not in self.intervals]
         for run in self.store.runs(ids=missing) if missing else []:
             self.intervals.get(run.id, lambda run=run: interval_of(self.store, run))
-        found = {t: self.interval(i) for t, (i, _) in newest.items()}
+        found = {t: self.interval(b.run_id) for t, b in newest.items()}
         statuses = self.store.experiment_statuses(sorted({iv.experiment_id for iv in found.values()
                                                           if iv.experiment_id is not None}))
         held = leases(self.store)
@@ -199,7 +194,7 @@ class Lab:
         for target in sorted(newest):
             iv, lease = found[target], held.get(target)
             watched = lease is not None or statuses.get(iv.experiment_id) == exp_mod.RUNNING
-            boards.append(Board(target, iv, counted[target], timestamp(newest[target][1]) or 0.0, watched,
+            boards.append(Board(target, iv, newest[target].runs, timestamp(newest[target].stored_at) or 0.0, watched,
                                 lease.controller if lease else None,
                                 None if lease is None else lease.state == "up", lease.reason if lease else None))
         return boards

@@ -72,21 +72,15 @@ class TargetRow:
         return ", ".join(str(p) for p in parts if p) or "-"
 
 
-def targets(store: Store) -> list[TargetRow]:
-    """Every target that has runs: its kind and description from its newest run's machine record."""
-    last: dict[str, tuple[int, str]] = {}
-    counts: dict[str, int] = {}
-    for run_id, _, settings, stored_at, _ in store.run_origins():
-        name = target_of(settings or {})
-        counts[name] = counts.get(name, 0) + 1
-        last[name] = (run_id, stored_at)
-    newest = {r.id: r for r in store.runs(ids=[i for i, _ in last.values()])} if last else {}
+def targets(newest: dict, machines: dict[int, dict]) -> list[TargetRow]:
+    """Every target that has runs (newest: per target its runs and newest run, serve/origins.py): its kind and
+    description from its newest run's machine record (machines: run id -> machine)."""
     rows = []
-    for name in sorted(last):
-        run_id, stored_at = last[name]
-        machine = newest[run_id].machine or {}
+    for name in sorted(newest):
+        t = newest[name]
+        machine = machines.get(t.run_id) or {}
         rows.append(TargetRow(name, str(machine.get("target_kind") or ("local" if name == "local" else "-")),
-                              str(machine.get("target_description") or ""), counts[name], stored_at, run_id,
+                              str(machine.get("target_description") or ""), t.runs, t.stored_at, t.run_id,
                               machine))
     return rows
 

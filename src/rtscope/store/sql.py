@@ -197,13 +197,17 @@ class SqlStore:
         with self.engine.connect() as c:
             return [Run.from_row(dict(r)) for r in c.execute(q).mappings()]
 
-    def run_origins(self) -> list[tuple[int, str, dict, str, list[str]]]:
-        """(id, workload, settings, stored_at, tags) of every run: what the lab's overview counts, without the
-        runs' larger columns."""
+    def run_origins(self, after_id: int = 0) -> list[tuple[int, str, dict, str, list[str]]]:
+        """(id, workload, settings, stored_at, tags) of every run with an id above after_id: what the lab's
+        overview counts, without the runs' larger columns."""
         q = sa.select(runs.c.id, runs.c.workload, runs.c.settings, runs.c.stored_at, runs.c.tags) \
-            .order_by(runs.c.id)
+            .where(runs.c.id > after_id).order_by(runs.c.id)
         with self.engine.connect() as c:
             return [tuple(r) for r in c.execute(q)]
+
+    def run_count(self) -> int:
+        with self.engine.connect() as c:
+            return c.execute(sa.select(sa.func.count()).select_from(runs)).scalar_one()
 
     def experiment_statuses(self, ids: list[int]) -> dict[int, str]:
         """The status of each of these experiments (their specs and plans are not read)."""
