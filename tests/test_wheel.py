@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -162,7 +163,8 @@ def test_installed_wheel_runs_the_demo_from_an_empty_directory(installed, tmp_pa
     runs = json.loads(ok(hidden(installed, here, "runs", "--json")))
     assert sorted((r["variant"], r["runtime"]) for r in runs) == sorted(
         (v, rt) for v in ("sum", "fib", "sleep") for rt in ("native", "beam"))
-    assert all(r["n_samples"] == 300 for r in runs)
+    iterations = tomllib.loads((REPO_DIR / "specs" / "demo.toml").read_text())["workload"][0]["params"]["iterations"]
+    assert all(r["n_samples"] == iterations for r in runs)
     assert sorted(p.name for p in here.iterdir()) == ["rtscope.db"]  # it wrote its store and nothing else
     ok(hidden(installed, here, "report", "-o", "report.html"))
     html = (here / "report.html").read_text()
