@@ -189,8 +189,10 @@ def test_compare_gives_each_configuration_its_cause_shares(cli, db, tmp_path, rt
     assert thread_ns(below) > 5e6
     [above_run] = next(c["runs"] for c in out["configurations"] if c["label"] == "rt_priority=95")
     above_samples = json.loads(cli("explain", above_run, "--db", db, "--json").out)["samples"]
-    # Above the culprit's priority the probe preempts it: it never delays the probe by more than a moment.
-    assert all(c["duration_ns"] < 1e6 for s in above_samples for c in s["causes"] if c["name"] == culprit.NAME)
+    # Above the culprit's priority the probe preempts it: it never delays the probe by its 10 ms burst. A stall
+    # of this VM's vCPU while the culprit held the CPU still shows as the culprit's (up to ~4 ms: 2.7 ms once).
+    assert all(c["duration_ns"] < culprit.BUSY_S * 1e9 / 2 for s in above_samples for c in s["causes"]
+               if c["name"] == culprit.NAME)
     assert "why: the excess above the baseline's p99" in cli("compare", "--db", db, "--baseline", "rt_priority=95").out
     html = tmp_path / "report.html"
     assert cli("report", "--db", db, "-o", html, "--baseline", "rt_priority=95").code == 0
