@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import re
-import subprocess
 import sys
 import tempfile
 import threading
@@ -26,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from rtscope.store import Store
-from serve_load import add
+from serve_load import add, start_serve
 
 PAGE_P99_GOAL_MS = 200.0
 SCRAPE_GOAL_MS = 100.0
@@ -90,18 +88,11 @@ def main() -> int:
         for _ in range(args.boards * args.intervals):
             lab.interval()
         print(f"{args.boards} boards x {args.intervals} intervals stored", flush=True)
-        proc = subprocess.Popen([sys.executable, "-m", "rtscope", "serve", "--db", db, "--host", "127.0.0.1",
-                                 "--port", "0"], stdout=log, stderr=log, text=True)
+        proc, port = start_serve(db, log)
         stop = threading.Event()
         try:
-            m, started = None, time.monotonic()
-            while not m and proc.poll() is None and time.monotonic() - started < 60:
-                time.sleep(0.1)
-                m = re.search(r"read-only at http://127\.0\.0\.1:(\d+)/", Path(log.name).read_text())
-            if not m:
-                print(f"rtscope serve did not start: {Path(log.name).read_text()}", file=sys.stderr)
+            if port is None:
                 return 1
-            port = int(m.group(1))
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
             for path in ("/", "/metrics"):                  # each made once, as a lab's first visitor does
                 print(f"first request of {path}: {timed(path, conn):.0f} ms", flush=True)

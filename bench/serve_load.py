@@ -74,6 +74,21 @@ def build_store(tmp: Path) -> tuple[str, int]:
     return db, big
 
 
+def start_serve(db: str, log) -> tuple[subprocess.Popen, int | None]:
+    """`rtscope serve` of db on a free port of 127.0.0.1, its output in the open file `log`; its port once it
+    listens (None, said on stderr: it did not start within 60 s)."""
+    proc = subprocess.Popen([sys.executable, "-m", "rtscope", "serve", "--db", db, "--host", "127.0.0.1",
+                             "--port", "0"], stdout=log, stderr=log, text=True)
+    m, started = None, time.monotonic()
+    while not m and proc.poll() is None and time.monotonic() - started < 60:
+        time.sleep(0.1)
+        m = re.search(r"read-only at http://127\.0\.0\.1:(\d+)/", Path(log.name).read_text())
+    if not m:
+        print(f"rtscope serve did not start: {Path(log.name).read_text()}", file=sys.stderr)
+        return proc, None
+    return proc, int(m.group(1))
+
+
 def rss_mb(pid: int) -> float:
     status = Path(f"/proc/{pid}/status").read_text()
     return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) / 1024
@@ -115,17 +130,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="rtscope-serve-bench-") as tmp, \
             open(Path(tmp) / "serve.log", "w+") as log:
         db, big = build_store(Path(tmp))
-        proc = subprocess.Popen([sys.executable, "-m", "rtscope", "serve", "--db", db, "--host", "127.0.0.1",
-                                 "--port", "0"], stdout=log, stderr=log, text=True)
+        proc, port = start_serve(db, log)
         try:
-            m, started = None, time.monotonic()
-            while not m and proc.poll() is None and time.monotonic() - started < 60:
-                time.sleep(0.1)
-                m = re.search(r"read-only at http://127\.0\.0\.1:(\d+)/", Path(log.name).read_text())
-            if not m:
-                print(f"rtscope serve did not start: {Path(log.name).read_text()}", file=sys.stderr)
+            if port is None:
                 return 1
-            port = int(m.group(1))
             paths = [f"/api/runs/{big}", "/", "/metrics"]
             rss_start = rss_mb(proc.pid)
             for path in paths:                      # each computed once, as a lab's first visitor does
