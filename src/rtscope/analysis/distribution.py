@@ -88,14 +88,21 @@ def pool_reported(pooled: dict, per: list[dict]) -> dict:
     return out
 
 
+def measured(store: Store, run: Run) -> tuple[np.ndarray | None, dict | None]:
+    """What a run's figures come from, not yet summarised: its samples, or its histogram when it kept none
+    (None: neither)."""
+    return (None, run_histogram(run)) if run.n_samples == 0 else (store.primary_samples(run), None)
+
+
 def _measured(store: Store, run: Run, per_thread: bool) -> Distribution | None:
-    if run.n_samples == 0:
-        if per_thread and len(found := thread_histograms(run)) > 1:
-            hist = max(found, key=lambda item: item[2].get("max", 0))[2]
-        else:
-            hist = run_histogram(run)
-        return Distribution(stats.summarize_histogram(hist), histogram=hist) if hist is not None else None
-    threads = thread_samples(store, run) if per_thread else []
-    values = max((v for _, _, v in threads), key=lambda v: int(v.max())) if len(threads) > 1 else \
-        store.primary_samples(run)
-    return Distribution(stats.summarize(values), samples=values)
+    if per_thread and run.n_samples == 0 and len(found := thread_histograms(run)) > 1:
+        hist = max(found, key=lambda item: item[2].get("max", 0))[2]
+        return Distribution(stats.summarize_histogram(hist), histogram=hist)
+    threads = thread_samples(store, run) if per_thread and run.n_samples else []
+    if len(threads) > 1:
+        values = max((v for _, _, v in threads), key=lambda v: int(v.max()))
+        return Distribution(stats.summarize(values), samples=values)
+    values, hist = measured(store, run)
+    if values is not None:
+        return Distribution(stats.summarize(values), samples=values)
+    return Distribution(stats.summarize_histogram(hist), histogram=hist) if hist is not None else None

@@ -265,17 +265,16 @@ def of_runs(store: Store, runs: list[Run], *, levels: tuple[float, ...] = LEVELS
             gev: bool = True) -> Tail:
     """The tail of one configuration's runs (a UsageError naming the configurations when they are several).
     levels, intervals, gev: as analyse's."""
+    from .distribution import measured
     from .select import group_runs
-    from .threads import run_histogram
     groups = group_runs(runs)
     if len(groups) > 1:
         raise UsageError(f"the selection holds {len(groups)} configurations: "
                          f"{choices(c.label for c in groups)}; choose one with --where NAME=VALUE")
     config, members = next(iter(groups.items()))
-    # a run's samples, or the histogram of a run that kept none (as analysis.distribution reads them)
-    return _of_loaded({"configuration": config.label}, [(r, store.primary_samples(r)) for r in members if r.n_samples],
-                      [(r, h) for r in members if not r.n_samples and (h := run_histogram(r)) is not None],
-                      gev=gev, levels=levels, intervals=intervals)
+    loaded = [(r, *measured(store, r)) for r in members]   # not summarised: the tail needs none of the statistics
+    return _of_loaded({"configuration": config.label}, [(r, x) for r, x, _ in loaded if x is not None],
+                      [(r, h) for r, _, h in loaded if h is not None], gev=gev, levels=levels, intervals=intervals)
 
 
 def of_cell(cell, *, gev: bool = True) -> Tail:

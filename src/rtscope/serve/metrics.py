@@ -25,10 +25,6 @@ from dataclasses import dataclass
 from .boards import BOUNDS_US, Board, Lab, timestamp
 from .live import Bounded
 
-BOARD = ["target", "kernel", "preemption"]
-PER_CPU = ["target", "cpu", "kernel", "preemption"]
-
-
 @dataclass(frozen=True)
 class Snapshot:
     """What /metrics shows of the store as it is: its boards, runs per (target, workload), each target's newest
@@ -96,30 +92,25 @@ def board_lines(b: Board, up: bool) -> dict[str, str]:
     """One board's samples of each board family, as text."""
     iv = b.newest
     board = {"target": b.target, "kernel": iv.kernel, "preemption": iv.preemption}
-    out = {"rtscope_board_up": _sample("rtscope_board_up", board, 1 if up else 0),
-           "rtscope_board_watched": _sample("rtscope_board_watched", board, 1 if b.watched else 0),
-           "rtscope_board_controller_info": "" if b.controller is None else _sample(
-               "rtscope_board_controller_info", {**board, "controller": b.controller}, 1),
-           "rtscope_board_intervals_stored": _sample("rtscope_board_intervals_stored_total", board, b.intervals),
-           "rtscope_board_interval_length_seconds": _sample("rtscope_board_interval_length_seconds", board,
-                                                            iv.length_s),
-           "rtscope_board_interval_stored_timestamp_seconds": _sample(
-               "rtscope_board_interval_stored_timestamp_seconds", board, b.stored_at),
-           "rtscope_board_interval_run_id": _sample("rtscope_board_interval_run_id", board, iv.run_id)}
-    latency, maximum, p9999, samples = [], [], [], []
+    per_board = {"rtscope_board_up": 1 if up else 0, "rtscope_board_watched": 1 if b.watched else 0,
+                 "rtscope_board_interval_length_seconds": iv.length_s,
+                 "rtscope_board_interval_stored_timestamp_seconds": b.stored_at,
+                 "rtscope_board_interval_run_id": iv.run_id}
+    out = {name: _sample(name, board, v) for name, v in per_board.items()}
+    out["rtscope_board_intervals_stored"] = _sample("rtscope_board_intervals_stored_total", board, b.intervals)
+    out["rtscope_board_controller_info"] = "" if b.controller is None else _sample(
+        "rtscope_board_controller_info", {**board, "controller": b.controller}, 1)
+    cpus = [(c, {**board, "cpu": str(c.cpu)}) for c in iv.cpus]
+    per_cpu = {"rtscope_board_interval_latency_max_seconds": lambda c: c.max_ns / 1e9,
+               "rtscope_board_interval_latency_p9999_seconds": lambda c: c.p9999_ns / 1e9,
+               "rtscope_board_interval_samples": lambda c: c.n}
+    out |= {name: "".join(_sample(name, labels, value(c)) for c, labels in cpus) for name, value in per_cpu.items()}
     name = "rtscope_board_interval_latency_seconds"
-    for c in iv.cpus:
-        cpu = {**board, "cpu": str(c.cpu)}
-        for bound, n in zip(BOUNDS_US, c.at_bounds):
-            latency.append(_sample(f"{name}_bucket", {**cpu, "le": f"{bound / 1e6:g}"}, n))
-        latency += [_sample(f"{name}_bucket", {**cpu, "le": "+Inf"}, c.n), _sample(f"{name}_count", cpu, c.n),
-                    _sample(f"{name}_sum", cpu, c.sum_ns / 1e9)]
-        maximum.append(_sample("rtscope_board_interval_latency_max_seconds", cpu, c.max_ns / 1e9))
-        p9999.append(_sample("rtscope_board_interval_latency_p9999_seconds", cpu, c.p9999_ns / 1e9))
-        samples.append(_sample("rtscope_board_interval_samples", cpu, c.n))
-    out |= {name: "".join(latency), "rtscope_board_interval_latency_max_seconds": "".join(maximum),
-            "rtscope_board_interval_latency_p9999_seconds": "".join(p9999),
-            "rtscope_board_interval_samples": "".join(samples)}
+    out[name] = "".join(
+        "".join(_sample(f"{name}_bucket", {**labels, "le": f"{bound / 1e6:g}"}, n)
+                for bound, n in zip(BOUNDS_US, c.at_bounds))
+        + _sample(f"{name}_bucket", {**labels, "le": "+Inf"}, c.n) + _sample(f"{name}_count", labels, c.n)
+        + _sample(f"{name}_sum", labels, c.sum_ns / 1e9) for c, labels in cpus)
     return out
 
 
