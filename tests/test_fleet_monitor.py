@@ -168,6 +168,17 @@ def test_one_controller_a_board_goes_down_mid_interval_and_comes_back(boards, tm
     status = stored_status(db)
     assert {b["state"] for b in status.values()} == {"finished"} and {b["intervals"] for b in status.values()} == {4}
     assert all(b["last_interval"]["max_us"] > 0 for b in status.values())
+    for b in status.values():   # each last interval's running bound, as its controller recorded it
+        last = b["last_interval"]
+        assert (last["bound_us"] is None) != (last["bound_reason"] is None), last
+        assert last["bound_reason"] != "not recorded (yet) by its controller", last
+    r = subprocess.run([sys.executable, "-m", "rtscope", "lab", "--db", db], capture_output=True, text=True,
+                       env={**os.environ, "COLUMNS": "80"}, timeout=60)     # the table, piped, 80 columns
+    assert r.returncode == 0 and "bound µs" in r.stdout, r.stdout + r.stderr
+    rows = {line.split()[0]: line for line in r.stdout.splitlines()[1:] if line.split()}
+    for name, b in status.items():
+        bound = b["last_interval"]["bound_us"]
+        assert name in rows and (bound is None or f"{bound:.1f}" in rows[name]), r.stdout
 
 
 @pytest.mark.slow

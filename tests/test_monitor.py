@@ -43,6 +43,13 @@ def test_intervals_alternate_idle_and_load_and_keep_per_cpu_histograms(cli, db):
                          r"(goodness of fit|run homogeneity) check", line), line
         assert line.endswith(f"({intervals} interval{'s' if intervals > 1 else ''} of load {load}; rtscope tail "
                              f"--experiment 1 --where load={load})"), line
+    # ... and recorded with the interval (running_bounds), as serve and `rtscope lab` read it
+    recorded = store.running_bounds([x.id for x in runs])
+    for run, intervals in zip(runs, [1, 1, 2]):
+        wc, n = mon.worst_case_so_far(store, run, record=False)
+        assert n == intervals and recorded[run.id]["intervals"] == intervals
+        assert recorded[run.id]["value_ns"] == (wc.level.value if wc.level else None)
+        assert recorded[run.id]["reason"] == wc.short_reason
 
 
 def test_a_crash_loses_at_most_one_interval_and_resume_continues(tmp_path):

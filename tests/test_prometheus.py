@@ -104,6 +104,42 @@ def exposed(text: str) -> dict:
     return out
 
 
+def test_the_lab_shows_the_bound_its_controller_recorded(tmp_path):
+    """A board's bound is the one its controller recorded after its newest interval (running_bounds), read
+    without a fit; a newer interval's is awaited (the board keeps its previous bound) until RECORD_GRACE_S;
+    a monitoring whose controller records none is fitted by the server."""
+    db, ids = synthetic_lab(tmp_path)
+    store = Store(db)
+    wc, _ = monitor.worst_case_so_far(store, store.get_run(ids["x86"][-1]))          # x86's controller records
+    recorded = store.running_bounds([ids["x86"][-1]])[ids["x86"][-1]]
+    assert recorded["value_ns"] == (wc.level.value if wc.level else None) and recorded["intervals"] == 3
+    fits: list[int] = []
+    lab = boards.Lab(Store(db, read_only=True))
+    lab._fit = lambda target, run_id: fits.append(run_id)      # noqa: SLF001 - which fits the server starts
+    now = time.time()
+    rows = {r["target"]: r for r in boards.page_rows(lab, now)}
+    shown = rows["x86"]["bound_us"], rows["x86"]["bound_reason"]
+    want = (None if recorded["value_ns"] is None else recorded["value_ns"] / 1000,
+            None if recorded["value_ns"] is not None else recorded["reason"])
+    assert shown == want
+    lab._fitter.shutdown(wait=True)                             # noqa: SLF001
+    assert sorted(fits) == sorted([ids["pi3"][-1], ids["bbb"][-1]])   # their controllers recorded nothing
+    # x86's next interval: its bound awaited from its controller, the previous one shown meanwhile
+    newer = add_monitoring(store, tmp_path, "x86", ENV, [[12, 14]])[-1]
+    store.update_experiment(store.get_run(newer).experiment_id, status=exp_mod.FINISHED)
+    with store.transaction() as c:   # the new interval belongs to x86's first monitoring, as its next one
+        c.execute(runs.update().where(runs.c.id == newer).values(experiment_id=store.get_run(ids["x86"][-1])
+                                                                  .experiment_id, plan_index=3))
+    fits.clear()
+    lab._fitter = boards.ThreadPoolExecutor(1)                  # noqa: SLF001
+    rows = {r["target"]: r for r in boards.page_rows(lab, time.time())}
+    assert rows["x86"]["run"] == newer and (rows["x86"]["bound_us"], rows["x86"]["bound_reason"]) == want
+    assert newer not in fits
+    rows = {r["target"]: r for r in boards.page_rows(lab, time.time() + boards.RECORD_GRACE_S + 1)}
+    lab._fitter.shutdown(wait=True)                             # noqa: SLF001
+    assert newer in fits                                        # never recorded: the server fits it
+
+
 # --- the series, in this process ----------------------------------------------------------------------------
 
 def test_board_series_and_states(tmp_path):

@@ -249,7 +249,7 @@ def lab(json_out: Annotated[bool, typer.Option("--json", help="Print machine-rea
         return
     t = Table(box=None, pad_edge=False)
     for name in ("board", "state", "controller", "monitoring", "intervals", "last interval", "max µs",
-                 "p99.99 µs", "note"):
+                 "p99.99 µs", "bound µs", "note"):
         t.add_column(name)
     for b in status["boards"]:
         last = b["last_interval"] or {}
@@ -257,7 +257,8 @@ def lab(json_out: Annotated[bool, typer.Option("--json", help="Print machine-rea
                   str(b["experiment"] or "–"), f"{b['intervals']}/{b['planned'] or '?'}",
                   escape(last.get("finished_at") or "–"),
                   f"{last['max_us']:.1f}" if last.get("max_us") is not None else "–",
-                  f"{last['p9999_us']:.1f}" if last.get("p9999_us") is not None else "–", escape(b["reason"] or ""))
+                  f"{last['p9999_us']:.1f}" if last.get("p9999_us") is not None else "–",
+                  f"{last['bound_us']:.1f}" if last.get("bound_us") is not None else "–", escape(b["reason"] or ""))
     if not status["boards"]:
         console.print("no board in the lab's lease table yet: `rtscope monitor --target FLEET` fills it")
         return

@@ -402,11 +402,22 @@ class Controller:
 
 # --- the lab's status (`rtscope lab`) -------------------------------------------------------------------------
 
+def bound_of(recorded: dict | None) -> dict:
+    """A last interval's running bound as `rtscope lab` shows it: µs, or why there is none (None: its controller
+    has not recorded one)."""
+    if recorded is None:
+        return {"bound_us": None, "bound_reason": "not recorded (yet) by its controller"}
+    value = recorded["value_ns"]
+    return {"bound_us": None if value is None else value / 1000,
+            "bound_reason": None if value is not None else recorded["reason"] or "not claimed"}
+
+
 def lab_status(store: Store) -> dict:
     """Every board of the lease table: its controller, state, intervals and last interval, and the controllers
     alive. A board whose holder stopped renewing shows `unwatched` (its lease ran out) until another takes it."""
     now, rows = store.leases.rows()
     live = set(store.leases.live_controllers())
+    bounds = store.running_bounds([r["last_run_id"] for r in rows if r["last_run_id"] is not None])
     boards = []
     for r in rows:
         held = held_now(r, now)
@@ -427,7 +438,8 @@ def lab_status(store: Store) -> dict:
                 last = {"run": r["last_run_id"], "finished_at": r["last_interval_at"],
                         "load": found[0]["settings"].get("load", "none"),
                         "max_us": max((c["max_us"] for c in cpus), default=None),
-                        "p9999_us": max((c["p9999_us"] for c in cpus), default=None)}
+                        "p9999_us": max((c["p9999_us"] for c in cpus), default=None), **bound_of(bounds.get(
+                            r["last_run_id"]))}
         boards.append({"board": r["target"], "controller": r["controller"] if held else None, "state": state,
                        "reason": reason, "experiment": r["experiment_id"],
                        "experiment_status": r["experiment_status"], "intervals": r["intervals"],

@@ -170,9 +170,14 @@ def top_cause(store, run: Run) -> str | None:
     return f"{rows[0].label} {rows[0].share:.0%}" if rows else "no explained sample above the median"
 
 
-def worst_case_so_far(store, run: Run):
+def worst_case_so_far(store, run: Run, *, record: bool = True):
     """The tail's worst case (analysis.tail.WorstCase) of every interval stored so far with this interval's
-    settings (its phase): their histograms merged, the intervals tested for a common tail."""
+    settings (its phase): their histograms merged, the intervals tested for a common tail; and how many
+    intervals that is. `record`: keep it in the store (running_bounds), where `rtscope serve` and `rtscope lab`
+    read it instead of fitting again."""
     from ..analysis.tail import runs_worst_case
     same = [r for r in store.runs(experiment_id=run.experiment_id) if r.settings == run.settings and r.id <= run.id]
-    return runs_worst_case(store, same), len(same)
+    wc = runs_worst_case(store, same)
+    if record:
+        store.add_running_bound(run.id, len(same), wc.to_json(), wc.short_reason)
+    return wc, len(same)

@@ -77,6 +77,7 @@ class Server:
         self.run_stats = Bounded(256)      # run id -> its show document without the worst case (no tail fit)
         self.run_pages = Bounded(16)       # run id -> page (a stored run never changes)
         self.run_machines = Bounded(1024)  # run id -> its machine record (each target's newest run's)
+        self.recent_runs = Bounded(2 * views.LATEST_RESULTS)   # run id -> the run (the lab page's latest results)
         self.exposition = metrics.Exposition()   # /metrics' text, each board's lines made once per its state
         self.by_state = Bounded(32)        # (what, args..., fingerprint) -> page or document (pages < ~1 MB)
         self.templates = jinja2.Environment(loader=jinja2.ChoiceLoader([
@@ -105,11 +106,14 @@ class Server:
     def targets(self) -> list[views.TargetRow]:
         """Every target that has runs, with its newest run's machine record (read once per run)."""
         newest = self.lab.origins.read().targets
-        missing = [t.run_id for t in newest.values() if t.run_id not in self.run_machines]
-        for run in self.store.runs(ids=missing) if missing else []:
-            self.run_machines.get(run.id, lambda run=run: run.machine or {})
-        return views.targets(newest, {t.run_id: self.run_machines.get(
-            t.run_id, lambda i=t.run_id: self.store.get_run(i).machine or {}) for t in newest.values()})
+        return views.targets(newest, self.run_machines.get_many([t.run_id for t in newest.values()], lambda missing: (
+            (run.id, run.machine or {}) for run in self.store.runs(ids=missing))))
+
+    def latest_runs(self) -> list:
+        """The newest stored runs, newest first (each read once: a stored run never changes)."""
+        ids = self.store.latest_run_ids(views.LATEST_RESULTS)
+        found = self.recent_runs.get_many(ids, lambda missing: ((r.id, r) for r in self.store.runs(ids=missing)))
+        return [found[i] for i in ids if i in found]
 
     def current(self, key: tuple, make):
         """A value computed from the store as it is now, cached until the store changes."""
@@ -179,7 +183,7 @@ def make_app(store: Store, access: Access) -> FastAPI:
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def lab_page():
         def make():
-            runs = store.latest_runs(views.LATEST_RESULTS)
+            runs = srv.latest_runs()
             latest, common = views.latest_results(runs, [srv.stats_doc(r.id) for r in runs])
             return srv.page("lab.html", title="rtscope lab", targets=srv.targets(),
                             boards=boards.page_rows(srv.lab, time.time()),

@@ -37,6 +37,7 @@ from .origins import Counts, Origins
 
 DOWN_AFTER_INTERVALS = 2   # a board is down once this many intervals are missing ...
 DOWN_GRACE_S = 10.0        # ... plus this (storing, the next interval's start, clocks of the lab's machines)
+RECORD_GRACE_S = 30.0      # a controller records an interval's running bound within seconds of storing it
 # Upper bounds in µs at which an interval's samples are counted: 1-2-5 steps from 1 µs to 10 ms, the range a
 # latency monitor measures (Prometheus' histogram buckets, `le`).
 BOUNDS_US = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
@@ -148,30 +149,47 @@ class Lab:
         self.store = store
         self.origins = Origins(store)      # what the store holds, read incrementally
         self.intervals = Bounded(cached)   # run id -> Interval
-        self.latest: dict[str, tuple[int, RunningBound]] = {}   # per board: its newest bound fitted, of which run
+        self.recorded: dict[int, RunningBound] = {}             # newest run id -> the bound recorded for it
+        self.latest: dict[str, tuple[int, RunningBound]] = {}   # per board: its newest bound known, of which run
         self.fitted = 0                    # bounds fitted so far: a page made before the newest one is stale
         self._fitting: set[int] = set()
+        self._recording: set[int | None] = set()   # monitorings (experiment ids) whose controller records bounds
         self._lock = threading.Lock()
         self._fitter = ThreadPoolExecutor(1, thread_name_prefix="rtscope-bound")
 
-    def interval(self, run_id: int) -> Interval:
-        return self.intervals.get(run_id, lambda: interval_of(self.store, self.store.get_run(run_id)))
-
-    def bound(self, target: str, run_id: int) -> "RunningBound | None":
-        """The running bound as of a board's newest interval, fitted once per interval stored and off the
-        request: until the fit of a new interval is done, the board's previous bound (None: none yet)."""
-        fitted = self.latest.get(target)
-        if fitted is not None and fitted[0] == run_id:
-            return fitted[1]
+    def bound(self, board: Board, now: float) -> "RunningBound | None":
+        """The running bound as of a board's newest interval, as its controller recorded it (running_bounds).
+        Until it is recorded, the board's previous bound (None: none yet). An interval of a monitoring whose
+        controller records none (an rtscope before running_bounds), or still without one RECORD_GRACE_S after
+        it was stored (its controller stopped meanwhile), is fitted here, once, off the request."""
+        run_id = board.newest.run_id
+        found = self.recorded.get(run_id)
         with self._lock:
-            if run_id not in self._fitting:
+            if found is not None:
+                self.latest[board.target] = (run_id, found)
+                self._recording.add(board.newest.experiment_id)
+                return found
+            fitted = self.latest.get(board.target)
+            if fitted is not None and fitted[0] == run_id:
+                return fitted[1]
+            awaited = (board.newest.experiment_id in self._recording and now - board.stored_at < RECORD_GRACE_S)
+            if not awaited and run_id not in self._fitting:
                 self._fitting.add(run_id)
-                self._fitter.submit(self._fit, target, run_id)
+                self._fitter.submit(self._fit, board.target, run_id)
         return fitted[1] if fitted is not None else None
+
+    def read_recorded(self, run_ids: list[int]) -> None:
+        """Know the recorded bounds of these intervals (the boards' newest): those not known yet read in one
+        query (a recorded bound never changes); the others' forgotten."""
+        known = {i: self.recorded[i] for i in run_ids if i in self.recorded}
+        for run_id, b in self.store.running_bounds([i for i in run_ids if i not in known]).items():
+            known[run_id] = RunningBound(b["value_ns"], None if b["value_ns"] is not None
+                                         else (b["reason"] or "not claimed"))
+        self.recorded = known
 
     def _fit(self, target: str, run_id: int) -> None:
         try:
-            found = running_bound(self.store, self.store.get_run(run_id))
+            found = running_bound(self.store, self.store.get_run(run_id))   # (not recorded: serve reads only)
         except Exception as e:   # noqa: BLE001 - a failed fit is shown as the reason there is no bound
             found = RunningBound(None, f"the fit failed: {e}")
         with self._lock:
@@ -183,10 +201,9 @@ class Lab:
     def read(self, counts: Counts | None = None) -> list[Board]:
         """Every board, by target name (`counts`: the store's as the caller has read them)."""
         newest = (self.origins.read() if counts is None else counts).boards
-        missing = [b.run_id for b in newest.values() if b.run_id not in self.intervals]
-        for run in self.store.runs(ids=missing) if missing else []:
-            self.intervals.get(run.id, lambda run=run: interval_of(self.store, run))
-        found = {t: self.interval(b.run_id) for t, b in newest.items()}
+        intervals = self.intervals.get_many([b.run_id for b in newest.values()], lambda missing: (
+            (run.id, interval_of(self.store, run)) for run in self.store.runs(ids=missing)))
+        found = {t: intervals[b.run_id] for t, b in newest.items()}
         statuses = self.store.experiment_statuses(sorted({iv.experiment_id for iv in found.values()
                                                           if iv.experiment_id is not None}))
         held = leases(self.store)
@@ -214,7 +231,7 @@ class RunningBound:
 
 def running_bound(store: Store, run: Run) -> RunningBound:
     """The bound `rtscope monitor` prints after this interval: every interval of its monitoring with its phase."""
-    wc, _ = monitor.worst_case_so_far(store, run)
+    wc, _ = monitor.worst_case_so_far(store, run, record=False)
     value = wc.level.value if wc.level is not None else None
     return RunningBound(value, None if value is not None else (wc.short_reason or "not claimed"))
 
@@ -225,10 +242,12 @@ def page_rows(lab: Lab, now: float) -> list[dict]:
     none), the top cause when that interval was explained, the intervals stored, who watches it, and its
     monitoring (the per-board page with its history)."""
     rows = []
-    for b in lab.read():
+    boards = lab.read()
+    lab.read_recorded([b.newest.run_id for b in boards])
+    for b in boards:
         iv = b.newest
         worst = max(iv.cpus, key=lambda c: c.max_ns, default=None)
-        bound = lab.bound(b.target, iv.run_id) or RunningBound(None, FITTING)
+        bound = lab.bound(b, now) or RunningBound(None, FITTING)
         rows.append({"target": b.target, "kernel": iv.kernel, "preemption": iv.preemption, "state": b.state(now),
                      "reason": b.reason, "max_us": None if worst is None else worst.max_ns / 1000,
                      "p9999_us": None if worst is None else max(c.p9999_ns for c in iv.cpus) / 1000,

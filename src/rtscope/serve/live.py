@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Callable, Hashable
+from typing import Any, Callable, Hashable, Iterable
 
 from ..store import Store
 
@@ -43,6 +43,24 @@ class Bounded:
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
         return value
+
+
+    def get_many(self, keys: list[Hashable], read: Callable[[list], Iterable[tuple[Hashable, Any]]]) -> dict:
+        """The values of `keys`: the cached ones, and those not cached yet made together by `read(missing)`
+        (key, value pairs: one query for all of them) and cached. A key `read` does not give is left out."""
+        with self._lock:
+            missing = [k for k in keys if k not in self._items]
+        made = dict(read(missing)) if missing else {}
+        out = {}
+        for k in keys:
+            if k in made:
+                out[k] = self.get(k, lambda k=k: made[k])
+            else:
+                with self._lock:
+                    if k in self._items:
+                        self._items.move_to_end(k)
+                        out[k] = self._items[k]
+        return out
 
 
 class Watch:

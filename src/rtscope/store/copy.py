@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from . import Store
-from .tables import experiments, runs, sample_causes, sample_chunks
+from .tables import experiments, running_bounds, runs, sample_causes, sample_chunks
 
 EXPERIMENT_KEY = ("name", "created_at", "seed", "spec_path")
 RUN_KEY = ("started_at", "stored_at", "workload", "variant", "runtime", "tool", "n_samples", "plan_index")
@@ -67,8 +67,9 @@ def copy(src: Store, dst: Store, progress=None) -> Copied:
                 for chunk in c.execute(sa.select(sample_chunks).where(sample_chunks.c.run_id == run_id)).mappings():
                     d.execute(sample_chunks.insert().values(**{**chunk, "run_id": new_id}))
                     out.chunks += 1
-                for cause in c.execute(sa.select(sample_causes).where(sample_causes.c.run_id == run_id)).mappings():
-                    d.execute(sample_causes.insert().values(**{**cause, "run_id": new_id}))
+                for table in (sample_causes, running_bounds):
+                    for row in c.execute(sa.select(table).where(table.c.run_id == run_id)).mappings():
+                        d.execute(table.insert().values(**{**row, "run_id": new_id}))
         out.runs += 1
         if progress:
             progress(out)

@@ -59,6 +59,10 @@ def _lab_tables(conn: sa.Connection, metadata: sa.MetaData) -> None:
     leases.metadata.create_all(conn)
 
 
+def _running_bounds(conn: sa.Connection, metadata: sa.MetaData) -> None:
+    metadata.tables["running_bounds"].create(conn, checkfirst=True)
+
+
 STEPS = (
     Step(1, "experiments, runs and sample chunks (rtscope 0.1)", _create_tables),
     Step(2, "one stored run per experiment plan index (concurrent --resume stores nothing twice)",
@@ -68,6 +72,8 @@ STEPS = (
     Step(4, "sample_causes: the causes of the explained samples of a run (setting explain)", _sample_causes),
     Step(5, "lab_controllers, lab_boards: which controller watches which board, under a lease (rtscope monitor "
             "of a fleet, rtscope lab)", _lab_tables),
+    Step(6, "running_bounds: each monitoring interval's worst case so far, as its controller fitted it (rtscope "
+            "serve and rtscope lab show it without fitting again)", _running_bounds),
 )
 LATEST = STEPS[-1].version
 

@@ -22,7 +22,7 @@ from ..version import __version__
 from . import migrations
 from .records import CAUSE_COLUMNS, DuplicateRun, Run, check_sqlite_file, resolve_url
 from .sqlite_read import read_chunks
-from .tables import experiments, metadata, runs, sample_causes, sample_chunks
+from .tables import experiments, metadata, running_bounds, runs, sample_causes, sample_chunks
 from .leases import LeaseTables
 from .tunes import TuneTables
 
@@ -191,11 +191,11 @@ class SqlStore:
             total = c.execute(sa.select(sa.func.count()).select_from(runs).where(*where)).scalar_one()
             return [Run.from_row(dict(r)) for r in c.execute(q).mappings()], total
 
-    def latest_runs(self, limit: int) -> list[Run]:
-        """The newest stored runs, newest first."""
-        q = sa.select(runs).order_by(runs.c.id.desc()).limit(limit)
+    def latest_run_ids(self, limit: int) -> list[int]:
+        """The ids of the newest stored runs, newest first."""
+        q = sa.select(runs.c.id).order_by(runs.c.id.desc()).limit(limit)
         with self.engine.connect() as c:
-            return [Run.from_row(dict(r)) for r in c.execute(q).mappings()]
+            return [i for (i,) in c.execute(q)]
 
     def run_origins(self, after_id: int = 0) -> list[tuple[int, str, dict, str, list[str]]]:
         """(id, workload, settings, stored_at, tags) of every run with an id above after_id: what the lab's
@@ -231,13 +231,15 @@ class SqlStore:
             return [dict(r) for r in c.execute(q).mappings()]
 
     def fingerprint(self) -> tuple:
-        """Changes whenever a run or an experiment is stored or an experiment changes state: a cheap poll."""
+        """Changes whenever a run, an experiment or a monitoring interval's running bound is stored, or an
+        experiment changes state: a cheap poll."""
         with self.engine.connect() as c:
             r = c.execute(sa.select(sa.func.count(), sa.func.max(runs.c.id))).one()
             e = c.execute(sa.select(sa.func.count(), sa.func.max(experiments.c.id),
                                     sa.func.max(experiments.c.finished_at),
                                     sa.func.sum(sa.case((experiments.c.status == "running", 1), else_=0)))).one()
-        return (*r, *e)
+            b = c.execute(sa.select(sa.func.count()).select_from(running_bounds)).scalar_one()
+        return (*r, *e, b)
 
     def chunks(self, run_id: int, columns: list[str] | None = None) -> dict[str, list[np.ndarray]]:
         """The raw samples of a run as stored: column name -> list of arrays, in measurement order."""
@@ -261,6 +263,27 @@ class SqlStore:
              .order_by(sample_causes.c.value_ns.desc(), sample_causes.c.sample_index))
         with self.engine.connect() as c:
             return [{**{k: r[k] for k in CAUSE_COLUMNS}, **(r["detail"] or {})} for r in c.execute(q).mappings()]
+
+    # --- monitoring: the running bound of each interval --------------------------------------------------
+    def add_running_bound(self, run_id: int, intervals: int, worst_case: dict, reason: str | None) -> None:
+        """Record the worst case fitted after interval `run_id` (once: a second record of it is ignored)."""
+        try:
+            with self.transaction() as c:
+                c.execute(running_bounds.insert().values(run_id=run_id, intervals=intervals,
+                                                         value_ns=worst_case.get("value_ns"), reason=reason,
+                                                         worst_case=worst_case))
+        except sa.exc.IntegrityError:
+            pass   # already recorded (a second controller's view, or --resume)
+
+    def running_bounds(self, run_ids: list[int]) -> dict[int, dict]:
+        """The recorded running bounds of these intervals: run id -> {intervals, value_ns, reason}."""
+        if not run_ids:
+            return {}
+        q = (sa.select(running_bounds.c.run_id, running_bounds.c.intervals, running_bounds.c.value_ns,
+                       running_bounds.c.reason).where(running_bounds.c.run_id.in_(run_ids)))
+        with self.engine.connect() as c:
+            return {r.run_id: {"intervals": r.intervals, "value_ns": r.value_ns, "reason": r.reason}
+                    for r in c.execute(q)}
 
 
 def bare_engine(db: str | None) -> sa.Engine:

@@ -73,6 +73,17 @@ sample_causes = sa.Table(
     sa.Column("detail", sa.JSON, nullable=False),            # causes, self_ns, idle_ns, measuring thread, note
 )
 
+# `rtscope monitor`: the worst case of a monitoring's intervals so far, as the controller fitted it after each
+# interval (analysis.tail.WorstCase.to_json), so that `rtscope serve` and `rtscope lab` show it without a fit.
+running_bounds = sa.Table(
+    "running_bounds", metadata,
+    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("intervals", sa.Integer, nullable=False),        # the intervals of the run's phase fitted together
+    sa.Column("value_ns", sa.Float),                           # the bound (None: no bound, `reason` says why)
+    sa.Column("reason", sa.String),
+    sa.Column("worst_case", sa.JSON, nullable=False),          # WorstCase.to_json()
+)
+
 # The store's schema version (store/migrations.py); outside `metadata`, which holds the tables the steps create.
 schema_version = sa.Table(
     "schema_version", sa.MetaData(),
