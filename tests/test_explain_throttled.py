@@ -84,6 +84,8 @@ def test_rt_throttling_named_its_remedy_measured_and_undone(cli, db, tmp_path, r
     out = json.loads(cli("compare", "--experiment", f"remedies-run-{run.id}", "--db", db, "--json").out)
     [k] = out["comparisons"]
     assert k["configuration"].endswith(" rt_runtime_us=-1"), k
-    verdicts = {row["metric"]: row["verdict"] for row in k["rows"]}
-    assert "better" in (verdicts.get("max"), verdicts.get("p99.99")), k["rows"]
+    # No verdict asserted: on kernels from 6.12 the fair deadline server (not sched_rt_runtime_us) gives normal
+    # tasks their 50 ms a second, so RT throttling off leaves the 50 ms delays (measured on this 6.18 kernel:
+    # max 49.0 ms with throttling, 50.7 ms without); docs/explain.md says so.
+    assert {row["metric"] for row in k["rows"]} >= {"max", "p99"}, k["rows"]
     assert RT.read_text() == original and culprit.instances() == []
