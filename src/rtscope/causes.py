@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 
 US = 1000
-_LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+(?:\(\s*[\d-]+\)\s+)?\[(?P<cpu>\d+)\]\s+(?:\S+\s+)?"
+_LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+(?:\(\s*[\d-]+\)\s+)?\[(?P<cpu>\d+)\]\s+(?:(?P<flags>\S+)\s+)?"
                    r"(?P<sec>\d+)\.(?P<usec>\d{6}):\s+(?P<event>\w+):\s?(?P<rest>.*)$")
 _FIELD = re.compile(r"(\w+)=(\S+)")
 NORMAL_PRIO = 100   # kernel priorities from here on are normal (SCHED_OTHER/BATCH/IDLE) tasks'
@@ -41,6 +41,7 @@ class Event:
     pid: int
     name: str
     rest: str
+    flags: str = ""   # irqs-off, need-resched (N), hardirq/softirq, preempt depth: `d.h1.`
 
     def fields(self) -> dict[str, str]:
         return dict(_FIELD.findall(self.rest))
@@ -52,7 +53,7 @@ def parse_line(line: str) -> Event | None:
     if not m:
         return None
     ts = int(m["sec"]) * 1_000_000_000 + int(m["usec"]) * US
-    return Event(ts, int(m["cpu"]), m["comm"], int(m["pid"]), m["event"], m["rest"])
+    return Event(ts, int(m["cpu"]), m["comm"], int(m["pid"]), m["event"], m["rest"], m["flags"] or "")
 
 
 def parse(lines) -> list[Event]:
@@ -223,6 +224,9 @@ def attribute(events: list[Event], start_ns: int, end_ns: int, measuring: int | 
     causes: dict[tuple, _Cause] = {}
     self_ns = idle_ns = 0
     rt = measuring is not None and prios.get(measuring, NORMAL_PRIO) < NORMAL_PRIO
+    # a normal task the kernel wanted to preempt (need-resched set on its lines) sat in a section it could not
+    # preempt: a thread cause; one it did not want to preempt ran because the RT class was throttled
+    resched = {e.pid for e in events if start_ns <= e.ts_ns <= end_ns and e.flags[1:2] in ("N", "n", "p")}
     for a, b, (what, who), runnable in slices:
         if what == "task" and who == measuring:
             self_ns += b - a
@@ -230,7 +234,8 @@ def attribute(events: list[Event], start_ns: int, end_ns: int, measuring: int | 
         if what == "task" and who == 0:
             idle_ns += b - a
             continue
-        if what == "task" and rt and runnable and prios.get(who, NORMAL_PRIO) >= NORMAL_PRIO:
+        if (what == "task" and rt and runnable and who not in resched
+                and prios.get(who, NORMAL_PRIO) >= NORMAL_PRIO):
             # a normal task ran while the real-time one waited to run: the RT class was throttled
             _cause(causes, "rt_throttled", who, names, prios).add(a, b, start_ns)
             continue
