@@ -39,6 +39,9 @@ def test_a_normal_task_over_a_runnable_fifo_task_is_rt_throttling():
     top = got["causes"][0]
     assert (top["kind"], top["name"], top["pid"], top["prio"]) == ("rt_throttled", NORMAL, 902, 120)
     assert top["duration_ns"] == 39_995_000
+    # a short one (a kernel section not preempted at once) stays a thread cause
+    short = causes.attribute(events, 100_001_000_000, 100_001_010_000)
+    assert [c["kind"] for c in short["causes"]] == ["thread"]
     # the same normal task over a normal-priority measured task is just a thread
     normal = TRACE.replace("prio=19", "prio=120")
     got = causes.attribute(causes.parse(normal.splitlines()), 100_001_000_000, 100_041_010_000)

@@ -11,8 +11,9 @@ a softirq, else the task that was current (`sched_switch`). Summed per culprit, 
   softirq  a softirq (name: its action, e.g. TIMER, RCU, NET_RX; `irq` holds the vector)
   thread   another task running on the CPU (comm, pid, kernel priority: 0..99 real-time, 100..139 normal)
   rt_throttled  a normal-priority task running while the measuring thread, real-time (SCHED_FIFO/RR), was
-           runnable on the CPU: only RT throttling (the rt bandwidth, sched_rt_runtime_us, used up) lets the
-           kernel do that; named by the task that ran (comm, pid, prio)
+           runnable on the CPU for 10 ms or more of the sample (shorter: a kernel section not preempted at
+           once, a thread cause): RT throttling (the rt bandwidth, sched_rt_runtime_us, used up; from 6.12 also
+           the fair deadline server); named by the task that ran (comm, pid, prio)
 
 Time the measuring thread itself ran is `self_ns` (its own work, or its path back from the wake-up) and is no
 cause. Time in the idle task while the sample was pending, and any gap no event accounts for, is
@@ -29,6 +30,7 @@ US = 1000
 _LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+(?:\(\s*[\d-]+\)\s+)?\[(?P<cpu>\d+)\]\s+(?:(?P<flags>\S+)\s+)?"
                    r"(?P<sec>\d+)\.(?P<usec>\d{6}):\s+(?P<event>\w+):\s?(?P<rest>.*)$")
 _FIELD = re.compile(r"(\w+)=(\S+)")
+THROTTLED_MIN_NS = 10_000_000  # a normal task this long over a runnable RT task: RT throttling, not a section
 NORMAL_PRIO = 100   # kernel priorities from here on are normal (SCHED_OTHER/BATCH/IDLE) tasks'
 INTERVALS_KEPT = 16  # per cause: enough to draw a timeline, bounded for a cause that recurs
 
@@ -224,9 +226,15 @@ def attribute(events: list[Event], start_ns: int, end_ns: int, measuring: int | 
     causes: dict[tuple, _Cause] = {}
     self_ns = idle_ns = 0
     rt = measuring is not None and prios.get(measuring, NORMAL_PRIO) < NORMAL_PRIO
-    # a normal task the kernel wanted to preempt (need-resched set on its lines) sat in a section it could not
-    # preempt: a thread cause; one it did not want to preempt ran because the RT class was throttled
-    resched = {e.pid for e in events if start_ns <= e.ts_ns <= end_ns and e.flags[1:2] in ("N", "n", "p")}
+    # A normal task over the waiting RT task: a kernel section not preempted at once (µs, a few ms: a thread
+    # cause), or the RT class throttled (tens of ms: the bandwidth's 50 ms a second). The need-resched flag does
+    # not tell them apart (on kernels from 6.12 the fair deadline server runs the normal task with it set).
+    over: dict[int, int] = {}
+    for a, b, (what, who), runnable in slices:
+        if what == "task" and rt and runnable and who not in (measuring, 0) \
+                and prios.get(who, NORMAL_PRIO) >= NORMAL_PRIO:
+            over[who] = over.get(who, 0) + b - a
+    throttled = {who for who, ns in over.items() if ns >= THROTTLED_MIN_NS}
     for a, b, (what, who), runnable in slices:
         if what == "task" and who == measuring:
             self_ns += b - a
@@ -234,8 +242,7 @@ def attribute(events: list[Event], start_ns: int, end_ns: int, measuring: int | 
         if what == "task" and who == 0:
             idle_ns += b - a
             continue
-        if (what == "task" and rt and runnable and who not in resched
-                and prios.get(who, NORMAL_PRIO) >= NORMAL_PRIO):
+        if what == "task" and runnable and who in throttled:
             # a normal task ran while the real-time one waited to run: the RT class was throttled
             _cause(causes, "rt_throttled", who, names, prios).add(a, b, start_ns)
             continue
