@@ -24,7 +24,8 @@ jitter = float(sys.argv[6])
 with open(f"/proc/self/task/{os.getpid()}/comm", "w") as f:
     f.write(name)
 os.sched_setaffinity(0, {cpu})
-os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(prio))
+if prio:  # 0: stay a normal (SCHED_OTHER) task
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(prio))
 print("ready", flush=True)
 at = time.monotonic()
 while True:
@@ -52,12 +53,14 @@ def instances() -> list[str]:
 
 
 @contextmanager
-def culprit(cpu: int, priority: int = 90, jitter_s: float = 0.0, period_s: float = PERIOD_S) -> Iterator[int]:
+def culprit(cpu: int, priority: int = 90, jitter_s: float = 0.0, period_s: float = PERIOD_S,
+            busy_s: float = BUSY_S, name: str = NAME) -> Iterator[int]:
     """Run the culprit on `cpu`; yields its pid (the comm is NAME). `jitter_s`: each period longer by a random
     0..jitter_s, so that a measured loop whose cycle the bursts re-align (it resumes when a burst ends) does not
-    meet every burst at the same point of its cycle. `period_s`: a burst of BUSY_S every period_s."""
-    proc = subprocess.Popen([sys.executable, "-c", _CODE, str(cpu), str(priority), str(BUSY_S), str(period_s),
-                             NAME, str(jitter_s)], stdout=subprocess.PIPE, text=True)
+    meet every burst at the same point of its cycle. `period_s`: a burst of `busy_s` every period_s (busy_s =
+    period_s: a busy loop that never sleeps). `priority` 0: a normal task, not SCHED_FIFO. `name`: its comm."""
+    proc = subprocess.Popen([sys.executable, "-c", _CODE, str(cpu), str(priority), str(busy_s), str(period_s),
+                             name, str(jitter_s)], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "ready"
         yield proc.pid

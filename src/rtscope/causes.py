@@ -10,6 +10,10 @@ a softirq, else the task that was current (`sched_switch`). Summed per culprit, 
   hrtimer  an hrtimer callback run in the timer interrupt (name: the callback function)
   softirq  a softirq (name: its action, e.g. TIMER, RCU, NET_RX; `irq` holds the vector)
   thread   another task running on the CPU (comm, pid, kernel priority: 0..99 real-time, 100..139 normal)
+  rt_throttled  a normal-priority task running while the measuring thread, real-time (SCHED_FIFO/RR), was
+           runnable on the CPU for 10 ms or more of the sample (shorter: a kernel section not preempted at
+           once, a thread cause): RT throttling (the rt bandwidth, sched_rt_runtime_us, used up; from 6.12 also
+           the fair deadline server); named by the task that ran (comm, pid, prio)
 
 Time the measuring thread itself ran is `self_ns` (its own work, or its path back from the wake-up) and is no
 cause. Time in the idle task while the sample was pending, and any gap no event accounts for, is
@@ -23,9 +27,11 @@ import re
 from dataclasses import dataclass, field
 
 US = 1000
-_LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+(?:\(\s*[\d-]+\)\s+)?\[(?P<cpu>\d+)\]\s+(?:\S+\s+)?"
+_LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+(?:\(\s*[\d-]+\)\s+)?\[(?P<cpu>\d+)\]\s+(?:(?P<flags>\S+)\s+)?"
                    r"(?P<sec>\d+)\.(?P<usec>\d{6}):\s+(?P<event>\w+):\s?(?P<rest>.*)$")
 _FIELD = re.compile(r"(\w+)=(\S+)")
+THROTTLED_MIN_NS = 10_000_000  # a normal task this long over a runnable RT task: RT throttling, not a section
+NORMAL_PRIO = 100   # kernel priorities from here on are normal (SCHED_OTHER/BATCH/IDLE) tasks'
 INTERVALS_KEPT = 16  # per cause: enough to draw a timeline, bounded for a cause that recurs
 
 
@@ -37,6 +43,7 @@ class Event:
     pid: int
     name: str
     rest: str
+    flags: str = ""   # irqs-off, need-resched (N), hardirq/softirq, preempt depth: `d.h1.`
 
     def fields(self) -> dict[str, str]:
         return dict(_FIELD.findall(self.rest))
@@ -48,7 +55,7 @@ def parse_line(line: str) -> Event | None:
     if not m:
         return None
     ts = int(m["sec"]) * 1_000_000_000 + int(m["usec"]) * US
-    return Event(ts, int(m["cpu"]), m["comm"], int(m["pid"]), m["event"], m["rest"])
+    return Event(ts, int(m["cpu"]), m["comm"], int(m["pid"]), m["event"], m["rest"], m["flags"] or "")
 
 
 def parse(lines) -> list[Event]:
@@ -127,12 +134,13 @@ def current_at(events: list[Event], end_ns: int) -> int | None:
 
 
 def _slices(events: list[Event], start_ns: int, end_ns: int, vm: frozenset[int] = frozenset(),
-            cpu: int | None = None, assume: frozenset[int] = frozenset()
+            cpu: int | None = None, assume: frozenset[int] = frozenset(), due: frozenset[int] = frozenset()
             ) -> tuple[list[tuple[int, int, tuple, bool]], dict[int, int], tuple | None]:
     """The interval [start_ns, end_ns] cut into (from, to, owner, vm_waits) slices: owner ("ctx", (kind, name,
     irq)) for the innermost interrupt context, else ("task", pid); vm_waits: whether one of the `vm` threads was
     runnable on this CPU (`cpu`) then (it ran, was preempted, or was woken for this CPU and not yet run; the
-    threads `assume` are taken as runnable until the events say otherwise). Also the kernel priorities seen, and
+    threads `assume` are taken as runnable until the events say otherwise, the threads `due` so from start_ns on:
+    the probe's own wake-up is filtered out of the trace). Also the kernel priorities seen, and
     the task current at the end."""
     stack: list[tuple[str, str, int | None]] = []
     current: tuple[str, int, int | None] | None = None
@@ -142,6 +150,9 @@ def _slices(events: list[Event], start_ns: int, end_ns: int, vm: frozenset[int] 
     last = None
     after: Event | None = None  # the first event past end_ns: its task was current up to it, as below
     for e in events:
+        if due and e.ts_ns > start_ns:
+            runnable |= due
+            due = frozenset()
         if e.ts_ns > end_ns:
             after = e
             break
@@ -189,6 +200,7 @@ def _slices(events: list[Event], start_ns: int, end_ns: int, vm: frozenset[int] 
                 target = f.get("target_cpu", "")
                 if cpu is None or (target.isdigit() and int(target) == cpu):
                     runnable.add(int(f["pid"]))
+    runnable |= due
     if current is not None and last is not None and end_ns > max(last, start_ns):
         # The task the next line names (the trace may have lost the sched_switch that brought it in: one out
         # of the idle task, typically), else the one the last switch made current.
@@ -207,15 +219,32 @@ def attribute(events: list[Event], start_ns: int, end_ns: int, measuring: int | 
     slices, prios, current = _slices(events, start_ns, end_ns)
     if measuring is None:
         measuring = current[1] if current else None
+    if measuring is not None:  # again, following its wait: from start_ns on, it wanted the CPU (due, or busy)
+        slices, prios, current = _slices(events, start_ns, end_ns, frozenset({measuring}),
+                                         due=frozenset({measuring}))
     names = _task_names(events)
     causes: dict[tuple, _Cause] = {}
     self_ns = idle_ns = 0
-    for a, b, (what, who), _ in slices:
+    rt = measuring is not None and prios.get(measuring, NORMAL_PRIO) < NORMAL_PRIO
+    # A normal task over the waiting RT task: a kernel section not preempted at once (µs, a few ms: a thread
+    # cause), or the RT class throttled (tens of ms: the bandwidth's 50 ms a second). The need-resched flag does
+    # not tell them apart (on kernels from 6.12 the fair deadline server runs the normal task with it set).
+    over: dict[int, int] = {}
+    for a, b, (what, who), runnable in slices:
+        if what == "task" and rt and runnable and who not in (measuring, 0) \
+                and prios.get(who, NORMAL_PRIO) >= NORMAL_PRIO:
+            over[who] = over.get(who, 0) + b - a
+    throttled = {who for who, ns in over.items() if ns >= THROTTLED_MIN_NS}
+    for a, b, (what, who), runnable in slices:
         if what == "task" and who == measuring:
             self_ns += b - a
             continue
         if what == "task" and who == 0:
             idle_ns += b - a
+            continue
+        if what == "task" and runnable and who in throttled:
+            # a normal task ran while the real-time one waited to run: the RT class was throttled
+            _cause(causes, "rt_throttled", who, names, prios).add(a, b, start_ns)
             continue
         _cause(causes, what, who, names, prios).add(a, b, start_ns)
     ordered = sorted(causes.values(), key=lambda c: -c.duration_ns)
@@ -227,10 +256,11 @@ def attribute(events: list[Event], start_ns: int, end_ns: int, measuring: int | 
 
 def _cause(causes: dict[tuple, _Cause], what: str, who, names: dict[int, str], prios: dict[int, int]) -> _Cause:
     """The cause a slice's owner is, made on its first slice."""
-    if what == "task":
-        key: tuple = ("thread", who)
+    if what in ("task", "rt_throttled"):
+        kind = "thread" if what == "task" else what
+        key: tuple = (kind, who)
         if key not in causes:
-            causes[key] = _Cause("thread", names.get(who, "?"), pid=who, prio=prios.get(who))
+            causes[key] = _Cause(kind, names.get(who, "?"), pid=who, prio=prios.get(who))
     else:
         kind, name, irq = who
         key = (kind, name, irq)

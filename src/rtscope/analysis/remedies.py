@@ -166,6 +166,13 @@ def _for(r: _Run, row: causes.Share, split: dict[str, float], detail: dict) -> l
     kind, name = row.kind, row.name or ""
     if kind == "thread":
         return _thread(r, name, detail.get("prio"), detail.get("longest_ns", 0))
+    if kind == "rt_throttled":
+        return [x for x in (("rt_runtime_us", -1, f"{name} (normal priority) ran while the real-time task "
+                             "was runnable: RT throttling (sched_rt_runtime_us "
+                             "used up); turn it off", "a runaway real-time task can then hang its CPU; on kernels from 6.12 "
+                             "the fair deadline server (debugfs sched/fair_server/cpuN/runtime) still gives normal "
+                             "tasks 50 ms a second: measure it"),
+                            _move(r, f"{name} during RT throttling")) if x]
     if kind == "irq":
         if name == "local_timer" or name in IPI_VECTORS:
             what = "the periodic tick" if name == "local_timer" else f"inter-processor interrupts ({name})"
