@@ -37,7 +37,7 @@ from ..store import Store, to_jsonable, unreachable
 from ..version import __version__
 from . import boards, metrics, views
 from .access import COOKIE, Access
-from .live import POLL_S, Bounded, Watch
+from .live import POLL_S, Bounded, Refreshed, Watch
 
 log = logging.getLogger("rtscope.serve")
 HERE = Path(__file__).parent
@@ -45,6 +45,8 @@ API_PREFIXES = ("/api/", "/metrics", "/events", "/openapi.json")
 OPEN_PATHS = ("/login", "/static/serve.css", "/static/serve.js")  # the sign-in page and what it needs
 STATIC = {"serve.js": "text/javascript", "serve.css": "text/css"}
 HEARTBEAT_S = 15
+REFRESH_WAIT_S = 0.15   # how long a request of the lab page or /metrics waits for its state's copy being made
+STALE = "X-Rtscope-Stale"   # a response made from an earlier state of the store than the request saw
 # What each parameter accepts, for the 422 message (the routes' own constraints say the same to OpenAPI).
 VALID = {"limit": "1..1000", "offset": "0 or more", "experiment": "an experiment id", "alpha": "0 < alpha < 1",
          "per_thread": "true or false",
@@ -77,9 +79,10 @@ class Server:
         self.run_stats = Bounded(256)      # run id -> its show document without the worst case (no tail fit)
         self.run_pages = Bounded(16)       # run id -> page (a stored run never changes)
         self.run_machines = Bounded(1024)  # run id -> its machine record (each target's newest run's)
-        self.recent_runs = Bounded(2 * views.LATEST_RESULTS)   # run id -> the run (the lab page's latest results)
         self.exposition = metrics.Exposition()   # /metrics' text, each board's lines made once per its state
         self.by_state = Bounded(32)        # (what, args..., fingerprint) -> page or document (pages < ~1 MB)
+        self.lab_page = Refreshed(REFRESH_WAIT_S)     # the lab page, and the boards as /metrics reads them:
+        self.boards_read = Refreshed(REFRESH_WAIT_S)  # made again off the request when the store changes
         self.templates = jinja2.Environment(loader=jinja2.ChoiceLoader([
             jinja2.FileSystemLoader(HERE / "templates"), jinja2.DictLoader({"tables.html": TABLES})]), autoescape=True,
                                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
@@ -97,22 +100,21 @@ class Server:
             return doc, document_text(doc)
         return self.run_docs.get(run_id, make)
 
-    def stats_doc(self, run_id: int) -> dict:
+    def stats_doc(self, run) -> dict:
         """A run's show document for a page of many runs: without the worst case, whose tail fit would cost
         each run up to seconds (the run's own page and the API have it)."""
-        return self.run_stats.get(run_id, lambda: to_jsonable(show_document(
-            self.store, views.get_run(self.store, run_id), worst_case=False)))
+        return self.run_stats.get(run.id, lambda: to_jsonable(show_document(self.store, run, worst_case=False)))
 
     def targets(self) -> list[views.TargetRow]:
         """Every target that has runs, with its newest run's machine record (read once per run)."""
         newest = self.lab.origins.read().targets
-        return views.targets(newest, self.run_machines.get_many([t.run_id for t in newest.values()], lambda missing: (
-            (run.id, run.machine or {}) for run in self.store.runs(ids=missing))))
+        return views.targets(newest, self.run_machines.get_many([t.run_id for t in newest.values()],
+                                                                self.store.machines))
 
     def latest_runs(self) -> list:
         """The newest stored runs, newest first (each read once: a stored run never changes)."""
         ids = self.store.latest_run_ids(views.LATEST_RESULTS)
-        found = self.recent_runs.get_many(ids, lambda missing: ((r.id, r) for r in self.store.runs(ids=missing)))
+        found = self.lab.runs(ids)
         return [found[i] for i in ids if i in found]
 
     def current(self, key: tuple, make):
@@ -183,12 +185,15 @@ def make_app(store: Store, access: Access) -> FastAPI:
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def lab_page():
         def make():
+            rows = boards.page_rows(srv.lab, time.time())    # first: it reads the new runs the latest results show
             runs = srv.latest_runs()
-            latest, common = views.latest_results(runs, [srv.stats_doc(r.id) for r in runs])
-            return srv.page("lab.html", title="rtscope lab", targets=srv.targets(),
-                            boards=boards.page_rows(srv.lab, time.time()),
+            latest, common = views.latest_results(runs, [srv.stats_doc(r) for r in runs])
+            return srv.page("lab.html", title="rtscope lab", targets=srv.targets(), boards=rows,
                             experiments=views.experiment_rows(store), latest=latest, common=common).body
-        return HTMLResponse(srv.current(("lab", srv.lab.fitted), make))   # remade when a board's bound is fitted
+        # remade when the store changes or a board's bound is fitted; while a burst of intervals is being read,
+        # the page before (the page's script asks again)
+        body, stale = srv.lab_page.get((srv.watch.fingerprint(), srv.lab.fitted), make)
+        return HTMLResponse(body, headers={STALE: "1"} if stale else None)
 
     @app.get("/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)
     def run_page(run_id: int):
@@ -364,7 +369,7 @@ def make_app(store: Store, access: Access) -> FastAPI:
 
     @app.get("/metrics", summary="Prometheus metrics (text format)")
     def prometheus():
-        snap = srv.current(("metrics",), lambda: metrics.read(srv.lab))
+        snap, _ = srv.boards_read.get(srv.watch.fingerprint(), lambda: metrics.read(srv.lab))
         now = time.time()    # up and down at this scrape's time: the text is made again when one of them changes
         body, content_type = srv.current(("metrics-text", metrics.states(snap, now)),
                                          lambda: srv.exposition.text(snap, now))

@@ -37,6 +37,7 @@ from .origins import Counts, Origins
 
 DOWN_AFTER_INTERVALS = 2   # a board is down once this many intervals are missing ...
 DOWN_GRACE_S = 10.0        # ... plus this (storing, the next interval's start, clocks of the lab's machines)
+RECENT_RUNS = 32           # runs kept whole in memory: the newest read (the lab page's latest results among them)
 RECORD_GRACE_S = 30.0      # a controller records an interval's running bound within seconds of storing it
 # Upper bounds in µs at which an interval's samples are counted: 1-2-5 steps from 1 µs to 10 ms, the range a
 # latency monitor measures (Prometheus' histogram buckets, `le`).
@@ -149,6 +150,7 @@ class Lab:
         self.store = store
         self.origins = Origins(store)      # what the store holds, read incrementally
         self.intervals = Bounded(cached)   # run id -> Interval
+        self.recent = Bounded(RECENT_RUNS)  # run id -> the run, for the newest runs read
         self.recorded: dict[int, RunningBound] = {}             # newest run id -> the bound recorded for it
         self.latest: dict[str, tuple[int, RunningBound]] = {}   # per board: its newest bound known, of which run
         self.fitted = 0                    # bounds fitted so far: a page made before the newest one is stale
@@ -156,6 +158,18 @@ class Lab:
         self._recording: set[int | None] = set()   # monitorings (experiment ids) whose controller records bounds
         self._lock = threading.Lock()
         self._fitter = ThreadPoolExecutor(1, thread_name_prefix="rtscope-bound")
+
+    def read_runs(self, ids: list[int]) -> list[Run]:
+        """These runs read from the store in one query, the newest of them kept for the next reader (the lab
+        page's latest results are the intervals just read here)."""
+        found = self.store.runs(ids=ids)
+        for run in found[-self.recent.size:]:
+            self.recent.get(run.id, lambda run=run: run)
+        return found
+
+    def runs(self, ids: list[int]) -> dict[int, Run]:
+        """These runs, by id: the recent ones from memory, the others read (a stored run never changes)."""
+        return self.recent.get_many(ids, lambda missing: ((r.id, r) for r in self.read_runs(missing)))
 
     def bound(self, board: Board, now: float) -> "RunningBound | None":
         """The running bound as of a board's newest interval, as its controller recorded it (running_bounds).
@@ -202,7 +216,7 @@ class Lab:
         """Every board, by target name (`counts`: the store's as the caller has read them)."""
         newest = (self.origins.read() if counts is None else counts).boards
         intervals = self.intervals.get_many([b.run_id for b in newest.values()], lambda missing: (
-            (run.id, interval_of(self.store, run)) for run in self.store.runs(ids=missing)))
+            (run.id, interval_of(self.store, run)) for run in self.read_runs(missing)))
         found = {t: intervals[b.run_id] for t, b in newest.items()}
         statuses = self.store.experiment_statuses(sorted({iv.experiment_id for iv in found.values()
                                                           if iv.experiment_id is not None}))

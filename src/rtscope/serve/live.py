@@ -63,6 +63,64 @@ class Bounded:
         return out
 
 
+class Refreshed:
+    """One value made from the store's state (the lab page, /metrics' reading of the boards), made again in a
+    thread of its own when the state changes. A request gets the value of the state it asked for when that is
+    made within `wait_s`, else the newest value made before (stale, said so: the page then asks again), so a
+    burst of intervals arriving from a hundred boards at once never holds a request for seconds. The first
+    value, and one whose making failed, are waited for."""
+
+    def __init__(self, wait_s: float):
+        self.wait_s = wait_s
+        self._value: Any = None
+        self._state: Hashable = None
+        self._made = False
+        self._error: tuple[Hashable, BaseException] | None = None
+        self._wanted: tuple[Hashable, Callable[[], Any]] | None = None
+        self._making = False
+        self._cond = threading.Condition()
+
+    def get(self, state: Hashable, make: Callable[[], Any]) -> tuple[Any, bool]:
+        """(the value, whether it is stale: made from an earlier state than `state`)."""
+        with self._cond:
+            if self._made and self._state == state:
+                return self._value, False
+            self._wanted = (state, make)
+            if self._error is not None and self._error[0] == state:
+                self._error = None            # made again: its requests wait for this attempt
+            if not self._making:
+                self._making = True
+                threading.Thread(target=self._make, name="rtscope-refresh", daemon=True).start()
+            deadline = time.monotonic() + self.wait_s
+            while not (self._made and self._state == state):
+                if self._error is not None and self._error[0] == state:
+                    raise self._error[1]
+                left = deadline - time.monotonic()
+                if self._made and left <= 0:
+                    return self._value, True
+                self._cond.wait(left if self._made else 1.0)
+            return self._value, False
+
+    def _make(self) -> None:
+        while True:
+            with self._cond:
+                if self._wanted is None:
+                    self._making = False
+                    return
+                state, make = self._wanted
+                self._wanted = None
+            try:
+                value = make()
+            except BaseException as e:  # noqa: BLE001 - handed to the requests that wait for this state
+                with self._cond:
+                    self._error = (state, e)
+                    self._cond.notify_all()
+                continue
+            with self._cond:
+                self._value, self._state, self._made, self._error = value, state, True, None
+                self._cond.notify_all()
+
+
 class Watch:
     """The store's current fingerprint, re-read when older than POLL_S."""
 

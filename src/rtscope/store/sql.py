@@ -191,6 +191,12 @@ class SqlStore:
             total = c.execute(sa.select(sa.func.count()).select_from(runs).where(*where)).scalar_one()
             return [Run.from_row(dict(r)) for r in c.execute(q).mappings()], total
 
+    def machines(self, run_ids: list[int]) -> dict[int, dict]:
+        """The machine records of these runs, by run id (nothing else of the runs read)."""
+        q = sa.select(runs.c.id, runs.c.environment).where(runs.c.id.in_(run_ids))
+        with self.engine.connect() as c:
+            return {i: env or {} for i, env in c.execute(q)}
+
     def latest_run_ids(self, limit: int) -> list[int]:
         """The ids of the newest stored runs, newest first."""
         q = sa.select(runs.c.id).order_by(runs.c.id.desc()).limit(limit)

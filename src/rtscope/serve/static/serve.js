@@ -37,6 +37,8 @@
     fetch(window.location.href, {credentials: "same-origin", cache: "no-store"}).then(function (response) {
       if (response.status === 503) { banner("The store cannot be reached; this page follows it again when it is back.", "warn"); return null; }
       if (!response.ok) { return null; }
+      /* made from an earlier state while the newest was still being made (a burst of intervals): ask again */
+      if (response.headers.get("X-Rtscope-Stale")) { window.setTimeout(refresh, 1000); }
       return response.text();
     }).then(function (text) {
       if (text === null) { return; }
