@@ -45,7 +45,7 @@ API_PREFIXES = ("/api/", "/metrics", "/events", "/openapi.json")
 OPEN_PATHS = ("/login", "/static/serve.css", "/static/serve.js")  # the sign-in page and what it needs
 STATIC = {"serve.js": "text/javascript", "serve.css": "text/css"}
 HEARTBEAT_S = 15
-REFRESH_WAIT_S = 0.15   # how long a request of the lab page or /metrics waits for its state's copy being made
+REFRESH_WAIT_S = 0.05   # how long a request of the lab page or /metrics waits for its state's copy being made
 STALE = "X-Rtscope-Stale"   # a response made from an earlier state of the store than the request saw
 # What each parameter accepts, for the 422 message (the routes' own constraints say the same to OpenAPI).
 VALID = {"limit": "1..1000", "offset": "0 or more", "experiment": "an experiment id", "alpha": "0 < alpha < 1",
