@@ -105,12 +105,17 @@ class Board:
         self.stop = threading.Event()
         self.pool: Pool | None = None
         self.held_until = 0.0             # monotonic: past this without a renewal, the lease may be gone
+        self.delay_s = 0.0                # before its first interval (start)
 
     @property
     def working(self) -> bool:
         return self.thread is not None and self.thread.is_alive()
 
-    def start(self) -> None:
+    def start(self, delay_s: float = 0.0) -> None:
+        """Work on the board from now, its first interval `delay_s` later (the boards a controller takes at once
+        spread over an interval, as Prometheus spreads its scrapes: their intervals do not all end, and get
+        stored and read, in the same second)."""
+        self.delay_s = delay_s
         self.stop = threading.Event()
         self.held_until = time.monotonic() + self.ctl.lease_s
         self.thread = threading.Thread(target=self._work, name=f"rtscope-board-{self.name}", daemon=True)
@@ -178,6 +183,8 @@ class Board:
             availability: exp_mod.Availability | None = None
             todo_iter = (i for r in todo for i in r)
             i = next(todo_iter, None)
+            if i is not None and self.stop.wait(self.delay_s):
+                return
             while i is not None and not self.stop.is_set():
                 p = planned_run(i)
                 try:
@@ -363,6 +370,7 @@ class Controller:
         live = max(1, len(set(leases.live_controllers()) | {self.name}))
         share = math.ceil(len(names) / live)
         mine = sum(b.working for b in self.boards.values())
+        taken = 0   # boards taken in this round: their first intervals spread over an interval
         for n, b in self.boards.items():
             if mine >= share:
                 break
@@ -377,7 +385,8 @@ class Controller:
                 if got.get("experiment_id") != row.get("experiment_id"):  # changed between the two reads
                     got["experiment_status"] = (self.store.experiment_row(got["experiment_id"]) or {}).get("status")
                 self.claimed_rows[n] = got
-                b.start()
+                b.start(delay_s=b.plan.interval_s * taken / share)
+                taken += 1
                 mine += 1
         return False
 
