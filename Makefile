@@ -4,7 +4,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-# Compiling runs in parallel.
+# Compiling runs in parallel; the tests run one at a time (they measure timing).
 JOBS   := -j$(shell nproc 2>/dev/null || echo 2)
 STAMP  := $(VENV)/.installed
 
@@ -53,10 +53,8 @@ demo: setup
 
 test: setup test-probes test-cbtask test-cross test-beam check-specs check-imports test-python
 
-# Two processes: the tests that measure this machine's timing, or read what it shares, one at a time in one of
-# them (tests/conftest.py, ONE_AT_A_TIME); the others beside them.
 test-python: setup
-	$(BIN)/python -m pytest -q -rs --durations=20 -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q -rs --durations=20
 
 # Every shipped spec must validate (runs this machine cannot make are skipped by the specs themselves).
 check-specs: setup

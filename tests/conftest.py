@@ -15,24 +15,6 @@ from rtscope.paths import repo_file
 RTPROBE = repo_file("probes", "build", "rtprobe")
 
 
-# `make test` runs the tests in two processes (pytest-xdist, --dist loadgroup). The modules below run one after
-# the other in one of them: their figures depend on the machine's timing (a culprit's share of the tail, a
-# verdict on real runs, a QEMU guest's boot under TCG), they load every CPU (stress-ng), or they read state the
-# whole machine shares (tracefs instances, sched_rt_runtime_us and IRQ affinities). Every other module runs as a
-# unit of its own (its module fixtures made once) in whichever process is free.
-ONE_AT_A_TIME = frozenset("""
-    test_beam_node test_cli_output test_environments test_explain test_explain_beam_kernel test_explain_histogram
-    test_explain_qemu test_explain_throttled test_gate test_gpio test_kernel_cmdline_qemu test_load test_monitor
-    test_one_number test_plan test_qemu_target test_remedies test_remedy_settings test_report_lab test_rtla
-    test_ssh_target test_timer test_tune_real test_verdicts""".split())
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        module = item.path.stem
-        item.add_marker(pytest.mark.xdist_group("machine" if module in ONE_AT_A_TIME else module))
-
-
 @dataclass
 class Result:
     code: int
