@@ -52,6 +52,14 @@ def instances() -> list[str]:
     return sorted(p.name for p in (TRACEFS / "instances").iterdir() if p.name.startswith("rtscope-"))
 
 
+def timer_spec(name: str, loops: int, cpu: int, head: str = "") -> str:
+    """A spec of one explained timer run (5 worst samples) at SCHED_FIFO 80 on `cpu`, 1 ms period; `head`: what
+    stands before its workload (a target and its definition)."""
+    return (f'name = "{name}"\n{head}[[workload]]\nname = "timer"\nvariants = ["absolute"]\nruntime = "native"\n'
+            f"[workload.params]\nloops = {loops}\ninterval_us = 1000\n[workload.settings]\n"
+            f"explain = 5\ncpu = {cpu}\nrt_priority = 80\n")
+
+
 @contextmanager
 def culprit(cpu: int, priority: int = 90, jitter_s: float = 0.0, period_s: float = PERIOD_S,
             busy_s: float = BUSY_S, name: str = NAME) -> Iterator[int]:

@@ -62,9 +62,7 @@ def test_rt_throttling_named_its_remedy_measured_and_undone(cli, db, tmp_path, r
     assert int(original) > 0, "RT throttling is off on this machine"
     cpu = CPUS[-1]
     p = tmp_path / "throttled.toml"
-    p.write_text('name = "throttled"\n[[workload]]\nname = "timer"\nvariants = ["absolute"]\nruntime = "native"\n'
-                 "[workload.params]\nloops = 2200\ninterval_us = 1000\n[workload.settings]\n"
-                 f"explain = 5\ncpu = {cpu}\nrt_priority = 80\n")
+    p.write_text(culprit.timer_spec("throttled", 2200, cpu))
     spec = tmp_path / "ab.toml"
     with culprit.culprit(cpu, priority=50, period_s=1.0, busy_s=1.0), \
             culprit.culprit(cpu, priority=0, period_s=1.0, busy_s=1.0, name=NORMAL) as normal:

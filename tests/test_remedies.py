@@ -177,9 +177,7 @@ def test_the_loop_culprit_remedy_spec_run_compare(cli, db, tmp_path, rtprobe):
     machine another session's QEMU now and then takes 30 ms of the CPU, which makes a max alone fragile.)"""
     cpu = CPUS[-1]
     p = tmp_path / "measured.toml"
-    p.write_text('name = "measured"\n[[workload]]\nname = "timer"\nvariants = ["absolute"]\nruntime = "native"\n'
-                 "[workload.params]\nloops = 1000\ninterval_us = 1000\n[workload.settings]\n"
-                 f"explain = 5\ncpu = {cpu}\nrt_priority = 80\n")
+    p.write_text(culprit.timer_spec("measured", 1000, cpu))
     spec = tmp_path / "ab.toml"
     with culprit.culprit(cpu, period_s=0.05) as pid:
         assert cli("run", p, "--db", db).code == 0
@@ -240,9 +238,7 @@ def test_remedies_asked_on_an_ssh_target_and_its_spec_runs_there(cli, db, tmp_pa
     server = sshd.SshServer(tmp_path / "board", "rtscope-board-remedies").start()
     try:
         p = tmp_path / "board.toml"
-        p.write_text(f'name = "on-board"\ntarget = "board"\n{server.table("board")}[[workload]]\nname = "timer"\n'
-                     'variants = ["absolute"]\nruntime = "native"\n[workload.params]\nloops = 1000\n'
-                     f"interval_us = 1000\n[workload.settings]\nexplain = 5\ncpu = {CPUS[-1]}\nrt_priority = 80\n")
+        p.write_text(culprit.timer_spec("on-board", 1000, CPUS[-1], f'target = "board"\n{server.table("board")}'))
         spec = tmp_path / "ab.toml"
         with culprit.culprit(CPUS[-1], period_s=0.05) as pid:
             r = cli("run", p, "--db", db)

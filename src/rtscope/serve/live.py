@@ -44,7 +44,6 @@ class Bounded:
                 self._items.popitem(last=False)
         return value
 
-
     def get_many(self, keys: list[Hashable], read: Callable[[list], Iterable[tuple[Hashable, Any]]]) -> dict:
         """The values of `keys`: the cached ones, and those not cached yet made together by `read(missing)`
         (key, value pairs: one query for all of them) and cached. A key `read` does not give is left out."""
