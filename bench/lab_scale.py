@@ -7,7 +7,8 @@ tests/sshd.py; their probes at a low rate: --interval-us, default 10 ms), then f
 - one controller, `rtscope monitor --target lab` (a fleet of the N boards) into database `lab`; its RSS and
   its CPU time (with the ssh clients it starts) sampled every 2 s;
 - `rtscope serve` on the same store; the lab page `/` and `/metrics` requested in turn every --request-every
-  seconds, timed; only the requests made once every board has an interval stored count;
+  seconds, timed, from a process of their own; only the requests made once every board has an interval stored
+  count;
 - --peer-boards P single-board `rtscope monitor` processes, each into its own database on the same server
   (the first P boards), their RSS and CPU summed and divided by P.
 
@@ -23,6 +24,7 @@ Run as root (sshd in namespaces, PostgreSQL as user postgres):
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import re
 import signal
@@ -131,15 +133,22 @@ def sampler(pids: list[int], stop: threading.Event, out: list) -> None:
         stop.wait(2)
 
 
-def requester(port: int, every: float, stop: threading.Event, out: list, errors: list) -> None:
+def requester(port: int, every: float, stop, results) -> None:
+    """The lab page and /metrics in turn, timed, until `stop` is set; then (timings, errors) into `results`. Run
+    in a process of its own: in the bench's, the samplers' walks of /proc held the interpreter's lock while a
+    response was being read, and the timings held those waits."""
+    out: list = []
+    errors: list = []
     paths = ["/", "/metrics"]
     i = 0
     while not stop.is_set():
         got: list = []
-        client(port, [paths[i % 2]], 1, time.monotonic() + 60, got, errors)
+        path = paths[i % 2]    # a scrape asks for gzip, as Prometheus does
+        client(port, [path], 1, time.monotonic() + 60, got, errors, "gzip" if path == "/metrics" else "identity")
         out.extend((path, s, time.monotonic()) for path, s, _ in got)
         i += 1
         stop.wait(every / 2)
+    results.put((out, errors))
 
 
 def per_board(samples: list, since: float, boards: int) -> tuple[float, float]:
@@ -212,13 +221,14 @@ def main() -> int:
                 raise SystemExit(f"rtscope serve did not start: {serve.log_path.read_text()[-2000:]}")
             ctl_samples: list = []
             peer_samples: list = []
-            timed: list = []
-            errors: list = []
+            fork = multiprocessing.get_context("fork")
+            asking, results = fork.Event(), fork.Queue()
+            client_proc = fork.Process(target=requester, args=(int(m.group(1)), args.request_every, asking, results),
+                                       daemon=True)
+            client_proc.start()
             threads = [threading.Thread(target=sampler, args=([ctl.pid], stop, ctl_samples), daemon=True),
                        threading.Thread(target=sampler, args=([p.pid for p in peers], stop, peer_samples),
-                                        daemon=True),
-                       threading.Thread(target=requester, args=(int(m.group(1)), args.request_every, stop, timed,
-                                                                errors), daemon=True)]
+                                        daemon=True)]
             for t in threads:
                 t.start()
             live_at = None       # every board has an interval stored
@@ -234,6 +244,9 @@ def main() -> int:
             end = time.monotonic()
             grow_to = (end, db_bytes(url))
             stop.set()
+            asking.set()
+            timed, errors = results.get(timeout=120)
+            client_proc.join(30)
             for t in threads:
                 t.join(60)
             for p in peers:
@@ -278,6 +291,8 @@ def main() -> int:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             stop.set()
+            if "asking" in locals():
+                asking.set()
             procs.stop()
             for s in servers.values():
                 s.stop()

@@ -7,10 +7,11 @@ controller records it, the running bound of each board's newest interval. Starts
 --every seconds (0.6 s: a hundred boards at 1-minute intervals), round robin over the boards, in a process of
 its own as a controller is, while one client
 requests the lab page `/` and `/metrics` in turn every 0.5 s. Prints p50/p99/max of each, beside the goals of
-docs/lab.md (page p99 <= 200 ms, scrape <= 100 ms). What the controllers and boards cost is
-bench/lab_scale.py's.
+docs/lab.md (page p99 <= 200 ms, scrape <= 100 ms). --busy K adds K processes that spin beside the server at
+the same priority: a controller host that also runs controllers, PostgreSQL and more (bench/lab_scale.py
+measures that host whole, and what the controllers and boards cost).
 
-usage: bench/lab_serve.py [--boards 100] [--intervals 20] [--seconds 40] [--every 0.6]
+usage: bench/lab_serve.py [--boards 100] [--intervals 20] [--seconds 40] [--every 0.6] [--busy 0]
 """
 
 from __future__ import annotations
@@ -76,9 +77,14 @@ class Lab:
         self.stored += 1
 
 
+def spin(stop) -> None:
+    while not stop.is_set():
+        sum(range(10_000))
+
+
 def timed(path: str, conn: http.client.HTTPConnection) -> float:
     start = time.perf_counter()
-    conn.request("GET", path)
+    conn.request("GET", path, headers={"Accept-Encoding": "gzip" if path == "/metrics" else "identity"})  # as Prometheus
     resp = conn.getresponse()
     resp.read()
     if resp.status != 200:
@@ -92,9 +98,10 @@ def main() -> int:
     ap.add_argument("--intervals", type=int, default=20, help="intervals per board stored before serve starts")
     ap.add_argument("--seconds", type=float, default=40)
     ap.add_argument("--every", type=float, default=0.6, help="seconds between two intervals stored")
+    ap.add_argument("--busy", type=int, default=0, help="processes spinning beside the server")
     args = ap.parse_args()
-    if args.boards < 1 or args.intervals < 1 or args.seconds <= 0 or args.every <= 0:
-        raise SystemExit("--boards and --intervals must be >= 1, --seconds and --every > 0")
+    if args.boards < 1 or args.intervals < 1 or args.seconds <= 0 or args.every <= 0 or args.busy < 0:
+        raise SystemExit("--boards and --intervals must be >= 1, --seconds and --every > 0, --busy >= 0")
     with tempfile.TemporaryDirectory(prefix="rtscope-bench-lab-serve-") as tmp, \
             open(Path(tmp) / "serve.log", "w+") as log:
         db = str(Path(tmp) / "lab.db")
@@ -114,6 +121,9 @@ def main() -> int:
 
             writer = fork.Process(target=lab.keep_storing, args=(args.every, stop, stored), daemon=True)
             writer.start()
+            spinners = [fork.Process(target=spin, args=(stop,), daemon=True) for _ in range(args.busy)]
+            for p in spinners:
+                p.start()
             out: dict[str, list[float]] = {"/": [], "/metrics": []}
             end = time.monotonic() + args.seconds
             while time.monotonic() < end:
@@ -124,10 +134,12 @@ def main() -> int:
             stop.set()
             if "writer" in locals():
                 writer.join(30)
+            for p in locals().get("spinners", []):
+                p.join(30)
             proc.terminate()
             proc.wait(30)
         print(f"{args.boards} boards, an interval stored every {args.every} s for {args.seconds:g} s "
-              f"({stored.value} new):")
+              f"({stored.value} new), {args.busy} processes spinning beside the server:")
         for path, goal in (("/", PAGE_P99_GOAL_MS), ("/metrics", SCRAPE_GOAL_MS)):
             v = np.asarray(out[path])
             p99 = float(np.percentile(v, 99))

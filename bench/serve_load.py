@@ -94,7 +94,8 @@ def rss_mb(pid: int) -> float:
     return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) / 1024
 
 
-def client(port: int, paths: list[str], requests: int, deadline: float, out: list, errors: list) -> None:
+def client(port: int, paths: list[str], requests: int, deadline: float, out: list, errors: list,
+           encoding: str = "identity") -> None:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     for i in range(requests):
         if time.monotonic() > deadline:
@@ -103,7 +104,7 @@ def client(port: int, paths: list[str], requests: int, deadline: float, out: lis
         path = paths[i % len(paths)]
         start = time.perf_counter()
         try:
-            conn.request("GET", path, headers={"Accept-Encoding": "identity"})
+            conn.request("GET", path, headers={"Accept-Encoding": encoding})
             resp = conn.getresponse()
             resp.read()
             if resp.status != 200:

@@ -94,28 +94,31 @@ def check_named(samples: list[dict], pid: int, within: float | None = 0.2, *, se
     return len(big), named
 
 
-def start_in_guest(target, cpu: int) -> int:
-    """The culprit in a guest (or any target with a shell): rtprobe as NAME, `exec sum` calibrated there to busy
-    about BUSY_S, then a pause to PERIOD_S, SCHED_FIFO 90 on `cpu`; its pid in the guest."""
+def start_in_guest(target, cpu: int, priority: int = 90, name: str = NAME, busy_s: float | None = BUSY_S,
+                   period_s: float = PERIOD_S) -> int:
+    """The culprit in a guest (or any target with a shell): rtprobe as `name`, `exec sum` calibrated there to
+    busy about `busy_s`, then a pause to `period_s` (busy_s None: busy all the time, never pausing), at
+    SCHED_FIFO `priority` (0: a normal task) on `cpu`; its pid in the guest."""
     from rtscope import paths, samplefile
     probe = str(paths.for_arch("rtprobe", target.arch, False))
-    target.put(probe, f"/tmp/{NAME}", mode=0o755)
+    target.put(probe, f"/tmp/{name}", mode=0o755)
     n = SUM_N
-    for _ in range(3):  # calibrate: one call of about BUSY_S
-        target.check([f"/tmp/{NAME}", "exec", "sum", "--n", str(n), "--iterations", "3", "--pause-ms", "0",
+    for _ in range(3 if busy_s is not None else 0):  # calibrate: one call of about busy_s
+        target.check([f"/tmp/{name}", "exec", "sum", "--n", str(n), "--iterations", "3", "--pause-ms", "0",
                       "--output", "/tmp/calibrate.rts"], "calibrating the culprit")
         local = f"/tmp/rtsq-calibrate-{os.getpid()}.rts"
         target.get("/tmp/calibrate.rts", local)
         took = float(samplefile.read(local).data["duration"].min())
         os.remove(local)
-        n = max(1, int(n * BUSY_S * 1e9 / took))
-    script = (f'echo $$ > /tmp/culprit.pid; exec /tmp/{NAME} exec sum --n {n} --iterations 100000 '
-              f'--pause-ms {(PERIOD_S - BUSY_S) * 1000:g} --priority 90 --cpu {cpu} '
-              f'--output /tmp/culprit.rts')
-    target.spawn(["sh", "-c", script], cwd="/tmp", log="/tmp/culprit.log")
+        n = max(1, int(n * busy_s * 1e9 / took))
+    pause_ms = 0 if busy_s is None else (period_s - busy_s) * 1000
+    script = (f'echo $$ > /tmp/{name}.pid; exec /tmp/{name} exec sum --n {n} --iterations 100000 '
+              f'--pause-ms {pause_ms:g} {f"--priority {priority} " if priority else ""}--cpu {cpu} '
+              f'--output /tmp/{name}.rts')
+    target.spawn(["sh", "-c", script], cwd="/tmp", log=f"/tmp/{name}.log")
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        pid = (target.read_files(["/tmp/culprit.pid"])["/tmp/culprit.pid"] or "").strip()
+        pid = (target.read_files([f"/tmp/{name}.pid"])[f"/tmp/{name}.pid"] or "").strip()
         if pid:
             return int(pid)
         time.sleep(0.1)

@@ -59,6 +59,13 @@ def measure(pi3, tmp_path, variant: str, runtime: str = "native", **params):
     return run, store.samples(run.id)
 
 
+def test_the_virtual_pi3_has_a_gpio_controller_and_the_record_says_tcg(pi3):
+    assert pi3.run(["sh", "-c", "ls /dev/gpiochip0 && cat /sys/bus/gpio/devices/gpiochip0/of_node/compatible"
+                    ]).stdout.startswith("/dev/gpiochip0")
+    snap = pi3.snapshot()
+    assert snap["machine"] == "aarch64" and snap["accelerator"] == "tcg" and snap["vcpus"] == 2
+
+
 def test_write_latency_per_call(pi3, tmp_path):
     run, data = measure(pi3, tmp_path, "write", iterations=300, pause_ms=0, line=2)
     assert run.n_samples == 300 and [c["name"] for c in run.columns] == ["write_1", "write_0", "cpu"]

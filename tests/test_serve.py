@@ -6,6 +6,7 @@ database that goes down and comes back.
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import subprocess
@@ -136,6 +137,13 @@ def test_metrics_parse(lab, server):
     status, body, headers = server.get("/metrics")
     assert status == 200 and headers["content-type"].startswith("text/plain")
     families = {f.name: f for f in text_string_to_metric_families(body)}
+    # gzip when asked, as Prometheus asks: the same series (a board's up may change between the two)
+    with urllib.request.urlopen(urllib.request.Request(server.url + "/metrics", headers={
+            "Accept-Encoding": "gzip"}), timeout=60) as r:
+        assert (r.headers["Content-Encoding"], r.headers["Vary"]) == ("gzip", "Accept-Encoding")
+        unzipped = gzip.decompress(r.read()).decode()
+    assert {f.name for f in text_string_to_metric_families(unzipped)} == set(families)
+    assert "Content-Encoding" not in headers
     store = Store(lab["db"], read_only=True)
     runs = store.runs()
     stored = {(s.labels["target"], s.labels["workload"]): s.value for s in families["rtscope_runs_stored"].samples}

@@ -316,6 +316,15 @@ SHORT_REASON = {"independence": "late samples come in bursts", "stationarity": "
                 "run homogeneity": "the runs' tails differ", "goodness of fit": "no extreme-value model fits the tail"}
 
 
+NOT_CLAIMED = "not claimed"
+
+
+def bound_or_reason(value: float | None, reason: str | None) -> tuple[float | None, str | None]:
+    """A bound as the lab shows it (its page, `rtscope lab`, the running bound recorded): (its value, None),
+    or (None, why there is none)."""
+    return (value, None) if value is not None else (None, reason or NOT_CLAIMED)
+
+
 @dataclass
 class WorstCase:
     """The largest sample seen and, when the tail analysis claims one, the bound at BOUND_P per sample."""
@@ -415,4 +424,4 @@ def run_bound(samples: np.ndarray | None, hist: dict | None, runs: int = 1) -> R
         note = "; ".join(f"{c.name} p {c.p:.2g} ≥ {alpha:.2g} (0.01 over {runs} runs)" for c in failed)
         return RunBound(tail.levels[0].value, note=note or None)
     refused = next((c for c in failed if c.p is None or c.p < alpha), tail.failed)
-    return RunBound(None, f"refused: {refused.name}" if refused else "not claimed")
+    return RunBound(None, f"refused: {refused.name}" if refused else NOT_CLAIMED)

@@ -105,13 +105,13 @@ def worst_case_text(wc: WorstCase, unit: str, details: str) -> str:
     """One line (rich markup): the largest sample seen and the bound at p = 1e-9 per sample with its 95 %
     interval and its chance within an hour, or why there is none; `details`: the command that says more."""
     from ..analysis.results import display_unit, fmt
-    from ..analysis.tail import BOUND_P
+    from ..analysis.tail import BOUND_P, NOT_CLAIMED
     shown, scale = display_unit(unit)
     seen = "max -" if wc.max is None else f"max {fmt('max', wc.max, scale)} {shown}"
     text = f"[bold]worst case[/]: {seen} seen in {wc.n:,} samples; "
     lv = wc.level
     if lv is None:
-        return text + f"no bound: {escape(wc.short_reason or 'not claimed')} ({escape(details)})"
+        return text + f"no bound: {escape(wc.short_reason or NOT_CLAIMED)} ({escape(details)})"
     hi = "unbounded" if lv.ci[1] is None else fmt("max", lv.ci[1], scale)
     hour = "" if lv.per_hour is None else f", P(>) per hour {lv.per_hour:.2g}"
     untested = (f"; assumes {' and '.join(wc.untested)} (untested: no sample order)" if wc.untested else "")

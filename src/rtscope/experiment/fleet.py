@@ -414,11 +414,11 @@ class Controller:
 def bound_of(recorded: dict | None) -> dict:
     """A last interval's running bound as `rtscope lab` shows it: µs, or why there is none (None: its controller
     has not recorded one)."""
+    from ..analysis.tail import bound_or_reason
     if recorded is None:
         return {"bound_us": None, "bound_reason": "not recorded (yet) by its controller"}
-    value = recorded["value_ns"]
-    return {"bound_us": None if value is None else value / 1000,
-            "bound_reason": None if value is not None else recorded["reason"] or "not claimed"}
+    value, reason = bound_or_reason(recorded["value_ns"], recorded["reason"])
+    return {"bound_us": None if value is None else value / 1000, "bound_reason": reason}
 
 
 def lab_status(store: Store) -> dict:

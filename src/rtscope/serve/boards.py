@@ -29,6 +29,7 @@ from datetime import datetime
 
 import numpy as np
 
+from ..analysis.tail import bound_or_reason
 from ..analysis.threads import thread_histograms
 from ..experiment import execute as exp_mod, monitor
 from ..store import Run, Store
@@ -197,8 +198,7 @@ class Lab:
         query (a recorded bound never changes); the others' forgotten."""
         known = {i: self.recorded[i] for i in run_ids if i in self.recorded}
         for run_id, b in self.store.running_bounds([i for i in run_ids if i not in known]).items():
-            known[run_id] = RunningBound(b["value_ns"], None if b["value_ns"] is not None
-                                         else (b["reason"] or "not claimed"))
+            known[run_id] = RunningBound(*bound_or_reason(b["value_ns"], b["reason"]))
         self.recorded = known
 
     def _fit(self, target: str, run_id: int) -> None:
@@ -246,8 +246,7 @@ class RunningBound:
 def running_bound(store: Store, run: Run) -> RunningBound:
     """The bound `rtscope monitor` prints after this interval: every interval of its monitoring with its phase."""
     wc, _ = monitor.worst_case_so_far(store, run, record=False)
-    value = wc.level.value if wc.level is not None else None
-    return RunningBound(value, None if value is not None else (wc.short_reason or "not claimed"))
+    return RunningBound(*bound_or_reason(wc.level.value if wc.level is not None else None, wc.short_reason))
 
 
 def page_rows(lab: Lab, now: float) -> list[dict]:

@@ -64,19 +64,25 @@ class Bounded:
 
 class Refreshed:
     """One value made from the store's state (the lab page, /metrics' reading of the boards), made again in a
-    thread of its own when the state changes. A request gets the value of the state it asked for when that is
-    made within `wait_s`, else the newest value made before (stale, said so: the page then asks again), so a
-    burst of intervals arriving from a hundred boards at once never holds a request for seconds. The first
-    value, and one whose making failed, are waited for."""
+    thread of its own when the state changes. A request gets the newest value made at once: stale (said so:
+    the page then asks again, Prometheus scrapes again) while its own state's is being made, so a burst of
+    intervals arriving from a hundred boards never holds a request. Only the first value is waited for, and
+    its making's failure raised.
 
-    def __init__(self, wait_s: float):
-        self.wait_s = wait_s
+    Values that share `making` (a lock) are made one at a time, and a value is made again no sooner than its
+    last making took (at most half the time spent making it): a lab whose store changes every 0.6 s would
+    otherwise keep the server's interpreter busy making pages, and its requests waiting for it."""
+
+    def __init__(self, making: threading.Lock | None = None):
+        self._making_lock = making or threading.Lock()
+        self._ready_at = 0.0          # monotonic time before which the next making does not start
         self._value: Any = None
         self._state: Hashable = None
         self._made = False
         self._error: tuple[Hashable, BaseException] | None = None
         self._wanted: tuple[Hashable, Callable[[], Any]] | None = None
         self._making = False
+        self._in_making: Hashable = None   # the state being made
         self._cond = threading.Condition()
 
     def get(self, state: Hashable, make: Callable[[], Any]) -> tuple[Any, bool]:
@@ -84,39 +90,41 @@ class Refreshed:
         with self._cond:
             if self._made and self._state == state:
                 return self._value, False
-            self._wanted = (state, make)
+            if state != self._in_making:      # else made already: its requests get it once made
+                self._wanted = (state, make)
             if self._error is not None and self._error[0] == state:
                 self._error = None            # made again: its requests wait for this attempt
             if not self._making:
                 self._making = True
                 threading.Thread(target=self._make, name="rtscope-refresh", daemon=True).start()
-            deadline = time.monotonic() + self.wait_s
-            while not (self._made and self._state == state):
+            while not self._made:
                 if self._error is not None and self._error[0] == state:
                     raise self._error[1]
-                left = deadline - time.monotonic()
-                if self._made and left <= 0:
-                    return self._value, True
-                self._cond.wait(left if self._made else 1.0)
-            return self._value, False
+                self._cond.wait(1.0)
+            return self._value, self._state != state
 
     def _make(self) -> None:
         while True:
+            time.sleep(max(0.0, self._ready_at - time.monotonic()))   # the newest state wanted by then is made
             with self._cond:
                 if self._wanted is None:
                     self._making = False
                     return
                 state, make = self._wanted
-                self._wanted = None
-            try:
-                value = make()
-            except BaseException as e:  # noqa: BLE001 - handed to the requests that wait for this state
-                with self._cond:
-                    self._error = (state, e)
-                    self._cond.notify_all()
-                continue
+                self._wanted, self._in_making = None, state
+            with self._making_lock:
+                started = time.monotonic()
+                try:
+                    value, failed = make(), None
+                except BaseException as e:  # noqa: BLE001 - handed to the requests that wait for this state
+                    value, failed = None, e
+                self._ready_at = 2 * time.monotonic() - started
             with self._cond:
-                self._value, self._state, self._made, self._error = value, state, True, None
+                self._in_making = None
+                if failed is not None:
+                    self._error = (state, failed)
+                else:
+                    self._value, self._state, self._made, self._error = value, state, True, None
                 self._cond.notify_all()
 
 

@@ -19,6 +19,7 @@ once per state of the board, the text of 100 boards in 27 ms the first time and 
 
 from __future__ import annotations
 
+import gzip
 import time
 from dataclasses import dataclass
 
@@ -126,12 +127,23 @@ class Exposition:
 
     def __init__(self, cached: int = 4096):
         self.boards = Bounded(cached)     # (board, up) -> its lines per family
+        self._last: tuple = (None, None, b"", None)   # (snapshot, its boards' states, their text, gzipped)
 
-    def text(self, snap: Snapshot, now: float | None = None) -> tuple[bytes, str]:
-        """The text to serve and its content type."""
+    def text(self, snap: Snapshot, now: float | None = None, gzipped: bool = False) -> tuple[bytes, str]:
+        """The text to serve (`gzipped`: compressed, as Prometheus asks for it) and its content type: the last
+        one again while the snapshot and its boards' up states are the same."""
         now = time.time() if now is None else now
+        ups = states(snap, now)
+        last = self._last       # one tuple, replaced whole: the scrapes' threads and the refresh's share it
+        if not (last[0] is snap and last[1] == ups):
+            last = self._last = (snap, ups, self._made(snap, ups), None)
+        if gzipped and last[3] is None:
+            last = self._last = (*last[:3], gzip.compress(last[2], compresslevel=1))
+        return last[3 if gzipped else 2], CONTENT_TYPE
+
+    def _made(self, snap: Snapshot, ups: tuple[bool, ...]) -> bytes:
         per_board = [self.boards.get((b, up), lambda b=b, up=up: board_lines(b, up))
-                     for b, up in zip(snap.boards, states(snap, now))]
+                     for b, up in zip(snap.boards, ups)]
         parts = []
         for name, kind, text in BOARD_FAMILIES:
             parts.append(_header(name, kind, text))
@@ -142,7 +154,7 @@ class Exposition:
         parts.append(_header(*LAST))
         parts += [_sample(LAST[0], {"target": t}, ts) for t, text in sorted(snap.newest.items())
                   if (ts := timestamp(text)) is not None]
-        return "".join(parts).encode(), CONTENT_TYPE
+        return "".join(parts).encode()
 
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
