@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "rtprobe.h"
@@ -61,11 +62,52 @@ __attribute__((noinline)) static uint64_t workload_nothing(uint64_t n)
     return 0;
 }
 
+/* touch: memory reserved once before the calls, each call writing one byte to
+ * each of n pages no call wrote before. Unlocked, every write is a page fault
+ * (the kernel allocates and zeroes the page then): the case --mlock remedies,
+ * whose mlockall(MCL_FUTURE) makes the reservation resident at once. Huge
+ * pages are asked off so that each 4 KiB page faults on its own. Past the
+ * reservation's end (TOUCH_MAX_BYTES) the calls touch resident pages again. */
+#define TOUCH_PAGE 4096
+#define TOUCH_MAX_BYTES (INT64_C(1) << 30)
+static unsigned char *touch_base;
+static size_t touch_bytes, touch_next;
+
+static int prepare_touch(uint64_t n, int64_t calls)
+{
+    uint64_t want = n * TOUCH_PAGE * (uint64_t)calls;
+    touch_bytes = want < (uint64_t)TOUCH_MAX_BYTES ? (size_t)want : (size_t)TOUCH_MAX_BYTES;
+    touch_bytes -= touch_bytes % TOUCH_PAGE;
+    touch_next = 0;
+    if (touch_bytes == 0)
+        return 0;
+    void *p = mmap(NULL, touch_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        fprintf(stderr, RTPROBE_NAME " exec touch: cannot reserve %zu bytes: %s\n", touch_bytes,
+                strerror(errno));
+        return -1;
+    }
+    (void)madvise(p, touch_bytes, MADV_NOHUGEPAGE); /* a kernel without THP refuses: fine */
+    touch_base = p;
+    return 0;
+}
+
+__attribute__((noinline)) static uint64_t workload_touch(uint64_t n)
+{
+    for (uint64_t i = 0; i < n && touch_bytes > 0; i++) {
+        touch_base[touch_next] = 1;
+        touch_next = (touch_next + TOUCH_PAGE) % touch_bytes;
+    }
+    return n;
+}
+
 static const struct exec_variant variants[] = {
-    {"sum", workload_sum, 4000, INT64_C(10000000000), "sum of 1..n in a loop (default n 4000)"},
-    {"fib", workload_fib, 20, 50, "naive recursive fib(n), fib(0)=0, fib(1)=1 (default n 20)"},
-    {"sleep", workload_sleep, 5, 3600000, "clock_nanosleep for n ms, CLOCK_MONOTONIC (default 5)"},
-    {"nothing", workload_nothing, 0, 0, "an empty, non-inlined call (takes no n)"},
+    {"sum", workload_sum, 4000, INT64_C(10000000000), "sum of 1..n in a loop (default n 4000)", NULL},
+    {"fib", workload_fib, 20, 50, "naive recursive fib(n), fib(0)=0, fib(1)=1 (default n 20)", NULL},
+    {"sleep", workload_sleep, 5, 3600000, "clock_nanosleep for n ms, CLOCK_MONOTONIC (default 5)", NULL},
+    {"nothing", workload_nothing, 0, 0, "an empty, non-inlined call (takes no n)", NULL},
+    {"touch", workload_touch, 256, 65536,
+     "write to n pages never written before: n page faults unless --mlock (default 256)", prepare_touch},
 };
 #define NVARIANTS (sizeof variants / sizeof variants[0])
 
@@ -242,6 +284,8 @@ static int run(const void *arg)
     const int64_t pause_ns = llround(cfg->pause_ms * 1e6);
     n_source = (uint64_t)cfg->n;
 
+    if (cfg->variant->prepare && cfg->variant->prepare(n_source, cfg->iterations + 1) != 0)
+        goto out;
     sink = call(n_source); /* warm-up, not recorded */
     if (rtp_sleep_ns(pause_ns) != 0)
         goto interrupted;

@@ -1,5 +1,5 @@
 /* rtprobe exec: time repeated calls of a small workload (sum, fib, sleep,
- * nothing), one record per call. */
+ * nothing, touch), one record per call. */
 #ifndef RTP_EXEC_H
 #define RTP_EXEC_H
 
@@ -14,6 +14,7 @@ struct exec_variant {
     int64_t default_n;
     int64_t max_n; /* 0: the variant takes no n */
     const char *help;
+    int (*prepare)(uint64_t n, int64_t calls); /* optional: before the first call; -1 after saying why */
 };
 
 struct exec_config {

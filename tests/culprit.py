@@ -123,3 +123,18 @@ def start_in_guest(target, cpu: int, priority: int = 90, name: str = NAME, busy_
             return int(pid)
         time.sleep(0.1)
     raise AssertionError("the culprit did not start in the guest")
+
+
+def compared_remedy(cli, db: str, run_id: int, baseline: str, remedy: str, runs: int) -> tuple[dict, dict]:
+    """`rtscope compare` of run `run_id`'s written spec, run with --remedies 1: its document and the remedy's
+    verdict per metric, once checked that it compares `remedy` with `baseline`, `runs` runs each; the p99 and
+    max figures printed past the CLI's capture (into the test log)."""
+    import json
+    out = json.loads(cli("compare", "--experiment", f"remedies-run-{run_id}", "--db", db, "--json").out)
+    assert out["baseline"] == baseline
+    [k] = out["comparisons"]
+    assert k["configuration"] == remedy and (k["runs"], k["baseline_runs"]) == (runs, runs), k
+    print(f"remedy {remedy}:", "; ".join(f"{row['metric']} {row['baseline']:.1f} -> {row['value']:.1f} "
+                                         f"{row['verdict']} (p Holm {row['p_holm']:.2g})"
+                                         for row in k["rows"] if row["metric"] in ("p99", "max")), file=sys.__stderr__)
+    return out, {row["metric"]: row["verdict"] for row in k["rows"]}

@@ -17,7 +17,7 @@ from rtscope.store import Store
 from proc_helpers import default_signals
 
 
-def test_intervals_alternate_idle_and_load_and_keep_per_cpu_histograms(cli, db):
+def test_intervals_alternate_idle_and_load_and_keep_per_cpu_histograms(cli, db, monkeypatch):
     r = cli("monitor", "--duration", "6s", "--interval", "2s", "--load", "cpu", "--phase", "2s", "--db", db)
     assert r.code == 0, r.err
     assert "monitoring 1 finished: 3 intervals stored" in r.out
@@ -50,6 +50,10 @@ def test_intervals_alternate_idle_and_load_and_keep_per_cpu_histograms(cli, db):
         assert n == intervals and recorded[run.id]["intervals"] == intervals
         assert recorded[run.id]["value_ns"] == (wc.level.value if wc.level else None)
         assert recorded[run.id]["reason"] == wc.short_reason
+    # at most the phase's newest RUNNING_INTERVALS: each interval costs the same however long the monitoring ran
+    monkeypatch.setattr(mon, "RUNNING_INTERVALS", 1)
+    wc, n = mon.worst_case_so_far(store, runs[2], record=False)
+    assert (n, wc.n) == (1, seen[2])
 
 
 def test_a_crash_loses_at_most_one_interval_and_resume_continues(tmp_path):

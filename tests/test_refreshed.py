@@ -89,3 +89,75 @@ def test_a_failed_first_making_is_raised_to_its_request_and_tried_again():
     with pytest.raises(RuntimeError, match="store gone"):
         r.get(1, lambda: (_ for _ in ()).throw(RuntimeError("store gone")))
     assert r.get(1, lambda: "back") == ("back", False)
+
+
+def test_one_thread_makes_every_copy_and_a_request_starts_none():
+    """The copies are made by one thread, started with the first: a request that wanted a copy made once had
+    to wait for a new thread to start, up to 0.3 s on a loaded host (bench/lab_scale.py's scrapes)."""
+    r = Refreshed()
+    makers = set()
+
+    def make(n):
+        def f():
+            makers.add(threading.get_ident())
+            return n
+        return f
+    for n in range(20):
+        r.get(n, make(n))
+        eventually(lambda n=n: r.get(n, make(n)) == (n, False))
+    assert len(makers) == 1 and threading.get_ident() not in makers
+    before = threading.active_count()
+    for n in range(20, 40):
+        r.get(n, make(n))
+    eventually(lambda: r.get(39, make(39)) == (39, False))
+    assert threading.active_count() == before
+
+
+def test_the_thread_ends_when_idle_and_the_next_change_starts_one(monkeypatch):
+    from rtscope.serve import live
+    monkeypatch.setattr(live, "IDLE_S", 0.2)
+    r = Refreshed()
+    assert r.get(1, lambda: 1) == (1, False)
+    maker = r._maker
+    eventually(lambda: not maker.is_alive())     # nothing more to make: no thread left holding the server
+    r.get(2, lambda: 2)
+    eventually(lambda: r.get(2, lambda: 2) == (2, False))
+
+
+class Counting:
+    """A store whose fingerprint is the number of times it was read; `fail` makes the reading raise."""
+
+    def __init__(self):
+        self.reads, self.fail, self.threads = 0, False, set()
+
+    def fingerprint(self):
+        self.threads.add(threading.get_ident())
+        if self.fail:
+            raise OSError("the store is unreachable")
+        self.reads += 1
+        return (self.reads,)
+
+
+def test_the_watch_reads_the_fingerprint_off_the_request_and_a_failure_reaches_it(monkeypatch):
+    """The first request reads the fingerprint itself; then a thread of the watch's reads it every POLL_S and
+    the requests get it without a query; once that thread's reading fails, the next request reads it itself and
+    gets the error; a minute (IDLE_S) without a request ends the thread."""
+    from rtscope.serve import live
+    monkeypatch.setattr(live, "POLL_S", 0.05)
+    monkeypatch.setattr(live, "IDLE_S", 0.5)
+    store = Counting()
+    watch = live.Watch(store)
+    assert watch.fingerprint() == (1,) and store.threads == {threading.get_ident()}
+    eventually(lambda: watch.fingerprint() >= (3,))          # read meanwhile by the watch's thread
+    store.threads.clear()
+    for _ in range(20):
+        watch.fingerprint()
+        time.sleep(0.01)
+    assert threading.get_ident() not in store.threads and len(store.threads) == 1
+    store.fail = True
+    time.sleep(0.2)                                          # the thread's reading failed
+    with pytest.raises(OSError, match="unreachable"):
+        watch.fingerprint()
+    store.fail = False
+    poller = watch._poller
+    eventually(lambda: not poller.is_alive())                # nobody asks: the thread ends

@@ -6,7 +6,6 @@ culprit's share gone (docs/explain.md, "Remedies"). Also the steal-time counter 
 from __future__ import annotations
 
 import json
-import sys
 import os
 from pathlib import Path
 from types import SimpleNamespace
@@ -201,17 +200,9 @@ def remedy_measured_better(cli, db: str, run_id: int) -> None:
     """The written spec of run `run_id`, run (4 runs a cell, --remedies 1): compare calls rt_priority=91 better
     than the run's configuration on p99 or max and worse on nothing, and the culprit's excess is gone from the
     remedy's runs."""
-    out = json.loads(cli("compare", "--experiment", f"remedies-run-{run_id}", "--db", db, "--json").out)
-    assert out["baseline"] == "rt_priority=80"
-    [k] = out["comparisons"]
-    assert k["configuration"] == "rt_priority=91" and (k["runs"], k["baseline_runs"]) == (4, 4)
-    verdicts = {row["metric"]: row["verdict"] for row in k["rows"]}
-    print("remedy rt_priority=91:", "; ".join(f"{row['metric']} {row['baseline']:.1f} -> {row['value']:.1f} "
-                                               f"{row['verdict']} (p Holm {row['p_holm']:.2g})"
-                                               for row in k["rows"] if row["metric"] in ("p99", "max")),
-          file=sys.__stderr__)   # past the CLI's capture: the figures in the test log
-    assert "better" in (verdicts["p99"], verdicts["max"]), k["rows"]
-    assert "worse" not in verdicts.values(), k["rows"]
+    out, verdicts = culprit.compared_remedy(cli, db, run_id, "rt_priority=80", "rt_priority=91", 4)
+    assert "better" in (verdicts["p99"], verdicts["max"]), out["comparisons"]
+    assert "worse" not in verdicts.values(), out["comparisons"]
     # The culprit's part of the excess: in the baseline's runs its bursts, in the remedy's a moment at most (a
     # wake-up the VM delivered late while it ran is still charged to it: compare the time, not the share).
     def culprit_excess(label):

@@ -210,6 +210,12 @@ def _for(r: _Run, row: causes.Share, split: dict[str, float], detail: dict) -> l
                         "scheduler thread does not compete with spinning ones for the CPU",
                         "a scheduler woken from sleep starts a little later"))
         return out
+    if kind == "page_fault":
+        if r.runtime != "native" or r.settings.get("mlock"):
+            return []   # locked already: faults on memory mapped during the run (mmap, a growing stack)
+        return [("mlock", True, f"the task's own page faults ({name} access) took the time: with its memory "
+                 "locked (mlockall, current and future) its pages are resident before it runs",
+                 "its memory stays resident")]
     if kind == causes.UNEXPLAINED:
         out = []
         if split.get("idle", 0) > 0.3 and r.settings.get("cpu_dma_latency_us") != 0:

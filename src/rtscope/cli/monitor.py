@@ -29,8 +29,9 @@ def running_bound_line(store, run, load: str, phases: bool) -> str:
     from ..experiment import monitor as mon
     from .tail import worst_case_text
     wc, intervals = mon.worst_case_so_far(store, run)
-    details = (f"{intervals} interval{'s' if intervals > 1 else ''} of load {load}; rtscope tail --experiment "
-               f"{run.experiment_id}" + (f" --where load={load}" if phases else ""))
+    newest = "the newest " if intervals == mon.RUNNING_INTERVALS else ""
+    details = (f"{newest}{intervals} interval{'s' if intervals > 1 else ''} of load {load}; "
+               f"rtscope tail --experiment {run.experiment_id}" + (f" --where load={load}" if phases else ""))
     return worst_case_text(wc, run.primary["unit"], details)
 
 

@@ -170,13 +170,22 @@ def top_cause(store, run: Run) -> str | None:
     return f"{rows[0].label} {rows[0].share:.0%}" if rows else "no explained sample above the median"
 
 
+# The running bound covers a phase's newest intervals only (an hour at 1-minute intervals), so that each
+# interval costs the controller the same time and memory however long the monitoring has run; the whole
+# monitoring's is `rtscope tail --experiment N`. Runs are read for this many phases at most (idle and loaded
+# alternate: 2).
+RUNNING_INTERVALS = 60
+PHASES_READ = 4
+
+
 def worst_case_so_far(store, run: Run, *, record: bool = True):
-    """The tail's worst case (analysis.tail.WorstCase) of every interval stored so far with this interval's
-    settings (its phase): their histograms merged, the intervals tested for a common tail; and how many
-    intervals that is. `record`: keep it in the store (running_bounds), where `rtscope serve` and `rtscope lab`
-    read it instead of fitting again."""
+    """The tail's worst case (analysis.tail.WorstCase) of the intervals stored so far with this interval's
+    settings (its phase), at most its newest RUNNING_INTERVALS: their histograms merged, the intervals tested
+    for a common tail; and how many intervals that is. `record`: keep it in the store (running_bounds), where
+    `rtscope serve` and `rtscope lab` read it instead of fitting again."""
     from ..analysis.tail import runs_worst_case
-    same = [r for r in store.runs(experiment_id=run.experiment_id) if r.settings == run.settings and r.id <= run.id]
+    newest = store.newest_runs(run.experiment_id, up_to=run.id, limit=RUNNING_INTERVALS * PHASES_READ)
+    same = [r for r in newest if r.settings == run.settings][-RUNNING_INTERVALS:]
     wc = runs_worst_case(store, same)
     if record:
         store.add_running_bound(run.id, len(same), wc.to_json(), wc.short_reason)

@@ -180,6 +180,14 @@ class SqlStore:
         with self.engine.connect() as c:
             return [Run.from_row(dict(r)) for r in c.execute(q).mappings()]
 
+    def newest_runs(self, experiment_id: int, *, up_to: int, limit: int) -> list[Run]:
+        """The experiment's newest `limit` runs with ids up to `up_to`, in id order (one query, whatever the
+        experiment's length: a monitoring's running bound)."""
+        q = (sa.select(runs).where(runs.c.experiment_id == experiment_id, runs.c.id <= up_to)
+             .order_by(runs.c.id.desc()).limit(limit))
+        with self.engine.connect() as c:
+            return [Run.from_row(dict(r)) for r in c.execute(q).mappings()][::-1]
+
     def run_page(self, *, workload: str | None = None, experiment_id: int | None = None, limit: int = 100,
                  offset: int = 0) -> tuple[list[Run], int]:
         """One page of runs in id order, as `runs` filters them, and how many match in all."""

@@ -29,7 +29,13 @@ TRACEFS = "sys/kernel/tracing"
 # ordinary irq, seen by irq_handler_entry).
 EVENTS = ("sched/sched_switch", "sched/sched_wakeup", "irq/irq_handler_entry", "irq/irq_handler_exit",
           "irq/softirq_entry", "irq/softirq_exit", "timer/hrtimer_expire_entry", "timer/hrtimer_expire_exit")
-OPTIONAL_EVENTS = ("irq_vectors/local_timer_entry", "irq_vectors/local_timer_exit")
+# Where the kernel has them (x86): the inter-processor interrupts (function calls, TLB shootdowns among them;
+# rescheduling; irq work) and the probe's own page faults (filtered to the probe's comm, so another task's
+# faults fill no buffer).
+IPI_VECTORS = ("call_function", "call_function_single", "reschedule", "irq_work")
+OPTIONAL_EVENTS = ("irq_vectors/local_timer_entry", "irq_vectors/local_timer_exit",
+                   *(f"irq_vectors/{v}_{end}" for v in IPI_VECTORS for end in ("entry", "exit")),
+                   "exceptions/page_fault_user")
 CLOCK = "mono"
 # The probe's own wake-up is never a cause: its sched_wakeup and the hrtimer_wakeup callback that wakes it
 # are filtered out where the kernel writes them, so their events fill no buffer (the callback's time stays in
@@ -247,6 +253,9 @@ echo "$mask" > "$d/tracing_cpumask"
 echo "$kb" > "$d/buffer_size_kb"
 # the filters only spare the probe's own wake-up events: a kernel that refuses one just writes them
 echo "comm != \"$probe\"" 2>/dev/null > "$d/events/sched/sched_wakeup/filter" || true
+if [ -d "$d/events/exceptions/page_fault_user" ]; then
+  echo "comm == \"$probe\"" 2>/dev/null > "$d/events/exceptions/page_fault_user/filter" || true
+fi
 addr=$(awk '$3 == "hrtimer_wakeup" { print $1; exit }' /proc/kallsyms 2>/dev/null || true)
 case "$addr" in  # all zeros where kptr_restrict hides addresses: unfiltered
   *[!0]*) echo "function != 0x$addr" 2>/dev/null > "$d/events/timer/hrtimer_expire_entry/filter" || true ;;
