@@ -79,9 +79,10 @@ PAGES = 4096      # a call's faults: about 15 ms of them here, well above this V
 @pytest.mark.slow
 @needs_faults
 def test_page_faults_named_counted_and_remedied_through_the_loop(cli, db, tmp_path, rtprobe):
-    """`exec touch` (4096 fresh pages a call) without mlock: every explained call's largest cause is its 4096
-    write faults, within 20 % of what they added (the call beyond a locked run's median); --suggest puts
-    mlock = true first; the written spec, run, calls it better on p99 and max, and its runs have no fault."""
+    """`exec touch` (4096 fresh pages a call) without mlock: at least 9 of its 10 explained calls have their
+    4096 write faults as the largest cause, timed within 20 % of what they added (the call beyond a locked
+    run's median); --suggest puts mlock = true first; the written spec, run, calls it better on p99 and max,
+    and its runs have no fault."""
     spec = tmp_path / "touch.toml"
     spec.write_text(f'name = "touch"\n[[workload]]\nname = "exec"\nvariants = ["touch"]\nruntime = "native"\n'
                     f'[workload.params]\nn = {PAGES}\niterations = 20\npause_ms = 10\n'
@@ -103,11 +104,14 @@ def test_page_faults_named_counted_and_remedied_through_the_loop(cli, db, tmp_pa
     locked = next(c["runs"] for c in out["configurations"] if c["label"] == "mlock=true")
     calls = [json.loads(cli("show", i, "--db", db, "--json").out)["stats"]["p50"] for i in locked]
     reference = statistics.median(calls)     # a call whose pages are resident
-    # every explained call of the first run: its 4096 faults first, timed within 20 % of what they added
-    named = [s for s in samples if s["causes"] and s["causes"][0]["kind"] == "page_fault"
-             and s["causes"][0]["count"] == PAGES
-             and abs(s["causes"][0]["duration_ns"] - (s["value_ns"] - reference)) <= 0.2 * (s["value_ns"] - reference)]
-    assert len(samples) == 10 and len(named) >= 9, [(s["value_ns"], reference, s["causes"][:2]) for s in samples]
+    # the first run's explained calls: their 4096 faults first, timed within 20 % of what they added
+    def named(s: dict) -> bool:
+        added = s["value_ns"] - reference
+        top = s["causes"][0] if s["causes"] else {}
+        return (top.get("kind") == "page_fault" and top["count"] == PAGES
+                and abs(top["duration_ns"] - added) <= 0.2 * added)
+    assert len(samples) == 10 and sum(map(named, samples)) >= 9, \
+        [(s["value_ns"], reference, s["causes"][:2]) for s in samples]
     for i in locked:   # the remedy's runs: no fault left in their explained calls
         left = json.loads(cli("explain", i, "--db", db, "--json").out)["samples"]
         assert left and not [c for s in left for c in s["causes"] if c["kind"] == "page_fault"], left
