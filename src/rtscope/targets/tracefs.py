@@ -253,6 +253,7 @@ echo "$mask" > "$d/tracing_cpumask"
 echo "$kb" > "$d/buffer_size_kb"
 # the filters only spare the probe's own wake-up events: a kernel that refuses one just writes them
 echo "comm != \"$probe\"" 2>/dev/null > "$d/events/sched/sched_wakeup/filter" || true
+# and the page fault event keeps the probe's own faults only
 if [ -d "$d/events/exceptions/page_fault_user" ]; then
   echo "comm == \"$probe\"" 2>/dev/null > "$d/events/exceptions/page_fault_user/filter" || true
 fi
