@@ -53,7 +53,8 @@ register(Workload(
         Option("pause_ms", number(0), "a number of ms >= 0",
                "pause between calls (a run lasts at least iterations × pause_ms; 0 = back to back)", 5),
     ),
-    variant_defaults={"sum": {"n": 4000}, "fib": {"n": 20}, "sleep": {"n": 5}, "touch": {"n": 256}, "spawn_each": {"n": 1000},
+    variant_defaults={"sum": {"n": 4000}, "fib": {"n": 20}, "sleep": {"n": 5}, "touch": {"n": 256},
+                      "spawn_each": {"n": 1000},
                       "spawn_recursive": {"n": 1000}},
     check=lambda variant, params: _check_exec(variant, params),
 ))

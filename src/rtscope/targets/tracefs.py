@@ -32,9 +32,9 @@ EVENTS = ("sched/sched_switch", "sched/sched_wakeup", "irq/irq_handler_entry", "
 # Where the kernel has them (x86): the inter-processor interrupts (function calls, TLB shootdowns among them;
 # rescheduling; irq work) and the probe's own page faults (filtered to the probe's comm, so another task's
 # faults fill no buffer).
-IPI_VECTORS = ("call_function", "call_function_single", "reschedule", "irq_work")
+TRACED_IPIS = ("call_function", "call_function_single", "reschedule", "irq_work")
 OPTIONAL_EVENTS = ("irq_vectors/local_timer_entry", "irq_vectors/local_timer_exit",
-                   *(f"irq_vectors/{v}_{end}" for v in IPI_VECTORS for end in ("entry", "exit")),
+                   *(f"irq_vectors/{v}_{end}" for v in TRACED_IPIS for end in ("entry", "exit")),
                    "exceptions/page_fault_user")
 CLOCK = "mono"
 # The probe's own wake-up is never a cause: its sched_wakeup and the hrtimer_wakeup callback that wakes it
