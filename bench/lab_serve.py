@@ -71,7 +71,8 @@ class Lab:
         run_id = add(self.store, self.tmp, "timer", "absolute", np.empty(0, np.int64),
                      {"target": f"board{b}", "load": "none"},
                      {"histograms": self.pool[self.stored % 8], "threads": [{"thread": c, "cpu": c} for c in range(2)]},
-                     tags=("monitor",), experiment_id=self.experiments[b])
+                     tags=("monitor",), experiment_id=self.experiments[b],
+                     params={"duration_s": 60})   # 1-minute intervals: a board stays up between its intervals
         if bound:
             monitor.worst_case_so_far(self.store, self.store.get_run(run_id))
         self.stored += 1

@@ -40,10 +40,10 @@ ENV = {"hostname": "bench", "kernel_release": os.uname().release, "preemption": 
 
 
 def add(store: Store, tmp: Path, workload: str, variant: str, values: np.ndarray, settings: dict,
-        trailer: dict | None = None, tags=(), experiment_id: int | None = None) -> int:
+        trailer: dict | None = None, tags=(), experiment_id: int | None = None, params: dict | None = None) -> int:
     header = samplefile.make_header(workload, variant, "native", "bench", "0", "2026-01-01T00:00:00Z",
                                     [Column("latency" if workload == "timer" else "duration", "ns", "i64")],
-                                    settings, {"iterations": len(values)})
+                                    settings, {"iterations": len(values), **(params or {})})
     path = tmp / "run.rts"
     samplefile.write(path, header, {header["columns"][0]["name"]: values},
                      {"finished_at": "2026-01-01T00:00:01Z", **(trailer or {})})

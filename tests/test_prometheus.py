@@ -8,6 +8,7 @@ queries run against it.
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 import signal
@@ -226,6 +227,28 @@ def test_the_text_is_prometheus_clients(tmp_path):
     registry.register(Parsed())
     assert generate_latest(registry).decode() == text
     assert 'controller="ctl \\"a\\"\\\\b"' in text
+
+
+def test_a_snapshots_text_is_made_once_while_a_newer_one_is_read(tmp_path, monkeypatch):
+    """While the server reads the store's newest state (its text made as it is read), scrapes are answered from
+    the state before: its text, plain and gzipped, is the one made before, not made again; a board's state
+    moved by the clock makes a new text."""
+    db, _ = synthetic_lab(tmp_path)
+    lab = boards.Lab(Store(db, read_only=True))
+    exposition = metrics.Exposition()
+    made = []
+    real = exposition._made
+    monkeypatch.setattr(exposition, "_made", lambda snap, ups: made.append(snap) or real(snap, ups))
+    older, newer = metrics.read(lab), metrics.read(lab)
+    now = time.time()
+    first = exposition.text(older, now, gzipped=True)[0]
+    exposition.text(newer, now, gzipped=True)            # the newer state read
+    assert exposition.text(older, now, gzipped=True)[0] is first    # a scrape given the state before
+    assert gzip.decompress(first) == exposition.text(older, now)[0]
+    assert made == [older, newer]
+    x86 = next(b for b in older.boards if b.target == "x86")
+    assert exposition.text(older, x86.stored_at + 131)[0] != exposition.text(older, now)[0]   # x86 now down
+    assert made == [older, newer, older]
 
 
 # --- the shipped rules ----------------------------------------------------------------------------------------

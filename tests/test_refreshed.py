@@ -35,6 +35,22 @@ def test_the_first_copy_is_waited_for_then_the_one_before_is_served_stale_until_
     eventually(lambda: r.get(2, slow) == ("two", False))       # made in the background meanwhile
 
 
+def test_now_never_waits_nor_starts_the_first_making():
+    """now (what an async route asks on the event loop): None until a first copy is made, without starting its
+    making; then what get gives, the copy before while the state's is made."""
+    r = Refreshed()
+    assert r.now(1, lambda: pytest.fail("made on the event loop")) is None and r._maker is None
+    assert r.get(1, lambda: "one") == ("one", False)
+    release = threading.Event()
+
+    def two():
+        release.wait(10)
+        return "two"
+    assert r.now(2, two) == ("one", True)
+    release.set()
+    eventually(lambda: r.now(2, two) == ("two", False))
+
+
 def test_states_in_between_are_skipped():
     r = Refreshed()
     made = []
@@ -147,7 +163,9 @@ def test_the_watch_reads_the_fingerprint_off_the_request_and_a_failure_reaches_i
     monkeypatch.setattr(live, "IDLE_S", 0.5)
     store = Counting()
     watch = live.Watch(store)
+    assert watch.at_hand() is None and store.reads == 0               # at hand: never a query
     assert watch.fingerprint() == (1,) and store.threads == {threading.get_ident()}
+    assert watch.at_hand() == (1,) and store.reads == 1
     eventually(lambda: watch.fingerprint() >= (3,))          # read meanwhile by the watch's thread
     store.threads.clear()
     for _ in range(20):
@@ -156,6 +174,7 @@ def test_the_watch_reads_the_fingerprint_off_the_request_and_a_failure_reaches_i
     assert threading.get_ident() not in store.threads and len(store.threads) == 1
     store.fail = True
     time.sleep(0.2)                                          # the thread's reading failed
+    assert watch.at_hand() is None                           # ... nor a fingerprint the last reading failed
     with pytest.raises(OSError, match="unreachable"):
         watch.fingerprint()
     store.fail = False

@@ -107,6 +107,14 @@ class Refreshed:
                 self._cond.wait(1.0)
             return self._value, self._state != state
 
+    def now(self, state: Hashable, make: Callable[[], Any]) -> tuple[Any, bool] | None:
+        """As get once a value is made (get never waits then); before that None, never waiting: an async
+        route answers on the event loop when this gives a value, else from a thread through get."""
+        with self._cond:
+            if not self._made:
+                return None
+        return self.get(state, make)
+
     def _keep_making(self) -> None:
         while True:
             with self._cond:   # a minute without a change: the thread ends (the next request starts one)
@@ -149,12 +157,20 @@ class Watch:
         self._poller: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def fingerprint(self) -> tuple:
+    def at_hand(self) -> tuple | None:
+        """The fingerprint if one is at hand (read, fresh, the last reading did not fail), never querying: else
+        None (fingerprint reads it)."""
         with self._lock:
             self._asked = time.monotonic()
             if self._value is not None and not self._failed and self._asked - self._at < STALE_S:
                 self._keep_polling()
                 return self._value
+        return None
+
+    def fingerprint(self) -> tuple:
+        value = self.at_hand()
+        if value is not None:
+            return value
         value = self.store.fingerprint()
         with self._lock:
             self._value, self._at, self._failed = value, time.monotonic(), False

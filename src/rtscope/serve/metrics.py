@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from .boards import BOUNDS_US, Board, Lab, timestamp
 from .live import Bounded
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)   # a snapshot is itself only: the texts made from it are cached by it
 class Snapshot:
     """What /metrics shows of the store as it is: its boards, runs per (target, workload), each target's newest
     run's storing time."""
@@ -123,23 +123,21 @@ def _header(name: str, kind: str, text: str) -> str:
 class Exposition:
     """/metrics' text (Prometheus' text format 0.0.4, as prometheus_client writes it), each board's samples
     made once per state of the board (its newest interval, its intervals, watched, its controller, up): a
-    store that changes with every interval stored makes one board's lines again, not a hundred's."""
+    store that changes with every interval stored makes one board's lines again, not a hundred's.
+
+    The texts of the last few snapshots are kept whole: while the server reads the store's newest state (and
+    makes its text), scrapes are answered from the state before, whose text must not be made again then."""
 
     def __init__(self, cached: int = 4096):
         self.boards = Bounded(cached)     # (board, up) -> its lines per family
-        self._last: tuple = (None, None, b"", None)   # (snapshot, its boards' states, their text, gzipped)
+        self.texts = Bounded(4)           # (snapshot, its boards' states) -> _Text
 
     def text(self, snap: Snapshot, now: float | None = None, gzipped: bool = False) -> tuple[bytes, str]:
-        """The text to serve (`gzipped`: compressed, as Prometheus asks for it) and its content type: the last
-        one again while the snapshot and its boards' up states are the same."""
-        now = time.time() if now is None else now
-        ups = states(snap, now)
-        last = self._last       # one tuple, replaced whole: the scrapes' threads and the refresh's share it
-        if not (last[0] is snap and last[1] == ups):
-            last = self._last = (snap, ups, self._made(snap, ups), None)
-        if gzipped and last[3] is None:
-            last = self._last = (*last[:3], gzip.compress(last[2], compresslevel=1))
-        return last[3 if gzipped else 2], CONTENT_TYPE
+        """The text to serve (`gzipped`: compressed, as Prometheus asks for it) and its content type: made once
+        per snapshot and its boards' up states."""
+        ups = states(snap, time.time() if now is None else now)
+        made = self.texts.get((snap, ups), lambda: _Text(self._made(snap, ups)))
+        return made.gzipped() if gzipped else made.plain, CONTENT_TYPE
 
     def _made(self, snap: Snapshot, ups: tuple[bool, ...]) -> bytes:
         per_board = [self.boards.get((b, up), lambda b=b, up=up: board_lines(b, up))
@@ -158,6 +156,19 @@ class Exposition:
 
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class _Text:
+    """An exposition's text, and compressed once asked for (two threads may both compress it: same bytes)."""
+
+    def __init__(self, plain: bytes):
+        self.plain = plain
+        self._gzipped: bytes | None = None
+
+    def gzipped(self) -> bytes:
+        if self._gzipped is None:
+            self._gzipped = gzip.compress(self.plain, compresslevel=1)
+        return self._gzipped
 
 
 def exposition(snap: Snapshot, now: float | None = None) -> tuple[bytes, str]:
