@@ -2,7 +2,9 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +103,77 @@ __attribute__((noinline)) static uint64_t workload_touch(uint64_t n)
     return n;
 }
 
+/* lock: each call takes a mutex with priority inheritance (PTHREAD_PRIO_INHERIT)
+ * and lets it go. A holder thread, rtprobe-holder, a normal task on the probe's
+ * CPUs, takes the same lock for n µs at a time, about one time in LOCK_PERIODS
+ * (its pauses jittered so that they do not keep step with the calls). A call
+ * that finds the lock held waits for it: the kernel runs the holder at the
+ * caller's priority (sched_pi_setprio) until it lets go, ahead of any thread
+ * between the two (the priority inversion inheritance bounds). n 0: no holder. */
+#define LOCK_PERIODS 20
+static pthread_mutex_t lock_mutex;
+
+static void *lock_holder(void *arg)
+{
+    const int64_t hold_ns = (int64_t)(uintptr_t)arg * 1000;
+    unsigned seed = (unsigned)rtp_now_ns();
+    for (;;) {
+        pthread_mutex_lock(&lock_mutex);
+        for (int64_t until = rtp_now_ns() + hold_ns; rtp_now_ns() < until;)
+            ;
+        pthread_mutex_unlock(&lock_mutex);
+        int64_t pause = (LOCK_PERIODS - 1) * hold_ns + (int64_t)(rand_r(&seed) % 1000) * hold_ns / 1000;
+        struct timespec req = rtp_ns_to_ts(pause);
+        clock_nanosleep(CLOCK_MONOTONIC, 0, &req, NULL);
+    }
+    return NULL;
+}
+
+static int prepare_lock(uint64_t n, int64_t calls)
+{
+    (void)calls;
+    pthread_mutexattr_t mattr;
+    int err = pthread_mutexattr_init(&mattr);
+    if (!err)
+        err = pthread_mutexattr_setprotocol(&mattr, PTHREAD_PRIO_INHERIT);
+    if (!err)
+        err = pthread_mutex_init(&lock_mutex, &mattr);
+    if (err) {
+        fprintf(stderr, RTPROBE_NAME " exec lock: no priority-inheritance mutex here: %s\n", strerror(err));
+        return -1;
+    }
+    if (n == 0)
+        return 0;
+    /* A normal task whatever the caller's policy, and no signal of the run's (they stop the calls). */
+    pthread_attr_t attr;
+    struct sched_param normal = {0};
+    sigset_t all, before;
+    pthread_attr_init(&attr);
+    pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+    pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
+    pthread_attr_setschedparam(&attr, &normal);
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &before);
+    pthread_t holder;
+    err = pthread_create(&holder, &attr, lock_holder, (void *)(uintptr_t)n);
+    pthread_sigmask(SIG_SETMASK, &before, NULL);
+    pthread_attr_destroy(&attr);
+    if (err) {
+        fprintf(stderr, RTPROBE_NAME " exec lock: cannot start the holder thread: %s\n", strerror(err));
+        return -1;
+    }
+    pthread_setname_np(holder, RTPROBE_NAME "-holder");
+    pthread_detach(holder);
+    return 0;
+}
+
+__attribute__((noinline)) static uint64_t workload_lock(uint64_t n)
+{
+    pthread_mutex_lock(&lock_mutex);
+    pthread_mutex_unlock(&lock_mutex);
+    return n;
+}
+
 static const struct exec_variant variants[] = {
     {"sum", workload_sum, 4000, INT64_C(10000000000), "sum of 1..n in a loop (default n 4000)", NULL},
     {"fib", workload_fib, 20, 50, "naive recursive fib(n), fib(0)=0, fib(1)=1 (default n 20)", NULL},
@@ -108,6 +181,9 @@ static const struct exec_variant variants[] = {
     {"nothing", workload_nothing, 0, 0, "an empty, non-inlined call (takes no n)", NULL},
     {"touch", workload_touch, 256, 65536,
      "write to n pages never written before: n page faults unless --mlock (default 256)", prepare_touch},
+    {"lock", workload_lock, 10000, 1000000,
+     "take a PI mutex that another thread holds n us 1 time in 20\n"
+     "           (default 10000; 0: no holder)", prepare_lock},
 };
 #define NVARIANTS (sizeof variants / sizeof variants[0])
 

@@ -25,7 +25,7 @@ grep_in "$TMP/out" "--pause-ms" "exec --help lists options"
 
 OUT="$TMP/run.rts"
 expect 2 "unknown workload" -- "$PROBE" exec fibonacci --output "$OUT"
-grep_in "$TMP/err" "valid workloads: sum, fib, sleep, nothing, touch" "unknown workload message"
+grep_in "$TMP/err" "valid workloads: sum, fib, sleep, nothing, touch, lock" "unknown workload message"
 expect 2 "missing --output" -- "$PROBE" exec sum
 grep_in "$TMP/err" "output" "missing --output message"
 expect 2 "--iterations 0" -- "$PROBE" exec sum --iterations 0 --output "$OUT"
@@ -73,7 +73,7 @@ expect 1 "gpio port, chip that does not exist" -- "$PROBE" gpio port --chip "$TM
 grep_in "$TMP/out" "Eno GPIO chip $TMP/gpiochip9" "gpio port error frame"
 
 # Every workload, end to end.
-for w in sum fib nothing touch; do
+for w in sum fib nothing touch lock; do
     expect 0 "exec $w" -- "$PROBE" exec "$w" --iterations 20 --pause-ms 0 --output "$TMP/$w.rts"
     expect 0 "validate $w" -- "$PYTHON" "$READER" "$TMP/$w.rts"
     grep_in "$TMP/out" "^columns: duration, cpu$" "$w columns"
@@ -86,6 +86,12 @@ pycheck "$TMP/touch.rts" "h['params']['n'] == 256" "touch default n"
 expect 0 "exec touch --n 0 (no memory reserved)" -- "$PROBE" exec touch --n 0 --iterations 3 --pause-ms 0 --output "$TMP/touch0.rts"
 expect 0 "exec touch --mlock (its reservation made resident)" -- "$PROBE" exec touch --n 64 --mlock --iterations 5 --pause-ms 0 --output "$TMP/touchm.rts"
 expect 2 "exec touch --n beyond 65536" -- "$PROBE" exec touch --n 65537 --iterations 3 --output "$TMP/touchx.rts"
+pycheck "$TMP/lock.rts" "h['params']['n'] == 10000" "lock default n"
+expect 0 "exec lock --n 0 (no holder)" -- "$PROBE" exec lock --n 0 --iterations 3 --pause-ms 0 --output "$TMP/lock0.rts"
+expect 2 "exec lock --n beyond 1000000" -- "$PROBE" exec lock --n 1000001 --iterations 3 --output "$TMP/lockx.rts"
+# The holder holds 20 ms about every 400 ms: over a second of calls, one waits for most of a hold.
+expect 0 "exec lock --n 20000" -- "$PROBE" exec lock --n 20000 --iterations 1000 --pause-ms 1 --output "$TMP/lockw.rts"
+pycheck "$TMP/lockw.rts" "max(d for d, c in r) >= 10000000" "a lock call waited for the holder"
 expect 0 "exec sleep --ms 2" -- "$PROBE" exec --workload sleep --ms 2 --iterations 3 --pause-ms 0.5 --output "$TMP/sleep.rts"
 pycheck "$TMP/sleep.rts" "h['params'] == {'n': 2, 'iterations': 3, 'pause_ms': 0.5} and len(r) == 3 and all(2000000 <= d < 1000000000 for d, c in r)" "sleep durations >= 2 ms"
 # The conformance checker itself must reject damaged files.

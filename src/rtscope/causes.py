@@ -15,6 +15,10 @@ a softirq, else the task that was current (`sched_switch`). Summed per culprit, 
            fault, being switched out) or the sample's end, interrupts in between excepted — the kernel's
            handling and the code after it up to there: exact for faults back to back (memory written for the
            first time), the case locked memory (mlockall) removes; no fault-exit event exists to tell more
+  pi_boost another task running on the CPU boosted by priority inheritance (sched_pi_setprio): it held a
+           PI lock (a PTHREAD_PRIO_INHERIT mutex, an rt_mutex) a real-time task waits for — the measuring
+           thread, typically — and ran at that task's priority until it let the lock go (comm, pid, its own
+           prio). A thread cause otherwise, whose remedy (a priority above it) would not help
   rt_throttled  a normal-priority task running while the measuring thread, real-time (SCHED_FIFO/RR), was
            runnable on the CPU for 10 ms or more of the sample (shorter: a kernel section not preempted at
            once, a thread cause): RT throttling (the rt bandwidth, sched_rt_runtime_us, used up; from 6.12 also
@@ -37,6 +41,7 @@ _LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+(?:\(\s*[\d-]+\)\s+)?\[(?P
 _FIELD = re.compile(r"(\w+)=(\S+)")
 THROTTLED_MIN_NS = 10_000_000  # a normal task this long over a runnable RT task: RT throttling, not a section
 NORMAL_PRIO = 100   # kernel priorities from here on are normal (SCHED_OTHER/BATCH/IDLE) tasks'
+TASK_OWNERS = ("task", "boosted")   # a slice's owner that is a task: as it is, or boosted by a lock's waiter
 INTERVALS_KEPT = 16  # per cause: enough to draw a timeline, bounded for a cause that recurs
 
 
@@ -154,7 +159,8 @@ def _slices(events: list[Event], start_ns: int, end_ns: int, vm: frozenset[int] 
             cpu: int | None = None, assume: frozenset[int] = frozenset(), due: frozenset[int] = frozenset()
             ) -> tuple[list[tuple[int, int, tuple, bool]], dict[int, int], tuple | None]:
     """The interval [start_ns, end_ns] cut into (from, to, owner, vm_waits) slices: owner ("ctx", (kind, name,
-    irq)) for the innermost interrupt context, else ("task", pid); vm_waits: whether one of the `vm` threads was
+    irq)) for the innermost interrupt context, else ("task", pid) (("boosted", pid) while priority inheritance
+    has it run at a lock waiter's priority); vm_waits: whether one of the `vm` threads was
     runnable on this CPU (`cpu`) then (it ran, was preempted, or was woken for this CPU and not yet run; the
     threads `assume` are taken as runnable until the events say otherwise, the threads `due` so from start_ns on:
     the probe's own wake-up is filtered out of the trace). Also the kernel priorities seen, and
@@ -162,6 +168,11 @@ def _slices(events: list[Event], start_ns: int, end_ns: int, vm: frozenset[int] 
     stack: list[tuple[str, str, int | None]] = []
     current: tuple[str, int, int | None] | None = None
     prios: dict[int, int] = {}
+    base: dict[int, int] = {}     # pid -> its priority before a lock's waiter boosted it (while boosted)
+
+    def task(pid: int) -> tuple:
+        return ("boosted" if pid in base else "task", pid)
+
     runnable: set[int] = set(assume)
     slices: list[tuple[int, int, tuple, bool]] = []
     last = None
@@ -184,7 +195,7 @@ def _slices(events: list[Event], start_ns: int, end_ns: int, vm: frozenset[int] 
             if b > a:
                 # Outside interrupts, every line names the task current when it was written: it ran up to
                 # this event (also when the trace lost the sched_switch that brought it in).
-                slices.append((a, b, ("ctx", stack[-1]) if stack else ("task", e.pid), bool(runnable & vm)))
+                slices.append((a, b, ("ctx", stack[-1]) if stack else task(e.pid), bool(runnable & vm)))
         if not stack and e.pid != current[1] and e.name != "sched_switch":
             current = (e.comm, e.pid, prios.get(e.pid))
             runnable.add(e.pid)
@@ -216,6 +227,13 @@ def _slices(events: list[Event], start_ns: int, end_ns: int, vm: frozenset[int] 
                 if not (state and state[1].startswith("R")):  # blocked (S, D, ...), not preempted
                     runnable.discard(pp)
                 runnable.add(np_)
+        elif e.name == "sched_pi_setprio":
+            f = e.fields()
+            if all(f.get(k, "").lstrip("-").isdigit() for k in ("pid", "oldprio", "newprio")):
+                pid, new = int(f["pid"]), int(f["newprio"])
+                normal = base.pop(pid, int(f["oldprio"]))
+                if new != normal:       # boosted (again: a chain); back at its own priority: no longer
+                    base[pid] = normal
         elif e.name == "sched_wakeup":
             f = e.fields()
             if f.get("pid", "").isdigit() and f.get("prio", "").isdigit():
@@ -227,8 +245,8 @@ def _slices(events: list[Event], start_ns: int, end_ns: int, vm: frozenset[int] 
     if current is not None and last is not None and end_ns > max(last, start_ns):
         # The task the next line names (the trace may have lost the sched_switch that brought it in: one out
         # of the idle task, typically), else the one the last switch made current.
-        task = after.pid if after is not None else current[1]
-        slices.append((max(last, start_ns), end_ns, ("ctx", stack[-1]) if stack else ("task", task),
+        pid = after.pid if after is not None else current[1]
+        slices.append((max(last, start_ns), end_ns, ("ctx", stack[-1]) if stack else task(pid),
                        bool(runnable & vm)))
     return slices, prios, current
 
@@ -259,7 +277,7 @@ def attribute(events: list[Event], start_ns: int, end_ns: int, measuring: int | 
             over[who] = over.get(who, 0) + b - a
     throttled = {who for who, ns in over.items() if ns >= THROTTLED_MIN_NS}
     for a, b, (what, who), runnable in slices:
-        if what == "task" and who == measuring:
+        if what in TASK_OWNERS and who == measuring:   # boosted too: it holds a lock another waits for
             self_ns += b - a
             continue
         if what == "task" and who == 0:
@@ -284,8 +302,8 @@ def attribute(events: list[Event], start_ns: int, end_ns: int, measuring: int | 
 
 def _cause(causes: dict[tuple, _Cause], what: str, who, names: dict[int, str], prios: dict[int, int]) -> _Cause:
     """The cause a slice's owner is, made on its first slice."""
-    if what in ("task", "rt_throttled"):
-        kind = "thread" if what == "task" else what
+    if what in ("task", "boosted", "rt_throttled"):
+        kind = {"task": "thread", "boosted": "pi_boost"}.get(what, what)
         key: tuple = (kind, who)
         if key not in causes:
             causes[key] = _Cause(kind, names.get(who, "?"), pid=who, prio=prios.get(who))
@@ -324,9 +342,9 @@ def interference(events: list[Event], start_ns: int, end_ns: int, vm: set[int], 
     vm_spans: list[tuple[int, int]] = []
     elsewhere = 0
     for a, b, (what, who), vm_waits in slices:
-        if what == "task" and who in vm:
+        if what in TASK_OWNERS and who in vm:
             vm_spans.append((a, b))
-        elif what == "task" and (who == 0 or not vm_waits):
+        elif what in TASK_OWNERS and (who == 0 or not vm_waits):
             elsewhere += b - a
         else:
             c = _cause(causes, what, who, names, prios)

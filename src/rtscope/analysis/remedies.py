@@ -255,6 +255,22 @@ def suggest(run, explained: list[dict], reference: float, min_share: float = MIN
     return unique
 
 
+# Culprits that no setting takes away, and what takes them away instead.
+WITHOUT_SETTING = {
+    "pi_boost": "the wait is the lock holder's critical section: shorten it, or keep the lock off the measured "
+                "path; no priority helps (the holder runs at the task's own while it holds the lock)",
+}
+
+
+def unremedied(explained: list[dict], reference: float, min_share: float = MIN_SHARE) -> list[dict]:
+    """The culprits of at least min_share of the excess above `reference` that no setting takes away (their
+    kind's in WITHOUT_SETTING), largest first: {"for": {kind, name, pid, irq}, "share", "why"}."""
+    return [{"for": {"kind": r.kind, "name": r.name, "pid": r.pid, "irq": r.irq}, "share": r.share,
+             "why": WITHOUT_SETTING[r.kind]}
+            for r in causes.shares(explained, reference)
+            if r.by == "culprit" and r.share >= min_share and r.kind in WITHOUT_SETTING]
+
+
 def value_of(v: Any) -> str:
     return "" if v is None else (("true" if v else "false") if isinstance(v, bool) else str(v))
 

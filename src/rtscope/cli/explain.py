@@ -57,18 +57,25 @@ def _experiment_targets(store, run) -> dict:
     return tables
 
 
-def _remedies(store, run) -> list:
-    """The run's remedies, ranked, each with whether its target can apply it (docs/explain.md, "Remedies")."""
+def _remedies(store, run) -> tuple[list, list[dict]]:
+    """The run's remedies, ranked, each with whether its target can apply it (docs/explain.md, "Remedies"), and
+    its culprits no setting takes away."""
     from ..analysis import causes, remedies
     from ..experiment.remedies import applies_on
     _experiment_targets(store, run)
     explained = store.causes(run.id)
-    return applies_on(run, remedies.suggest(run, explained, causes.run_median(store, run) or 0))
+    median = causes.run_median(store, run) or 0
+    return applies_on(run, remedies.suggest(run, explained, median)), remedies.unremedied(explained, median)
 
 
-def _print_remedies(found: list) -> None:
+def _print_remedies(found: list, unremedied: list[dict]) -> None:
+    from ..analysis.causes import culprit
+    for u in unremedied:
+        console.print(f"\n[bold]no setting[/] takes away {escape(culprit(u['for']))} ({u['share']:.0%} of the "
+                      f"excess): {escape(u['why'])}")
     if not found:
-        console.print("\n[bold]remedies[/]: none (no culprit takes 5 % or more of the excess above the median)")
+        console.print("\n[bold]remedies[/]: none (" + ("no other culprit" if unremedied else "no culprit")
+                      + " takes 5 % or more of the excess above the median)")
         return
     t = Table(title="remedies, ranked by the share of the excess their cause took")
     for head in ("cause", "share", "setting", "on target", "why"):
@@ -115,13 +122,14 @@ def explain(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (s
     run = store.get_run(run_id)
     if not store.causes(run.id):
         raise _not_explained(run.id)
-    found = _remedies(store, run) if suggest or write_spec is not None else []
+    found, unremedied = _remedies(store, run) if suggest or write_spec is not None else ([], [])
     if write_spec is not None:
         _write_spec(store, run, found, write_spec, repetitions, most)
     if json_out:
         doc = explain_document(store, run, worst)
         if suggest:
             doc["remedies"] = [r.to_json() for r in found]
+            doc["unremedied"] = unremedied
         print_json(doc)
         return
     explained = store.causes(run.id)
@@ -154,7 +162,7 @@ def explain(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (s
         console.print(f"\nno explained sample above the run's median ({_us(median)} µs)")
         _print_steal(causes.steal(run, explained, median))
         if suggest:
-            _print_remedies(found)
+            _print_remedies(found, unremedied)
         return
     for by, title in (("kind", "per cause kind"), ("culprit", "per culprit")):
         t = Table(title=f"share of the excess above the median ({_us(median)} µs), {title}")
@@ -168,4 +176,4 @@ def explain(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (s
         console.print(t)
     _print_steal(causes.steal(run, explained, median))
     if suggest:
-        _print_remedies(found)
+        _print_remedies(found, unremedied)

@@ -94,7 +94,7 @@ class Native(Runtime):
 RUNTIME = Native(
     name="native",
     help="C probe rtprobe (build: make -C probes)",
-    workloads={"exec": ("sum", "fib", "sleep", "nothing", "touch"), "tasks": ("memory", "switch"),
+    workloads={"exec": ("sum", "fib", "sleep", "nothing", "touch", "lock"), "tasks": ("memory", "switch"),
                "storage": ("write_sync", "write", "read"), "timer": ("absolute", "relative"),
                "gpio": ("write", "read", "blink")},
     settings=("rt_priority", "cpu", "mlock", "model"),

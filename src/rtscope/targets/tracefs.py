@@ -29,13 +29,13 @@ TRACEFS = "sys/kernel/tracing"
 # ordinary irq, seen by irq_handler_entry).
 EVENTS = ("sched/sched_switch", "sched/sched_wakeup", "irq/irq_handler_entry", "irq/irq_handler_exit",
           "irq/softirq_entry", "irq/softirq_exit", "timer/hrtimer_expire_entry", "timer/hrtimer_expire_exit")
-# Where the kernel has them (x86): the inter-processor interrupts (function calls, TLB shootdowns among them;
+# Where the kernel has them: on x86 the inter-processor interrupts (function calls, TLB shootdowns among them;
 # rescheduling; irq work) and the probe's own page faults (filtered to the probe's comm, so another task's
-# faults fill no buffer).
+# faults fill no buffer); priority inheritance's boosts (a lock holder run at its waiter's priority).
 TRACED_IPIS = ("call_function", "call_function_single", "reschedule", "irq_work")
 OPTIONAL_EVENTS = ("irq_vectors/local_timer_entry", "irq_vectors/local_timer_exit",
                    *(f"irq_vectors/{v}_{end}" for v in TRACED_IPIS for end in ("entry", "exit")),
-                   "exceptions/page_fault_user")
+                   "exceptions/page_fault_user", "sched/sched_pi_setprio")
 CLOCK = "mono"
 # The probe's own wake-up is never a cause: its sched_wakeup and the hrtimer_wakeup callback that wakes it
 # are filtered out where the kernel writes them, so their events fill no buffer (the callback's time stays in
