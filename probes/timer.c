@@ -428,6 +428,8 @@ static void measure_absolute(struct timer_thread *t, int64_t start, int64_t end)
         record(t, next, now - next, cycle);
         next += interval;
         cycle++;
+        if (t->n >= t->limit)
+            break; /* the last sample: a deadline passed meanwhile is after the run, not missed */
         if (now > next) { /* woke after the next deadline: skip what has passed, and count it */
             int64_t skip = (now - next + interval - 1) / interval;
             /* Deadlines beyond the end of a duration are not missed, just not measured. */

@@ -19,6 +19,7 @@ import pytest
 
 import culprit
 from proc_helpers import command_lines, default_signals
+from rtscope.analysis.causes import culprit as culprit_name
 from rtscope.store import Store
 from rtscope.targets import tracefs
 
@@ -148,7 +149,11 @@ def test_monitor_explains_every_interval_and_leaves_nothing(cli, db, tmp_path, r
         assert status == 200 and "top cause" in body
         assert all(f'href="/runs/{run.id}#why"' in body for run in runs)
         status, body, _ = server.get(f"/runs/{runs[0].id}")
-        assert status == 200 and 'id="why"' in body and culprit.NAME in body
+        # the timeline of the interval's worst sample, its top cause in its lane (the culprit mostly; on this
+        # shared VM now and then another CPU's worse sample)
+        worst = max(store.causes(runs[0].id), key=lambda s: s["value_ns"])
+        lanes = [culprit_name(c) for c in worst["causes"][:1]]
+        assert status == 200 and 'id="why"' in body and all(lane in body for lane in lanes), worst["causes"][:2]
     finally:
         server.stop()
 

@@ -141,10 +141,11 @@ def guest_table(name: str, kernel: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def short_tmp():
+def short_tmp(tmp_path_factory):
     """Short paths for QEMU's unix sockets (also for an rtscope started as a subprocess)."""
     import shutil
     import tempfile
+    tmp_path_factory.getbasetemp()   # pytest's own temporary root fixed first: not below the one removed here
     mine = tempfile.mkdtemp(prefix="rtsq-", dir="/tmp")
     saved, saved_env = tempfile.tempdir, os.environ.get("TMPDIR")
     tempfile.tempdir, os.environ["TMPDIR"] = mine, mine
