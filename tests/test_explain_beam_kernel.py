@@ -180,21 +180,38 @@ def check_culprit_named(delays: list[dict], pid: int) -> None:
     assert named >= 0.9 * big, detail
 
 
+def named_unless_stolen(cli, tmp_path, extra: str = "") -> None:
+    """check_culprit_named on a run, and on a second run (a store of its own) only when the first fails while
+    the hypervisor stole time from the run's CPU (its trailer's /proc/stat steal): a stolen vCPU stretches
+    whatever ran then, so a CI run here once had a 15 ms TIMER softirq and a 9.6 ms tick handler outdo the
+    culprit in the worst samples. A second failure fails; a failure without steal fails at once."""
+    for attempt in ("first", "again"):
+        db = str(tmp_path / f"{attempt}.db")
+        delays, pid = beam_culprit_run(cli, db, tmp_path, extra)
+        try:
+            check_culprit_named(delays, pid)
+            return
+        except AssertionError:
+            [run] = Store(db).runs()
+            if attempt == "again" or not (run.trailer["explain"].get("steal") or {}).get("ns"):
+                raise
+
+
 @pytest.mark.skipif(WHY is not None, reason=WHY or "")
-def test_culprit_preempting_the_vm_is_named_with_its_delay(cli, db, tmp_path):
+def test_culprit_preempting_the_vm_is_named_with_its_delay(cli, tmp_path):
     """The samples the culprit's 10 ms bursts delay name it, pid and all, as their largest cause, within 20 %
     of the delay."""
-    check_culprit_named(*beam_culprit_run(cli, db, tmp_path))
+    named_unless_stolen(cli, tmp_path)
 
 
 @pytest.mark.skipif(WHY is not None, reason=WHY or "")
 @pytest.mark.skipif(sshd.available() is not None, reason=sshd.available() or "")
-def test_culprit_named_on_an_ssh_target(cli, db, tmp_path, clean_targets):
+def test_culprit_named_on_an_ssh_target(cli, tmp_path, clean_targets):
     """The same on an SSH target (a real sshd in its own namespaces on this kernel): the harness deployed, the
     instance made, read and removed, and the marks written, through the target."""
     server = sshd.SshServer(tmp_path / "board", "rtscope-board-beamexp").start()
     try:
-        check_culprit_named(*beam_culprit_run(cli, db, tmp_path, 'target = "board"\n' + server.table("board")))
-        assert Store(db).runs()[0].machine["target"] == "board"
+        named_unless_stolen(cli, tmp_path, 'target = "board"\n' + server.table("board"))
+        assert Store(str(tmp_path / "first.db")).runs()[0].machine["target"] == "board"
     finally:
         server.stop()
