@@ -23,6 +23,10 @@ a softirq, else the task that was current (`sched_switch`). Summed per culprit, 
            runnable on the CPU for 10 ms or more of the sample (shorter: a kernel section not preempted at
            once, a thread cause): RT throttling (the rt bandwidth, sched_rt_runtime_us, used up; from 6.12 also
            the fair deadline server); named by the task that ran (comm, pid, prio)
+  migration  the measuring thread moved to another CPU inside the sample (sched_migrate_task; name `cpu A ->
+           B`, `count`): the time the destination's task that made the move (the scheduler pulling it there, or
+           the idle task) ran until the thread's switch-in there. The sample is followed across the move: what
+           ran on A while it waited there is A's causes, what ran on B after it B's
 
 Time the measuring thread itself ran is `self_ns` (its own work, or its path back from the wake-up) and is no
 cause. Time in the idle task while the sample was pending, and any gap no event accounts for, is
@@ -142,6 +146,35 @@ def fault_access(rest: str) -> str:
     return "instruction" if code & 0x10 else "write" if code & 0x2 else "read"
 
 
+MIGRATE = "sched_migrate_task"
+
+
+def moves(events: list[Event], start_ns: int, end_ns: int, pid: int) -> list[tuple[int, int, int]]:
+    """The thread `pid`'s moves between CPUs inside [start_ns, end_ns], in time order: (time, from, to)."""
+    out = []
+    for e in events:
+        if e.name == MIGRATE and start_ns <= e.ts_ns <= end_ns:
+            f = e.fields()
+            if f.get("pid") == str(pid) and f.get("orig_cpu", "").isdigit() and f.get("dest_cpu", "").isdigit() \
+                    and f["orig_cpu"] != f["dest_cpu"]:
+                out.append((e.ts_ns, int(f["orig_cpu"]), int(f["dest_cpu"])))
+    return sorted(out)
+
+
+def by_cpu(events: list[Event]) -> dict[int, list[Event]]:
+    """Events of several CPUs split per CPU, each in time order."""
+    out: dict[int, list[Event]] = {}
+    for e in events:
+        out.setdefault(e.cpu, []).append(e)
+    for evs in out.values():
+        evs.sort(key=lambda e: e.ts_ns)
+    return out
+
+
+def migration_name(orig: int, dest: int) -> str:
+    return f"cpu {orig} -> {dest}"
+
+
 def current_at(events: list[Event], end_ns: int) -> int | None:
     """The pid current on the CPU at end_ns: for a sample's interval, the measuring thread (it has just woken,
     or just finished)."""
@@ -251,20 +284,33 @@ def _slices(events: list[Event], start_ns: int, end_ns: int, vm: frozenset[int] 
     return slices, prios, current
 
 
-def attribute(events: list[Event], start_ns: int, end_ns: int, measuring: int | None = None) -> dict:
+def attribute(events: list[Event], start_ns: int, end_ns: int, measuring: int | None = None,
+              elsewhere: dict[int, list[Event]] | None = None) -> dict:
     """The causes of one sample whose interval is [start_ns, end_ns], from its CPU's events (sorted by time,
     beginning some time before start_ns so that the state at start_ns is known).
 
-    `measuring`: the pid of the measuring thread (default: the task current at end_ns).
+    `measuring`: the pid of the measuring thread (default: the task current at end_ns). `elsewhere`: the other
+    CPUs' events of the same window, for a thread that may move: when it did inside the interval, each part
+    is attributed on the CPU it was on then, and the moves are `migration` causes.
     """
     slices, prios, current = _slices(events, start_ns, end_ns)
     if measuring is None:
         measuring = current[1] if current else None
-    if measuring is not None:  # again, following its wait: from start_ns on, it wanted the CPU (due, or busy)
-        slices, prios, current = _slices(events, start_ns, end_ns, frozenset({measuring}),
-                                         due=frozenset({measuring}))
-    names = _task_names(events)
+    moved: dict[int, _Cause] = {}   # slice index -> the migration cause it belongs to
     causes: dict[tuple, _Cause] = {}
+    if measuring is not None:  # again, following its wait: from start_ns on, it wanted the CPU (due, or busy)
+        slices, prios = [], {}
+        for evs, a, b, move in _segments(events, start_ns, end_ns, measuring, elsewhere or {}):
+            got, p, _ = _slices(evs, a, b, frozenset({measuring}), due=frozenset({measuring}))
+            prios.update(p)
+            if move is not None:
+                name = migration_name(*move)
+                c = causes.setdefault(("migration", name, None), _Cause("migration", name, count=0))
+                c.count += 1
+                for j in _finishing_move(got, measuring):
+                    moved[len(slices) + j] = c
+            slices += got
+    names = _task_names(events + [e for evs in (elsewhere or {}).values() for e in evs])
     self_ns = idle_ns = 0
     rt = measuring is not None and prios.get(measuring, NORMAL_PRIO) < NORMAL_PRIO
     # A normal task over the waiting RT task: a kernel section not preempted at once (µs, a few ms: a thread
@@ -276,7 +322,10 @@ def attribute(events: list[Event], start_ns: int, end_ns: int, measuring: int | 
                 and prios.get(who, NORMAL_PRIO) >= NORMAL_PRIO:
             over[who] = over.get(who, 0) + b - a
     throttled = {who for who, ns in over.items() if ns >= THROTTLED_MIN_NS}
-    for a, b, (what, who), runnable in slices:
+    for i, (a, b, (what, who), runnable) in enumerate(slices):
+        if i in moved:
+            moved[i].add(a, b, start_ns)
+            continue
         if what in TASK_OWNERS and who == measuring:   # boosted too: it holds a lock another waits for
             self_ns += b - a
             continue
@@ -298,6 +347,40 @@ def attribute(events: list[Event], start_ns: int, end_ns: int, measuring: int | 
     return {"causes": [c.to_json() for c in ordered], "self_ns": self_ns, "idle_ns": idle_ns,
             "unexplained_ns": max(0, end_ns - start_ns - explained - self_ns),
             "measuring_pid": measuring, "measuring_comm": names.get(measuring) if measuring is not None else None}
+
+
+def _segments(events: list[Event], start_ns: int, end_ns: int, measuring: int,
+              elsewhere: dict[int, list[Event]]) -> list[tuple[list[Event], int, int, tuple[int, int] | None]]:
+    """[start_ns, end_ns] cut at the measuring thread's moves: (the events of the CPU it was on, from, to, the
+    move (from CPU, to CPU) that began the part or None). A CPU whose events are missing gives no events: its
+    part stays unexplained. Without `elsewhere` (the thread is pinned), the whole interval on its CPU."""
+    if not elsewhere:
+        return [(events, start_ns, end_ns, None)]
+    cpus = dict(elsewhere)
+    if events:
+        cpus[events[0].cpu] = events
+    found = moves([e for evs in cpus.values() for e in evs], start_ns, end_ns, measuring)
+    if not found:
+        return [(events, start_ns, end_ns, None)]
+    bounds = [start_ns] + [t for t, _, _ in found] + [end_ns]
+    on = [found[0][1]] + [dest for _, _, dest in found]
+    made = [None] + [(orig, dest) for _, orig, dest in found]
+    return [(cpus.get(on[k], []), bounds[k], bounds[k + 1], made[k]) for k in range(len(on))]
+
+
+def _finishing_move(slices: list[tuple[int, int, tuple, bool]], measuring: int) -> list[int]:
+    """The slices right after a move, on its destination, of the task that made it (current there at the move:
+    the scheduler pulling the thread in, or the idle task) until the thread's switch-in: the move's own time.
+    Interrupts inside it stay theirs."""
+    mover, out = None, []
+    for j, (_, _, (what, who), _) in enumerate(slices):
+        if what not in TASK_OWNERS:
+            continue
+        if who == measuring or (mover is not None and who != mover):
+            break
+        mover = who
+        out.append(j)
+    return out
 
 
 def _cause(causes: dict[tuple, _Cause], what: str, who, names: dict[int, str], prios: dict[int, int]) -> _Cause:

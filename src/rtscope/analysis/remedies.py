@@ -4,7 +4,7 @@ Each culprit of the run's explained samples (analysis.causes.shares: its share o
 median) is mapped to the rtscope settings that would take it off the measured task's way: a thread on the
 probe's CPU to `rt_priority` above it or `cpu` elsewhere, an interrupt to `irq_affinity`, an unbound kworker to
 `workqueue_cpumask`, a lower-priority thread that still ran to `rt_runtime_us` (RT throttling), the CPU idle
-while the sample waited to `cpu_dma_latency`, the probe's own stretched path to `mlock`, a BEAM collection to
+while the sample waited to `cpu_dma_latency`, the task's moves between CPUs to `cpu`, the probe's own stretched path to `mlock`, a BEAM collection to
 `min_heap_size`/`fullsweep_after`, a BEAM process scheduled out to `priority` and `vm_flags`. A remedy is a
 setting so that it becomes a matrix cell: `explain --write-spec` measures each against the run's configuration.
 
@@ -216,6 +216,12 @@ def _for(r: _Run, row: causes.Share, split: dict[str, float], detail: dict) -> l
         return [("mlock", True, f"the task's own page faults ({name} access) took the time: with its memory "
                  "locked (mlockall, current and future) its pages are resident before it runs",
                  "its memory stays resident")]
+    if kind == "migration":
+        m = re.search(r"-> (\d+)$", name)
+        if not m or "cpu" in r.settings:
+            return []
+        return [("cpu", int(m[1]), f"pin the measured task to CPU {m[1]}: a pinned task is never moved ({name})",
+                 "the task can no longer leave a busy CPU for a free one")]
     if kind == causes.UNEXPLAINED:
         out = []
         if split.get("idle", 0) > 0.3 and r.settings.get("cpu_dma_latency_us") != 0:

@@ -50,14 +50,15 @@ def unsupported(req: Any) -> str | None:
     return None
 
 
-def _probe_cpus(req: Any, online: list[int]) -> list[int]:
-    """The CPUs the probe may run on: its pinned CPU or threads, else every online CPU of the target."""
+def _probe_cpus(req: Any, online: list[int]) -> tuple[list[int], bool]:
+    """The CPUs the probe may run on (its pinned CPU or threads, else every online CPU of the target), and
+    whether it is pinned (a thread of its own per CPU, or `cpu`) or may move between them."""
     threads = req.params.get("threads")
     if threads and threads != "all":
-        return sysinfo.parse_cpu_list(str(threads))
+        return sysinfo.parse_cpu_list(str(threads)), True
     if "cpu" in req.settings:
-        return [int(req.settings["cpu"])]
-    return online
+        return [int(req.settings["cpu"])], True
+    return online, threads == "all"
 
 
 def worst(values: np.ndarray, groups: np.ndarray | None, k: int) -> list[int]:
@@ -88,6 +89,8 @@ def explain_samples(instance: tracefs.Instance, sf: Any, k: int) -> tuple[list[d
     oldest = instance.oldest_ns()
     ring: dict[int, list[int]] = {}  # CPU -> the samples to read from its ring buffer
     windows: dict[int, list] = {}
+    # the CPUs a sample's window is read of: its own, or every traced one for a probe that may move
+    spread = (lambda cpu: instance.cpus) if instance.follow else (lambda cpu: [cpu])
     out: dict[int, dict] = {}
     for i in picked:
         cpu = int(cpus[i]) if cpus is not None else instance.cpus[0]
@@ -101,23 +104,28 @@ def explain_samples(instance: tracefs.Instance, sf: Any, k: int) -> tuple[list[d
         elif lines is not None:
             windows[i] = causes.parse(lines)
         elif instance.ring_holds(oldest, cpu, start):
-            ring.setdefault(cpu, []).append(i)
+            for c in spread(cpu):
+                if instance.ring_holds(oldest, c, start):
+                    ring.setdefault(c, []).append(i)
         else:
             out[i]["note"] = ("no trace window: the window keeper did not copy it in time and the ring buffer "
                               f"({instance.buffer_kb} KiB per CPU) no longer held it")
     for cpu, wanted in ring.items():
         got, read = instance.ring_windows(cpu, [(int(starts[i]), int(starts[i] + values[i])) for i in wanted])
         read_bytes += read
-        windows.update(zip(wanted, got))
+        for i, events in zip(wanted, got):
+            windows.setdefault(i, []).extend(events)
+    per_cpu = {i: causes.by_cpu(events) for i, events in windows.items()}
     for cpu in {out[i]["cpu"] for i in windows}:
         mine = [i for i in windows if out[i]["cpu"] == cpu]
         # The measuring thread: the task most often current at the samples' ends on this CPU (one sample's
         # end may fall a moment before its switch-in shows in the trace).
-        ends = [causes.current_at(windows[i], out[i]["start_ns"] + out[i]["value_ns"]) for i in mine]
+        ends = [causes.current_at(per_cpu[i].get(cpu, []), out[i]["start_ns"] + out[i]["value_ns"]) for i in mine]
         measuring = max(set(ends), key=ends.count)
         for i in mine:
-            out[i].update(causes.attribute(windows[i], out[i]["start_ns"], out[i]["start_ns"] + out[i]["value_ns"],
-                                           measuring))
+            elsewhere = {c: evs for c, evs in per_cpu[i].items() if c != cpu} if instance.follow else None
+            out[i].update(causes.attribute(per_cpu[i].get(cpu, []), out[i]["start_ns"],
+                                           out[i]["start_ns"] + out[i]["value_ns"], measuring, elsewhere))
     records = [out[i] for i in picked]
     cost = {"samples": len(records), "per_thread": k, "column": column, "cpus": instance.cpus,
             "buffer_kb_per_cpu": instance.buffer_kb, "windows_kept": instance.marked, "trace_bytes_read": read_bytes,
@@ -224,7 +232,8 @@ def explaining(value: int, ctx: RunContext) -> Iterator[None]:
     if gone:
         ctx.notes.append(f"removed tracefs instance(s) a killed rtscope left behind: {', '.join(gone)}")
     online = target.online_cpus()
-    instance = tracefs.Instance(target, _probe_cpus(ctx.request, online))
+    cpus, pinned = _probe_cpus(ctx.request, online)
+    instance = tracefs.Instance(target, cpus, follow=not pinned)
     steal_before = read_steal(target)
 
     def explain(sf: Any) -> list[dict]:

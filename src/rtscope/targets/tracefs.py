@@ -31,11 +31,12 @@ EVENTS = ("sched/sched_switch", "sched/sched_wakeup", "irq/irq_handler_entry", "
           "irq/softirq_entry", "irq/softirq_exit", "timer/hrtimer_expire_entry", "timer/hrtimer_expire_exit")
 # Where the kernel has them: on x86 the inter-processor interrupts (function calls, TLB shootdowns among them;
 # rescheduling; irq work) and the probe's own page faults (filtered to the probe's comm, so another task's
-# faults fill no buffer); priority inheritance's boosts (a lock holder run at its waiter's priority).
+# faults fill no buffer); priority inheritance's boosts (a lock holder run at its waiter's priority); the probe's
+# moves between CPUs (filtered to the probe, as its faults: an unpinned probe's sample is followed across them).
 TRACED_IPIS = ("call_function", "call_function_single", "reschedule", "irq_work")
 OPTIONAL_EVENTS = ("irq_vectors/local_timer_entry", "irq_vectors/local_timer_exit",
                    *(f"irq_vectors/{v}_{end}" for v in TRACED_IPIS for end in ("entry", "exit")),
-                   "exceptions/page_fault_user", "sched/sched_pi_setprio")
+                   "exceptions/page_fault_user", "sched/sched_pi_setprio", "sched/sched_migrate_task")
 CLOCK = "mono"
 # The probe's own wake-up is never a cause: its sched_wakeup and the hrtimer_wakeup callback that wakes it
 # are filtered out where the kernel writes them, so their events fill no buffer (the callback's time stays in
@@ -168,8 +169,10 @@ BEGIN { n = split(W, w, " ") }
 
 # The window keeper: every KEEP_S, copies the windows of the samples the probe marked since its last pass
 # (rtprobe --mark-worst appends "START END CPU" to $RTSCOPE_MARKS when a sample enters its thread's worst so
-# far; the BEAM harness, which cannot know its CPU, writes CPU `*`: every traced CPU) out of the ring buffer's per-CPU `trace` files, while the buffer still holds them. It sleeps between
-# passes and never waits on trace_pipe: a waiting reader would make the kernel wake it at every event.
+# far; the BEAM harness, which cannot know its CPU, writes CPU `*`: every traced CPU, as does every mark of a
+# probe that may move between CPUs, `spread` 1: its sample is followed across its moves) out of the ring
+# buffer's per-CPU `trace` files, while the buffer still holds them. It sleeps between passes and never waits
+# on trace_pipe: a waiting reader would make the kernel wake it at every event.
 # Each pass writes one file (kept atomically by a rename); `once` makes the last pass after the run.
 _WINDOW_LINES = r"""
 BEGIN { n = split(W, w, " ") }
@@ -182,7 +185,7 @@ BEGIN { n = split(W, w, " ") }
 }
 """
 _KEEPER = r"""
-marks=$1; dir=$2; inst=$3; prog=$4; look=$5; every=$6; mode=$7; traced=$8
+marks=$1; dir=$2; inst=$3; prog=$4; look=$5; every=$6; mode=$7; traced=$8; spread=$9
 mkdir -p "$dir"
 pass() {
   [ -f "$marks" ] || return 0
@@ -190,7 +193,7 @@ pass() {
   total=$(wc -l < "$marks")
   [ "$total" -gt "$done_" ] || return 0
   sed -n "$((done_ + 1)),${total}p" "$marks" |
-    awk -v all="$traced" '$3 == "*" { n = split(all, c, ","); for (i = 1; i <= n; i++) print $1, $2, c[i]; next } { print }' \
+    awk -v all="$traced" -v spread="$spread" '$3 == "*" || spread == 1 { n = split(all, c, ","); for (i = 1; i <= n; i++) print $1, $2, c[i]; next } { print }' \
     > "$dir/.new"
   : > "$dir/.part"
   for cpu in $(awk '{ print $3 }' "$dir/.new" | sort -u); do
@@ -230,9 +233,11 @@ def parse_windows(text: str) -> dict[tuple[int, int], list[str]]:
 class Instance:
     """One run's tracefs instance on a target."""
 
-    def __init__(self, target: Target, cpus: list[int], buffer_kb: int | None = None):
+    def __init__(self, target: Target, cpus: list[int], buffer_kb: int | None = None, follow: bool = False):
         self.target = target
         self.cpus = sorted(set(cpus))
+        # the probe may move between the traced CPUs (it is not pinned): a sample's window is kept of each
+        self.follow = follow and len(self.cpus) > 1
         self.buffer_kb = buffer_kb or BUFFER_KB
         self.name = f"{PREFIX}{host_tag()}-{os.getpid()}-{secrets.token_hex(3)}"
         self.path = posixpath.join(tracefs(target), "instances", self.name)
@@ -254,9 +259,10 @@ echo "$kb" > "$d/buffer_size_kb"
 # the filters only spare the probe's own wake-up events: a kernel that refuses one just writes them
 echo "comm != \"$probe\"" 2>/dev/null > "$d/events/sched/sched_wakeup/filter" || true
 # and the page fault event keeps the probe's own faults only
-if [ -d "$d/events/exceptions/page_fault_user" ]; then
-  echo "comm == \"$probe\"" 2>/dev/null > "$d/events/exceptions/page_fault_user/filter" || true
-fi
+# and the page fault and migration events keep the probe's own
+for e in exceptions/page_fault_user sched/sched_migrate_task; do
+  if [ -d "$d/events/$e" ]; then echo "comm == \"$probe\"" 2>/dev/null > "$d/events/$e/filter" || true; fi
+done
 addr=$(awk '$3 == "hrtimer_wakeup" { print $1; exit }' /proc/kallsyms 2>/dev/null || true)
 case "$addr" in  # all zeros where kptr_restrict hides addresses: unfiltered
   *[!0]*) echo "function != 0x$addr" 2>/dev/null > "$d/events/timer/hrtimer_expire_entry/filter" || true ;;
@@ -272,7 +278,7 @@ echo 1 > "$d/tracing_on"
 
     def _keeper_argv(self, mode: str) -> list[str]:
         return ["sh", "-c", _KEEPER, "sh", self.marks, self.kept, self.path, _WINDOW_LINES, str(LOOK_S), str(KEEP_S),
-                mode, ",".join(map(str, self.cpus))]
+                mode, ",".join(map(str, self.cpus)), "1" if self.follow else "0"]
 
     def keep_windows(self, run_dir: str, online: list[int]) -> None:
         """Start the window keeper on the target, on the CPUs the probe does not use when there are any
