@@ -34,6 +34,40 @@ defmodule RtScope.ExplainTest do
     assert got.on == [[0, 2], [300, 3]]
   end
 
+  test "attribute/4 names the wait for a dirty scheduler and the way back as dirty_hop" do
+    # out of scheduler 1 into a dirty call (in on 0 after 4 ms: the dirty schedulers were busy), back to 1
+    events = [
+      {100, :out, 1},
+      {4_100, :in, 0},
+      {4_150, :out, 0},
+      {4_180, :in, 1},
+      {5_000, :out, 1},
+      {5_200, :in, 2}
+    ]
+
+    {got, sched} = Explain.attribute(events, 0, 6_000)
+    assert sched == 2
+    by = Map.new(got.causes, &{{&1.kind, &1.name}, &1})
+
+    assert %{duration_ns: 4_000, count: 1, intervals: [[100, 4_100]]} =
+             by[{"dirty_hop", "onto dirty"}]
+
+    assert %{duration_ns: 30, count: 1} = by[{"dirty_hop", "back"}]
+    assert %{duration_ns: 200, count: 1} = by[{"scheduled_out", "scheduled out"}]
+    assert got.self_ns == 6_000 - 4_230
+    assert [%{kind: "dirty_hop", name: "onto dirty"} | _] = got.causes
+  end
+
+  test "exec dirty makes the measured call wait for a dirty scheduler while its hogs hold them all" do
+    assert {:ok, result} = Exec.run(:dirty, n: 20, iterations: 400, pause_ms: 1, explain: 3)
+    [worst | _] = Keyword.fetch!(result.trailer, :explain).samples
+    assert worst.value_ns > 10_000_000
+    assert [%{kind: "dirty_hop", name: "onto dirty", duration_ns: ns} | _] = worst.causes
+    assert ns > 0.8 * worst.value_ns
+    assert {:error, {:invalid, msg}} = Exec.validate(:dirty, n: -1)
+    assert msg =~ "n"
+  end
+
   test "an exec run with explain keeps the worst samples' collections in its trailer" do
     {:ok, result} =
       Exec.run(:spawn_each, iterations: 8, pause_ms: 0, n: 2000, fullsweep_after: 0, explain: 2)

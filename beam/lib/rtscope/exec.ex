@@ -34,7 +34,10 @@ defmodule RtScope.Exec do
     * `:iterations` – timed calls (default 10 000, >= 1)
     * `:pause_ms` – pause between calls in ms (default 5, 0 = none)
     * `:n` – the problem size: `sum` 1..n (default 4000), `fib(n)`
-      (default 20), `sleep` n ms (default 5), `spawn_each` and
+      (default 20), `sleep` n ms (default 5), `dirty`: a dirty CPU call
+      that returns at once, while hog processes hold every dirty CPU
+      scheduler for n ms together about every 200 ms (default 10; 0 = no
+      hogs), `spawn_each` and
       `spawn_recursive` n processes (default 1000: one by one from the
       measuring process, or each spawning the next; timed until the last
       one has run)
@@ -56,7 +59,7 @@ defmodule RtScope.Exec do
 
   alias RtScope.{Exec.CSV, Exec.Workloads, Explain, Harness, Options, SpawnOpts}
 
-  @variants [:sum, :fib, :sleep, :nothing, :spawn_each, :spawn_recursive, :nodeconnect]
+  @variants [:sum, :fib, :sleep, :nothing, :dirty, :spawn_each, :spawn_recursive, :nodeconnect]
   @keys [:iterations, :pause_ms, :n, :csv, :explain]
 
   @columns [
@@ -113,6 +116,7 @@ defmodule RtScope.Exec do
   defp argument(:sum, opts), do: Options.integer(opts, :n, 4000, 1)
   defp argument(:fib, opts), do: Options.integer(opts, :n, 20, 0)
   defp argument(:sleep, opts), do: Options.integer(opts, :n, 5, 0)
+  defp argument(:dirty, opts), do: Options.integer(opts, :n, 10, 0)
   defp argument(:nothing, _opts), do: {:ok, nil}
   defp argument(:nodeconnect, _opts), do: {:ok, nil}
 
@@ -185,6 +189,11 @@ defmodule RtScope.Exec do
 
     {fn -> Workloads.nodeconnect(peer.node) end, fn -> Workloads.disconnect_peer(peer) end,
      fn -> Workloads.stop_peer(peer) end}
+  end
+
+  defp workload(:dirty, ms) do
+    hogs = Workloads.start_dirty_hogs(ms)
+    {fn -> Workloads.dirty() end, fn -> :ok end, fn -> Workloads.stop_dirty_hogs(hogs) end}
   end
 
   defp workload(variant, arg), do: {workload_fun(variant, arg), fn -> :ok end, fn -> :ok end}

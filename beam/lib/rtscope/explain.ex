@@ -22,7 +22,10 @@ defmodule RtScope.Explain do
   heap fragments such as received messages; the largest before one of them,
   and after the last) or `%{kind:
   "scheduled_out", name: "scheduled out", duration_ns, count, intervals}`
-  (time not running, GC excluded). `self_ns` is the rest: the process
+  (time not running, GC excluded), or `%{kind: "dirty_hop", name: "onto dirty"
+  | "back", ...}` for such time around a dirty call: from leaving a normal
+  scheduler until a dirty one took the process (the wait for a free dirty
+  scheduler), and from leaving the dirty one until a normal one took it back. `self_ns` is the rest: the process
   running its code (and whatever the OS took from its scheduler thread,
   which only the kernel side sees).
 
@@ -277,10 +280,10 @@ defmodule RtScope.Explain do
           {[{ts0, ts, tag, before, aft} | g], o, s, nil, out}
 
         {ts, :out, sc}, {g, o, s, gc, _} ->
-          {g, o, sc || s, gc, ts}
+          {g, o, sc || s, gc, {ts, sc}}
 
-        {ts, :in, sc}, {g, o, _s, gc, out} when out != nil ->
-          {g, [{out, ts} | o], sc, gc, nil}
+        {ts, :in, sc}, {g, o, _s, gc, {out, from}} ->
+          {g, [{out, ts, hop(from, sc)} | o], sc, gc, nil}
 
         {_ts, :in, sc}, {g, o, s, gc, out} ->
           {g, o, sc || s, gc, out}
@@ -313,26 +316,28 @@ defmodule RtScope.Explain do
         }
       end)
 
-    out_spans = for {a, b} <- Enum.reverse(outs), a < t1 and b > t0, do: {max(a, t0), min(b, t1)}
-
-    out_ns =
-      Enum.reduce(out_spans, 0, fn {a, b}, acc -> acc + (b - a) - overlap({a, b}, gc_spans) end)
-
+    # Each stretch not running (GC excluded): scheduled out, or a hop onto a dirty scheduler and back.
     out_causes =
-      if out_ns > 0,
-        do: [
-          %{
-            kind: "scheduled_out",
-            name: "scheduled out",
-            duration_ns: out_ns,
-            count: length(out_spans),
-            intervals:
-              out_spans
-              |> Enum.take(@intervals_kept)
-              |> Enum.map(fn {a, b} -> [a - t0, b - t0] end)
-          }
-        ],
-        else: []
+      for(
+        {a, b, what} <- Enum.reverse(outs),
+        a < t1 and b > t0,
+        do: {what, max(a, t0), min(b, t1)}
+      )
+      |> Enum.group_by(&elem(&1, 0))
+      |> Enum.map(fn {{kind, name}, list} ->
+        %{
+          kind: kind,
+          name: name,
+          duration_ns:
+            Enum.reduce(list, 0, fn {_, a, b}, acc ->
+              acc + (b - a) - overlap({a, b}, gc_spans)
+            end),
+          count: length(list),
+          intervals:
+            list |> Enum.take(@intervals_kept) |> Enum.map(fn {_, a, b} -> [a - t0, b - t0] end)
+        }
+      end)
+      |> Enum.filter(&(&1.duration_ns > 0))
 
     causes = Enum.sort_by(gc_causes ++ out_causes, & &1.duration_ns, :desc)
     explained = Enum.reduce(causes, 0, &(&1.duration_ns + &2))
@@ -367,6 +372,13 @@ defmodule RtScope.Explain do
 
     [[0, at_start] | for({ts, :in, sc} <- events, ts > t0 and ts < t1, do: [ts - t0, sc])]
   end
+
+  # What a stretch not running was, from the schedulers it left and came back on (0: a dirty one): waiting
+  # for a dirty scheduler to take a dirty call (a dirty NIF or BIF, a collection of a large heap), the way
+  # back to a normal one, else scheduled out (its reductions used up, waiting in receive, preempted).
+  defp hop(from, 0) when from != 0, do: {"dirty_hop", "onto dirty"}
+  defp hop(0, to) when is_integer(to) and to != 0, do: {"dirty_hop", "back"}
+  defp hop(_from, _to), do: {"scheduled_out", "scheduled out"}
 
   defp overlap({a, b}, spans),
     do: Enum.reduce(spans, 0, fn {x, y}, acc -> acc + max(0, min(b, y) - max(a, x)) end)

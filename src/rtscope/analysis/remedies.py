@@ -265,6 +265,9 @@ def suggest(run, explained: list[dict], reference: float, min_share: float = MIN
 WITHOUT_SETTING = {
     "pi_boost": "the wait is the lock holder's critical section: shorten it, or keep the lock off the measured "
                 "path; no priority helps (the holder runs at the task's own while it holds the lock)",
+    "dirty_hop": "the call waited for a dirty scheduler: other dirty work (NIFs, BIFs, collections of large heaps) "
+                 "held them all; make that work shorter (chunk it, yield) or keep the dirty call off the measured "
+                 "path; +SDcpu adds dirty CPU schedulers only up to the normal schedulers' count",
 }
 
 

@@ -4,7 +4,7 @@ each explained sample, merged with the BEAM's own causes (docs/explain.md, "BEAM
 The harness (beam/lib/rtscope/explain.ex) gives each explained sample its interval on CLOCK_MONOTONIC (the
 trace's `mono` clock; mapped from erlang:monotonic_time with an offset read right after the call), the
 schedulers it ran on (`on`: the one at its start, then each switch-in; 0 = a dirty scheduler), its BEAM causes
-with every stretch (`gc`, `scheduled_out`), and the VM's OS threads (`N_scheduler`, `N_dirty_cpu_sch`, ...).
+with every stretch (`gc`, `scheduled_out`, `dirty_hop`), and the VM's OS threads (`N_scheduler`, `N_dirty_cpu_sch`, ...).
 Here, per stretch of one scheduler, the CPU its thread was on (the pinned CPU, else followed through the
 trace's sched_switch/sched_wakeup) is attributed with causes.interference: interrupts at any time, other
 tasks while a VM thread was runnable there.
@@ -24,6 +24,9 @@ from .. import causes
 from ..targets import tracefs
 
 Spans = list[tuple[int, int]]
+# The BEAM's causes that are stretches of the process not running (their intervals include any collection
+# inside them, which their duration leaves out): scheduled out, a hop onto a dirty scheduler and back.
+NOT_RUNNING = ("scheduled_out", "dirty_hop")
 
 
 # --- interval arithmetic on sorted, disjoint [a, b) lists ---------------------------------------------------
@@ -174,12 +177,12 @@ def merge(rec: dict, events: dict[int, list[causes.Event]], vm: set[int], by_sch
     merged = []
     for c in rec["causes"]:
         mine = [(x, y) for x, y in c.get("intervals", [])]
-        if c["kind"] == "scheduled_out":
+        if c["kind"] in NOT_RUNNING:
             mine = _minus(mine, gc)
         left = max(0, c["duration_ns"] - _overlap(mine, spans))
         if left > 0:
             merged.append({**c, "duration_ns": left, "intervals": c.get("intervals", [])[:causes.INTERVALS_KEPT]})
-    busy = _union(gc + [(x, y) for c in rec["causes"] if c["kind"] == "scheduled_out" for x, y in c["intervals"]])
+    busy = _union(gc + [(x, y) for c in rec["causes"] if c["kind"] in NOT_RUNNING for x, y in c["intervals"]])
     own = _minus([(0, value)], busy)  # the process running its code, as the BEAM sees it
     # Its own time where the kernel saw a VM thread run, plus where the kernel side did not look.
     self_ns = _overlap(own, vm_ran) + _overlap(_minus(own, spans), _minus([(0, value)], covered))

@@ -25,6 +25,53 @@ defmodule RtScope.Exec.Workloads do
   def sleep(ms), do: :timer.sleep(ms)
 
   @doc """
+  A dirty CPU call that returns at once (`erts_debug:dirty_cpu/2`, the
+  dirty BIF the VM ships for its own tests): the process hops onto a dirty
+  CPU scheduler and back, and waits there when none is free.
+  """
+  @spec dirty() :: :ok
+  def dirty, do: :erts_debug.dirty_cpu(:wait, 0)
+
+  @doc """
+  Starts hog processes for `dirty`: one per online dirty CPU scheduler, each
+  holding one for `ms` ms (`erts_debug:dirty_cpu(:wait, ms)`) at the same
+  time as the others, every 150 to 250 ms; none for ms 0. Returns what
+  `stop_dirty_hogs/1` takes.
+  """
+  @spec start_dirty_hogs(non_neg_integer()) :: pid() | nil
+  def start_dirty_hogs(0), do: nil
+
+  def start_dirty_hogs(ms) do
+    spawn(fn ->
+      hogs =
+        for _ <- 1..:erlang.system_info(:dirty_cpu_schedulers_online),
+            do: spawn_link(fn -> hog(ms) end)
+
+      pace(hogs)
+    end)
+  end
+
+  @spec stop_dirty_hogs(pid() | nil) :: :ok
+  def stop_dirty_hogs(nil), do: :ok
+
+  def stop_dirty_hogs(pacer) do
+    ref = Process.monitor(pacer)
+    Process.exit(pacer, :kill)
+    receive(do: ({:DOWN, ^ref, _, _, _} -> :ok))
+  end
+
+  defp pace(hogs) do
+    :timer.sleep(150 + :rand.uniform(100))
+    Enum.each(hogs, &send(&1, :go))
+    pace(hogs)
+  end
+
+  defp hog(ms) do
+    receive(do: (:go -> :erts_debug.dirty_cpu(:wait, ms)))
+    hog(ms)
+  end
+
+  @doc """
   Spawns `n` processes one after the other (nerves_rt_perf's spawn "each");
   returns when every one of them has run.
   """
