@@ -83,7 +83,7 @@ defmodule RtScope.CLITest do
        "unknown timer variant \"nanosleep\": valid choices are send_after, receive_after, timer_sleep"},
       {~w(msgq pmap --senders 3), "unknown option --senders for msgq pmap"},
       {~w(exec nothing --n 3),
-       "option n does not apply to exec nothing (only to sum, fib, sleep, dirty, spawn_each, spawn_recursive)"},
+       "option n does not apply to exec nothing (only to sum, fib, sleep, dirty, port, spawn_each, spawn_recursive)"},
       {~w(exec sum --vm-flags +zzz), "unknown VM flag \"+zzz\": valid flags are +sbwt,"},
       {["exec", "sum", "--vm-flags", "+sbwt sometimes"],
        "invalid value \"sometimes\" for VM flag +sbwt"}

@@ -129,7 +129,7 @@ defmodule RtScope.ExecTest do
   test "bad options are refused before anything runs" do
     assert {:error,
             {:invalid,
-             "unknown exec workload \"summ\": valid choices are sum, fib, sleep, nothing, dirty, " <>
+             "unknown exec workload \"summ\": valid choices are sum, fib, sleep, nothing, dirty, port, " <>
                "spawn_each, spawn_recursive, nodeconnect"}} = Exec.run("summ", [])
 
     assert {:error, {:invalid, "exec nodeconnect needs a VM with distribution started" <> _}} =
@@ -140,7 +140,7 @@ defmodule RtScope.ExecTest do
 
     assert {:error,
             {:invalid,
-             "option n does not apply to exec nothing (only to sum, fib, sleep, dirty, spawn_each, spawn_recursive)"}} =
+             "option n does not apply to exec nothing (only to sum, fib, sleep, dirty, port, spawn_each, spawn_recursive)"}} =
              Exec.run(:nothing, n: 3)
 
     assert {:error, {:invalid, "unknown option sleep_ms for exec" <> _}} =

@@ -68,6 +68,29 @@ defmodule RtScope.ExplainTest do
     assert msg =~ "n"
   end
 
+  test "attribute/4 names the time suspended inside a port operation as port" do
+    events = [
+      {100, :out, 1},
+      {100, :port_wait, "port_command"},
+      {9_100, :in, 1},
+      {9_500, :out, 1},
+      {9_600, :in, 1}
+    ]
+
+    {got, _} = Explain.attribute(events, 0, 10_000)
+    by = Map.new(got.causes, &{{&1.kind, &1.name}, &1})
+    assert %{duration_ns: 9_000, count: 1} = by[{"port", "port_command"}]
+    assert %{duration_ns: 100} = by[{"scheduled_out", "scheduled out"}]
+  end
+
+  test "exec port waits for a busy port while its program does not read" do
+    assert {:ok, result} = Exec.run(:port, n: 30, iterations: 400, pause_ms: 1, explain: 3)
+    [worst | _] = Keyword.fetch!(result.trailer, :explain).samples
+    assert worst.value_ns > 15_000_000
+    assert [%{kind: "port", name: "port_command", duration_ns: ns} | _] = worst.causes
+    assert ns > 0.8 * worst.value_ns
+  end
+
   test "an exec run with explain keeps the worst samples' collections in its trailer" do
     {:ok, result} =
       Exec.run(:spawn_each, iterations: 8, pause_ms: 0, n: 2000, fullsweep_after: 0, explain: 2)

@@ -44,21 +44,22 @@ register(Workload(
     help="execution time of a function called repeatedly (study 1: sum, fib, sleep; nothing = overhead; native "
          "only: touch = writing to n fresh pages, n page faults unless mlock; lock = taking a priority-inheritance "
          "mutex another thread holds for n µs one time in 20; BEAM only: dirty = a dirty CPU call while other "
-         "processes hold every dirty CPU scheduler n ms about every 200 ms, spawn_each / "
+         "processes hold every dirty CPU scheduler n ms about every 200 ms, port = writing 64 KiB to a port whose "
+         "program stops reading n ms about every 200 ms, spawn_each / "
          "spawn_recursive = spawning n processes, nodeconnect = connecting to another node)",
-    variants=("sum", "fib", "sleep", "nothing", "touch", "lock", "dirty", "spawn_each", "spawn_recursive",
+    variants=("sum", "fib", "sleep", "nothing", "touch", "lock", "dirty", "port", "spawn_each", "spawn_recursive",
               "nodeconnect"),
     params=(
         Option("n", integer(0), "an integer >= 0",
                "problem size: sum 1..n, fib(n), sleep n ms, touch n pages, lock held n µs, dirty schedulers held "
-               "n ms, spawn n processes"),
+               "n ms, port not read n ms, spawn n processes"),
         Option("iterations", integer(1), "an integer >= 1", "recorded calls (one extra warm-up call is not recorded)",
                10_000),
         Option("pause_ms", number(0), "a number of ms >= 0",
                "pause between calls (a run lasts at least iterations × pause_ms; 0 = back to back)", 5),
     ),
     variant_defaults={"sum": {"n": 4000}, "fib": {"n": 20}, "sleep": {"n": 5}, "touch": {"n": 256},
-                      "lock": {"n": 10000}, "dirty": {"n": 10}, "spawn_each": {"n": 1000},
+                      "lock": {"n": 10000}, "dirty": {"n": 10}, "port": {"n": 10}, "spawn_each": {"n": 1000},
                       "spawn_recursive": {"n": 1000}},
     check=lambda variant, params: _check_exec(variant, params),
 ))

@@ -213,10 +213,11 @@ defmodule RtScope.CLI do
     usage: #{Harness.tool()} WORKLOAD VARIANT [OPTIONS] --output FILE.rts
 
     workloads and variants:
-      exec  sum | fib | sleep | nothing | dirty | spawn_each | spawn_recursive    execution time of a call
+      exec  sum | fib | sleep | nothing | dirty | port | spawn_each | spawn_recursive
+            execution time of a call
             --iterations N (10000)  --pause-ms MS (5)
             --n N (sum 4000, fib 20, sleep 5 ms, dirty 10 ms the dirty schedulers are held,
-                   spawn_* 1000 processes)
+                   port 10 ms the port is not read, spawn_* 1000 processes)
             --csv FILE.csv (also write count,time,heap_size,minor_gcs)
             --explain K (0: the K worst samples' GCs and times scheduled out, in the trailer)
       timer send_after | receive_after | timer_sleep    wake-up latency

@@ -37,7 +37,8 @@ defmodule RtScope.Exec do
       (default 20), `sleep` n ms (default 5), `dirty`: a dirty CPU call
       that returns at once, while hog processes hold every dirty CPU
       scheduler for n ms together about every 200 ms (default 10; 0 = no
-      hogs), `spawn_each` and
+      hogs), `port`: 64 KiB written to a port whose program stops reading
+      for n ms about every 200 ms (default 10; 0 = it never stops), `spawn_each` and
       `spawn_recursive` n processes (default 1000: one by one from the
       measuring process, or each spawning the next; timed until the last
       one has run)
@@ -59,7 +60,17 @@ defmodule RtScope.Exec do
 
   alias RtScope.{Exec.CSV, Exec.Workloads, Explain, Harness, Options, SpawnOpts}
 
-  @variants [:sum, :fib, :sleep, :nothing, :dirty, :spawn_each, :spawn_recursive, :nodeconnect]
+  @variants [
+    :sum,
+    :fib,
+    :sleep,
+    :nothing,
+    :dirty,
+    :port,
+    :spawn_each,
+    :spawn_recursive,
+    :nodeconnect
+  ]
   @keys [:iterations, :pause_ms, :n, :csv, :explain]
 
   @columns [
@@ -117,6 +128,7 @@ defmodule RtScope.Exec do
   defp argument(:fib, opts), do: Options.integer(opts, :n, 20, 0)
   defp argument(:sleep, opts), do: Options.integer(opts, :n, 5, 0)
   defp argument(:dirty, opts), do: Options.integer(opts, :n, 10, 0)
+  defp argument(:port, opts), do: Options.integer(opts, :n, 10, 0)
   defp argument(:nothing, _opts), do: {:ok, nil}
   defp argument(:nodeconnect, _opts), do: {:ok, nil}
 
@@ -194,6 +206,11 @@ defmodule RtScope.Exec do
   defp workload(:dirty, ms) do
     hogs = Workloads.start_dirty_hogs(ms)
     {fn -> Workloads.dirty() end, fn -> :ok end, fn -> Workloads.stop_dirty_hogs(hogs) end}
+  end
+
+  defp workload(:port, ms) do
+    port = Workloads.open_stalling_port(ms)
+    {fn -> Workloads.port_write(port) end, fn -> :ok end, fn -> Workloads.close_port(port) end}
   end
 
   defp workload(variant, arg), do: {workload_fun(variant, arg), fn -> :ok end, fn -> :ok end}

@@ -25,7 +25,10 @@ defmodule RtScope.Explain do
   (time not running, GC excluded), or `%{kind: "dirty_hop", name: "onto dirty"
   | "back", ...}` for such time around a dirty call: from leaving a normal
   scheduler until a dirty one took the process (the wait for a free dirty
-  scheduler), and from leaving the dirty one until a normal one took it back. `self_ns` is the rest: the process
+  scheduler), and from leaving the dirty one until a normal one took it back,
+  or `%{kind: "port", name: "port_command" | "port_control" | ...}` for such
+  time that began inside a port operation: suspended on a busy port, or
+  waiting for a synchronous operation's answer. `self_ns` is the rest: the process
   running its code (and whatever the OS took from its scheduler thread,
   which only the kernel side sees).
 
@@ -45,6 +48,9 @@ defmodule RtScope.Explain do
   """
 
   @flags [:garbage_collection, :running, :scheduler_id, :monotonic_timestamp]
+  # A process switched out inside one of these waits for the port: suspended on a busy port (its queue above
+  # the high watermark), or for a synchronous operation's answer.
+  @port_ops [:port_command, :port_control, :port_call, :port_connect, :port_close]
   # Every stretch of a cause up to this many (the kernel side carves its causes out of them; the store keeps 16).
   @intervals_kept 4096
   @clock_readings 9
@@ -124,14 +130,15 @@ defmodule RtScope.Explain do
         send(to, {ref, result(st)})
 
       ev when elem(ev, 0) == :trace_ts ->
-        loop(%{st | events: [event(ev) | st.events]})
+        loop(%{st | events: List.wrap(event(ev)) ++ st.events})
 
       _other ->
         loop(st)
     end
   end
 
-  # {ts, what, data}: the trace message in a form attribute/3 reads. With scheduler_id every message is
+  # {ts, what, data}: the trace message in a form attribute/3 reads (a switch-out inside a port operation: also
+  # {ts, :port_wait, operation} before it). With scheduler_id every message is
   # {:trace_ts, pid, tag, info_or_mfa, scheduler, ts}; without it the scheduler is missing.
   defp event(msg) do
     ts = elem(msg, tuple_size(msg) - 1)
@@ -146,6 +153,10 @@ defmodule RtScope.Explain do
 
       {:in, _mfa} ->
         {ts, :in, sched}
+
+      {:out, {m, f, _a}} when m in [:erlang, :erts_internal] and f in @port_ops ->
+        # newest first, as the tracer keeps its events
+        [{ts, :port_wait, Atom.to_string(f)}, {ts, :out, sched}]
 
       {:out, _mfa} ->
         {ts, :out, sched}
@@ -279,11 +290,14 @@ defmodule RtScope.Explain do
         {ts, :gc_end, aft}, {g, o, s, {ts0, tag, before}, out} ->
           {[{ts0, ts, tag, before, aft} | g], o, s, nil, out}
 
-        {ts, :out, sc}, {g, o, s, gc, _} ->
-          {g, o, sc || s, gc, {ts, sc}}
+        {_ts, :port_wait, op}, {g, o, s, gc, {out, from, nil}} ->
+          {g, o, s, gc, {out, from, op}}
 
-        {ts, :in, sc}, {g, o, _s, gc, {out, from}} ->
-          {g, [{out, ts, hop(from, sc)} | o], sc, gc, nil}
+        {ts, :out, sc}, {g, o, s, gc, _} ->
+          {g, o, sc || s, gc, {ts, sc, nil}}
+
+        {ts, :in, sc}, {g, o, _s, gc, {out, from, op}} ->
+          {g, [{out, ts, stretch(from, sc, op)} | o], sc, gc, nil}
 
         {_ts, :in, sc}, {g, o, s, gc, out} ->
           {g, o, sc || s, gc, out}
@@ -373,12 +387,14 @@ defmodule RtScope.Explain do
     [[0, at_start] | for({ts, :in, sc} <- events, ts > t0 and ts < t1, do: [ts - t0, sc])]
   end
 
-  # What a stretch not running was, from the schedulers it left and came back on (0: a dirty one): waiting
-  # for a dirty scheduler to take a dirty call (a dirty NIF or BIF, a collection of a large heap), the way
-  # back to a normal one, else scheduled out (its reductions used up, waiting in receive, preempted).
-  defp hop(from, 0) when from != 0, do: {"dirty_hop", "onto dirty"}
-  defp hop(0, to) when is_integer(to) and to != 0, do: {"dirty_hop", "back"}
-  defp hop(_from, _to), do: {"scheduled_out", "scheduled out"}
+  # What a stretch not running was, from the port operation it began in and the schedulers it left and came
+  # back on (0: a dirty one): waiting for a port, for a dirty scheduler to take a dirty call (a dirty NIF or
+  # BIF, a collection of a large heap), the way back to a normal one, else scheduled out (its reductions used
+  # up, waiting in receive, preempted).
+  defp stretch(_from, _to, op) when is_binary(op), do: {"port", op}
+  defp stretch(from, 0, nil) when from != 0, do: {"dirty_hop", "onto dirty"}
+  defp stretch(0, to, nil) when is_integer(to) and to != 0, do: {"dirty_hop", "back"}
+  defp stretch(_from, _to, nil), do: {"scheduled_out", "scheduled out"}
 
   defp overlap({a, b}, spans),
     do: Enum.reduce(spans, 0, fn {x, y}, acc -> acc + max(0, min(b, y) - max(a, x)) end)

@@ -268,6 +268,9 @@ WITHOUT_SETTING = {
     "dirty_hop": "the call waited for a dirty scheduler: other dirty work (NIFs, BIFs, collections of large heaps) "
                  "held them all; make that work shorter (chunk it, yield) or keep the dirty call off the measured "
                  "path; +SDcpu adds dirty CPU schedulers only up to the normal schedulers' count",
+    "port": "the process waited for a port: suspended on a busy port (its queue above the high watermark while "
+            "the other end did not read) or for a synchronous operation's answer; write less at a time, raise the "
+            "port's busy limits (open_port's busy_limits_port), or let another process talk to the port",
 }
 
 

@@ -183,7 +183,7 @@ class Beam(Runtime):
 RUNTIME = Beam(
     name="beam",
     help=f"BEAM harness in a fresh Erlang VM per run, or in a running node target (build: {paths.BEAM_BUILD_HINT})",
-    workloads={"exec": ("sum", "fib", "sleep", "nothing", "dirty", "spawn_each", "spawn_recursive", "nodeconnect"),
+    workloads={"exec": ("sum", "fib", "sleep", "nothing", "dirty", "port", "spawn_each", "spawn_recursive", "nodeconnect"),
                "timer": BEAM_TIMER_VARIANTS,
                "msgq": ("pmap", "fan_in"), "tasks": ("memory", "switch"),
                "gpio": ("write", "read", "blink", "genserver_write")},

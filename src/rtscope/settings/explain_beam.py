@@ -4,7 +4,7 @@ each explained sample, merged with the BEAM's own causes (docs/explain.md, "BEAM
 The harness (beam/lib/rtscope/explain.ex) gives each explained sample its interval on CLOCK_MONOTONIC (the
 trace's `mono` clock; mapped from erlang:monotonic_time with an offset read right after the call), the
 schedulers it ran on (`on`: the one at its start, then each switch-in; 0 = a dirty scheduler), its BEAM causes
-with every stretch (`gc`, `scheduled_out`, `dirty_hop`), and the VM's OS threads (`N_scheduler`, `N_dirty_cpu_sch`, ...).
+with every stretch (`gc`, `scheduled_out`, `dirty_hop`, `port`), and the VM's OS threads (`N_scheduler`, `N_dirty_cpu_sch`, ...).
 Here, per stretch of one scheduler, the CPU its thread was on (the pinned CPU, else followed through the
 trace's sched_switch/sched_wakeup) is attributed with causes.interference: interrupts at any time, other
 tasks while a VM thread was runnable there.
@@ -25,8 +25,9 @@ from ..targets import tracefs
 
 Spans = list[tuple[int, int]]
 # The BEAM's causes that are stretches of the process not running (their intervals include any collection
-# inside them, which their duration leaves out): scheduled out, a hop onto a dirty scheduler and back.
-NOT_RUNNING = ("scheduled_out", "dirty_hop")
+# inside them, which their duration leaves out): scheduled out, a hop onto a dirty scheduler and back, a wait
+# for a port.
+NOT_RUNNING = ("scheduled_out", "dirty_hop", "port")
 
 
 # --- interval arithmetic on sorted, disjoint [a, b) lists ---------------------------------------------------

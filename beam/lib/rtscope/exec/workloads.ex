@@ -71,6 +71,39 @@ defmodule RtScope.Exec.Workloads do
     hog(ms)
   end
 
+  @port_chunk 65_536
+
+  @doc """
+  Opens a port for `port_write/1` whose program (`sh`) reads what it is sent
+  for 200 ms, then stops reading for `ms` ms, and again until the port is
+  closed (its standard input at end of file: it exits, also when the VM is
+  killed). While it does not read, the pipe fills and a write finds the port
+  busy: the writer is suspended until the program reads again.
+  """
+  @spec open_stalling_port(non_neg_integer()) :: port()
+  def open_stalling_port(ms) do
+    stall = if ms > 0, do: "sleep #{ms / 1000}", else: ":"
+
+    # cat ends at end of file (exit 0) or is stopped by timeout (non-zero): read on only in the latter case
+    script = "while timeout 0.2 cat > /dev/null; [ $? -ne 0 ]; do #{stall}; done"
+
+    Port.open({:spawn_executable, System.find_executable("sh")}, [
+      :binary,
+      {:args, ["-c", script]},
+      {:busy_limits_port, {4096, 8192}}
+    ])
+  end
+
+  @doc "Writes #{@port_chunk} bytes to the port (`Port.command/2`): suspended while the port is busy."
+  @spec port_write(port()) :: true
+  def port_write(port), do: Port.command(port, :binary.copy(<<0>>, @port_chunk))
+
+  @spec close_port(port()) :: :ok
+  def close_port(port) do
+    Port.close(port)
+    :ok
+  end
+
   @doc """
   Spawns `n` processes one after the other (nerves_rt_perf's spawn "each");
   returns when every one of them has run.
