@@ -289,9 +289,9 @@ def test_rt_throttling_in_the_guest_remedied_through_the_loop_and_undone(cli, tm
     tasks by sched_rt_runtime_us alone (no fair deadline server, which from 6.12 on gives normal tasks their
     time whatever that setting says, tests/test_explain_throttled.py). A SCHED_FIFO 1 loop busy 99 % of the
     time on the probe's CPU uses the RT budget up, so for tens of ms a second a normal busy loop runs while the
-    probe (SCHED_FIFO 80) waits: explain names rt_throttled, --suggest puts rt_runtime_us = -1 first, the written spec, run in the
-    guest, calls it better on p99 or max, its runs show no throttling left, and the guest's value is the
-    original after every run."""
+    probe (SCHED_FIFO 80) waits: explain names rt_throttled, --suggest puts rt_runtime_us = -1 first, the written
+    spec runs in the guest, its remedy's runs show no throttling left, and the guest's value is the original
+    after every run. No verdict is asserted (below)."""
     from rtscope.experiment import execute as exp_mod, spec as spec_mod
     from rtscope.experiment.runner import execute
     from rtscope.experiment.spec import build_request
