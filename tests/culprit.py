@@ -99,6 +99,14 @@ def check_named(samples: list[dict], pid: int, within: float | None = 0.2, *, se
     return len(big), named
 
 
+def leads(s: dict, median: float, kind: str, name: str, within: float = 0.2) -> bool:
+    """Whether the sample's largest cause is `kind name`, its time within `within` of the delay it added: the
+    sample beyond the run's median, less what its other causes took."""
+    added = s["value_ns"] - median - sum(c["duration_ns"] for c in s["causes"][1:])
+    top = s["causes"][0] if s["causes"] else {}
+    return (top.get("kind"), top.get("name")) == (kind, name) and abs(top["duration_ns"] - added) <= within * added
+
+
 def start_in_guest(target, cpu: int, priority: int = 90, name: str = NAME, busy_s: float | None = BUSY_S,
                    period_s: float = PERIOD_S) -> int:
     """The culprit in a guest (or any target with a shell): rtprobe as `name`, `exec sum` calibrated there to

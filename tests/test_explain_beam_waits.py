@@ -12,6 +12,7 @@ import statistics
 
 import pytest
 
+import culprit
 from rtscope.store import Store
 
 HOLD_MS = 20   # above this VM's own noise (~4 ms)
@@ -38,13 +39,9 @@ def test_the_wait_is_named_with_its_delay(cli, db, tmp_path, variant, kind, name
     samples = json.loads(cli("explain", run.id, "--db", db, "--json").out)["samples"]
     big = [s for s in samples if s["value_ns"] - median > HOLD_MS * 1e6 / 2]
 
-    def named(s: dict) -> bool:   # the delay it added: the call beyond the median, less its other causes
-        added = s["value_ns"] - median - sum(c["duration_ns"] for c in s["causes"][1:])
-        top = s["causes"][0] if s["causes"] else {}
-        return (top.get("kind"), top.get("name")) == (kind, name) and abs(top["duration_ns"] - added) <= 0.2 * added
     detail = [(s["value_ns"], s["causes"][:2], s["self_ns"], s["unexplained_ns"]) for s in samples]
     assert len(big) >= 5, detail   # about 5 holds a second for 1.5 s or more, each delaying one call
-    assert sum(map(named, big)) >= 0.9 * len(big), detail
+    assert sum(culprit.leads(s, median, kind, name) for s in big) >= 0.9 * len(big), detail
     doc = json.loads(cli("explain", run.id, "--db", db, "--suggest", "--json").out)
     assert not [r for r in doc["remedies"] if r["for"]["kind"] == kind], doc["remedies"]
     [wait] = [u for u in doc["unremedied"] if u["for"]["name"] == name]

@@ -58,16 +58,6 @@ defmodule RtScope.ExplainTest do
     assert [%{kind: "dirty_hop", name: "onto dirty"} | _] = got.causes
   end
 
-  test "exec dirty makes the measured call wait for a dirty scheduler while its hogs hold them all" do
-    assert {:ok, result} = Exec.run(:dirty, n: 20, iterations: 400, pause_ms: 1, explain: 3)
-    [worst | _] = Keyword.fetch!(result.trailer, :explain).samples
-    assert worst.value_ns > 10_000_000
-    assert [%{kind: "dirty_hop", name: "onto dirty", duration_ns: ns} | _] = worst.causes
-    assert ns > 0.8 * worst.value_ns
-    assert {:error, {:invalid, msg}} = Exec.validate(:dirty, n: -1)
-    assert msg =~ "n"
-  end
-
   test "attribute/4 names the time suspended inside a port operation as port" do
     events = [
       {100, :out, 1},
@@ -83,12 +73,23 @@ defmodule RtScope.ExplainTest do
     assert %{duration_ns: 100} = by[{"scheduled_out", "scheduled out"}]
   end
 
-  test "exec port waits for a busy port while its program does not read" do
-    assert {:ok, result} = Exec.run(:port, n: 30, iterations: 400, pause_ms: 1, explain: 3)
-    [worst | _] = Keyword.fetch!(result.trailer, :explain).samples
-    assert worst.value_ns > 15_000_000
-    assert [%{kind: "port", name: "port_command", duration_ns: ns} | _] = worst.causes
-    assert ns > 0.8 * worst.value_ns
+  # exec dirty: its hogs hold every dirty scheduler; exec port: its program does not read
+  for {variant, kind, name} <- [
+        {:dirty, "dirty_hop", "onto dirty"},
+        {:port, "port", "port_command"}
+      ] do
+    test "exec #{variant}'s worst call waits #{kind} #{name} for most of its time" do
+      assert {:ok, result} =
+               Exec.run(unquote(variant), n: 20, iterations: 400, pause_ms: 1, explain: 3)
+
+      [worst | _] = Keyword.fetch!(result.trailer, :explain).samples
+      assert worst.value_ns > 10_000_000
+      assert [%{kind: unquote(kind), name: unquote(name), duration_ns: ns} | _] = worst.causes
+      assert ns > 0.8 * worst.value_ns
+
+      assert {:error, {:invalid, "invalid n -1: must be an integer >= 0"}} =
+               Exec.validate(unquote(variant), n: -1)
+    end
   end
 
   test "an exec run with explain keeps the worst samples' collections in its trailer" do

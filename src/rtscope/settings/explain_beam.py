@@ -211,7 +211,7 @@ def _windows(instance: tracefs.Instance, wanted: list[dict]) -> tuple[dict[int, 
     for i, (a, b) in enumerate(spans):
         lines = kept.get((a, b))
         if lines is not None:
-            out[i] = _by_cpu(causes.parse(lines))
+            out[i] = causes.by_cpu(causes.parse(lines))
         elif all(instance.ring_holds(oldest, c, a) for c in instance.cpus):
             ring.append(i)
     for cpu in instance.cpus if ring else []:
@@ -220,15 +220,6 @@ def _windows(instance: tracefs.Instance, wanted: list[dict]) -> tuple[dict[int, 
         for i, evs in zip(ring, got):
             out.setdefault(i, {})[cpu] = evs
     return out, read_bytes
-
-
-def _by_cpu(events: list[causes.Event]) -> dict[int, list[causes.Event]]:
-    out: dict[int, list[causes.Event]] = {}
-    for e in events:
-        out.setdefault(e.cpu, []).append(e)
-    for evs in out.values():
-        evs.sort(key=lambda e: e.ts_ns)
-    return out
 
 
 def kernel_side(instance: tracefs.Instance, records: list[dict], explained: dict) -> tuple[list[dict], dict]:
