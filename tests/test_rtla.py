@@ -290,8 +290,8 @@ def test_rt_throttling_in_the_guest_remedied_through_the_loop_and_undone(cli, tm
     time whatever that setting says, tests/test_explain_throttled.py). A SCHED_FIFO 1 loop busy 99 % of the
     time on the probe's CPU uses the RT budget up, so for tens of ms a second a normal busy loop runs while the
     probe (SCHED_FIFO 80) waits: explain names rt_throttled, --suggest puts rt_runtime_us = -1 first, the written
-    spec runs in the guest, its remedy's runs show no throttling left, and the guest's value is the original
-    after every run. No verdict is asserted (below)."""
+    spec, run in the guest (4 runs a cell), calls it better on max or p99 and worse on nothing, its remedy's runs
+    show no throttling left, and the guest's value is the original after every run."""
     from rtscope.experiment import execute as exp_mod, spec as spec_mod
     from rtscope.experiment.runner import execute
     from rtscope.experiment.spec import build_request
@@ -311,7 +311,9 @@ def test_rt_throttling_in_the_guest_remedied_through_the_loop_and_undone(cli, tm
                             {"cpu": 1, "rt_priority": 80, "mlock": True, "explain": 5, "target": "x86-rt-rtla"})
         run_id = execute(req, store, target=guest)
         samples = json.loads(cli("explain", run_id, "--db", db, "--json").out)["samples"]
-        big = [s for s in samples if s["value_ns"] > 10_000_000]
+        # the samples above 10 ms the guest's kernel saw (not mostly a TCG stall: unexplained, or its own time)
+        big = [s for s in samples
+               if s["value_ns"] > 10_000_000 and s["unexplained_ns"] + s["self_ns"] < s["value_ns"] / 2]
         named = [s for s in big if s["causes"] and (s["causes"][0]["kind"], s["causes"][0]["pid"]) ==
                  ("rt_throttled", normal)]
         assert big and len(named) >= 0.5 * len(big), [(s["value_ns"], s["causes"][:2]) for s in samples]
@@ -319,7 +321,7 @@ def test_rt_throttling_in_the_guest_remedied_through_the_loop_and_undone(cli, tm
         top = doc["remedies"][0]
         assert (top["for"]["kind"], top["setting"], top["value"]) == ("rt_throttled", "rt_runtime_us", -1), \
             doc["remedies"]
-        r = cli("explain", run_id, "--db", db, "--write-spec", spec, "--repetitions", "2", "--remedies", "1")
+        r = cli("explain", run_id, "--db", db, "--write-spec", spec, "--repetitions", "4", "--remedies", "1")
         assert r.code == 0, r.err
         parsed = spec_mod.parse(spec.read_text(), str(spec))
         experiment = exp_mod.start(store, parsed, exp_mod.plan(parsed, 1), 1, str(spec))
@@ -330,7 +332,7 @@ def test_rt_throttling_in_the_guest_remedied_through_the_loop_and_undone(cli, tm
         guest.run(["kill", "-9", str(hog), str(normal)])
     out = json.loads(cli("compare", "--experiment", f"remedies-run-{run_id}", "--db", db, "--json").out)
     [k] = out["comparisons"]
-    assert " rt_runtime_us=-1 " in k["configuration"] and (k["runs"], k["baseline_runs"]) == (2, 2), k
+    assert " rt_runtime_us=-1 " in k["configuration"] and (k["runs"], k["baseline_runs"]) == (4, 4), k
     assert {row["metric"] for row in k["rows"]} >= {"max", "p99"}, k["rows"]
     why = {c["configuration"]: c for c in out["causes"]}   # compare's side-by-side shares, per cause kind
     throttled = {label: sum(x["excess_ns"] for x in c["kinds"] if x["kind"] == "rt_throttled")
@@ -339,7 +341,9 @@ def test_rt_throttling_in_the_guest_remedied_through_the_loop_and_undone(cli, tm
         f"{row['metric']} {row['baseline']:.1f} -> {row['value']:.1f} {row['verdict']} (p Holm {row['p_holm']:.2g})"
         for row in k["rows"] if row["metric"] in ("p99", "max")), "; rt_throttled excess", throttled,
         file=sys.__stderr__)
-    # No verdict asserted: under TCG the guest's own timer noise (1-265 ms) leaves 2 runs a cell too few (3 a
-    # cell measured max 34.0 -> 4.5 ms, p Holm 0.1); the cause itself is gone from the remedy's runs.
+    # 4 runs a cell: under TCG the guest's own timer noise (1-265 ms) left 2 too few for a verdict (3 measured
+    # max 34.0 -> 4.5 ms, p Holm 0.1); the p99 holds that noise, the max the throttled 50 ms
+    verdicts = {row["metric"]: row["verdict"] for row in k["rows"]}
+    assert "better" in (verdicts["max"], verdicts["p99"]) and "worse" not in verdicts.values(), k["rows"]
     remedy = next(label for label in throttled if " rt_runtime_us=-1 " in label)
     assert throttled[remedy] == 0 and max(throttled.values()) > 0, throttled
