@@ -69,6 +69,32 @@ def test_kernel_causes_are_carved_out_of_the_beam_interval_they_fell_in():
     assert [c["kind"] for c in got["causes"]] == ["gc", "thread", "irq"]  # largest first
 
 
+def test_another_vm_thread_holding_the_cpu_while_the_scheduler_waits_is_vm_thread():
+    """The VM pinned to CPU 1 with two schedulers: the second one (spinning for work, +sbwt) preempts the
+    measuring scheduler's thread from 200 to 500 µs: a vm_thread cause, named by the thread. Once the measuring
+    thread sleeps (from 700 µs), the other one running is the VM's own time, no cause."""
+    other = ("2_scheduler", 502, 19)
+    trace = [
+        line(*SCHED[:2], 1, -1000, "sched_wakeup", "comm=1_scheduler pid=501 prio=19 target_cpu=001"),
+        switch(1, 200, SCHED, "R+", other),
+        switch(1, 500, other, "S", SCHED),
+        switch(1, 700, SCHED, "S", other),
+        switch(1, 900, other, "S", SCHED),
+    ]
+    rec = {"value_ns": 1000 * US, "start_ns": 5, "os_start_ns": T0, "os_end_ns": T0 + 1000 * US, "scheduler": 1,
+           "on": [[0, 1]], "self_ns": 800 * US, "unexplained_ns": 0,
+           "causes": [{"kind": "scheduled_out", "name": "scheduled out", "count": 1, "duration_ns": 200 * US,
+                       "intervals": [[700 * US, 900 * US]], "pid": None, "irq": None, "prio": None}]}
+    vm, by_sched = explain_beam.vm_threads({"threads": THREADS})
+    got = explain_beam.merge(rec, {1: causes.parse(trace)}, vm, by_sched, [1])
+    by = {(c["kind"], c["name"]): c for c in got["causes"]}
+    assert set(by) == {("vm_thread", "2_scheduler"), ("scheduled_out", "scheduled out")}, got["causes"]
+    spin = by[("vm_thread", "2_scheduler")]
+    assert (spin["pid"], spin["duration_ns"], spin["intervals"]) == (502, 300 * US, [[200 * US, 500 * US]])
+    assert by[("scheduled_out", "scheduled out")]["duration_ns"] == 200 * US
+    assert got["self_ns"] == 500 * US and got["unexplained_ns"] == 0
+
+
 def test_time_the_kernel_did_not_see_the_vm_run_is_unexplained_not_self():
     """The CPU idle from 300 to 500 µs while the BEAM says its process was running: not self, unexplained;
     another task running while the VM's threads sleep is no cause."""

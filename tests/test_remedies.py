@@ -81,6 +81,11 @@ def test_beam_causes_and_ranking_by_share():
     assert [r.setting for r in got] == ["min_heap_size", "fullsweep_after", "priority", "vm_flags"]
     assert got[0].value == 16384 and got[0].share > got[2].share  # the GC's remedies before the scheduling's
     assert got[3].value == "+sbwt none +sbwtdcpu none +sbwtdio none"
+    # another scheduler of the VM on the measuring one's CPU: its spinning turned off; an aux thread: nothing
+    spin = {"kind": "vm_thread", "name": "2_scheduler", "pid": 502, "irq": None, "duration_ns": 4_000_000}
+    [r] = remedies.suggest(run, [{**s, "causes": [spin]}], 0)
+    assert (r.setting, r.value, r.kind) == ("vm_flags", "+sbwt none +sbwtdcpu none +sbwtdio none", "vm_thread")
+    assert remedies.suggest(run, [{**s, "causes": [{**spin, "name": "1_aux"}]}], 0) == []
     # a remedy the run has already is not suggested; causes below 5 % of the excess get none
     assert [r.setting for r in remedies.suggest(fake_run(rt_priority=91), [sample(
         10, ("thread", "hog", 42, None, 9, 9.5), ("irq", "eth0", None, 30, None, 0.3))], 0)] == ["cpu"]

@@ -28,6 +28,11 @@ a softirq, else the task that was current (`sched_switch`). Summed per culprit, 
            the idle task) ran until the thread's switch-in there. The sample is followed across the move: what
            ran on A while it waited there is A's causes, what ran on B after it B's
 
+In a VM's interference (the BEAM's scheduler threads, `interference`), also:
+  vm_thread  another thread of the VM on the CPU while the measuring scheduler's thread waited for it: a
+           scheduler spinning for work (+sbwt) or running other processes, a dirty scheduler, an aux thread
+           (comm, tid, prio)
+
 Time the measuring thread itself ran is `self_ns` (its own work, or its path back from the wake-up) and is no
 cause. Time in the idle task while the sample was pending, and any gap no event accounts for, is
 `unexplained_ns`: the hardware waking from a power state, a hypervisor's steal, an SMI, interrupts disabled.
@@ -385,7 +390,7 @@ def _finishing_move(slices: list[tuple[int, int, tuple, bool]], measuring: int) 
 
 def _cause(causes: dict[tuple, _Cause], what: str, who, names: dict[int, str], prios: dict[int, int]) -> _Cause:
     """The cause a slice's owner is, made on its first slice."""
-    if what in ("task", "boosted", "rt_throttled"):
+    if what in ("task", "boosted", "rt_throttled", "vm_thread"):
         kind = {"task": "thread", "boosted": "pi_boost"}.get(what, what)
         key: tuple = (kind, who)
         if key not in causes:
@@ -402,7 +407,8 @@ def _cause(causes: dict[tuple, _Cause], what: str, who, names: dict[int, str], p
 class Interference:
     """What the OS took from a VM (a process of several threads, e.g. the BEAM's schedulers) on one CPU during
     [start, end]: `causes` (interrupt contexts at any time; other tasks while one of the VM's threads was
-    runnable on the CPU), their exact `spans` [(from, to, cause index)] in absolute ns, the time a VM thread
+    runnable on the CPU; `vm_thread`: another thread of the VM while the measuring one waited for the CPU — a
+    scheduler spinning for work, +sbwt, or running other processes, a dirty scheduler, an aux thread), their exact `spans` [(from, to, cause index)] in absolute ns, the time a VM thread
     ran (`vm_spans`), and `elsewhere_ns`: time the VM did not want this CPU (idle, or other tasks while its
     threads slept) — no cause."""
     causes: list[dict]
@@ -418,19 +424,22 @@ def interference(events: list[Event], start_ns: int, end_ns: int, vm: set[int], 
     as runnable until the events say otherwise. `origin_ns`: what the causes' kept intervals are relative to
     (default start_ns)."""
     slices, prios, _ = _slices(events, start_ns, end_ns, frozenset(vm), cpu, frozenset(running))
+    # the same slices, and whether a thread `running` waited in each (slicing does not depend on the set asked)
+    mine = _slices(events, start_ns, end_ns, frozenset(running), cpu, frozenset(running))[0] if running else []
+    waited = [w for *_, w in mine] or [False] * len(slices)
     names = _task_names(events)
     causes: dict[tuple, _Cause] = {}
     index: dict[int, int] = {}
     spans: list[tuple[int, int, int]] = []
     vm_spans: list[tuple[int, int]] = []
     elsewhere = 0
-    for a, b, (what, who), vm_waits in slices:
-        if what in TASK_OWNERS and who in vm:
+    for (a, b, (what, who), vm_waits), running_waits in zip(slices, waited):
+        if what in TASK_OWNERS and who in vm and (who in running or not running_waits):
             vm_spans.append((a, b))
         elif what in TASK_OWNERS and (who == 0 or not vm_waits):
             elsewhere += b - a
-        else:
-            c = _cause(causes, what, who, names, prios)
+        else:   # an interrupt; another task; another thread of the VM while the measuring one waited (vm_thread)
+            c = _cause(causes, "vm_thread" if who in vm else what, who, names, prios)
             c.add(a, b, start_ns if origin_ns is None else origin_ns)
             spans.append((a, b, index.setdefault(id(c), len(index))))
     by_index = sorted(causes.values(), key=lambda c: index[id(c)])

@@ -4,8 +4,9 @@ Each culprit of the run's explained samples (analysis.causes.shares: its share o
 median) is mapped to the rtscope settings that would take it off the measured task's way: a thread on the
 probe's CPU to `rt_priority` above it or `cpu` elsewhere, an interrupt to `irq_affinity`, an unbound kworker to
 `workqueue_cpumask`, a lower-priority thread that still ran to `rt_runtime_us` (RT throttling), the CPU idle
-while the sample waited to `cpu_dma_latency`, the task's moves between CPUs to `cpu`, the probe's own stretched path to `mlock`, a BEAM collection to
-`min_heap_size`/`fullsweep_after`, a BEAM process scheduled out to `priority` and `vm_flags`. A remedy is a
+while the sample waited to `cpu_dma_latency`, the task's moves between CPUs to `cpu`, the probe's own stretched
+path to `mlock`, a BEAM collection to `min_heap_size`/`fullsweep_after`, a BEAM process scheduled out to
+`priority` and `vm_flags`, another scheduler of the VM on its CPU to `vm_flags` (no spinning). A remedy is a
 setting so that it becomes a matrix cell: `explain --write-spec` measures each against the run's configuration.
 
 Pure: the run's record and its explained samples in, remedies out (whether the target can apply one is the
@@ -210,6 +211,12 @@ def _for(r: _Run, row: causes.Share, split: dict[str, float], detail: dict) -> l
                         "scheduler thread does not compete with spinning ones for the CPU",
                         "a scheduler woken from sleep starts a little later"))
         return out
+    if kind == "vm_thread":   # another thread of the VM held the CPU the measuring scheduler waited for
+        if not re.fullmatch(r"\d+_(scheduler|dirty_\w+)", name) or r.settings.get("vm_flags") == FULL_SPIN_OFF:
+            return []
+        return [("vm_flags", FULL_SPIN_OFF, f"{name}, a scheduler of the VM, held the measuring scheduler's CPU: "
+                 "if it was spinning for work, idle schedulers then sleep at once instead",
+                 "a scheduler woken from sleep starts a little later")]
     if kind == "page_fault":
         if r.runtime != "native" or r.settings.get("mlock"):
             return []   # locked already: faults on memory mapped during the run (mmap, a growing stack)
