@@ -8,12 +8,10 @@ and says that no setting takes it away."""
 from __future__ import annotations
 
 import json
-import statistics
 
 import pytest
 
 import culprit
-from rtscope.store import Store
 
 HOLD_MS = 20   # above this VM's own noise (~4 ms)
 
@@ -34,19 +32,16 @@ def test_the_wait_is_named_with_its_delay(cli, db, tmp_path, variant, kind, name
                     "[workload.settings]\nexplain = 10\n")
     r = cli("run", spec, "--db", db)
     assert r.code == 0, r.err
-    [run] = Store(db).runs()
-    median = statistics.median(Store(db).samples(run.id)["duration"])
-    samples = json.loads(cli("explain", run.id, "--db", db, "--json").out)["samples"]
-    big = [s for s in samples if s["value_ns"] - median > HOLD_MS * 1e6 / 2]
+    run_id, median, samples, big = culprit.late_samples(cli, db, "duration", HOLD_MS * 1e6 / 2)
 
     detail = [(s["value_ns"], s["causes"][:2], s["self_ns"], s["unexplained_ns"]) for s in samples]
     assert len(big) >= 5, detail   # about 5 holds a second for 1.5 s or more, each delaying one call
     assert sum(culprit.leads(s, median, kind, name) for s in big) >= 0.9 * len(big), detail
-    doc = json.loads(cli("explain", run.id, "--db", db, "--suggest", "--json").out)
+    doc = json.loads(cli("explain", run_id, "--db", db, "--suggest", "--json").out)
     assert not [r for r in doc["remedies"] if r["for"]["kind"] == kind], doc["remedies"]
     [wait] = [u for u in doc["unremedied"] if u["for"]["name"] == name]
     assert wait["for"]["kind"] == kind and wait["share"] > 0.5 and why in wait["why"]
-    text = cli("explain", run.id, "--db", db, "--suggest").out
+    text = cli("explain", run_id, "--db", db, "--suggest").out
     assert f"{kind} {name}" in text and f"no setting takes away {kind} {name}" in text
 
 

@@ -8,9 +8,7 @@ one of the CPU it ended on, which it never waited for."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-import statistics
 import subprocess
 import sys
 from contextlib import ExitStack
@@ -21,7 +19,6 @@ import pytest
 import culprit
 from rtscope import causes
 from rtscope.analysis import remedies
-from rtscope.store import Store
 
 CPUS = sorted(os.sched_getaffinity(0))
 WHY = culprit.tracing_unavailable()
@@ -89,7 +86,8 @@ def test_a_move_of_a_large_share_is_remedied_by_pinning():
 
 _ALTERNATING = r"""
 import math, os, sys, time
-cpu, prio, long_, short, period = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+cpu, prio = int(sys.argv[1]), int(sys.argv[2])
+long_, short, period = float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
 with open(f"/proc/self/task/{os.getpid()}/comm", "w") as f:
     f.write(sys.argv[6])
 os.sched_setaffinity(0, {cpu})
@@ -126,10 +124,7 @@ def test_an_unpinned_probe_is_followed_to_the_culprit_it_waited_for(cli, db, tmp
                         '[workload.settings]\nrt_priority = 80\nexplain = 10\n')
         r = cli("run", spec, "--db", db)
     assert r.code == 0, r.err
-    [run] = Store(db).runs()
-    median = statistics.median(Store(db).samples(run.id)["latency"])
-    samples = json.loads(cli("explain", run.id, "--db", db, "--json").out)["samples"]
-    big = [s for s in samples if s["value_ns"] - median > SHORT_S * 1e9 / 2]
+    run_id, median, samples, big = culprit.late_samples(cli, db, "latency", SHORT_S * 1e9 / 2)
 
     def followed(s: dict) -> bool:
         moves = [c for c in s["causes"] if c["kind"] == "migration"]
@@ -143,5 +138,5 @@ def test_an_unpinned_probe_is_followed_to_the_culprit_it_waited_for(cli, db, tmp
     detail = [(s["value_ns"], s["cpu"], s["causes"][:3]) for s in samples]
     assert len(big) >= 5, detail   # about 12 bursts, each delaying one sample by most of the short one
     assert sum(map(followed, big)) >= 0.9 * len(big), detail
-    text = cli("explain", run.id, "--db", db).out
+    text = cli("explain", run_id, "--db", db).out
     assert "migration cpu " in text

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 from types import SimpleNamespace
 
 import pytest
@@ -17,7 +16,6 @@ import pytest
 import culprit
 from rtscope import causes
 from rtscope.analysis import remedies
-from rtscope.store import Store
 
 CPUS = sorted(os.sched_getaffinity(0))
 WHY = culprit.tracing_unavailable()
@@ -82,10 +80,7 @@ def test_the_lock_holder_is_named_pi_boost_with_its_delay(cli, db, tmp_path, rtp
                     f'[workload.settings]\ncpu = {CPUS[-1]}\nrt_priority = 80\nexplain = 10\n')
     r = cli("run", spec, "--db", db)
     assert r.code == 0, r.err
-    [run] = Store(db).runs()
-    median = statistics.median(Store(db).samples(run.id)["duration"])
-    samples = json.loads(cli("explain", run.id, "--db", db, "--json").out)["samples"]
-    big = [s for s in samples if s["value_ns"] - median > HOLD_US * 1000 / 2]
+    run_id, median, samples, big = culprit.late_samples(cli, db, "duration", HOLD_US * 1000 / 2)
 
     def named(s: dict) -> bool:
         return (culprit.leads(s, median, "pi_boost", "rtprobe-holder")
@@ -93,9 +88,9 @@ def test_the_lock_holder_is_named_pi_boost_with_its_delay(cli, db, tmp_path, rtp
     detail = [(s["value_ns"], s["causes"][:2]) for s in samples]
     assert len(big) >= 5, detail   # about 15 holds, each delaying one call by most of its 10 ms
     assert sum(map(named, big)) >= 0.9 * len(big), detail
-    doc = json.loads(cli("explain", run.id, "--db", db, "--suggest", "--json").out)
+    doc = json.loads(cli("explain", run_id, "--db", db, "--suggest", "--json").out)
     assert not [r for r in doc["remedies"] if r["for"]["kind"] == "pi_boost"], doc["remedies"]
     [holder] = doc["unremedied"]
     assert (holder["for"]["kind"], holder["for"]["name"]) == ("pi_boost", "rtprobe-holder") and holder["share"] > 0.5
-    text = cli("explain", run.id, "--db", db, "--suggest").out
+    text = cli("explain", run_id, "--db", db, "--suggest").out
     assert "pi_boost rtprobe-holder/" in text and "no setting takes away pi_boost" in text

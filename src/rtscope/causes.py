@@ -408,9 +408,10 @@ class Interference:
     """What the OS took from a VM (a process of several threads, e.g. the BEAM's schedulers) on one CPU during
     [start, end]: `causes` (interrupt contexts at any time; other tasks while one of the VM's threads was
     runnable on the CPU; `vm_thread`: another thread of the VM while the measuring one waited for the CPU — a
-    scheduler spinning for work, +sbwt, or running other processes, a dirty scheduler, an aux thread), their exact `spans` [(from, to, cause index)] in absolute ns, the time a VM thread
-    ran (`vm_spans`), and `elsewhere_ns`: time the VM did not want this CPU (idle, or other tasks while its
-    threads slept) — no cause."""
+    scheduler spinning for work, +sbwt, or running other processes, a dirty scheduler, an aux thread), their
+    exact `spans` [(from, to, cause index)] in absolute ns, the time a VM thread ran (`vm_spans`), and
+    `elsewhere_ns`: time the VM did not want this CPU (idle, or other tasks while its threads slept) — no
+    cause."""
     causes: list[dict]
     spans: list[tuple[int, int, int]]
     vm_spans: list[tuple[int, int]]

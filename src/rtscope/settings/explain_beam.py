@@ -4,10 +4,12 @@ each explained sample, merged with the BEAM's own causes (docs/explain.md, "BEAM
 The harness (beam/lib/rtscope/explain.ex) gives each explained sample its interval on CLOCK_MONOTONIC (the
 trace's `mono` clock; mapped from erlang:monotonic_time with an offset read right after the call), the
 schedulers it ran on (`on`: the one at its start, then each switch-in; 0 = a dirty scheduler), its BEAM causes
-with every stretch (`gc`, `scheduled_out`, `dirty_hop`, `port`), and the VM's OS threads (`N_scheduler`, `N_dirty_cpu_sch`, ...).
+with every stretch (`gc`, `scheduled_out`, `dirty_hop`, `port`), and the VM's OS threads (`N_scheduler`,
+`N_dirty_cpu_sch`, ...).
 Here, per stretch of one scheduler, the CPU its thread was on (the pinned CPU, else followed through the
 trace's sched_switch/sched_wakeup) is attributed with causes.interference: interrupts at any time, other
-tasks while a VM thread was runnable there.
+tasks while a VM thread was runnable there, other threads of the VM while the measuring one waited there
+(`vm_thread`).
 
 Merge, so that a sample's causes sum to at most its value: each kernel cause keeps its whole duration and is
 carved out of the BEAM interval it fell in (a GC, a time scheduled out, the process running its code); the

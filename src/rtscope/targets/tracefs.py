@@ -258,7 +258,6 @@ echo "$mask" > "$d/tracing_cpumask"
 echo "$kb" > "$d/buffer_size_kb"
 # the filters only spare the probe's own wake-up events: a kernel that refuses one just writes them
 echo "comm != \"$probe\"" 2>/dev/null > "$d/events/sched/sched_wakeup/filter" || true
-# and the page fault event keeps the probe's own faults only
 # and the page fault and migration events keep the probe's own
 for e in exceptions/page_fault_user sched/sched_migrate_task; do
   if [ -d "$d/events/$e" ]; then echo "comm == \"$probe\"" 2>/dev/null > "$d/events/$e/filter" || true; fi
