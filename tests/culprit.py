@@ -92,7 +92,7 @@ def check_named(samples: list[dict], pid: int, within: float | None = 0.2, *, se
     38.7 ms of it unexplained); a culprit misattributed to the measuring thread still counts against it."""
     big = [s for s in samples if s["value_ns"] > BUSY_S * 1e9 / 2
            and not (seen_only and s["unexplained_ns"] + s["self_ns"] > s["value_ns"] / 2)
-           and not (stalls_out and s["unexplained_ns"] > s["value_ns"] / 2)]
+           and not (stalls_out and stalled(s))]
     named = 0
     for s in big:
         top = s["causes"][0] if s["causes"] else None
@@ -101,6 +101,12 @@ def check_named(samples: list[dict], pid: int, within: float | None = 0.2, *, se
                 and (within is None or abs(top["duration_ns"] - added) <= within * added)):
             named += 1
     return len(big), named
+
+
+def stalled(s: dict) -> bool:
+    """A sample mostly unexplained: the hypervisor stopped this VM's vCPU (the kernel saw nothing run, so no
+    culprit thread can be in it)."""
+    return s["unexplained_ns"] > s["value_ns"] / 2
 
 
 def late_samples(cli, db: str, column: str, excess_ns: float) -> tuple[int, float, list[dict], list[dict]]:
