@@ -29,7 +29,7 @@ from datetime import datetime
 
 import numpy as np
 
-from ..analysis.tail import bound_or_reason
+from ..analysis.tail_bound import bound_or_reason
 from ..analysis.threads import thread_histograms
 from ..experiment import execute as exp_mod, monitor
 from ..store import Run, Store
