@@ -30,7 +30,7 @@ from pathlib import Path
 from rtscope.analysis.distribution import of_run
 from rtscope.experiment.runner import execute
 from rtscope.experiment.spec import build_request
-from rtscope.settings.explain import check_target
+from rtscope.settings.explain_record import check_target
 from rtscope.store import Store
 from rtscope.targets import LocalTarget
 

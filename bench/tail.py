@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import tail_synthetic as ts  # noqa: E402
 from report_fixtures import add_run  # noqa: E402
 
-from rtscope.analysis import tail  # noqa: E402
+from rtscope.analysis import tail_bound as tail  # noqa: E402
 from rtscope.store import Store  # noqa: E402
 
 N = 100_000

@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import tail_synthetic as ts  # noqa: E402
 
-from rtscope.analysis import tail  # noqa: E402
+from rtscope.analysis import tail_bound as tail  # noqa: E402
 from rtscope.analysis.compare import TAIL_TEST, run_level_row  # noqa: E402
 
 

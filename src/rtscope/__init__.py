@@ -1,4 +1,8 @@
-"""rtscope: measure, compare and improve the real-time behaviour of IoT and edge stacks."""
+"""rtscope: measure, compare and improve the real-time behaviour of IoT and edge stacks.
+
+One folder per layer (docs/architecture.md lists every module); a capability that spans layers names its modules
+with one prefix: `explain_*` (here `explain_trace`, the leaf that attributes a kernel trace), `plan_*`, `tail_*`.
+"""
 
 from .version import __version__
 

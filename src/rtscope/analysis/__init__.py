@@ -8,11 +8,16 @@
 - `gate`: `compare --fail-on`: which rows fail a CI gate (the JUnit file is `report.junit`);
 - `recommend`: the best configuration for a goal and its cost on the other metrics;
 - `results`: a run's statistics for display, units and formatting;
+- `variance`: a statistic's between-run and within-run variance components;
+- `documents`: the JSON of `runs`, `show`, `compare --json`, which the serve API returns too;
+- `defaults`: the goals, metrics and level shared with the CLI's options (no numpy: `--help` stays light);
 - `fit`, `storage`, `tasks`: study 5's memory fit and the study tables (storage, tasks);
-- `causes`: the explained samples' causes summed up: shares of the excess per kind and culprit;
-- `plan`: runs × samples per run to detect a change, from variance components and a run's cost (docs/plan.md).
-- `tail` (with `tail_checks`, `tail_fit`): the worst case with a bound, an extreme-value fit of a run's or a
-  configuration's tail after its assumptions are tested (docs/tail.md).
+- explain (docs/explain.md): `explain_shares` the explained samples' causes summed up: shares of the excess per
+  kind and culprit; `explain_remedies` the settings that would take each culprit off the measured task's way;
+- plan (docs/plan.md): `plan_sizing` runs × samples per run to detect a change, from variance components and a
+  run's cost;
+- tail (docs/tail.md): `tail_bound` the worst case with a bound, the pipeline over `tail_checks` (its assumptions
+  tested) and `tail_fit` (the extreme-value fits of a run's or a configuration's tail).
 
 It may import the store, the settings' value vocabulary (`options`) and the leaf modules; nothing below it
 imports it.

@@ -159,7 +159,7 @@ class Cell:
         """Per run id: its tail.RunBound at p = 1e-9 (computed once per cell), its checks corrected for the
         number of the configuration's runs."""
         if self._bounds is None:
-            from .tail import run_bound
+            from .tail_bound import run_bound
             self._bounds = {}
             for run in self.runs:
                 if run.id in self.histograms:

@@ -7,6 +7,6 @@ names (compare, recommend) import them from here.
 ALPHA = 0.05          # significance level after Holm's correction
 GOALS = ("max", "p99", "stdev", "mean", "median")  # what `recommend` can minimise
 METRICS = ("mean", "median", "p99", "max", "stdev")  # what `compare` tests, each minimised
-TAIL = "tail"         # compare's tail row: the latency exceeded with p = 1e-9 per sample (analysis/tail.py)
+TAIL = "tail"         # compare's tail row: the latency exceeded with p = 1e-9 per sample (analysis/tail_bound.py)
 ROWS = (*METRICS, TAIL)  # every row compare can test, and what --fail-on worse:METRIC may name
 STAT_KEY = {"mean": "mean", "median": "p50", "p99": "p99", "max": "max", "stdev": "stdev"}  # its statistics key

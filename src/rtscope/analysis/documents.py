@@ -25,7 +25,7 @@ def show_document(store: Store, run: Run, dist: Distribution | None = None, *, w
     sample and the tail's bound at p = 1e-9 per sample; null for a run not measured in ns). worst_case=False:
     without it (a tail fit per run: for a page that shows many runs' statistics only)."""
     from . import distribution, stats, threads
-    from .tail import run_worst_case
+    from .tail_bound import run_worst_case
     dist = distribution.of_run(store, run) if dist is None else dist
     summary = run_summary(run)
     summary.update(environment=run.machine, trailer=run.trailer, tool=run.tool, tool_version=run.tool_version,
@@ -78,8 +78,8 @@ def earlier_comparison_set(store: Store, sel: Selection, baseline_sel: Selection
 
 def compare_document(store: Store, cs: ComparisonSet, shares: list | None = None) -> dict:
     """`compare --json`: the comparison set, and the cause shares of its explained runs where there are any
-    (`shares`: analysis.causes.comparison_shares's, when the caller has them already)."""
-    from . import causes
+    (`shares`: analysis.explain_shares.comparison_shares's, when the caller has them already)."""
+    from . import explain_shares as causes
     shares = causes.comparison_shares(store, cs) if shares is None else shares
     return {**cs.to_json(), **({"causes": [c.to_json() for c in shares]} if shares else {})}
 
@@ -87,7 +87,7 @@ def compare_document(store: Store, cs: ComparisonSet, shares: list | None = None
 def explain_document(store: Store, run: Run, worst: int | None = None) -> dict | None:
     """`explain --json`: the run's explained samples (the `worst` largest), each with its causes, and the shares
     of the excess above the run's median per cause kind and culprit; None when the run was not explained."""
-    from . import causes
+    from . import explain_shares as causes
     explained = store.causes(run.id)
     if not explained:
         return None

@@ -1,4 +1,6 @@
-"""The rtscope command line. Command modules register on `app` when imported.
+"""The rtscope command line. Command modules register on `app` when imported: `rtscope NAME` is `cli/NAME.py`
+(`tasks-table` in `tasks_table.py`, `import` in `import_.py`), the `db` group in `db.py`; `common.py` holds the
+app, the consoles and the shared options and tables, `doctor.py` also `--version`.
 
 The top layer, beside `api.py` (the pandas API): it may import every layer below and only renders what they
 return; nothing imports it.
@@ -12,8 +14,11 @@ import sys
 from ..errors import RtscopeError
 from .common import app, err_console, escape
 
-COMMAND_MODULES = ["runs", "run", "system", "analysis", "fit", "storage", "latency", "db", "monitor", "tune",
-                   "explain", "serve", "specs", "about", "plan", "tail"]
+# One module per command, named after it (`import_`: `import` is a keyword; `db`'s sub-commands share `db`), in
+# the order `rtscope --help` lists them.
+COMMAND_MODULES = ["runs", "show", "export", "run", "check", "demo", "import_", "sysinfo", "targets", "compare",
+                   "recommend", "report", "fit", "tasks_table", "storage_table", "histogram", "db", "monitor", "lab",
+                   "tune", "explain", "serve", "specs", "doctor", "plan", "tail"]
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"{__name__}.{_name}")

@@ -1,4 +1,5 @@
-"""Shared CLI pieces: the app, consoles, tables, the --db and --json options, JSON output.
+"""Shared CLI pieces: the app, consoles, tables (`stats_table`: runs' figures), the --db and --json options, JSON
+output.
 
 Every `cli/*.py` module is imported for any command (even `--help`), so at module level they import only typer,
 rich and rtscope's light modules; numpy, SQLAlchemy, the store, analysis, targets... are imported inside the
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich import table as rich_table
-from rich.console import Console, ConsoleDimensions
+from rich.console import Console, ConsoleDimensions, Group
 from rich.markup import escape
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ class Table(rich_table.Table):
     """The one table rtscope prints (the rule: a table never cuts a value). Every column folds a value longer than
     its width onto the next line (rich's default would cut it with "…", and no_wrap would crop it), so at any
     width every character of every value shows; piped, the console is wide enough (_Stdout) that nothing
-    folds. Layouts that prefer other breaks (runs.stats_table) choose them before rich has to fold."""
+    folds. Layouts that prefer other breaks (stats_table) choose them before rich has to fold."""
 
     def add_column(self, header="", footer="", *, overflow: str = "fold", no_wrap: bool = False, **kw) -> None:
         if overflow != "fold" or no_wrap:
@@ -85,3 +86,57 @@ def settings_text(settings: dict) -> str:
 
 __all__ = ["app", "console", "err_console", "DbOption", "JsonOption", "open_store", "print_json", "escape",
            "settings_text", "Table", "PIPE_WIDTH"]
+
+
+def with_unit(key: str, shown: str, sep: str = " ") -> str:
+    """A statistic's header suffix for its display unit `shown` (analysis.results.display_unit): ` (µs)`, a
+    variance's ` (µs²)`; nothing for a count, nor for a unitless quantity (never an empty `()` or `(²)`)."""
+    if key == "n" or not shown:
+        return ""
+    return f"{sep}({shown}²)" if key == "var" else f"{sep}({shown})"
+
+
+def stats_table(title: str, rows: list[tuple[str, dict]], unit: str, keys=None, width: int | None = None):
+    """One table of figures per row label (`keys`: the (statistic, header) columns, by default
+    analysis.results.DISPLAY), for a terminal of `width` columns (the console's by default).
+
+    Figures and their headers always show whole: labels fold to make room; where the figures still do not fit,
+    the headers put their unit on a second line, then the units move into the title, and last the columns go
+    into as many tables as needed, one under the other, each with the labels."""
+    from ..analysis.results import DISPLAY, display_unit, fmt
+    keys = DISPLAY if keys is None else keys
+    width = width or console.width
+    shown, scale = display_unit(unit)
+    figures = {k: [fmt(k, st.get(k), scale) for _, st in rows] for k, _ in keys}
+    longest = max((len(label) for label, _ in rows), default=3)
+
+    def heads(unit_sep: str | None) -> dict[str, str]:
+        return {k: head + ("" if unit_sep is None else with_unit(k, shown, unit_sep)) for k, head in keys}
+
+    def column_width(key: str, head: str) -> int:
+        return max(len(line) for line in [*figures[key], *head.split("\n")])
+
+    def need(chunk, named: dict[str, str]) -> int:  # 3 characters of border and padding per column
+        return label_width + sum(column_width(k, named[k]) for k in chunk) + 3 * (len(chunk) + 1) + 1
+
+    # The first layout that fits: roomy labels before narrow ones, units in the headers before the title.
+    for label_width, unit_sep in ((w, sep) for w in (min(longest, 24), min(longest, 12)) for sep in (" ", "\n", None)):
+        named = heads(unit_sep)
+        if need(named, named) <= width:
+            break
+    title_unit = "" if unit_sep or not shown else f" (in {shown}{f', VAR in {shown}²' if 'var' in named else ''})"
+    chunks: list[list[str]] = [[]]
+    for key in named:
+        if chunks[-1] and need([*chunks[-1], key], named) > width:
+            chunks.append([])
+        chunks[-1].append(key)
+    tables = []
+    for chunk in chunks:
+        table = Table(title=(title + title_unit) if chunk is chunks[0] else None)
+        table.add_column("run", min_width=label_width)
+        for key in chunk:
+            table.add_column(named[key], justify="right", min_width=column_width(key, named[key]))
+        for i, (label, _) in enumerate(rows):
+            table.add_row(escape(label), *(figures[k][i] for k in chunk))
+        tables.append(table)
+    return tables[0] if len(tables) == 1 else Group(*tables)

@@ -18,7 +18,7 @@ def _us(ns: float | None) -> str:
 def _detail(cause: dict) -> str:
     """What else is known of a cause: a thread's priority as chrt says it (FIFO 90, nice 0); a GC's count and heap
     sizes (words)."""
-    from ..analysis.causes import priority
+    from ..analysis.explain_shares import priority
     parts = []
     if cause.get("prio") is not None:
         parts.append(priority(cause["prio"]))
@@ -60,8 +60,8 @@ def _experiment_targets(store, run) -> dict:
 def _remedies(store, run) -> tuple[list, list[dict]]:
     """The run's remedies, ranked, each with whether its target can apply it (docs/explain.md, "Remedies"), and
     its culprits no setting takes away."""
-    from ..analysis import causes, remedies
-    from ..experiment.remedies import applies_on
+    from ..analysis import explain_shares as causes, explain_remedies as remedies
+    from ..experiment.explain_spec import applies_on
     _experiment_targets(store, run)
     explained = store.causes(run.id)
     median = causes.run_median(store, run) or 0
@@ -69,7 +69,7 @@ def _remedies(store, run) -> tuple[list, list[dict]]:
 
 
 def _print_remedies(found: list, unremedied: list[dict]) -> None:
-    from ..analysis.causes import culprit
+    from ..analysis.explain_shares import culprit
     for u in unremedied:
         console.print(f"\n[bold]no setting[/] takes away {escape(culprit(u['for']))} ({u['share']:.0%} of the "
                       f"excess): {escape(u['why'])}")
@@ -88,7 +88,7 @@ def _print_remedies(found: list, unremedied: list[dict]) -> None:
 
 
 def _write_spec(store, run, found: list, path: Path, repetitions: int, most: int) -> None:
-    from ..experiment.remedies import ab_spec
+    from ..experiment.explain_spec import ab_spec
     from ..fileio import write_atomic
     if path.is_dir() or not path.parent.is_dir():
         raise UsageError(f"--write-spec {path}: " + ("is a directory; give a file name such as "
@@ -116,7 +116,7 @@ def explain(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (s
             db: DbOption = None, json_out: JsonOption = False) -> None:
     """Why the worst samples of a run were late: per sample the interrupts, softirqs, threads, GCs that ran
     instead, and the share of the excess time per cause over the run; with --suggest, the remedies."""
-    from ..analysis import causes
+    from ..analysis import explain_shares as causes
     from ..analysis.documents import explain_document
     store = open_store(db)
     run = store.get_run(run_id)

@@ -44,9 +44,9 @@ def plan(
     db: DbOption = None, json_out: JsonOption = False,
 ) -> None:
     """How many runs × samples per run a spec needs to detect a change, and what that costs in wall time."""
-    from ..analysis import plan as plan_mod
+    from ..analysis import plan_sizing as plan_mod
     from ..errors import UsageError
-    from ..experiment import sizing
+    from ..experiment import plan_spec as sizing
     from ..experiment.spec import read_text
     from .common import open_store
     change = plan_mod.parse_detect(detect)
@@ -75,7 +75,7 @@ def print_plan(sp) -> None:
     from rich import box
 
     from ..analysis.results import display_unit, fmt
-    from ..analysis import plan as plan_mod
+    from ..analysis import plan_sizing as plan_mod
     console.print(f"[bold]plan for {escape(sp.spec)}[/]: detect a {sp.detect:.3g} ({sp.detect:.1%}) change of "
                   f"{sp.metric} with {sp.power:.0%} power, two-sided α = {sp.alpha:g} over {sp.tests} tests "
                   f"(Holm's worst "

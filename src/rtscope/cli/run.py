@@ -1,4 +1,5 @@
-"""Commands that measure or bring in results: run, check, demo, import."""
+"""rtscope run: an experiment spec's runs, stored as each ends; the progress, results and next steps that
+`demo` and `monitor` show too."""
 
 from __future__ import annotations
 
@@ -8,13 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-from typer.core import TyperCommand
 
 from .. import paths
-from ..errors import RtscopeError, UsageError, choices
-from ..options import parse_assignment
-from .common import DbOption, app, console, err_console, escape, open_store
-from .runs import stats_table
+from ..errors import RtscopeError, UsageError
+from .common import DbOption, app, console, err_console, escape, open_store, stats_table
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -239,7 +237,7 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a fil
         if not resume:
             chosen = seed if seed is not None else parsed.seed if parsed.seed is not None else exp_mod.new_seed()
             planned = exp_mod.plan(parsed, chosen)
-            _refuse_unrunnable(planned, str(spec), pool)
+            refuse_unrunnable(planned, str(spec), pool)
             store = open_store(db)
             experiment = exp_mod.start(store, parsed, planned, chosen, identity, targets=target)
             err_console.print(f"experiment {experiment.id}: {escape(parsed.name)}, scale {parsed.scale or '-'}, "
@@ -320,7 +318,7 @@ def _resume_target(store: Store, exp_id: int | None, identity: str, spec: Path) 
     return found
 
 
-def _refuse_unrunnable(planned: list, source: str, pool: Pool) -> None:
+def refuse_unrunnable(planned: list, source: str, pool: Pool) -> None:
     """With on_unavailable = "fail", refuse before anything runs when a target cannot make a run."""
     from ..experiment import execute as exp_mod
     failing = [(p, why) for p, why in exp_mod.unavailable_runs(planned, exp_mod.Availability(pool))
@@ -329,145 +327,3 @@ def _refuse_unrunnable(planned: list, source: str, pool: Pool) -> None:
         reasons = sorted({why for _, why in failing})
         raise RtscopeError(f"{len(failing)} of {len(planned)} runs of {source} cannot run on this machine "
                            f"(on_unavailable = \"fail\"; set it to \"skip\" to run the rest):\n  " + "\n  ".join(reasons))
-
-
-@app.command()
-def check(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML) to validate, see docs/spec.md.")],
-          scale: ScaleOption = None) -> None:
-    """Validate a spec without running it: every problem at once, each as file:line; the plan per scale."""
-    from ..experiment import execute as exp_mod, spec as spec_mod
-    from ..targets import Pool
-    spec = paths.find_spec(spec)
-    text = spec_mod.read_text(spec)
-    first = spec_mod.analyse(text, str(spec), scale)
-    scales = [scale] if scale is not None or not first.scales else list(first.scales)
-    analysed = [first if s == first.scale else spec_mod.analyse(text, str(spec), s) for s in scales]
-    problems = sorted({p for a in analysed for p in a.problems}, key=lambda p: (p.line or 0, p.message))
-    for p in problems:
-        err_console.print(f"[bold red]error:[/] {escape(p.text(str(spec)))}", soft_wrap=True)
-    print_warnings(first)
-    if problems:
-        raise UsageError(f"{spec}: {len(problems)} problem(s); nothing was run")
-    with Pool() as pool:
-        availability = exp_mod.Availability(pool, boot=False)
-        refused = _check_availability(spec, analysed, availability)
-        for line in exp_mod.stale_traces([p for a in analysed for p in exp_mod.plan(a, 0)], availability):
-            console.print(f"  [yellow]stale trace:[/] {escape(line)}")
-        for line in exp_mod.stale_changes([p for a in analysed for p in exp_mod.plan(a, 0)], availability):
-            console.print(f"  [yellow]left changed:[/] {escape(line)}")
-    if refused:
-        raise RtscopeError(f"{spec} is valid, but this machine cannot make every run and the spec says "
-                           "on_unavailable = \"fail\"")
-    console.print(f"{escape(str(spec))}: OK")
-
-
-def _check_availability(spec: Path, analysed: list, availability: exp_mod.Availability) -> bool:
-    """Print, per scale, what the targets cannot run; True when a run that must not be skipped cannot."""
-    from ..experiment import execute as exp_mod
-    refused = False
-    for a in analysed:
-        planned = exp_mod.plan(a, 0)
-        cant = exp_mod.unavailable_runs(planned, availability)
-        if a.tune is not None:
-            console.print(f"{escape(str(spec))}: {escape(a.name)}: a tune of {len(a.knobs)} knobs "
-                          f"({', '.join(k.name for k in a.knobs)}), goal {a.tune.goal}, budget {a.tune.budget.text}")
-        else:
-            console.print(f"{escape(str(spec))}: {escape(a.name)}, scale {a.scale or '-'}: {len(a.cells)} cells, "
-                          f"{len(planned)} runs, order {a.order}")
-        for why in sorted({w for _, w in cant}):
-            n = sum(1 for _, w in cant if w == why)
-            fail = any(p.on_unavailable == "fail" for p, w in cant if w == why)
-            refused |= fail
-            console.print(f"  {'[bold red]cannot run here[/]' if fail else '[yellow]would skip[/]'} {n} run(s): "
-                          f"{escape(why)}")
-    return refused
-
-
-@app.command()
-def demo(db: DbOption = None, scale: ScaleOption = None) -> None:
-    """Run a short default experiment on this machine (specs/demo.toml) and print one table."""
-    from ..experiment import execute as exp_mod, spec as spec_mod
-    from ..targets import Pool
-    path = paths.find_spec("demo")
-    parsed = spec_mod.load(path, scale)
-    seed = parsed.seed if parsed.seed is not None else exp_mod.new_seed()
-    planned = exp_mod.plan(parsed, seed)
-    with Pool() as pool:
-        _refuse_unrunnable(planned, str(path), pool)
-        store = open_store(db)
-        experiment = exp_mod.start(store, parsed, planned, seed, exp_mod.spec_identity(path))
-        print_machine_warnings(experiment, pool)
-        outcome = run_experiment(store, experiment, str(path), pool)
-    print_results(store, outcome, parsed, f"rtscope demo ({store.url})")
-    print_next(store, experiment, parsed, db)
-
-
-def _importer_names() -> list[str]:
-    from ..importers import KINDS
-    return list(KINDS)
-
-
-def _complete_kind(incomplete: str) -> list[str]:
-    return [name for name in _importer_names() if name.startswith(incomplete)]
-
-
-class ImportCommand(TyperCommand):
-    """`rtscope import`: its KIND help names the importers (importers.KINDS: no converter is loaded for the help),
-    only when that help is shown, so that every other command's start stays light."""
-
-    def format_help(self, ctx, formatter) -> None:
-        for param in self.params:
-            if param.name == "kind":
-                param.help = f"What the files are: {', '.join(_importer_names())}."
-        super().format_help(ctx, formatter)
-
-
-@app.command("import", cls=ImportCommand)
-def import_cmd(
-    kind: Annotated[str, typer.Argument(help="What the files are (their kinds are listed by `rtscope import --help`).",
-                                        autocompletion=_complete_kind)],
-    files: Annotated[list[Path], typer.Argument(help="Files to import.")],
-    variant: Annotated[Optional[str], typer.Option(help="The variant measured, when the file does not say.")] = None,
-    set_: Annotated[Optional[list[str]], typer.Option("--set", help="NAME=VALUE recorded as a setting (repeatable), "
-                                                      "e.g. --set kernel=preempt_rt.")] = None,
-    tag: Annotated[Optional[list[str]], typer.Option(help="Tag the imported runs (repeatable).")] = None,
-    db: DbOption = None,
-) -> None:
-    """Import results measured elsewhere: rtscope sample files, nerves_rt_perf CSV, cyclictest, fio, Xenomai's latency.
-
-    A run's headline (n, min, mean, max) is the tool's own where its output prints one (docs/analysis.md)."""
-    from ..importers import KINDS, importer
-    if kind not in KINDS:
-        raise UsageError(f"unknown import kind {kind!r}; valid kinds: {choices(KINDS)}")
-    extra = dict(parse_assignment(s) for s in set_ or [])
-    convert = importer(kind).convert
-    converted = [(f, sf) for f in files for sf in _converted(convert, f, variant, extra)]  # all or nothing
-    store = open_store(db)
-    with store.transaction() as conn:
-        ids = [store.add_run(sf, sf.header.get("environment") or {"note": f"imported from {f}"}, tags=tag,
-                             source=str(f), conn=conn) for f, sf in converted]
-    for (f, sf), run_id in zip(converted, ids):
-        console.print(f"run {run_id}: {escape(str(f))} ({sf.header['workload']} {sf.header['variant']}, "
-                      f"{what_was_kept(sf)})")
-
-
-def _converted(convert, path: Path, variant: str | None, extra: dict) -> list:
-    """An importer's sample files of one file; its errors name the file (with several files, which one failed)."""
-    try:
-        return convert(path, variant, extra)
-    except RtscopeError as e:
-        if str(path) in str(e):
-            raise
-        raise type(e)(f"{path}: {e}", exit_code=e.exit_code) from None
-
-
-def what_was_kept(sf) -> str:
-    """How many samples an imported run holds, and in which form: raw, histograms, or only the tool's summary."""
-    if sf.n:
-        return f"{sf.n:,} samples"
-    hists = sf.trailer.get("histograms") or {}
-    if hists:
-        n = sum(int(h.get("n", 0)) for h in hists.values())
-        return f"{n:,} samples in {len(hists)} histogram{'s' if len(hists) != 1 else ''}"
-    n = (sf.trailer.get("summary") or {}).get("n")
-    return f"{n:,} samples summarised by the tool (no samples kept)" if n else "no samples"

@@ -10,7 +10,7 @@ from ..errors import UsageError
 from .common import DbOption, JsonOption, Table, app, console, escape, open_store, print_json
 
 if TYPE_CHECKING:
-    from ..analysis.tail import Tail, WorstCase
+    from ..analysis.tail_bound import Tail, WorstCase
 
 RunArg = Annotated[Optional[int], typer.Argument(metavar="RUN", help="The run to analyse (see `rtscope runs`).",
                                                 show_default=False)]
@@ -27,7 +27,7 @@ def tail_cmd(run: RunArg = None, experiment: Experiment = None, where: Where = N
     """The latency exceeded with probability p per sample (1e-3 … 1e-12), with 95 % intervals, from an
     extreme-value fit of the tail; claimed only when independence, stationarity (and, for several runs, their
     tails' homogeneity) and the fit's test pass, else refused with the failed check."""
-    from ..analysis import tail as tails
+    from ..analysis import tail_bound as tails
     store = open_store(db)
     if run is not None and (experiment or where or run_ids):
         raise UsageError("give a RUN, or select a configuration's runs with --experiment/--where/--run, not both")
@@ -105,7 +105,7 @@ def worst_case_text(wc: WorstCase, unit: str, details: str) -> str:
     """One line (rich markup): the largest sample seen and the bound at p = 1e-9 per sample with its 95 %
     interval and its chance within an hour, or why there is none; `details`: the command that says more."""
     from ..analysis.results import display_unit, fmt
-    from ..analysis.tail import BOUND_P, NOT_CLAIMED
+    from ..analysis.tail_bound import BOUND_P, NOT_CLAIMED
     shown, scale = display_unit(unit)
     seen = "max -" if wc.max is None else f"max {fmt('max', wc.max, scale)} {shown}"
     text = f"[bold]worst case[/]: {seen} seen in {wc.n:,} samples; "

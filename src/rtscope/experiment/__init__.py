@@ -5,7 +5,11 @@
   targets (a fleet in parallel);
 - `runner`: one run on one target: settings applied and undone, the probe launched, its sample file stored;
 - `monitor`: long-term monitoring as a plan of histogram runs per interval;
-- `sizing`: `rtscope plan`: a spec sized from its pilot runs, and the sized spec written (docs/plan.md).
+- `fleet`: a fleet's monitoring from one process, the lab's leases, `rtscope lab`'s status;
+- `plan_spec`: `rtscope plan`: a spec sized from its pilot runs, and the sized spec written (docs/plan.md);
+- `explain_spec`: `rtscope explain --suggest/--write-spec`: which remedies a run's target can apply, and the A/B
+  spec that measures them (docs/explain.md);
+- `tune/`: `rtscope tune`, a search of a knob space raced on fresh runs (docs/tune.md).
 
 It may import the analysis, runtimes, settings, importers, store, targets and the leaf modules; only the report
 and the user interfaces import it.

@@ -414,7 +414,7 @@ class Controller:
 def bound_of(recorded: dict | None) -> dict:
     """A last interval's running bound as `rtscope lab` shows it: µs, or why there is none (None: its controller
     has not recorded one)."""
-    from ..analysis.tail import bound_or_reason
+    from ..analysis.tail_bound import bound_or_reason
     if recorded is None:
         return {"bound_us": None, "bound_reason": "not recorded (yet) by its controller"}
     value, reason = bound_or_reason(recorded["value_ns"], recorded["reason"])

@@ -13,7 +13,7 @@ OSADL farm's idle and stress periods.
 
 The per-interval view is computed from each stored run's per-thread
 histograms: the maximum and p99.99 of every CPU, then the worst case so far:
-the tail analysis (analysis/tail.py, histogram path) of every interval of the
+the tail analysis (analysis/tail_bound.py, histogram path) of every interval of the
 same phase stored until then, its bound at p = 1e-9 per sample or the check
 that refused it.
 
@@ -30,7 +30,7 @@ import math
 import re
 from dataclasses import asdict, dataclass
 
-from ..analysis import causes
+from ..analysis import explain_shares as causes
 from ..analysis.stats import summarize_histogram
 from ..analysis.threads import thread_histograms
 from ..errors import UsageError
@@ -179,11 +179,11 @@ PHASES_READ = 4
 
 
 def worst_case_so_far(store, run: Run, *, record: bool = True):
-    """The tail's worst case (analysis.tail.WorstCase) of the intervals stored so far with this interval's
+    """The tail's worst case (analysis.tail_bound.WorstCase) of the intervals stored so far with this interval's
     settings (its phase), at most its newest RUNNING_INTERVALS: their histograms merged, the intervals tested
     for a common tail; and how many intervals that is. `record`: keep it in the store (running_bounds), where
     `rtscope serve` and `rtscope lab` read it instead of fitting again."""
-    from ..analysis.tail import runs_worst_case
+    from ..analysis.tail_bound import runs_worst_case
     newest = store.newest_runs(run.experiment_id, up_to=run.id, limit=RUNNING_INTERVALS * PHASES_READ)
     same = [r for r in newest if r.settings == run.settings][-RUNNING_INTERVALS:]
     wc = runs_worst_case(store, same)

@@ -7,7 +7,10 @@ tests and servers; SVGs carry no date, so the same data give the same file.
 
     latency.latency_figure(series)   overlaid latency histograms (study 2, OSADL style)
     tasks                            study 5's memory per task
-    exceedance.exceedance_figure     1 − F on a log axis with the tail analysis' fit, a panel per configuration
+    exceedance.exceedance_matplotlib_figure
+                                     1 − F on a log axis with the tail analysis' fit (the tail capability), a panel
+                                     per configuration
+    bulk                             the axis range that holds the bulk of the samples, far ones stated
 
 It may import the analysis and the leaf modules; the report and the CLI use it.
 """

@@ -2,7 +2,7 @@
 analysis' fit (docs/tail.md, "How to read the exceedance plot").
 
 One `Exceedance` per configuration, made from a configuration already loaded (`of_cell`: the report's and
-compare's analysis.compare.Cell, whose samples are not read again) by analysis.tail.of_cell:
+compare's analysis.compare.Cell, whose samples are not read again) by analysis.tail_bound.of_cell:
 
 - the empirical curve: the r-th largest of n samples at 1 − F = r/n, thinned to a few hundred points (every
   one of the largest TOP samples, then ranks evenly spaced on the log axis, so no large sample is dropped);
@@ -18,9 +18,9 @@ FAR largest would stretch it FAR_STRETCH times beyond the rest (then they are co
 maximum, on the panel and in the caption, as figures/bulk.py does for the other plots), and every bound
 at P_BOUND within BOUND_STRETCH times the samples' span (a heavy tail's bound further out is written at the
 axis' edge with its value instead); a band's upper end beyond BAND_STRETCH of that span (an extrapolation the
-data cannot pin down) is cut at the edge and stated with its value (`x_range`'s notes). `exceedance_figure` draws the
-configurations as stacked panels on that one axis with matplotlib (the report's paper figures);
-report/html.py draws the same data with plotly.
+data cannot pin down) is cut at the edge and stated with its value (`x_range`'s notes).
+`exceedance_matplotlib_figure` draws the configurations as stacked panels on that one axis with matplotlib (the
+report's paper figures); report/html.py's `exceedance_plotly_figure` draws the same data with plotly.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..analysis import tail as tails
+from ..analysis import tail_bound as tails
 from ..analysis.results import display_unit
 from ..analysis.tail_fit import band
 from ..errors import UsageError
@@ -256,7 +256,7 @@ def _literal(text: str) -> str:
     return str(text).replace("$", r"\$")
 
 
-def exceedance_figure(series: list[Exceedance], *, title: str):
+def exceedance_matplotlib_figure(series: list[Exceedance], *, title: str):
     """The configurations as stacked panels sharing one latency axis, 1 − F on a log y axis."""
     from matplotlib.figure import Figure
     from matplotlib.ticker import NullLocator

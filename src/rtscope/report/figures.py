@@ -149,8 +149,8 @@ def percentile_plot(plt, g):
 
 def exceedance_plot(plt, g):
     """The exceedance plot of figures/exceedance.py: a panel per configuration on one latency axis."""
-    from ..figures.exceedance import exceedance_figure
-    return exceedance_figure(g.exceedance, title=g.title)
+    from ..figures.exceedance import exceedance_matplotlib_figure
+    return exceedance_matplotlib_figure(g.exceedance, title=g.title)
 
 
 def series_plot(plt, ts):

@@ -221,7 +221,7 @@ def _log(v: float) -> float:
     return math.log10(v)
 
 
-def exceedance_figure(g) -> dict:
+def exceedance_plotly_figure(g) -> dict:
     """The exceedance plot (figures/exceedance.py): one panel per configuration, stacked on one latency axis,
     1 − F on a log y axis; the fit, its band, the threshold and the bound at P_BOUND where claimed, the reason
     where not."""
@@ -494,7 +494,7 @@ PLOTLY_BUNDLE = Path(__file__).parent / "vendor" / "plotly-cartesian-4.1.1.min.j
 def why_figure(w) -> dict:
     """A sample's interval on a time axis (µs from its start) and each cause's stretches as bars, one lane
     per cause, on the sample's CPU (or scheduler)."""
-    from ..analysis.causes import culprit
+    from ..analysis.explain_shares import culprit
     lanes = [f"sample ({w.where})" if w.where else "sample"]
     data = [{"type": "bar", "orientation": "h", "name": "the sample", "y": [lanes[0]], "x": [w.value_ns / 1000],
              "base": [0], "marker": {"color": "#bbbbbb"}, "hovertemplate": "%{x:.1f} µs<extra></extra>"}]
@@ -566,7 +566,7 @@ def sections(report: Report, plot: Plots) -> dict:
             entries.append(plot(percentile_figure(g, shown, scale), "The tail spread out: each step right is "
                                                                     "ten times rarer."))
         if g.exceedance:
-            entries.append(plot(exceedance_figure(g), exceedance.caption(g.exceedance,
+            entries.append(plot(exceedance_plotly_figure(g), exceedance.caption(g.exceedance,
                                                                          exceedance.x_range(g.exceedance)[2])))
         groups.append({"title": g.title, "plots": entries, "notes": g.notes})
     series = []

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from .. import sysinfo
-from ..analysis import causes, stats
+from ..analysis import explain_shares as causes, stats
 from ..analysis.compare import Baseline, Cell, ComparisonSet, check_options, compare, load_cells, spec_baseline
 from ..analysis.fit import Series, memory_series
 from ..analysis.select import Configuration, short_labels
@@ -24,7 +24,7 @@ from ..analysis.stats import merge_histograms
 from ..analysis.threads import run_histogram, thread_histograms, thread_samples
 from ..errors import UsageError
 from ..experiment import execute as experiment
-from ..analysis.tail import MIN_SAMPLES as TAIL_MIN_SAMPLES
+from ..analysis.tail_bound import MIN_SAMPLES as TAIL_MIN_SAMPLES
 from ..figures import bulk as bulk_range, exceedance as exceedance_plot
 from ..store import Run, Store
 from . import lab, tune

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from .. import paths
 from ..errors import RtscopeError, UsageError
-from ..settings.explain import EXPLAINED
+from ..settings.explain_record import EXPLAINED
 from ..settings.registry import system_settings
 from ..targets import LocalTarget, Target
 from ..workloads import check_task_request

@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..options import boolean, integer, one_of
 from ..targets import parse_target
 from ..workloads import TASK_MODELS
-from . import environments, explain, governor, kernel_cmdline, kernel_files, loadgen, pm_qos
+from . import environments, explain_record as explain, governor, kernel_cmdline, kernel_files, loadgen, pm_qos
 from .base import RunContext, Setting
 from .vm_flags import parse_vm_flags
 

@@ -74,7 +74,7 @@ sample_causes = sa.Table(
 )
 
 # `rtscope monitor`: the worst case of a monitoring's intervals so far, as the controller fitted it after each
-# interval (analysis.tail.WorstCase.to_json), so that `rtscope serve` and `rtscope lab` show it without a fit.
+# interval (analysis.tail_bound.WorstCase.to_json), so that `rtscope serve` and `rtscope lab` show it without a fit.
 running_bounds = sa.Table(
     "running_bounds", metadata,
     sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),

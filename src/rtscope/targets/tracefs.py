@@ -20,7 +20,7 @@ import socket
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-from .. import causes
+from .. import explain_trace as causes
 from .base import Target, TargetError
 
 PREFIX = "rtscope-"

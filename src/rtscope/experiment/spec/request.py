@@ -8,7 +8,7 @@ from ...errors import UsageError, choices
 from ...options import lookup
 from ...runtimes import RUNTIMES
 from ...runtimes.base import RunRequest
-from ...settings import explain
+from ...settings import explain_record as explain
 from ...settings.registry import SETTINGS, system_settings
 from ...workloads import WORKLOADS
 

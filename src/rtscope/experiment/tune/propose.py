@@ -20,7 +20,7 @@ SAMPLER_SEEDS = 2**32   # Optuna's samplers seed numpy's RandomState, which take
 
 def sampler_seed(seed: int) -> int:
     """A seed the sampler takes, from any seed rtscope derives (a spec's seed may be up to 2**63-1, a fresh one is
-    32 bits and plan.py multiplies it by the round): the same for a seed already in range."""
+    32 bits and rounds.py multiplies it by the round): the same for a seed already in range."""
     return seed % SAMPLER_SEEDS
 
 

@@ -5,7 +5,7 @@
     work(store, tunes, pool)   makes runs until every given tune is finished; one thread per target
 
 Any number of processes may work on one tune at once (store/tunes.py says how they never make a run twice);
-the rounds themselves are planned by plan.py.
+the rounds themselves are planned by rounds.py.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from ..runner import execute as execute_run
 from ..spec import Spec
 from ..spec import parse as parse_spec
 from ..spec.model import Budget, Knob, Range
-from . import plan
-from .plan import FINISHED, RACE
+from . import rounds as plan
+from .rounds import FINISHED, RACE
 from .space import Space
 
 RUNNING, INTERRUPTED, FAILED = "running", "interrupted", "failed"

@@ -2,8 +2,8 @@
 
 The pilot is the latest experiment stored under the spec's name (or one named with --experiment). Its runs are
 grouped into configurations (analysis.compare.load_cells); each configuration gives the variance components of
-the chosen metric (analysis.variance) and its cost per run (analysis.plan.estimate_cost, from the runs' probe
-times and the gaps between runs). analysis.plan sizes each configuration alone, then one runs × samples per
+the chosen metric (analysis.variance) and its cost per run (analysis.plan_sizing.estimate_cost, from the runs' probe
+times and the gaps between runs). analysis.plan_sizing sizes each configuration alone, then one runs × samples per
 `[[workload]]` block (a block has one `repetitions` and one iteration count): the cheapest samples per run at
 which the configuration that needs the most runs still gets them. The sized spec is the spec with, in every
 planned block, `repetitions = R` and the workload's sample-count parameter set so that a run records about N
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..analysis import plan as plan_mod
+from ..analysis import plan_sizing as plan_mod
 from ..analysis.defaults import ALPHA, METRICS
 from ..errors import UsageError
 from ..store import Run, Store

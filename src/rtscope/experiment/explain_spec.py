@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..analysis.remedies import Remedy, value_of
+from ..analysis.explain_remedies import Remedy, value_of
 from ..errors import RtscopeError, UsageError
 from ..runtimes import RUNTIMES
 from ..runtimes.base import RunRequest
@@ -21,7 +21,7 @@ from ..settings.registry import SETTINGS
 from ..targets import LOCAL, Pool, resolve
 from ..workloads import WORKLOADS
 from .execute import BOOTED_KINDS, Availability
-from .sizing import toml_text
+from .plan_spec import toml_text
 from .spec import parse
 
 REPETITIONS = 5       # runs per cell: this kind of machine's runs differ by 10-25 %, and the run is the unit

@@ -1,6 +1,6 @@
 """Remedies for the causes of a run's late samples (`rtscope explain RUN --suggest`, docs/explain.md "Remedies").
 
-Each culprit of the run's explained samples (analysis.causes.shares: its share of the excess above the run's
+Each culprit of the run's explained samples (analysis.explain_shares.shares: its share of the excess above the run's
 median) is mapped to the rtscope settings that would take it off the measured task's way: a thread on the
 probe's CPU to `rt_priority` above it or `cpu` elsewhere, an interrupt to `irq_affinity`, an unbound kworker to
 `workqueue_cpumask`, a lower-priority thread that still ran to `rt_runtime_us` (RT throttling), the CPU idle
@@ -10,7 +10,7 @@ path to `mlock`, a BEAM collection to `min_heap_size`/`fullsweep_after`, a BEAM 
 setting so that it becomes a matrix cell: `explain --write-spec` measures each against the run's configuration.
 
 Pure: the run's record and its explained samples in, remedies out (whether the target can apply one is the
-experiment layer's question: experiment/remedies.py).
+experiment layer's question: experiment/explain_spec.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..workloads import format_cpus
-from . import causes
+from . import explain_shares as causes
 
 MIN_SHARE = 0.05      # a culprit below this share of the excess gets no remedy of its own
 # per-CPU kernel threads: they cannot be moved, only the measured task can
@@ -37,7 +37,7 @@ FULL_SPIN_OFF = "+sbwt none +sbwtdcpu none +sbwtdio none"
 
 @dataclass
 class Remedy:
-    kind: str                   # the cause it addresses: kind and name (as analysis.causes.Share)
+    kind: str                   # the cause it addresses: kind and name (as analysis.explain_shares.Share)
     name: str | None
     pid: int | None
     irq: int | None
@@ -46,7 +46,7 @@ class Remedy:
     value: Any
     why: str
     cost: str
-    applies_on: dict = field(default_factory=dict)  # filled by experiment/remedies.applies_on
+    applies_on: dict = field(default_factory=dict)  # filled by experiment/explain_spec.applies_on
 
     @property
     def cause_label(self) -> str:

@@ -2,7 +2,7 @@
 
 `explain = K` (K > 0) traces the kernel events of the probe's CPUs into rtscope's own tracefs instance on the
 run's target while the probe measures (targets/tracefs.py), then, for the K worst samples of each thread,
-reads only the trace around each sample's interval and stores what the CPU did instead (causes.py): the
+reads only the trace around each sample's interval and stores what the CPU did instead (explain_trace.py): the
 interrupts, softirqs, hrtimer callbacks and threads that ran, and the time no event accounts for. The probe
 stamps each sample's start (the timer's deadline, the call's start) in CLOCK_MONOTONIC ns, the trace's clock.
 The instance is removed when the run ends (also on an error, Ctrl-C or SIGTERM); one a killed rtscope left
@@ -17,18 +17,18 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .. import causes, sysinfo, workloads
+from .. import explain_trace as causes, sysinfo, workloads
 from ..errors import RtscopeError, UsageError
 from ..options import integer
 from ..signals import held_signals
 from ..targets import tracefs
-from . import explain_beam
+from . import explain_beam_kernel as explain_beam
 from .base import RunContext, Setting
 
 MARKS_ENV = "RTSCOPE_MARKS"  # probes/lib/worst.h
 # runtime -> workloads it explains: native from the kernel's trace (its probe stamps sample starts), beam from
 # the measuring process's GC and scheduling trace (the harness's RtScope.Explain, beam/lib/rtscope/explain.ex)
-# and, on targets with a shell, from the kernel's trace too (settings/explain_beam.py).
+# and, on targets with a shell, from the kernel's trace too (settings/explain_beam_kernel.py).
 EXPLAINED = {"native": ("timer", "exec", "gpio"), "beam": ("exec",)}
 KERNEL_SIDE = ("native",)
 # The column a run's samples are explained by when it is not the primary one: a blink's rising edge after its
@@ -37,7 +37,7 @@ KERNEL_SIDE = ("native",)
 EXPLAINED_COLUMN = {("gpio", "blink"): "lateness"}
 
 
-def explained_column(sf: Any) -> str:
+def sample_file_explained_column(sf: Any) -> str:
     """The name of the sample file's column whose values the explained samples are, from its start."""
     return EXPLAINED_COLUMN.get((sf.header.get("workload"), sf.header.get("variant")), sf.columns[0].name)
 
@@ -77,7 +77,7 @@ def explain_samples(instance: tracefs.Instance, sf: Any, k: int) -> tuple[list[d
     Each sample's events come from the window keeper (the probe marked it when it entered its thread's
     worst), else from what the instance's ring buffer still holds (the end of the run)."""
     instance.stop()
-    column = explained_column(sf)
+    column = sample_file_explained_column(sf)
     values = np.asarray(sf.data[column], dtype=np.int64)
     if "start" not in sf.data:
         raise RtscopeError("explain: the probe wrote no start column (an rtprobe older than --start-times?)")
@@ -175,7 +175,7 @@ def beam_samples(sf: Any, k: int, *, full: bool = False) -> list[dict]:
 
 def beam_kernel_samples(instance: tracefs.Instance, sf: Any, k: int) -> list[dict]:
     """A BEAM run's explained samples with both sides: the harness's (GCs, times scheduled out) and the
-    kernel's (what the OS took from the VM's scheduler threads), merged (settings/explain_beam.py)."""
+    kernel's (what the OS took from the VM's scheduler threads), merged (settings/explain_beam_kernel.py)."""
     got = sf.trailer.get("explain") or {}
     records, cost = explain_beam.kernel_side(instance, beam_samples(sf, k, full=True), got)
     for r in records:

@@ -117,7 +117,7 @@ def steal(run, explained: list[dict], reference: float) -> dict | None:
             "hypervisor_at_most_ns": min(got["ns"], unexplained)}
 
 
-def explained_column(run) -> str | None:
+def non_primary_explained_column(run) -> str | None:
     """The column a run's explained samples measure when it is not the run's primary one (a gpio blink's
     lateness, beside its primary period: docs/gpio.md), else None."""
     column = (run.trailer.get("explain") or {}).get("column")
@@ -127,7 +127,7 @@ def explained_column(run) -> str | None:
 def column_quantile(store: Store, runs, q: float) -> float | None:
     """The pooled q-th percentile of the runs' explained column when they explain one other than their primary
     (the reference their excess is measured from), else None: the runs' own statistics apply."""
-    columns = {explained_column(r) for r in runs}
+    columns = {non_primary_explained_column(r) for r in runs}
     if len(columns) != 1 or None in columns:
         return None
     from . import stats

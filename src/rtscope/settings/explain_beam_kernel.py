@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .. import causes
+from .. import explain_trace as causes
 from ..targets import tracefs
 
 Spans = list[tuple[int, int]]

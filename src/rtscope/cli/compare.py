@@ -1,4 +1,5 @@
-"""Commands that analyse stored runs: compare, recommend, report."""
+"""rtscope compare: configurations against a baseline, metric by metric; the run selection options `recommend`
+and `report` share."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import typer
 from rich import box
 from rich.console import Console
 
-from ..analysis.defaults import ALPHA, GOALS
+from ..analysis.defaults import ALPHA
 from .common import DbOption, JsonOption, Table, app, console, err_console, escape, open_store, print_json
 
 if TYPE_CHECKING:
@@ -57,12 +58,12 @@ VERDICT_STYLE = {"better": "bold green", "worse": "bold red", "no significant di
                  "not tested": "yellow"}
 
 
-def _selection(experiment, workload, variant, runtime, tag, where, run) -> Selection:
+def selection(experiment, workload, variant, runtime, tag, where, run) -> Selection:
     from ..analysis.select import Selection
     return Selection.from_cli(experiment, workload, variant, runtime, tag, where, run)
 
 
-def _compare(db, sel: Selection, baseline, alpha, per_thread=False,
+def comparisons(db, sel: Selection, baseline, alpha, per_thread=False,
              baseline_sel: Selection | None = None, tail: bool = False) -> ComparisonSet:
     from ..analysis.documents import comparison_set
     return comparison_set(open_store(db), sel, baseline, alpha=alpha,
@@ -195,7 +196,7 @@ def compare(
     The baseline is a configuration among the selected runs (--baseline NAME=VALUE), or runs stored earlier
     (--baseline-experiment, --baseline-tag): then each configuration is compared with the same configuration
     there. --fail-on and --junit make it a gate for CI (docs/analysis.md, "Gating CI")."""
-    from ..analysis import causes
+    from ..analysis import explain_shares as causes
     from ..analysis.documents import compare_document
     from ..analysis.gate import Gate
     from ..errors import UsageError
@@ -207,8 +208,8 @@ def compare(
             raise UsageError(f"cannot write {junit}: directory {junit.parent} does not exist")
     baseline_sel = None
     if baseline_experiment is not None or baseline_tag:
-        baseline_sel = _selection(baseline_experiment, workload, variant, runtime, baseline_tag, where, None)
-    cs = _compare(db, _selection(experiment, workload, variant, runtime, tag, where, run), baseline, alpha,
+        baseline_sel = selection(baseline_experiment, workload, variant, runtime, baseline_tag, where, None)
+    cs = comparisons(db, selection(experiment, workload, variant, runtime, tag, where, run), baseline, alpha,
                   per_thread, baseline_sel, tail or (gate is not None and gate.names_tail))
     why = causes.comparison_shares(open_store(db), cs)
     if junit is not None:
@@ -244,93 +245,3 @@ def print_gate(cs: ComparisonSet, gate) -> None:
         return
     console.print(f"[bold red]gate failed[/] (--fail-on {gate.text}): {len(failed)} of {rows} rows worse: " +
                   "; ".join(f"{escape(labels[k.cell.config])} {r.metric}" for k, r in failed))
-
-
-@app.command()
-def recommend(
-    goal: Annotated[str, typer.Option(help=f"What to minimise: {', '.join(GOALS)}.")] = "p99",
-    baseline: BaselineOpt = None,
-    experiment: Experiment = None, workload: Workload = None, variant: Variant = None, runtime: Runtime = None,
-    tag: Tag = None, where: Where = None, run: RunIds = None,
-    alpha: AlphaOpt = ALPHA,
-    per_thread: PerThreadOpt = False, db: DbOption = None, json_out: JsonOption = False,
-) -> None:
-    """The configuration that best meets a goal, its evidence and its cost on the other metrics."""
-    from ..analysis.recommend import check_goal, recommend as make_recommendations
-    check_goal(goal)
-    cs = _compare(db, _selection(experiment, workload, variant, runtime, tag, where, run), baseline or ["defaults"],
-                  alpha, per_thread)
-    recs = make_recommendations(cs, goal)
-    labels = cs.labels
-    if json_out:
-        print_json({"goal": goal, "alpha": alpha, "recommendations": [r.to_json(labels) for r in recs],
-                    "warnings": cs.warnings,
-                    "unmatched": [{"configuration": labels[c.config], "reason": w} for c, w in cs.unmatched]})
-        return
-    if not recs:
-        console.print("nothing to recommend: no configuration could be compared with a baseline")
-    for rec in recs:
-        base = rec.baseline.config
-        console.print(f"[bold]{escape(base.workload)} {escape(base.variant)}, minimise {goal}:[/] "
-                      f"{escape(rec.summary(labels))}")
-        if rec.best is not None:
-            console.print("  cost: " + escape(", ".join(rec.cost())))
-        for other in rec.others(labels):
-            console.print(f"  {escape(other)}")
-    print_unmatched_and_warnings(cs, err_console)
-
-
-def report_title(store, runs, sel: Selection) -> str:
-    """The selection, and the experiment's name when the runs are of one experiment."""
-    ids = {r.experiment_id for r in runs}
-    if len(ids) == 1 and None not in ids:
-        from ..experiment.execute import get
-        return f"rtscope report: {get(store, ids.pop()).name} ({sel.describe()})"
-    return f"rtscope report: {sel.describe()}"
-
-
-@app.command()
-def report(
-    output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")] = Path("report.html"),
-    figures: Annotated[Optional[Path], typer.Option("--figures", help="Also write every figure as PNG and SVG "
-                                                                      "into this directory.")] = None,
-    tables: Annotated[Optional[Path], typer.Option("--tables", help="Also write every table as Markdown, LaTeX "
-                                                                    "and CSV into this directory.")] = None,
-    dpi: Annotated[int, typer.Option(help="Resolution of the PNG figures (the SVGs are vector).")] = 150,
-    title: Annotated[Optional[str], typer.Option(help="Title of the report.")] = None,
-    baseline: BaselineOpt = None,
-    experiment: Experiment = None, workload: Workload = None, variant: Variant = None, runtime: Runtime = None,
-    tag: Tag = None, where: Where = None, run: RunIds = None,
-    alpha: AlphaOpt = ALPHA,
-    db: DbOption = None,
-) -> None:
-    """Write one self-contained HTML report (works offline), and optionally figures and tables for a paper."""
-    from ..analysis.select import select_runs
-    from ..errors import UsageError
-    from ..report import html as html_report, model
-    if output.is_dir():
-        raise UsageError(f"--output {output} is a directory; give a file name such as {output / 'report.html'}")
-    if not output.parent.is_dir():
-        raise UsageError(f"cannot write {output}: directory {output.parent} does not exist")
-    if not 20 <= dpi <= 1200:
-        raise UsageError(f"--dpi must be 20..1200, got {dpi}")
-    sel = _selection(experiment, workload, variant, runtime, tag, where, run)
-    store = open_store(db)
-    runs = select_runs(store, sel)
-    rep = model.build(store, runs, title=title or report_title(store, runs, sel), selection=sel.describe(),
-                      baseline=baseline, alpha=alpha)
-    try:
-        html_report.write(rep, output)
-    except OSError as e:
-        raise UsageError(f"cannot write {output}: {e.strerror or e}") from None
-    console.print(f"wrote {escape(str(output))} ({output.stat().st_size / 1e6:.1f} MB, {len(runs)} runs)")
-    if figures is not None:
-        from ..report import figures as fig_mod
-        files = fig_mod.write(rep, figures, dpi)
-        console.print(f"wrote {len(files)} figure files to {escape(str(figures))}")
-    if tables is not None:
-        from ..report import tables as tab_mod
-        files = tab_mod.write(rep, tables)
-        console.print(f"wrote {len(files)} table files to {escape(str(tables))}")
-    for note in rep.notes:
-        err_console.print(f"note: {escape(note)}")
