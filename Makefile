@@ -1,4 +1,4 @@
-# rtscope: `make demo` runs a short experiment here; `make test` runs every test suite.
+# rtscope: `make demo` runs a short experiment here; `make check` the fast tier (minutes); `make test` every test suite.
 # Both set everything up on a fresh machine: Debian packages (as root), a virtualenv, the probes.
 
 PYTHON ?= python3
@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 JOBS   := -j$(shell nproc 2>/dev/null || echo 2)
 STAMP  := $(VENV)/.installed
 
-.PHONY: all setup system-deps venv probes cross beam cbtask dist demo test test-python test-probes test-cross test-beam test-cbtask check-specs check-imports bench clean
+.PHONY: all setup system-deps venv probes cross beam cbtask dist demo check test test-python test-probes test-cross test-beam test-cbtask check-specs check-imports bench clean
 
 all: setup
 
@@ -51,18 +51,23 @@ dist: setup
 demo: setup
 	$(BIN)/rtscope demo
 
+# The fast tier (docs/testing.md): Python and the built probes only, no root, tracefs, QEMU, sshd, PostgreSQL,
+# Erlang VM or browser; at most 3 minutes here. `make test` runs it too, with the real tier.
+check: system-deps venv probes check-specs check-imports
+	$(BIN)/python -m pytest -q -rs -m fast --durations=10
+
 test: setup test-probes test-cbtask test-cross test-beam check-specs check-imports test-python
 
 test-python: setup
 	$(BIN)/python -m pytest -q -rs --durations=20
 
 # Every shipped spec must validate (runs this machine cannot make are skipped by the specs themselves).
-check-specs: setup
+check-specs: venv probes
 	@for s in specs/*.toml; do $(BIN)/rtscope check $$s >/dev/null || { $(BIN)/rtscope check $$s; exit 1; }; done
 	@echo "specs: all valid"
 
 # The layers of docs/architecture.md: no module imports a layer above its own (contract in pyproject.toml).
-check-imports: setup
+check-imports: venv
 	$(BIN)/lint-imports
 
 test-probes:

@@ -1,4 +1,8 @@
-"""Shared pytest fixtures: run the CLI in-process, make sample files, find the probe."""
+"""Shared pytest fixtures: run the CLI in-process, make sample files, find the probe; the test tiers.
+
+Every test file declares its tier (docs/testing.md): `pytestmark = pytest.mark.fast` (`make check`: Python and
+the built probes only) or `pytest.mark.real` (the real components: root, tracefs, QEMU, sshd, PostgreSQL, the
+Erlang VM, a browser, real timing). A test with neither or both is a collection error."""
 
 from __future__ import annotations
 
@@ -8,6 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+# The suite's rules, as hooks: each test's tier, and the one rule for judging real timing (docs/testing.md).
+from realtiming import pytest_runtest_protocol, pytest_terminal_summary, record_stall  # noqa: F401
+from tiers import pytest_collection_modifyitems  # noqa: F401
 
 from rtscope import samplefile
 from rtscope.paths import repo_file
@@ -93,3 +101,4 @@ def clean_targets():
     yield
     targets.TARGETS.clear()
     targets.TARGETS.update(before)
+

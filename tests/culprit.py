@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from realtiming import stalled
+
 NAME = "rtsc-culprit"
 BUSY_S = 0.010
 PERIOD_S = 0.200
@@ -101,12 +103,6 @@ def check_named(samples: list[dict], pid: int, within: float | None = 0.2, *, se
                 and (within is None or abs(top["duration_ns"] - added) <= within * added)):
             named += 1
     return len(big), named
-
-
-def stalled(s: dict) -> bool:
-    """A sample mostly unexplained: the hypervisor stopped this VM's vCPU (the kernel saw nothing run, so no
-    culprit thread can be in it)."""
-    return s["unexplained_ns"] > s["value_ns"] / 2
 
 
 def late_samples(cli, db: str, column: str, excess_ns: float) -> tuple[int, float, list[dict], list[dict]]:

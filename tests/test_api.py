@@ -12,6 +12,8 @@ from rtscope.store import Store
 
 from report_fixtures import add_histogram_run, add_run, study_store
 
+pytestmark = pytest.mark.fast
+
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):

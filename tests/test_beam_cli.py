@@ -11,6 +11,8 @@ from rtscope.runtimes import RUNTIMES
 from rtscope.settings.vm_flags import parse_vm_flags
 from rtscope.store import Store
 
+pytestmark = pytest.mark.real
+
 
 def toml_value(v) -> str:
     return json.dumps(v)

@@ -23,7 +23,7 @@ from rtscope.errors import UsageError
 from rtscope.store import Store
 
 WHY = beamnode.available()
-pytestmark = pytest.mark.skipif(WHY is not None, reason=WHY or "")
+pytestmark = [pytest.mark.real, pytest.mark.skipif(WHY is not None, reason=WHY or "")]
 CLEAN = "modules=0 processes=0 old=0"
 
 

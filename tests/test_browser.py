@@ -17,8 +17,9 @@ import pytest
 from report_fixtures import mixed_store
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed: apt-get install -y chromium "
-                                                          "(the browser test of the HTML report needs it)")
+pytestmark = [pytest.mark.real,
+              pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed: apt-get install -y "
+                                                          "chromium (the browser test of the HTML report needs it)")]
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
          "--hide-scrollbars", "--enable-logging=stderr", "--v=0", "--virtual-time-budget=10000"]

@@ -13,6 +13,8 @@ from rtscope.errors import UsageError
 from rtscope.layout import PIECES, PROBE_ARCHES, git_commit
 from rtscope.version import __version__
 
+pytestmark = pytest.mark.fast
+
 REPO = paths.REPO_DIR
 
 

@@ -13,6 +13,8 @@ import pytest
 
 from rtscope.store import Store
 
+pytestmark = pytest.mark.fast
+
 SPEC = """
 name = "tiny"
 [[workload]]
@@ -187,7 +189,7 @@ def test_tables_never_cut_a_figure(width, clean_targets):
 
     from rtscope.analysis.results import DISPLAY, display_unit, fmt
     from rtscope.cli.run import DEMO_COLUMNS, short_labels
-    from rtscope.cli.runs import stats_table
+    from rtscope.cli.common import stats_table
     from rtscope.experiment.spec import load
     from rtscope.paths import repo_file
 

@@ -25,6 +25,8 @@ from rtscope.cli.common import settings_text
 from rtscope.paths import repo_file
 from rtscope.store import Store
 
+pytestmark = pytest.mark.real
+
 CPUS = sorted(os.sched_getaffinity(0))
 TRACING = culprit.tracing_unavailable()
 

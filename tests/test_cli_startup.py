@@ -21,6 +21,8 @@ import pytest
 
 from rtscope.cli import app
 
+pytestmark = pytest.mark.fast
+
 HEAVY = ("numpy", "scipy", "pandas", "sqlalchemy", "matplotlib", "plotly", "paramiko", "jinja2", "psycopg",
          "labgrid", "pydantic")
 # Run rtscope with these arguments, then print the modules it imported that `keep` (also when it exits): by

@@ -14,6 +14,8 @@ from rtscope.store import Store
 
 from report_fixtures import add_histogram_run, add_run, study_store
 
+pytestmark = pytest.mark.fast
+
 BASE = ["fullsweep_after=65535", "governor=conservative"]
 
 

@@ -17,6 +17,8 @@ from rtscope.importers import IMPORTERS
 from rtscope.importers import cyclictest as ct
 from rtscope.store import Store
 
+pytestmark = pytest.mark.fast
+
 FIXTURES = Path(__file__).parent / "fixtures" / "cyclictest"
 needs_cyclictest = pytest.mark.skipif(shutil.which("cyclictest") is None,
                                       reason="cyclictest not installed (apt-get install rt-tests)")

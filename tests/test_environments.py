@@ -26,6 +26,8 @@ from rtscope.experiment.spec import build_request
 from rtscope.runtimes import RUNTIMES
 from rtscope.store import Store
 
+pytestmark = pytest.mark.real
+
 IS_ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (chroot, unshare, mount)")
 

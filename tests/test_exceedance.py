@@ -22,6 +22,8 @@ from rtscope.store import Store
 from served import Served, open_page, report_page
 from tail_synthetic import ar1, spliced
 
+pytestmark = pytest.mark.fast
+
 N = 20_000
 
 
@@ -76,7 +78,7 @@ def us(ns: float) -> str:
 
 def test_band_is_the_levels_intervals():
     """The plot's band at each printed level is the interval `rtscope tail` prints there."""
-    from rtscope.analysis import tail, tail_fit
+    from rtscope.analysis import tail_bound as tail, tail_fit
     t = tail.analyse([spliced(50_000, 0.1, np.random.default_rng(4))], {"run": 1}, gev=False)
     assert t.claimed
     lo, hi = tail_fit.band(t.fit, [lv.p for lv in t.levels])
@@ -253,8 +255,8 @@ def cell(label, values):
 def figure_of(series):
     from types import SimpleNamespace
 
-    from rtscope.report.html import exceedance_figure
-    return exceedance_figure(SimpleNamespace(exceedance=series, unit="ns", title="timer absolute: latency",
+    from rtscope.report.html import exceedance_plotly_figure
+    return exceedance_plotly_figure(SimpleNamespace(exceedance=series, unit="ns", title="timer absolute: latency",
                                              cells=[SimpleNamespace(config=SimpleNamespace(measure="latency"))]))
 
 

@@ -13,6 +13,9 @@ from rtscope.experiment import execute as exp_mod
 from rtscope.experiment.execute import PlannedRun, plan
 from rtscope.experiment.spec import parse
 from rtscope.store import Store
+import pytest
+
+pytestmark = pytest.mark.real
 
 SPEC = """
 name = "small"

@@ -17,9 +17,11 @@ import pytest
 import culprit
 import sshd
 from proc_helpers import command_lines
-from rtscope import causes
-from rtscope.analysis.causes import culprit as culprit_name
+from rtscope import explain_trace as causes
+from rtscope.analysis.explain_shares import culprit as culprit_name
 from rtscope.store import Store
+
+pytestmark = pytest.mark.real
 
 CPUS = sorted(os.sched_getaffinity(0))
 WHY = culprit.tracing_unavailable()
@@ -75,7 +77,7 @@ def test_attribution_splits_the_interval_by_innermost_context():
 
 
 def test_kernel_priorities_are_shown_as_chrt_says_them():
-    from rtscope.analysis.causes import priority, shown_cause
+    from rtscope.analysis.explain_shares import priority, shown_cause
     # kernel prio p < 100: SCHED_FIFO/RR priority 99 - p; 100..139: nice p - 120; SCHED_DEADLINE is -1
     assert [priority(p) for p in (9, 0, 98, 19, 120, 100, 139, -1, None)] == \
         ["FIFO 90", "FIFO 99", "FIFO 1", "FIFO 80", "nice 0", "nice -20", "nice 19", "DEADLINE", None]
@@ -89,6 +91,7 @@ def test_kernel_priorities_are_shown_as_chrt_says_them():
 
 # --- the real kernel ----------------------------------------------------------------------------------------
 
+@pytest.mark.timing
 @needs_tracing
 def test_culprit_thread_is_named_with_its_delay(cli, db, tmp_path, rtprobe):
     with culprit.culprit(CPUS[-1]) as pid:
@@ -124,6 +127,7 @@ def test_culprit_thread_is_named_with_its_delay(cli, db, tmp_path, rtprobe):
     assert "prio" not in text
 
 
+@pytest.mark.timing
 @needs_tracing
 def test_windows_the_keeper_did_not_copy_come_from_the_ring_buffer(cli, db, tmp_path, rtprobe, monkeypatch):
     """Without the window keeper every worst sample is read from what the ring buffer still holds (8 MiB: the
@@ -145,6 +149,7 @@ def test_windows_the_keeper_did_not_copy_come_from_the_ring_buffer(cli, db, tmp_
     assert big >= 5 and named >= 0.9 * big, samples
 
 
+@pytest.mark.timing
 @needs_tracing
 def test_worst_samples_early_in_a_long_run_keep_their_windows(cli, db, tmp_path, rtprobe, monkeypatch):
     """The culprit only in the first 1.5 s of a 5 s run, and a ring buffer that holds about 1.5 s:
@@ -169,6 +174,7 @@ def test_worst_samples_early_in_a_long_run_keep_their_windows(cli, db, tmp_path,
     assert named >= 3, [(s["index"], s["value_ns"], s["causes"][:1]) for s in samples]
 
 
+@pytest.mark.timing
 @needs_tracing
 def test_compare_gives_each_configuration_its_cause_shares(cli, db, tmp_path, rtprobe):
     """The probe below the culprit's priority and above it: compare says the tail's excess is the thread's
@@ -219,6 +225,7 @@ def test_compare_gives_each_configuration_its_cause_shares(cli, db, tmp_path, rt
         server.stop()
 
 
+@pytest.mark.timing
 @needs_tracing
 @pytest.mark.skipif(sshd.available() is not None, reason=sshd.available() or "")
 def test_culprit_named_on_an_ssh_target(cli, db, tmp_path, rtprobe):
@@ -244,6 +251,7 @@ def beam_quiet_flags() -> str:
     return "+sbwt none +sbwtdcpu none +sbwtdio none"
 
 
+@pytest.mark.timing
 def test_beam_gc_named_as_the_cause(cli, db, tmp_path):
     """A BEAM exec run whose measuring process collects large heaps (5000 messages per call, a full sweep at
     every collection): its worst samples name its major collections, from the BEAM's own trace (with the kernel

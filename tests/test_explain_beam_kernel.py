@@ -1,4 +1,4 @@
-"""Setting explain's kernel side for BEAM runs (settings/explain_beam.py, docs/explain.md): the merge of the
+"""Setting explain's kernel side for BEAM runs (settings/explain_beam_kernel.py, docs/explain.md): the merge of the
 kernel's causes into the BEAM's on a trace excerpt, the scheduler thread followed across CPUs, and on the real
 kernel a culprit (tests/culprit.py) that preempts the VM's scheduler thread named as the cause of the BEAM
 samples it delays, with its pid."""
@@ -13,9 +13,11 @@ import pytest
 
 import culprit
 import sshd
-from rtscope import causes
-from rtscope.settings import explain_beam
+from rtscope import explain_trace as causes
+from rtscope.settings import explain_beam_kernel as explain_beam
 from rtscope.store import Store
+
+pytestmark = pytest.mark.real
 
 CPUS = sorted(os.sched_getaffinity(0))
 WHY = culprit.tracing_unavailable()
@@ -206,30 +208,23 @@ def check_culprit_named(delays: list[dict], pid: int) -> None:
     assert named >= 0.9 * big, detail
 
 
-def named_unless_stolen(cli, tmp_path, extra: str = "") -> None:
-    """check_culprit_named on a run, and on a second run (a store of its own) only when the first fails while
-    the hypervisor stole time from the run's CPU (its trailer's /proc/stat steal): a stolen vCPU stretches
-    whatever ran then, so a CI run here once had a 15 ms TIMER softirq and a 9.6 ms tick handler outdo the
-    culprit in the worst samples. A second failure fails; a failure without steal fails at once."""
-    for attempt in ("first", "again"):
-        db = str(tmp_path / f"{attempt}.db")
-        delays, pid = beam_culprit_run(cli, db, tmp_path, extra)
-        try:
-            check_culprit_named(delays, pid)
-            return
-        except AssertionError:
-            [run] = Store(db).runs()
-            if attempt == "again" or not (run.trailer["explain"].get("steal") or {}).get("ns"):
-                raise
+def culprit_named(cli, tmp_path, extra: str = "") -> None:
+    """check_culprit_named on a run (a stolen vCPU stretches whatever ran then: a CI run here once had a 15 ms
+    TIMER softirq and a 9.6 ms tick handler outdo the culprit in the worst samples; the timing rule measures
+    again then)."""
+    delays, pid = beam_culprit_run(cli, str(tmp_path / "explain.db"), tmp_path, extra)
+    check_culprit_named(delays, pid)
 
 
+@pytest.mark.timing
 @pytest.mark.skipif(WHY is not None, reason=WHY or "")
 def test_culprit_preempting_the_vm_is_named_with_its_delay(cli, tmp_path):
     """The samples the culprit's 10 ms bursts delay name it, pid and all, as their largest cause, within 20 %
     of the delay."""
-    named_unless_stolen(cli, tmp_path)
+    culprit_named(cli, tmp_path)
 
 
+@pytest.mark.timing
 @pytest.mark.skipif(WHY is not None, reason=WHY or "")
 @pytest.mark.skipif(sshd.available() is not None, reason=sshd.available() or "")
 def test_culprit_named_on_an_ssh_target(cli, tmp_path, clean_targets):
@@ -237,7 +232,7 @@ def test_culprit_named_on_an_ssh_target(cli, tmp_path, clean_targets):
     instance made, read and removed, and the marks written, through the target."""
     server = sshd.SshServer(tmp_path / "board", "rtscope-board-beamexp").start()
     try:
-        named_unless_stolen(cli, tmp_path, 'target = "board"\n' + server.table("board"))
-        assert Store(str(tmp_path / "first.db")).runs()[0].machine["target"] == "board"
+        culprit_named(cli, tmp_path, 'target = "board"\n' + server.table("board"))
+        assert Store(str(tmp_path / "explain.db")).runs()[0].machine["target"] == "board"
     finally:
         server.stop()

@@ -13,9 +13,12 @@ import pytest
 
 import culprit
 
+pytestmark = pytest.mark.real
+
 HOLD_MS = 20   # above this VM's own noise (~4 ms)
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("variant, kind, name, why", [
     ("dirty", "dirty_hop", "onto dirty", "dirty scheduler"),
     ("port", "port", "port_command", "busy port"),

@@ -15,9 +15,11 @@ from types import SimpleNamespace
 import pytest
 
 import culprit
-from rtscope import causes
-from rtscope.analysis import remedies
+from rtscope import explain_trace as causes
+from rtscope.analysis import explain_remedies as remedies
 from rtscope.store import Store
+
+pytestmark = pytest.mark.real
 
 CPUS = sorted(os.sched_getaffinity(0))
 WHY = culprit.tracing_unavailable() or (
@@ -76,7 +78,7 @@ def test_a_fault_remedy_is_mlock_for_a_native_run_not_yet_locked():
 PAGES = 4096      # a call's faults: about 15 ms of them here, well above this VM's own noise (~4 ms)
 
 
-@pytest.mark.slow
+@pytest.mark.timing
 @needs_faults
 def test_page_faults_named_counted_and_remedied_through_the_loop(cli, db, tmp_path, rtprobe):
     """`exec touch` (4096 fresh pages a call) without mlock: at least 9 of its 10 explained calls have their

@@ -19,9 +19,11 @@ import pytest
 
 import culprit
 from proc_helpers import command_lines, default_signals
-from rtscope.analysis.causes import culprit as culprit_name
+from rtscope.analysis.explain_shares import culprit as culprit_name
 from rtscope.store import Store
 from rtscope.targets import tracefs
+
+pytestmark = pytest.mark.real
 
 CPUS = sorted(os.sched_getaffinity(0))
 WHY = culprit.tracing_unavailable()
@@ -68,6 +70,7 @@ def test_probe_keeps_each_threads_worst_in_histogram_mode(rtprobe, tmp_path):
     assert "worst" not in samplefile.read(out).trailer
 
 
+@pytest.mark.timing
 @needs_tracing
 def test_histogram_run_explains_the_worst_samples_the_probe_kept(cli, db, tmp_path, rtprobe):
     p = tmp_path / "hist.toml"
@@ -98,6 +101,7 @@ def test_histogram_run_explains_the_worst_samples_the_probe_kept(cli, db, tmp_pa
     assert f"sample 0 (thread 0, CPU {CPUS[-1]}, cycle {kept[0]['cycle']})" in cli("explain", run.id, "--db", db).out
 
 
+@pytest.mark.timing
 @needs_tracing
 def test_monitor_explains_every_interval_and_leaves_nothing(cli, db, tmp_path, rtprobe, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the intervals' run directories, to find keepers

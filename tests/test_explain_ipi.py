@@ -18,9 +18,11 @@ from types import SimpleNamespace
 import pytest
 
 import culprit
-from rtscope import causes
-from rtscope.analysis import remedies
+from rtscope import explain_trace as causes
+from rtscope.analysis import explain_remedies as remedies
 from rtscope.store import Store
+
+pytestmark = pytest.mark.real
 
 CPUS = sorted(os.sched_getaffinity(0))
 WHY = culprit.tracing_unavailable() or (
@@ -71,6 +73,7 @@ while time.monotonic() < end:
 """
 
 
+@pytest.mark.timing
 @needs_ipi
 @pytest.mark.skipif(os.uname().machine != "x86_64", reason="the storm's syscall number is x86_64's")
 def test_function_call_ipis_from_another_cpu_are_named_in_the_samples(cli, db, tmp_path, rtprobe):

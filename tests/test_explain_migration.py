@@ -17,8 +17,11 @@ from types import SimpleNamespace
 import pytest
 
 import culprit
-from rtscope import causes
-from rtscope.analysis import remedies
+import realtiming
+from rtscope import explain_trace as causes
+from rtscope.analysis import explain_remedies as remedies
+
+pytestmark = pytest.mark.real
 
 CPUS = sorted(os.sched_getaffinity(0))
 WHY = culprit.tracing_unavailable()
@@ -104,6 +107,7 @@ while True:
 """
 
 
+@pytest.mark.timing
 @pytest.mark.skipif(WHY is not None or len(CPUS) != 2, reason=WHY or "needs exactly 2 CPUs (both kept busy)")
 def test_an_unpinned_probe_is_followed_to_the_culprit_it_waited_for(cli, db, tmp_path, rtprobe):
     """The timer at FIFO 80, not pinned, 1 ms for 2.4 s, `explain = 10`: at least 90 % of the explained samples
@@ -125,7 +129,7 @@ def test_an_unpinned_probe_is_followed_to_the_culprit_it_waited_for(cli, db, tmp
         r = cli("run", spec, "--db", db)
     assert r.code == 0, r.err
     run_id, median, samples, late = culprit.late_samples(cli, db, "latency", SHORT_S * 1e9 / 2)
-    big = [s for s in late if not culprit.stalled(s)]
+    big = [s for s in late if not realtiming.stalled(s)]
 
     def followed(s: dict) -> bool:
         moves = [c for c in s["causes"] if c["kind"] == "migration"]

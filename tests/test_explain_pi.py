@@ -14,8 +14,10 @@ from types import SimpleNamespace
 import pytest
 
 import culprit
-from rtscope import causes
-from rtscope.analysis import remedies
+from rtscope import explain_trace as causes
+from rtscope.analysis import explain_remedies as remedies
+
+pytestmark = pytest.mark.real
 
 CPUS = sorted(os.sched_getaffinity(0))
 WHY = culprit.tracing_unavailable()
@@ -69,6 +71,7 @@ def test_a_boosted_holder_gets_no_priority_remedy():
     assert "rt_priority" in [r.setting for r in remedies.suggest(run, [as_thread], 0)]
 
 
+@pytest.mark.timing
 @pytest.mark.skipif(WHY is not None or len(CPUS) < 2, reason=WHY or "needs 2 CPUs")
 def test_the_lock_holder_is_named_pi_boost_with_its_delay(cli, db, tmp_path, rtprobe):
     """`exec lock` on one CPU at FIFO 80: at least 90 % of the explained calls delayed by more than half the

@@ -13,9 +13,12 @@ from pathlib import Path
 import pytest
 
 import culprit
-from rtscope import causes
-from rtscope.analysis import remedies
+import realtiming
+from rtscope import explain_trace as causes
+from rtscope.analysis import explain_remedies as remedies
 from rtscope.store import Store
+
+pytestmark = pytest.mark.real
 
 CPUS = sorted(os.sched_getaffinity(0))
 WHY = culprit.tracing_unavailable()
@@ -55,7 +58,7 @@ def test_a_normal_task_over_a_runnable_fifo_task_is_rt_throttling():
     assert [(r.setting, r.value) for r in remedies.suggest(run, [s], 0)] == [("rt_runtime_us", -1), ("cpu", 0)]
 
 
-@pytest.mark.slow
+@pytest.mark.timing
 @needs_tracing
 def test_rt_throttling_named_its_remedy_measured_and_undone(cli, db, tmp_path, rtprobe):
     original = RT.read_text()
@@ -69,7 +72,7 @@ def test_rt_throttling_named_its_remedy_measured_and_undone(cli, db, tmp_path, r
         assert cli("run", p, "--db", db).code == 0
         [run] = Store(db).runs()
         out = json.loads(cli("explain", run.id, "--db", db, "--json").out)
-        big = [s for s in out["samples"] if s["value_ns"] > 10_000_000 and not culprit.stalled(s)]
+        big = [s for s in out["samples"] if s["value_ns"] > 10_000_000 and not realtiming.stalled(s)]
         assert len(big) >= 2, [s["value_ns"] for s in out["samples"]]
         named = [s for s in big if s["causes"] and (s["causes"][0]["kind"], s["causes"][0]["pid"]) ==
                  ("rt_throttled", normal) and abs(s["causes"][0]["duration_ns"] - s["value_ns"]) <= 0.2 * s["value_ns"]]

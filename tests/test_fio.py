@@ -16,6 +16,8 @@ from rtscope.runtimes import RUNTIMES
 from rtscope.runtimes.fio import fio_args
 from rtscope.store import Store
 
+pytestmark = pytest.mark.fast
+
 FIXTURES = repo_file("tests", "fixtures", "fio")
 needs_fio = pytest.mark.skipif(RUNTIMES["fio"].unavailable() is not None, reason="fio is not installed (apt-get install fio)")
 

@@ -9,6 +9,8 @@ from rtscope.errors import UsageError
 from rtscope.analysis.fit import least_squares
 from rtscope.paths import repo_file
 
+pytestmark = pytest.mark.fast
+
 FIXTURES = repo_file("tests", "fixtures", "tasks")
 
 

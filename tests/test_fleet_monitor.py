@@ -24,7 +24,7 @@ from proc_helpers import default_signals
 from rtscope.store import Store
 
 WHY = sshd.available()
-pytestmark = pytest.mark.skipif(WHY is not None, reason=WHY or "")
+pytestmark = [pytest.mark.real, pytest.mark.skipif(WHY is not None, reason=WHY or "")]
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +125,6 @@ def probe_running(server: sshd.SshServer) -> bool:
     return any(c.split(" ")[0].endswith("/rtprobe") for c in server.namespace_processes().values())
 
 
-@pytest.mark.slow
 def test_one_controller_a_board_goes_down_mid_interval_and_comes_back(boards, tmp_path):
     db = str(tmp_path / "lab.db")
     env = {**os.environ, "RTSCOPE_TARGETS": str(targets_file(tmp_path, boards)), "PYTHONUNBUFFERED": "1"}
@@ -181,7 +180,6 @@ def test_one_controller_a_board_goes_down_mid_interval_and_comes_back(boards, tm
         assert name in rows and (bound is None or f"{bound:.1f}" in rows[name]), r.stdout
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(pgserver.available() is not None, reason=pgserver.available() or "")
 def test_two_controllers_share_a_lab_and_take_over_a_killed_ones_boards(boards, tmp_path):
     pg = pgserver.PgServer().start()
@@ -275,7 +273,6 @@ def test_live_table_on_a_terminal(tmp_path, monkeypatch):
     assert re.search(r"l1 +finished +2/2", r.out) and re.search(r"l2 +finished +2/2", r.out)
 
 
-@pytest.mark.slow
 def test_sigterm_gives_the_boards_back_and_the_same_command_continues(tmp_path):
     """Two boards of kind local (this machine twice): SIGTERM stops both intervals, marks both monitorings
     interrupted and frees their leases; the same command started again makes exactly what is missing."""

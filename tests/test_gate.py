@@ -12,6 +12,8 @@ import sys
 import pytest
 from junitparser import Failure, JUnitXml, Skipped
 
+pytestmark = pytest.mark.fast
+
 # Interleaved in one experiment: the baseline block (tag base) and two candidate blocks (tag cand): n=4000, the
 # A/A twin of the baseline, and n=100000, 25 times the work. The twins differ in `iterations` only (a spec gives
 # each cell once), which says how long to measure, not what: to compare they are one configuration. The twins

@@ -17,6 +17,8 @@ from rtscope.settings.registry import SETTINGS
 from rtscope.settings.base import RunContext
 from proc_helpers import default_signals
 
+pytestmark = pytest.mark.fast
+
 CPU = "sys/devices/system/cpu"
 
 

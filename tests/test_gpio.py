@@ -32,7 +32,7 @@ import culprit  # noqa: E402  (setting explain's culprit)
 from qemu_skip import qemu_unavailable  # noqa: E402
 
 WHY = qemu_unavailable("aarch64", root_for="arm64 guest images are built through binfmt_misc")
-pytestmark = [pytest.mark.skipif(WHY is not None, reason=WHY or ""), pytest.mark.slow]
+pytestmark = [pytest.mark.real, pytest.mark.skipif(WHY is not None, reason=WHY or "")]
 
 
 @pytest.fixture(scope="module")
@@ -258,30 +258,31 @@ def explained_run(pi3, tmp_path, cli, variant: str, **params):
     return run, store.samples(run.id), out
 
 
-def test_explain_names_the_culprit_of_a_late_blink(pi3, tmp_path, cli):
-    # Up to three runs: now and then the host does not run the TCG guest's vCPU for 10 ms or more inside the
-    # guest's own timer interrupt, and every worst sample is that stall (arch_timer), not the culprit.
-    for attempt in range(3):
-        pid = culprit.start_in_guest(pi3, 1)
-        here = tmp_path / f"run{attempt}"
-        here.mkdir()
-        try:
-            run, data, out = explained_run(pi3, here, cli, "blink", iterations=600, period_ms=5, line=4)
-        finally:
-            pi3.run(["kill", str(pid)])
-        assert [c["name"] for c in run.columns] == ["period", "lateness", "cpu", "start"]
-        assert run.trailer["explain"]["column"] == "lateness"
-        # The explained value is the rising edge's lateness after the deadline (start), not the period.
-        samples = out["samples"]
-        assert len(samples) == 10
-        for s in samples:
-            assert s["value_ns"] == data["lateness"][s["index"]] and s["start_ns"] == data["start"][s["index"]]
-        assert out["reference"]["value_ns"] == pytest.approx(float(np.median(data["lateness"])), rel=1e-6)
-        big, named = culprit.check_named(samples, pid, None, seen_only=True)
-        if big >= 3 and named >= 0.5 * big:
-            break
+@pytest.mark.timing
+def test_explain_names_the_culprit_of_a_late_blink(pi3, tmp_path, cli, record_stall):
+    pid = culprit.start_in_guest(pi3, 1)
+    try:
+        run, data, out = explained_run(pi3, tmp_path, cli, "blink", iterations=600, period_ms=5, line=4)
+    finally:
+        pi3.run(["kill", str(pid)])
     left = pi3.run(["sh", "-c", f"sleep 0.5; ps -e -o comm= | grep -cx {culprit.NAME} || true"]).stdout.strip()
     assert left == "0", "a culprit outlived its run"   # the next tests measure this guest
+    assert [c["name"] for c in run.columns] == ["period", "lateness", "cpu", "start"]
+    assert run.trailer["explain"]["column"] == "lateness"
+    # The explained value is the rising edge's lateness after the deadline (start), not the period.
+    samples = out["samples"]
+    assert len(samples) == 10
+    for s in samples:
+        assert s["value_ns"] == data["lateness"][s["index"]] and s["start_ns"] == data["start"][s["index"]]
+    assert out["reference"]["value_ns"] == pytest.approx(float(np.median(data["lateness"])), rel=1e-6)
+    # Now and then the host does not run the TCG guest's vCPU for 10 ms or more, inside the guest's own timer
+    # interrupt (an arch_timer "handler" of milliseconds) or where its kernel saw nothing run, and the worst
+    # samples are that stall, not the culprit: recorded as a stall (the timing rule measures again then).
+    stalls = [s for s in samples if s["unexplained_ns"] + s["self_ns"] > s["value_ns"] / 2
+              or (s["causes"] and s["causes"][0]["kind"] in ("irq", "softirq") and s["causes"][0]["duration_ns"] > 4e6)]
+    if stalls:
+        record_stall(f"{len(stalls)} of the 10 worst blinks a stall of the TCG vCPU (unseen, or an irq of ms)")
+    big, named = culprit.check_named(samples, pid, None, seen_only=True)
     assert big >= 3 and named >= 0.5 * big, [(s["value_ns"], s["self_ns"], s["unexplained_ns"],
                                               [(c["name"], c["pid"], c["duration_ns"]) for c in s["causes"][:2]])
                                              for s in samples]

@@ -10,6 +10,8 @@ from rtscope.importers import KINDS
 from rtscope.paths import repo_file
 from rtscope.store import Store
 
+pytestmark = pytest.mark.fast
+
 GOOD = {"cyclictest": repo_file("tests", "fixtures", "cyclictest", "verbose_study2.txt")}
 
 

@@ -16,6 +16,8 @@ import pytest
 
 from rtscope.store import Store
 
+pytestmark = pytest.mark.fast
+
 needs = {tool: pytest.mark.skipif(shutil.which(tool) is None, reason=f"{tool} not installed")
          for tool in ("cyclictest", "fio")}
 

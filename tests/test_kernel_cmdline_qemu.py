@@ -11,7 +11,7 @@ from qemu_skip import qemu_unavailable
 from rtscope.store import Store
 
 WHY = qemu_unavailable("x86_64", root_for="kernels are fetched with apt")
-pytestmark = [pytest.mark.skipif(WHY is not None, reason=WHY or ""), pytest.mark.slow]
+pytestmark = [pytest.mark.real, pytest.mark.skipif(WHY is not None, reason=WHY or "")]
 
 
 def test_isolcpus_and_nohz_full_reach_the_guest_and_the_run(tmp_path, cli, clean_targets, monkeypatch):

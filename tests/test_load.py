@@ -19,6 +19,8 @@ from rtscope.settings.registry import SETTINGS
 from rtscope.store import Store
 from proc_helpers import default_signals
 
+pytestmark = pytest.mark.real
+
 needs_stress = pytest.mark.skipif(shutil.which("stress-ng") is None, reason="stress-ng not installed")
 NCPU = len(os.sched_getaffinity(0))
 

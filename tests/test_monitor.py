@@ -16,6 +16,8 @@ from rtscope.errors import UsageError
 from rtscope.store import Store
 from proc_helpers import default_signals
 
+pytestmark = pytest.mark.fast
+
 
 def test_intervals_alternate_idle_and_load_and_keep_per_cpu_histograms(cli, db, monkeypatch):
     r = cli("monitor", "--duration", "6s", "--interval", "2s", "--load", "cpu", "--phase", "2s", "--db", db)

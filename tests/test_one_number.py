@@ -21,6 +21,8 @@ from rtscope.store import Store
 
 from test_timer import spec
 
+pytestmark = pytest.mark.fast
+
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "cyclictest")
 CPUS = sorted(os.sched_getaffinity(0))
 KEYS = ("n", "min", "max", "mean", "p50", "p90", "p99", "p999", "p9999")

@@ -8,6 +8,9 @@ from report_fixtures import add_run
 from rtscope.serve.origins import Origins
 from rtscope.store import Store
 from rtscope.store.tables import runs
+import pytest
+
+pytestmark = pytest.mark.fast
 
 
 def test_counts_follow_the_store(tmp_path):

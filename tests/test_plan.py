@@ -12,9 +12,11 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from rtscope.analysis import plan
+from rtscope.analysis import plan_sizing as plan
 from rtscope.analysis.compare import welch
 from rtscope.errors import UsageError
+
+pytestmark = pytest.mark.fast
 
 
 # --- inputs ---------------------------------------------------------------------------------------------------------
@@ -325,7 +327,7 @@ mlock = true
 
 
 def test_the_sized_spec_sets_runs_and_samples_at_every_scale(tmp_path):
-    from rtscope.experiment import sizing
+    from rtscope.experiment import plan_spec as sizing
     from rtscope.experiment.spec import parse
     sp = sizing.SpecPlan("scaled.toml", 3, "scaled", "quick", "mean", 0.05, 0.05, 0.8, [],
                          [sizing.BlockPlan(0, "exec", 3, 3, samples=700, runs=12, param="iterations", param_value=700),

@@ -19,7 +19,7 @@ from rtscope.errors import RtscopeError
 from rtscope.store import Store, metadata, runs, sample_chunks
 
 WHY = pgserver.available()
-pytestmark = pytest.mark.skipif(WHY is not None, reason=WHY or "")
+pytestmark = [pytest.mark.real, pytest.mark.skipif(WHY is not None, reason=WHY or "")]
 
 SPEC = ('name = "pg"\nrepetitions = 2\n[[workload]]\nname = "exec"\nvariants = ["sum", "nothing"]\n'
         '[workload.params]\niterations = 200\npause_ms = 0\n')

@@ -33,6 +33,8 @@ from rtscope.store import Store, runs
 from served import Served
 from sshd import free_port
 
+pytestmark = pytest.mark.real
+
 FIXTURES = Path(__file__).parent / "fixtures" / "prometheus"
 PROMETHEUS, PROMTOOL = shutil.which("prometheus"), shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed: apt-get install -y prometheus")

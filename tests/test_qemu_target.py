@@ -24,7 +24,7 @@ from qemu_skip import qemu_unavailable
 
 WHY = qemu_unavailable("x86_64", "aarch64", root_for="kernels are fetched with apt, arm64 images built through "
                                                       "binfmt_misc")
-pytestmark = [pytest.mark.skipif(WHY is not None, reason=WHY or ""), pytest.mark.slow]
+pytestmark = [pytest.mark.real, pytest.mark.skipif(WHY is not None, reason=WHY or "")]
 
 # Both machines and both kernels, each once (x86_64 PREEMPT_RT and the Pi 3's stock kernel boot in
 # test_rtla.py and test_gpio.py, which checks its GPIO controller and TCG record): four guests took 135 s.

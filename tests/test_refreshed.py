@@ -11,6 +11,8 @@ import pytest
 
 from rtscope.serve.live import Refreshed
 
+pytestmark = pytest.mark.fast
+
 
 def eventually(check, timeout: float = 10) -> None:
     deadline = time.monotonic() + timeout

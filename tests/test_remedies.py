@@ -15,8 +15,10 @@ import pytest
 import culprit
 import sshd
 from rtscope import sysinfo
-from rtscope.analysis import remedies
+from rtscope.analysis import explain_remedies as remedies
 from rtscope.store import Store
+
+pytestmark = pytest.mark.real
 
 CPUS = sorted(os.sched_getaffinity(0))
 WHY = culprit.tracing_unavailable()
@@ -171,7 +173,7 @@ def test_write_spec_refusals(cli, db, tmp_path, make_samplefile):
 
 # --- the whole loop on this host's kernel -------------------------------------------------------------------
 
-@pytest.mark.slow
+@pytest.mark.timing
 @needs_tracing
 def test_the_loop_culprit_remedy_spec_run_compare(cli, db, tmp_path, rtprobe):
     """A SCHED_FIFO 90 culprit busy 10 ms every 50 ms on the probe's CPU (probe at FIFO 80): explain names it
@@ -225,6 +227,7 @@ def remedy_measured_better(cli, db: str, run_id: int) -> None:
     assert per_sample["rt_priority=80"] > 10 * per_sample["rt_priority=91"], per_sample
 
 
+@pytest.mark.timing
 @needs_tracing
 def test_the_loop_on_the_beam_gc_remedied_by_min_heap_size(cli, db, tmp_path):
     """The BEAM's collector as the culprit: `exec spawn_each` (5,000 processes a call, each sending a message
@@ -260,6 +263,7 @@ def test_the_loop_on_the_beam_gc_remedied_by_min_heap_size(cli, db, tmp_path):
     assert before > 0 and after < 0.1 * before, why
 
 
+@pytest.mark.timing
 @needs_tracing
 @pytest.mark.skipif(sshd.available() is not None, reason=sshd.available() or "")
 def test_remedies_asked_on_an_ssh_target_and_its_spec_runs_there(cli, db, tmp_path, rtprobe):
@@ -299,7 +303,7 @@ def test_the_ab_spec_cells_baseline_and_combination():
     its baseline names every changed setting ("" where the run had none), and runtime-added parameters
     (the BEAM's warmup_calls) are left out. rtscope's own parser accepts it."""
     import tomllib
-    from rtscope.experiment.remedies import ab_spec
+    from rtscope.experiment.explain_spec import ab_spec
     run = SimpleNamespace(id=3, workload="exec", variant="fib", runtime="beam", cell=None, tags=[],
                           params={"n": 27, "iterations": 50, "warmup_calls": 10},
                           settings={"explain": 5, "cpu": 1, "vm_flags": ""}, machine={})

@@ -27,7 +27,7 @@ import sshd
 from proc_helpers import default_signals
 
 ROOT = os.geteuid() == 0
-pytestmark = pytest.mark.skipif(not ROOT, reason="needs root: the settings write /proc and /sys")
+pytestmark = [pytest.mark.real, pytest.mark.skipif(not ROOT, reason="needs root: the settings write /proc and /sys")]
 
 WQ = Path("/sys/devices/virtual/workqueue/cpumask")
 RT = Path("/proc/sys/kernel/sched_rt_runtime_us")

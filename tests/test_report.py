@@ -17,6 +17,8 @@ from rtscope.store import Store
 
 from report_fixtures import EVIL, add_run, mixed_store, study_store
 
+pytestmark = pytest.mark.fast
+
 
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory):

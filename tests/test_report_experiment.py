@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 
 from report_fixtures import EVIL
+import pytest
+
+pytestmark = pytest.mark.fast
 
 ESCAPED = "&lt;script&gt;window.rtsInjected=1&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"
 

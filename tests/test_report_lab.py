@@ -10,6 +10,9 @@ from rtscope import samplefile
 from rtscope.report import lab
 from rtscope.report.model import decimate, machine_rows, machines
 from rtscope.store import Store
+import pytest
+
+pytestmark = pytest.mark.fast
 
 
 def timer_file(path, values, target: str):

@@ -22,6 +22,8 @@ from report_fixtures import add_experiment, add_histogram_run, add_run
 from rtscope.store import Store
 from served import Served, new_page, open_page, report_page
 
+pytestmark = pytest.mark.real
+
 OUTLIER_NS = 4_917_000
 N = 20_000
 COMMON = {"elixir_version": "1.14.0", "otp_release": "25", "schedulers_online": 4, "vm_flags": ""}

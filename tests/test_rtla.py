@@ -27,6 +27,8 @@ from rtscope.targets import LocalTarget
 from qemu_skip import qemu_unavailable
 from test_import_headlines import imported_stats
 
+pytestmark = pytest.mark.real
+
 FIXTURES = Path(__file__).parent / "fixtures" / "rtla"
 
 
@@ -172,7 +174,6 @@ def rt_guest(short_tmp):
 
 
 @pytest.mark.skipif(QEMU_WHY is not None, reason=QEMU_WHY or "")
-@pytest.mark.slow
 def test_rtla_beside_explained_rtprobe_on_the_rt_guest(cli, tmp_path, rt_guest):
     """One experiment on the PREEMPT_RT guest: rtprobe timer with explain, then rtla timerlat, same CPU,
     period and priority; compare shows rtla's own figures beside rtscope's."""
@@ -212,7 +213,6 @@ def test_rtla_beside_explained_rtprobe_on_the_rt_guest(cli, tmp_path, rt_guest):
 
 
 @pytest.mark.skipif(QEMU_WHY is not None, reason=QEMU_WHY or "")
-@pytest.mark.slow
 def test_rtla_output_from_the_guest_keeps_its_headline(cli, tmp_path, rt_guest):
     """rtla's own output, captured in the same guest and imported: the headline is its summary rows."""
     out = rt_guest.get("x86-rt-rtla").check(["rtla", "timerlat", "hist", "-d", "1", "-c", "0", "-n"], "rtla").stdout
@@ -225,7 +225,6 @@ def test_rtla_output_from_the_guest_keeps_its_headline(cli, tmp_path, rt_guest):
 
 
 @pytest.mark.skipif(QEMU_WHY is not None, reason=QEMU_WHY or "")
-@pytest.mark.slow
 def test_a_stopped_rtla_run_leaves_no_timerlat_tracer(tmp_path, rt_guest):
     """A run stopped midway (here by its timeout; Ctrl-C and SIGTERM stop it the same way: TERM, then KILL, to
     its process group) stores nothing and leaves the guest without rtla's instance or timerlat threads, also
@@ -246,8 +245,8 @@ def test_a_stopped_rtla_run_leaves_no_timerlat_tracer(tmp_path, rt_guest):
     assert left.stdout.split() == ["nop", "0"], left.stdout
 
 
+@pytest.mark.timing
 @pytest.mark.skipif(QEMU_WHY is not None, reason=QEMU_WHY or "")
-@pytest.mark.slow
 def test_explain_names_the_culprit_in_the_rt_guest(cli, tmp_path, rt_guest):
     """tests/culprit.py's culprit in the guest: rtprobe under a distinctive name, `exec sum` busy about 10 ms
     every 200 ms at SCHED_FIFO 90 on the probe's CPU. Under TCG the emulated timer interrupt itself takes
@@ -282,8 +281,8 @@ def test_explain_names_the_culprit_in_the_rt_guest(cli, tmp_path, rt_guest):
 RT_RUNTIME = "/proc/sys/kernel/sched_rt_runtime_us"
 
 
+@pytest.mark.timing
 @pytest.mark.skipif(QEMU_WHY is not None, reason=QEMU_WHY or "")
-@pytest.mark.slow
 def test_rt_throttling_in_the_guest_remedied_through_the_loop_and_undone(cli, tmp_path, rt_guest):
     """The remedy loop through a QEMU guest, on a system setting: the guest's 6.1 kernel throttles real-time
     tasks by sched_rt_runtime_us alone (no fair deadline server, which from 6.12 on gives normal tasks their

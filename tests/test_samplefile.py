@@ -7,6 +7,8 @@ import pytest
 from rtscope import samplefile
 from rtscope.errors import SampleFileError
 
+pytestmark = pytest.mark.fast
+
 
 def test_roundtrip_keeps_every_value_and_metadata(make_samplefile):
     values = [5, 1, 2**40, -3]

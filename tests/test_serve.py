@@ -26,6 +26,8 @@ from rtscope.analysis.threads import thread_histograms
 from rtscope.store import Store, experiments
 from served import DRAWN, Served, expected_bounds, fitted_bounds, new_page, open_page, wait_until
 
+pytestmark = pytest.mark.real
+
 BIG = 1_000_000          # samples of the large run: its page must not carry them all
 SPIKE = 987_654_321      # the large run's one extreme sample (ns), which the decimated series must keep
 EVIL_TARGET = "lab<b>1</b>"

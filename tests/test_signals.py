@@ -13,6 +13,8 @@ import pytest
 from rtscope.signals import Terminated, sigterm_raises
 from rtscope.targets import LocalTarget
 
+pytestmark = pytest.mark.fast
+
 
 class _SwallowsASignal:
     """Its __del__ gets SIGTERM and, like an at-fork callback, drops the exception the handler raises."""

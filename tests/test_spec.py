@@ -9,6 +9,8 @@ from rtscope.experiment import spec as spec_mod
 from rtscope.paths import repo_file
 from rtscope.experiment.spec import Locator, SpecError, analyse, parse
 
+pytestmark = pytest.mark.fast
+
 EXEC = """
 name = "t"
 [[workload]]

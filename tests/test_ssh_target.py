@@ -25,7 +25,7 @@ from rtscope.targets.ssh import SshTarget
 from proc_helpers import default_signals
 
 WHY = sshd.available()
-pytestmark = pytest.mark.skipif(WHY is not None, reason=WHY or "")
+pytestmark = [pytest.mark.real, pytest.mark.skipif(WHY is not None, reason=WHY or "")]
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,8 @@ import pytest
 
 from rtscope.analysis import stats
 
+pytestmark = pytest.mark.fast
+
 
 def test_summary_against_hand_computed_values():
     # values 1..10: mean 5.5, sample variance 55/6, type-7 percentiles at h = 9p/100

@@ -17,6 +17,8 @@ from rtscope.targets import LocalTarget
 from rtscope.store import Store
 from rtscope.workloads import byte_count
 
+pytestmark = pytest.mark.real
+
 IS_ROOT = os.geteuid() == 0
 
 

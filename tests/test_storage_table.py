@@ -12,12 +12,14 @@ import pytest
 
 from rtscope.settings import environments as envs
 from rtscope.analysis.storage import column_label, column_rank, environment_order, merge_histograms
-from rtscope.cli.storage import human_time
+from rtscope.cli.storage_table import human_time
 from rtscope.settings.environments import define_environment
 from rtscope.paths import repo_file
 from rtscope.experiment.runner import execute
 from rtscope.experiment.spec import build_request
 from rtscope.store import Run, Store
+
+pytestmark = pytest.mark.fast
 
 FIXTURES = repo_file("tests", "fixtures", "fio")
 IS_ROOT = os.geteuid() == 0

@@ -9,6 +9,8 @@ from rtscope import samplefile, store as store_mod
 from rtscope.errors import UsageError
 from rtscope.store import Store
 
+pytestmark = pytest.mark.fast
+
 
 def test_add_and_read_back_every_sample(tmp_path, make_samplefile):
     st = Store(str(tmp_path / "s.db"))

@@ -1,6 +1,9 @@
 from pathlib import Path
 
 from rtscope import sysinfo
+import pytest
+
+pytestmark = pytest.mark.fast
 
 
 def fake_root(tmp_path: Path, version: str, governor: str | None = None, realtime: str | None = None,

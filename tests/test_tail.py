@@ -13,8 +13,10 @@ from scipy import stats
 import tail_synthetic as ts
 from report_fixtures import add_experiment, add_histogram_run, add_run
 from terminal import on_terminal
-from rtscope.analysis import tail, tail_checks, tail_fit
+from rtscope.analysis import tail_bound as tail, tail_checks, tail_fit
 from rtscope.store import Store
+
+pytestmark = pytest.mark.fast
 
 SEEDS = 40            # bench/tail.py runs 100
 N = 100_000

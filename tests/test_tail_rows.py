@@ -13,9 +13,11 @@ import pytest
 import tail_synthetic as ts
 from report_fixtures import add_experiment, add_histogram_run, add_run
 from terminal import on_terminal, piped
-from rtscope.analysis import tail
+from rtscope.analysis import tail_bound as tail
 from rtscope.analysis.compare import TAIL_TEST, holm, run_level_row
 from rtscope.store import Store
+
+pytestmark = pytest.mark.fast
 
 N = 30_000
 
@@ -211,7 +213,7 @@ def test_a_configurations_checks_are_corrected_for_its_runs():
     assert among.value == pytest.approx(tail.analyse([x], {"run": 1}, gev=False, fit_below=0.001).levels[6].value)
 
 
-@pytest.mark.slow     # the histogram path's censored fits take 1-5 s each on this machine
+# the histogram path's censored fits take 1-5 s each on this machine
 def test_tail_row_of_histogram_runs(tmp_path):
     """Histogram-only runs (monitor, `-h` imports): each run's bound from its histogram (tail's censored fit)."""
     from rtscope.analysis.compare import compare_runs

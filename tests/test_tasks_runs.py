@@ -9,6 +9,8 @@ from rtscope.errors import RtscopeError, UsageError
 from rtscope.experiment.spec import build_request
 from rtscope.runtimes import RUNTIMES
 
+pytestmark = pytest.mark.real
+
 NATIVE_MODELS = {"memory": ["cbtask", "cbtask_receive", "pthread", "std_thread"],
                  "switch": ["cbtask", "pthread_pipe", "pthread_futex", "std_thread"]}
 BEAM_MODELS = {"memory": ["erlang_process", "callback_thread"], "switch": ["erlang_process", "callback_thread"]}
@@ -87,7 +89,6 @@ def test_native_tasks_run(cli, db, tmp_path):
     assert memory["cbtask (native)"]["fit"]["slope"] < memory["pthread (native)"]["fit"]["slope"] / 10
 
 
-@pytest.mark.slow
 def test_beam_tasks_run(cli, db, tmp_path):
     got = run_and_table(cli, db, tmp_path, "beam", BEAM_MODELS)
     memory, _ = check_table(got, "beam", BEAM_MODELS)

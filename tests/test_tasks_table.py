@@ -7,6 +7,8 @@ import pytest
 
 from rtscope import samplefile
 
+pytestmark = pytest.mark.fast
+
 COUNTS = [1, 10, 100, 1000, 2000, 5000]
 
 

@@ -19,6 +19,8 @@ from rtscope.figures import save
 from rtscope.paths import repo_file
 from rtscope.store import Store
 
+pytestmark = pytest.mark.real
+
 CPUS = sorted(os.sched_getaffinity(0))
 
 

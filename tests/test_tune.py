@@ -20,6 +20,8 @@ import synthetic
 from rtscope.experiment import spec as spec_mod
 from rtscope.store import Store
 
+pytestmark = pytest.mark.real
+
 HERE = Path(__file__).resolve().parent
 
 SYNTHETIC = """name = "synthetic-tune"

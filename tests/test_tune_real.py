@@ -8,6 +8,8 @@ import pytest
 
 from rtscope.runtimes import RUNTIMES
 
+pytestmark = pytest.mark.real
+
 BEAM_SPEC = """name = "beam-sum-tune"
 seed = 3
 
@@ -50,7 +52,7 @@ cpu = [0, 1]
 """
 
 
-@pytest.mark.slow
+@pytest.mark.timing
 def test_beam_tune_confirms_a_winner_20_percent_below_the_baseline(cli, tmp_path):
     why = RUNTIMES["beam"].unavailable()
     if why:
@@ -81,6 +83,7 @@ def test_beam_tune_confirms_a_winner_20_percent_below_the_baseline(cli, tmp_path
     assert all(row["verdict"] != "worse" for row in rows)
 
 
+@pytest.mark.timing
 def test_timer_space_end_to_end(cli, tmp_path, rtprobe):
     spec = tmp_path / "timer.toml"
     spec.write_text(TIMER_SPEC)

@@ -21,6 +21,8 @@ from rtscope.experiment.runner import execute
 from rtscope.experiment.spec import build_request
 from rtscope.store import Store
 
+pytestmark = pytest.mark.fast
+
 FIXTURES = Path(__file__).parent / "fixtures" / "xenomai"
 
 
