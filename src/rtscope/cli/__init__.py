@@ -13,7 +13,7 @@ from ..errors import RtscopeError
 from .common import app, err_console, escape
 
 COMMAND_MODULES = ["runs", "run", "system", "analysis", "fit", "storage", "latency", "db", "monitor", "tune",
-                   "explain", "serve", "specs", "about", "plan", "tail"]
+                   "explain", "serve", "specs", "about", "plan", "tail", "reproduce"]
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"{__name__}.{_name}")
