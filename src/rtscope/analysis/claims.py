@@ -192,8 +192,15 @@ def run_var(cell: Cell, metric: str, values: list[float]) -> float | None:
 
 # --- judging -----------------------------------------------------------------------------------------------------
 
-def find(claim: Claim, side: str, cells: list[Cell]) -> tuple[Cell | None, str]:
-    """The one configuration of `cells` the claim's side selects, or (None, why)."""
+def find(claim: Claim, side: str, cells: list[Cell], keys: set[str] | None = None) -> tuple[Cell | None, str]:
+    """The one configuration of `cells` the claim's side selects, or (None, why). keys: the spec cells the side
+    names (`run.cell` of the runs a spec made): a configuration with such a run is the side's, whatever
+    settings its runtime records beside them (the BEAM records its defaults, so `fullsweep_after=65535` alone
+    also matches its `priority=high` runs); other runs (imported, another spec) are matched by their settings."""
+    if keys:
+        found = [c for c in cells if any(getattr(r, "cell", None) in keys for r in c.runs)]
+        if len(found) == 1:
+            return found[0], ""
     found = [c for c in cells if claim.selects(side, c.config)]
     if len(found) == 1:
         return found[0], ""
@@ -207,10 +214,12 @@ def find(claim: Claim, side: str, cells: list[Cell]) -> tuple[Cell | None, str]:
 
 def judge(claims: list[Claim], cells: list[Cell], *, alpha: float = ALPHA,
           not_measurable: dict[str, str] | None = None,
-          slope: Callable[[object], float | None] | None = None) -> list[Judgement]:
+          slope: Callable[[object], float | None] | None = None,
+          keys: dict[tuple[str, str], set[str]] | None = None) -> list[Judgement]:
     """Every claim's verdict on these configurations (module doc). not_measurable: claim id -> why this machine
-    cannot make its runs (decided by the caller, which knows the targets); slope: a run's memory per task."""
-    not_measurable = not_measurable or {}
+    cannot make its runs (decided by the caller, which knows the targets); slope: a run's memory per task;
+    keys: (claim id, side) -> the spec cells that side names (find)."""
+    not_measurable, keys = not_measurable or {}, keys or {}
     out = []
     for claim in claims:
         j = Judgement(claim)
@@ -218,8 +227,9 @@ def judge(claims: list[Claim], cells: list[Cell], *, alpha: float = ALPHA,
         if claim.id in not_measurable:
             j.verdict, j.reason = "not measurable here", not_measurable[claim.id]
             continue
-        cell, why = find(claim, "cell", cells)
-        base, why_base = find(claim, "baseline", cells) if claim.two_sided else (None, "")
+        cell, why = find(claim, "cell", cells, keys.get((claim.id, "cell")))
+        base, why_base = find(claim, "baseline", cells, keys.get((claim.id, "baseline"))) if claim.two_sided \
+            else (None, "")
         if cell is None or (claim.two_sided and base is None):
             j.reason = "; ".join(w for w in (why, why_base) if w)
             continue

@@ -73,8 +73,10 @@ def reproduce(
         absent = rep.unmeasurable(parsed, exp_mod.Availability(pool, boot=False))
         aside = rep.set_aside(parsed, wheres, command)
         if stored:
-            from ..analysis.select import Selection, select_runs
-            runs = select_runs(store, Selection(experiment, tags=list(tag or []), where=wheres,
+            from ..analysis.select import CORE_DIMENSIONS, Selection, select_runs
+            core = {n: v for n, v in wheres if n in CORE_DIMENSIONS}     # --where variant=fib: compare's --variant
+            runs = select_runs(store, Selection(experiment, **core, tags=list(tag or []),
+                                                where=[(n, v) for n, v in wheres if n not in core],
                                                 run_ids=list(run or [])))
         else:
             runs = _run_claims(store, parsed, path, pool, absent, aside, wheres, repetitions, seed)
@@ -83,7 +85,8 @@ def reproduce(
         from ..analysis.claims import find
         absent = {cid: why for cid, why in absent.items()
                   if not all(find(c, s, cells)[0] for c in parsed.claims if c.id == cid for s in rep.sides(c))}
-    judgements = judge(parsed.claims, cells, alpha=alpha, not_measurable=absent, slope=memory_slope(store))
+    judgements = judge(parsed.claims, cells, alpha=alpha, not_measurable=absent, slope=memory_slope(store),
+                       keys=rep.side_keys(parsed))
     for j in judgements:
         if j.claim.id in aside and j.verdict != "not measurable here" and not j.runs[0]:
             j.verdict, j.reason, j.runs_needed = "undecided", aside[j.claim.id], None
@@ -96,9 +99,9 @@ def reproduce(
     if json_out:
         print_json({"spec": parsed.name, "scale": parsed.scale, "alpha": alpha, "correction": "holm",
                     "machine": machine_text(machine), "runs": [r.id for r in runs],
-                    "claims": [j.to_json() | {"command": needed_command(j, command)} for j in judgements]})
+                    "claims": [j.to_json() | {"command": needed_command(j, command, aside)} for j in judgements]})
     else:
-        print_claims(judgements, parsed.name, alpha, machine, command)
+        print_claims(judgements, parsed.name, alpha, machine, command, aside)
     if fail_on is not None and any(j.verdict == "contradicted" for j in judgements):
         raise typer.Exit(1)
 
@@ -144,7 +147,7 @@ def pool_machine() -> dict:
 
 def machine_text(env: dict) -> str:
     """This machine as a line: CPU, architecture, kernel and preemption model; a VM's accelerator."""
-    parts = [env.get("cpu_model") or "?", env.get("machine") or "?", f"Linux {env.get('kernel_version', '?')}",
+    parts = [env.get("cpu_model") or "?", env.get("machine") or "?", f"Linux {env.get('kernel_release') or '?'}",
              env.get("preemption") or ""]
     if env.get("board"):
         parts.insert(0, env["board"])
@@ -153,8 +156,9 @@ def machine_text(env: dict) -> str:
     return ", ".join(p for p in parts if p)
 
 
-def needed_command(j: Judgement, command: str) -> str | None:
-    if j.verdict != "undecided":
+def needed_command(j: Judgement, command: str, aside: dict[str, str]) -> str | None:
+    """The command that would decide an undecided claim (a set-aside one's reason names its own)."""
+    if j.verdict != "undecided" or j.claim.id in aside:
         return None
     if j.runs_needed is not None:
         return f"{command} --repetitions {j.runs_needed}"
@@ -187,7 +191,8 @@ def _interval(j: Judgement) -> str:
     return f"{sign}{fmt('mean', lo, 1 / factor)}..{fmt('mean', hi, 1 / factor)}"
 
 
-def print_claims(judgements: list[Judgement], name: str, alpha: float, machine: dict, command: str) -> None:
+def print_claims(judgements: list[Judgement], name: str, alpha: float, machine: dict, command: str,
+                 aside: dict[str, str]) -> None:
     table = Table(title=f"claims of {escape(name)}: published → measured (baseline → cell)", box=box.SIMPLE_HEAD,
                   title_justify="left", pad_edge=False)
     for head in ("claim", "metric", "expect", "published", "measured", "95% interval", "verdict"):
@@ -208,7 +213,7 @@ def print_claims(judgements: list[Judgement], name: str, alpha: float, machine: 
                 line += f": {j.runs_needed} runs per configuration would decide it at 80 % power"
             if j.reason:
                 line += f": {j.reason}"
-            if (cmd := needed_command(j, command)):
+            if (cmd := needed_command(j, command, aside)):
                 line += f"; `{cmd}`"
             console.print(escape(line), style="yellow" if j.verdict == "undecided" else "dim", soft_wrap=True)
     hardware = sorted({j.claim.published.get("hardware") for j in judgements if j.claim.published} - {None})

@@ -24,15 +24,23 @@ def sides(claim: Claim) -> tuple[str, ...]:
     return ("cell", "baseline") if claim.two_sided else ("cell",)
 
 
-def cells_of(spec: Spec, claim: Claim, where: list[tuple[str, str]] = ()) -> list:
-    """The spec cells a claim names (both sides), among those matching `where`."""
+def side_cells(spec: Spec, claim: Claim, side: str, where: list[tuple[str, str]] = ()) -> list:
+    """The spec cells one side of a claim names, among those matching `where`."""
     if claim.requires or (claim.scales and spec.scale not in claim.scales):
         return []
-    out = []
-    for side in sides(claim):
-        items = (*claim.where, *(claim.cell if side == "cell" else claim.baseline), *where)
-        out += [c for c in spec.cells if all(value_matches(request_value(c.request, n), v) for n, v in items)]
-    return out
+    items = (*claim.where, *(claim.cell if side == "cell" else claim.baseline), *where)
+    return [c for c in spec.cells if all(value_matches(request_value(c.request, n), v) for n, v in items)]
+
+
+def cells_of(spec: Spec, claim: Claim, where: list[tuple[str, str]] = ()) -> list:
+    """The spec cells a claim names (both sides), among those matching `where`."""
+    return [c for side in sides(claim) for c in side_cells(spec, claim, side, where)]
+
+
+def side_keys(spec: Spec) -> dict[tuple[str, str], set[str]]:
+    """(claim id, side) -> the keys of the spec cells it names: how runs the spec made are found (claims.find)."""
+    return {(claim.id, side): {c.key for c in side_cells(spec, claim, side)}
+            for claim in spec.claims for side in sides(claim)}
 
 
 def emulated(req) -> str | None:
@@ -43,9 +51,9 @@ def emulated(req) -> str | None:
     arch, accel = d.options.get("arch", "x86_64"), d.options.get("accel", "auto")
     host = os.uname().machine
     if accel == "tcg" or (accel == "auto" and arch != host):
-        return (f"target {d.name} is a {arch} VM that this {host} host can only emulate (QEMU's TCG): its figures "
-                f"would measure the emulator, not the {d.options.get('kernel', 'kernel')} kernel; run the claim on "
-                f"a {arch} host with KVM or on the board (--target)")
+        return (f"target {d.name} is an {arch} VM that this {host} host can only emulate (QEMU's TCG): its "
+                f"figures would measure the emulator, not the {d.options.get('kernel', 'guest')} kernel; run the "
+                f"claim on an {arch} host with KVM, or on the board (--target)")
     if accel == "auto" and not os.access("/dev/kvm", os.R_OK | os.W_OK):
         return f"target {d.name}: no usable /dev/kvm here, so QEMU would emulate it (TCG) and measure the emulator"
     return None
