@@ -18,7 +18,8 @@ from .common import app, err_console, escape
 # the order `rtscope --help` lists them.
 COMMAND_MODULES = ["runs", "show", "export", "run", "check", "demo", "import_", "sysinfo", "targets", "compare",
                    "recommend", "report", "fit", "tasks_table", "storage_table", "histogram", "db", "monitor", "lab",
-                   "tune", "explain", "serve", "specs", "doctor", "plan", "tail"]
+                   "tune", "explain", "serve", "specs", "doctor", "plan", "tail",
+                   "reproduce"]
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"{__name__}.{_name}")

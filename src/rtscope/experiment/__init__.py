@@ -9,6 +9,8 @@
 - `plan_spec`: `rtscope plan`: a spec sized from its pilot runs, and the sized spec written (docs/plan.md);
 - `explain_spec`: `rtscope explain --suggest/--write-spec`: which remedies a run's target can apply, and the A/B
   spec that measures them (docs/explain.md);
+- `claim_runs`: `rtscope reproduce`: the runs a spec's claims need, and the claims this machine cannot measure
+  (docs/reproduction.md);
 - `tune/`: `rtscope tune`, a search of a knob space raced on fresh runs (docs/tune.md).
 
 It may import the analysis, runtimes, settings, importers, store, targets and the leaf modules; only the report

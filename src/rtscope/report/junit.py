@@ -1,4 +1,5 @@
-"""JUnit XML of a gated comparison (`rtscope compare --junit FILE`), the format GitLab, Jenkins and LAVA read.
+"""JUnit XML of a gated comparison (`rtscope compare --junit FILE`) and of a reproduction's claims (`rtscope
+reproduce --junit FILE`), the format GitLab, Jenkins and LAVA read.
 
 One <testsuite> per comparison set, one <testcase> per configuration × metric (classname: the configuration's
 label, name: the metric). A row that fails the gate (analysis.gate) has a <failure> whose message gives the
@@ -83,6 +84,45 @@ def document(cs: ComparisonSet, gate: Gate) -> ET.Element:
 def write(cs: ComparisonSet, gate: Gate, path: str | Path) -> dict[str, int]:
     """Write the JUnit XML atomically (a UsageError when it cannot be written); its tests, failures, skipped."""
     root = document(cs, gate)
+    ET.indent(root)
+    write_atomic(path, ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n", "JUnit file")
+    return {k: int(root.get(k)) for k in ("tests", "failures", "skipped")}
+
+
+def claims_document(judgements: list, name: str, enforced: bool) -> ET.Element:
+    """`rtscope reproduce --junit`: one <testcase> per claim (classname: the spec, name: the claim's id); a
+    contradicted claim is a <failure>, an undecided or unmeasurable one <skipped> with the reason."""
+    suite = ET.Element("testsuite", name=f"rtscope reproduce {name}")
+    props = ET.SubElement(suite, "properties")
+    ET.SubElement(props, "property", name="fail_on", value="contradicted" if enforced else "")
+    counts = {"tests": 0, "failures": 0, "skipped": 0}
+    for j in judgements:
+        counts["tests"] += 1
+        tc = ET.SubElement(suite, "testcase", classname=name, name=j.claim.id)
+        doc = j.to_json()
+        message = (f"{j.claim.text} ({j.claim.metric}, expect {j.claim.expect.text}): measured "
+                   f"{doc['measured']['baseline']} → {doc['measured']['cell']} {doc['measured']['unit']}, "
+                   f"interval {doc['interval']}, p (Holm) {p_text(j.p_holm)}, verdict {j.verdict}")
+        if j.verdict == "contradicted":
+            counts["failures"] += 1
+            ET.SubElement(tc, "failure", message=message, type="contradicted").text = message
+        elif j.verdict != "holds":
+            counts["skipped"] += 1
+            ET.SubElement(tc, "skipped", message=f"{j.verdict}: {j.reason}" + (
+                f" ({j.runs_needed} runs per configuration would decide it)" if j.runs_needed else ""))
+        else:
+            ET.SubElement(tc, "system-out").text = message
+    for key, n in counts.items():
+        suite.set(key, str(n))
+    suite.set("errors", "0")
+    root = ET.Element("testsuites", name="rtscope reproduce", errors="0",
+                      **{k: str(v) for k, v in counts.items()})
+    root.append(suite)
+    return root
+
+
+def write_claims(judgements: list, name: str, path: str | Path, enforced: bool = False) -> dict[str, int]:
+    root = claims_document(judgements, name, enforced)
     ET.indent(root)
     write_atomic(path, ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n", "JUnit file")
     return {k: int(root.get(k)) for k in ("tests", "failures", "skipped")}

@@ -24,7 +24,8 @@ Checking collects every problem at once, each with the line it is on
 (`file:line: message`); tomllib gives no positions, so `Locator` scans the
 TOML text for them. The reference of every key is docs/spec.md.
 
-Modules: `parse` (entry points), `check` (the checker), `locate` (source lines), `model` (the parsed spec),
+Modules: `parse` (entry points), `check` (the checker), `claim_table` (the [[claim]] tables, judged by
+`rtscope reproduce`), `locate` (source lines), `model` (the parsed spec),
 `request` (a run request from names), `tune` (range tables and the [tune] table of a tune spec,
 docs/tune.md). This package imports the settings, runtimes and targets below it.
 """

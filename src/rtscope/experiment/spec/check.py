@@ -17,13 +17,14 @@ from ...runtimes.base import RunRequest
 from ...settings import environments
 from ...settings.registry import SETTINGS, system_settings
 from ...workloads import WORKLOADS
+from .claim_table import check_claims
 from .locate import Locator
 from .model import Cell, Problem, Spec, cell_key
 from .request import build_request
 from .tune import check_range, check_tune
 
 TOP_KEYS = ("name", "description", "tags", "repetitions", "seed", "order", "on_unavailable", "timeout_s",
-            "scale", "environments", "targets", "target", "workload", "tune", "baseline")
+            "scale", "environments", "targets", "target", "workload", "tune", "baseline", "claim")
 BLOCK_KEYS = ("name", "variants", "runtime", "params", "settings", "exclude", "repetitions", "tags",
               "on_unavailable", "timeout_s", "scale", "target")
 SCALE_KEYS = ("repetitions", "timeout_s", "params")
@@ -163,13 +164,14 @@ class Checker:
                 self.warn(("scale", scale, "params", key), f"[scale.{scale}.params] {key} applies to no block: "
                           "no block sets it and it is not a default of every variant of a block")
         baseline = self.baseline(raw, blocks, cells) if "baseline" in raw else []
+        claims = check_claims(self, raw, blocks, cells, scale, scales) if "claim" in raw else []
         tune, knobs = None, []
         if self.tuning:
             w = WORKLOADS.get(blocks[0].get("name")) if blocks and isinstance(blocks[0].get("name"), str) else None
             tune, knobs = check_tune(self, raw, blocks, self.block_axes.get(0, []),
                                      lambda key: w.param(key), lambda key: SETTINGS[key])
         return self._spec(raw, scale, scales, seed, order, name=name, cells=cells, tune=tune, knobs=knobs,
-                          baseline=baseline)
+                          baseline=baseline, claims=claims)
 
     def baseline(self, raw: dict, blocks: list, cells: list[Cell]) -> list[str]:
         """The spec's `baseline = { NAME = VALUE, ... }`: the configuration `compare` and `report` compare the
@@ -214,12 +216,13 @@ class Checker:
                        "configuration of this spec; its configurations: " + "; ".join(c.key for c in cells))
         return [f"{k}={v}" for k, v in items]
 
-    def _spec(self, raw, scale, scales, seed, order, name=None, cells=(), tune=None, knobs=(), baseline=()) -> Spec:
+    def _spec(self, raw, scale, scales, seed, order, name=None, cells=(), tune=None, knobs=(), baseline=(),
+              claims=()) -> Spec:
         self.problems.sort(key=lambda p: p.line or 0)
         return Spec(name=name or Path(self.source).stem, description=str(raw.get("description", "")),
                     source=self.source, text=self.text, raw=raw, scale=scale, scales=tuple(scales), seed=seed,
                     order=order, cells=list(cells), problems=self.problems, warnings=self.warnings,
-                    locator=self.loc, tune=tune, knobs=list(knobs), baseline=list(baseline))
+                    locator=self.loc, tune=tune, knobs=list(knobs), baseline=list(baseline), claims=list(claims))
 
     def definitions(self, raw: dict, key: str, load) -> None:
         """`[environments.NAME]` / `[targets.NAME]` tables, each defined through its module's loader

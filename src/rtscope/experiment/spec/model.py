@@ -6,6 +6,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...analysis.claims import Claim
 from ...errors import UsageError
 from ...runtimes.base import RunRequest
 from ...workloads import WORKLOADS
@@ -111,6 +112,7 @@ class Spec:
     tune: TuneTable | None = None  # a tune spec: its [tune] table, and the knobs its ranges and lists make
     knobs: list[Knob] = field(default_factory=list)
     baseline: list[str] = field(default_factory=list)  # `baseline = {...}`: NAME=VALUE items (compare's --baseline)
+    claims: list[Claim] = field(default_factory=list)   # `[[claim]]` tables (claim_table.py), judged by reproduce
 
     @property
     def path(self) -> str:

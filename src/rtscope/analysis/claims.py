@@ -1,0 +1,378 @@
+"""Claims judged on stored runs: a finding (a published study's or a team's own) re-tested with the run as the unit.
+
+A claim names two configurations (`baseline`, `cell`, within `where`), a metric and what is expected of them
+(docs/spec.md, "Claims"). Its evidence is the per-run values of the metric in each configuration, as compare
+tests them; nothing here computes a p-value of its own: every test is compare's Welch test on per-run values
+(compare.welch / run_level_row), and the runs a claim would need come from plan_sizing's power
+(plan_sizing.runs_needed) on the variance of the per-run values (the variance components of variance.py).
+
+| expect             | judged by                                                     | holds / contradicted                          |
+| ------------------ | ------------------------------------------------------------- | --------------------------------------------- |
+| lower, higher      | Welch's t-test on per-run values (two-sided), Holm            | significant in the expected / the other way   |
+| same (margin m)    | two one-sided Welch tests against ±m·baseline (TOST), Holm    | within ±m / significantly beyond ±m           |
+| ratio [lo, hi]     | the 95 % interval of cell / baseline (Welch on log values)    | interval inside [lo, hi] / outside it         |
+| below V            | the 95 % interval of the cell's value (one-sample Welch)      | interval below V / above V                    |
+
+Holm's correction runs over the tested lower/higher/same claims of one invocation (one p-value each: for
+`same`, the smaller of the equivalence test's p and the test of a difference beyond the margin, the one the
+verdict rests on). Ratio and bound claims are judged from their intervals, not corrected.
+
+A claim neither holds nor is contradicted is `undecided`: it says how many runs per configuration would decide
+it with 80 % power, from the per-run values' variance and the distance between the estimate and the claim's
+boundary (0 for lower/higher, ±m for same, the range's ends, the bound), at α divided by the family's size
+(Holm's first step: a conservative figure). With one run a side nothing is known of the between-run variance:
+the claim is undecided with that reason and the figure is left to a repeat of 3 runs.
+
+Published absolute figures come from other hardware: they are carried for display and never tested.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .compare import Cell, MIN_RUNS, holm, welch
+from .defaults import ALPHA, METRICS, TAIL
+from .plan_sizing import MIN_RUNS as PLAN_MIN_RUNS, POWER, runs_needed
+from .select import Configuration, value_matches
+
+MEMORY_PER_TASK = "memory_per_task"   # study 5: the least-squares slope of memory against tasks, per run
+CLAIM_METRICS = (*METRICS, TAIL, MEMORY_PER_TASK)
+DIRECTIONS = ("lower", "higher")
+EXPECT_WORDS = (*DIRECTIONS, "same")
+EXPECT_TABLES = ("ratio", "below")
+VERDICTS = ("holds", "contradicted", "undecided", "not measurable here")
+# A unit a claim may state its bound or published figures in, as a factor to the stored unit.
+UNITS = {"ns": ("ns", 1.0), "us": ("ns", 1e3), "µs": ("ns", 1e3), "ms": ("ns", 1e6), "s": ("ns", 1e9),
+         "B": ("bytes", 1.0), "bytes": ("bytes", 1.0), "KB": ("bytes", 1e3), "KiB": ("bytes", 1024.0),
+         "MB": ("bytes", 1e6), "MiB": ("bytes", 1024.0 ** 2)}
+
+
+@dataclass(frozen=True)
+class Expect:
+    kind: str                          # lower | higher | same | ratio | below
+    margin: float | None = None        # same: relative tolerance
+    low: float | None = None           # ratio range
+    high: float | None = None
+    bound: float | None = None         # below: in `unit`
+    unit: str | None = None
+
+    @property
+    def text(self) -> str:
+        if self.kind == "same":
+            return f"same within ±{self.margin:.0%}"
+        if self.kind == "ratio":
+            return f"ratio {self.low:g}..{self.high:g}"
+        if self.kind == "below":
+            return f"below {self.bound:g} {self.unit}"
+        return self.kind
+
+    def to_json(self) -> dict | str:
+        if self.kind in DIRECTIONS:
+            return self.kind
+        if self.kind == "same":
+            return {"same": True, "margin": self.margin}
+        if self.kind == "ratio":
+            return {"ratio": [self.low, self.high]}
+        return {"below": self.bound, "unit": self.unit}
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    text: str
+    metric: str
+    expect: Expect
+    baseline: tuple[tuple[str, str], ...] = ()   # NAME=VALUE texts, as --where takes them
+    cell: tuple[tuple[str, str], ...] = ()
+    where: tuple[tuple[str, str], ...] = ()
+    source: str = ""
+    published: dict = field(default_factory=dict, hash=False, compare=False)
+    requires: str | None = None                  # what rtscope cannot make (xenomai, solo5, xen)
+    scales: tuple[str, ...] = ()                 # the spec's scales whose matrix makes its cells (empty: every one)
+    line: int | None = None
+
+    @property
+    def two_sided(self) -> bool:
+        """Whether the claim compares two configurations (a bound is on the cell alone)."""
+        return self.expect.kind != "below"
+
+    def selects(self, side: str, config: Configuration) -> bool:
+        items = (*self.where, *(self.cell if side == "cell" else self.baseline))
+        return all(value_matches(config.get(n), v) for n, v in items)
+
+    def side_text(self, side: str) -> str:
+        items = self.cell if side == "cell" else self.baseline
+        return " ".join(f"{n}={v}" for n, v in items)
+
+
+@dataclass
+class Judgement:
+    claim: Claim
+    verdict: str = "undecided"
+    unit: str = ""                       # the stored unit of the values below
+    baseline: float | None = None        # the mean of the per-run values (None for a bound claim)
+    value: float | None = None
+    interval: tuple[float, float] | None = None
+    interval_of: str = ""                # difference | ratio | value
+    p: float | None = None
+    p_holm: float | None = None
+    runs: tuple[int, int] = (0, 0)       # the cell's runs and the baseline's
+    runs_needed: int | None = None
+    reason: str = ""
+    _decide: str = ""                    # which outcome a significant p means: holds | contradicted
+    _delta: float | None = None          # distance from the boundary, for runs_needed
+    _var: float | None = None            # variance of one run's value (equal-variance two-sample form)
+    _alpha_scale: float = 1.0            # a TOST's one-sided level, 2 × α in the two-sided power formula
+
+    @property
+    def ratio(self) -> float | None:
+        if self.interval_of == "ratio" and self.interval:
+            return math.sqrt(self.interval[0] * self.interval[1])   # the geometric point of the log interval
+        return self.value / self.baseline if self.value is not None and self.baseline else None
+
+    @property
+    def shown_unit(self) -> tuple[str, float]:
+        """The unit the values are shown in, and its size in the stored unit: the published figures' unit when it
+        is one of the stored unit's (us for ns), else µs for ns and the stored unit for the rest."""
+        published = (self.claim.published or {}).get("unit")
+        if published in UNITS and UNITS[published][0] == self.unit:
+            return published, UNITS[published][1]
+        return ("us", 1e3) if self.unit == "ns" else (self.unit, 1.0)
+
+    def to_json(self) -> dict:
+        c = self.claim
+        name, factor = self.shown_unit
+
+        def shown(v: float | None) -> float | None:
+            return None if v is None else v / factor
+
+        interval = None
+        if self.interval is not None:
+            lo, hi = self.interval if self.interval_of == "ratio" else map(shown, self.interval)
+            interval = {"of": self.interval_of, "low": lo, "high": hi, "level": 0.95,
+                        "unit": None if self.interval_of == "ratio" else name}
+        return {"id": c.id, "text": c.text, "source": c.source or None, "metric": c.metric,
+                "expect": c.expect.to_json(), "where": " ".join(f"{n}={v}" for n, v in c.where) or None,
+                "baseline": c.side_text("baseline") or None, "cell": c.side_text("cell"),
+                "verdict": self.verdict, "published": c.published or None,
+                "measured": {"baseline": shown(self.baseline), "cell": shown(self.value), "ratio": self.ratio,
+                             "unit": name, "runs": self.runs[0], "baseline_runs": self.runs[1]},
+                "interval": interval, "p": self.p, "p_holm": self.p_holm, "runs_needed": self.runs_needed,
+                "reason": self.reason or None}
+
+
+# --- per-run values ----------------------------------------------------------------------------------------------
+
+def per_run_values(cell: Cell, metric: str, slope: Callable[[object], float | None] | None = None) -> list[float]:
+    """The metric of each run of the cell, as compare tests it (the tail: each run's bound at p = 1e-9, a refused
+    run giving none; memory per task: `slope(run)`, the run's least-squares slope)."""
+    if metric in METRICS:
+        return cell.per_run_values(metric)
+    if metric == TAIL:
+        return [b.value for b in cell.tail_bounds().values() if b.value is not None]
+    if slope is None:
+        return []
+    return [v for v in (slope(r) for r in cell.runs) if v is not None]
+
+
+def run_var(cell: Cell, metric: str, values: list[float]) -> float | None:
+    """The variance of one run's value: the per-run values' total variance of variance.Components (between-run
+    plus within-run at the runs' length); for metrics without components (tail, memory per task) the same
+    quantity from the values."""
+    if len(values) < 2:
+        return None
+    if metric in METRICS:
+        return cell.components(metric).total_var
+    return float(np.var(values, ddof=1))
+
+
+# --- judging -----------------------------------------------------------------------------------------------------
+
+def find(claim: Claim, side: str, cells: list[Cell], keys: set[str] | None = None) -> tuple[Cell | None, str]:
+    """The one configuration of `cells` the claim's side selects, or (None, why). keys: the spec cells the side
+    names (`run.cell` of the runs a spec made): a configuration with such a run is the side's, whatever
+    settings its runtime records beside them (the BEAM records its defaults, so `fullsweep_after=65535` alone
+    also matches its `priority=high` runs); other runs (imported, another spec) are matched by their settings."""
+    if keys:
+        found = [c for c in cells if any(getattr(r, "cell", None) in keys for r in c.runs)]
+        if len(found) == 1:
+            return found[0], ""
+    found = [c for c in cells if claim.selects(side, c.config)]
+    if len(found) == 1:
+        return found[0], ""
+    what = " ".join(f"{n}={v}" for n, v in (*claim.where, *(claim.cell if side == "cell" else claim.baseline)))
+    if not found:
+        return None, f"no run of the {side} ({what}) in the selection"
+    return None, (f"the {side} ({what}) matches {len(found)} configurations of the selection "
+                  f"({'; '.join(c.config.label for c in found[:3])}{'...' if len(found) > 3 else ''}); "
+                  "narrow the selection (--where) or the claim's where")
+
+
+def judge(claims: list[Claim], cells: list[Cell], *, alpha: float = ALPHA,
+          not_measurable: dict[str, str] | None = None,
+          slope: Callable[[object], float | None] | None = None,
+          keys: dict[tuple[str, str], set[str]] | None = None) -> list[Judgement]:
+    """Every claim's verdict on these configurations (module doc). not_measurable: claim id -> why this machine
+    cannot make its runs (decided by the caller, which knows the targets); slope: a run's memory per task;
+    keys: (claim id, side) -> the spec cells that side names (find)."""
+    not_measurable, keys = not_measurable or {}, keys or {}
+    out = []
+    for claim in claims:
+        j = Judgement(claim)
+        out.append(j)
+        if claim.id in not_measurable:
+            j.verdict, j.reason = "not measurable here", not_measurable[claim.id]
+            continue
+        cell, why = find(claim, "cell", cells, keys.get((claim.id, "cell")))
+        base, why_base = find(claim, "baseline", cells, keys.get((claim.id, "baseline"))) if claim.two_sided \
+            else (None, "")
+        if cell is None or (claim.two_sided and base is None):
+            j.reason = "; ".join(w for w in (why, why_base) if w)
+            continue
+        j.unit = cell.config.unit
+        mine = per_run_values(cell, claim.metric, slope)
+        theirs = per_run_values(base, claim.metric, slope) if base is not None else []
+        {"lower": _direction, "higher": _direction, "same": _same, "ratio": _ratio, "below": _below}[
+            claim.expect.kind](j, cell, base, mine, theirs)
+    family = [j for j in out if j.p is not None and j.claim.expect.kind in EXPECT_WORDS]
+    for j, adjusted in zip(family, holm([j.p for j in family])):
+        j.p_holm = adjusted
+        if adjusted <= alpha:
+            j.verdict = j._decide
+    level = alpha / max(1, len(family))
+    for j in out:
+        if j.verdict == "undecided" and j._var is not None and j._delta is not None:
+            a = alpha if j.claim.expect.kind in EXPECT_TABLES else level
+            j.runs_needed = runs_needed(j._delta, j._var, min(0.5, a * j._alpha_scale), POWER) if j._delta else None
+            if j.runs_needed is None and not j.reason:
+                j.reason = ("the estimate sits on the claim's boundary: no number of runs decides it"
+                            if not j._delta else "more than 100,000 runs per configuration would be needed")
+    return out
+
+
+def _few(j: Judgement, n_cell: int, n_base: int, two_sided: bool = True) -> bool:
+    j.runs = (n_cell, n_base)
+    if n_cell >= MIN_RUNS and (n_base >= MIN_RUNS or not two_sided):
+        return False
+    counts = f"{n_cell} vs {n_base} runs" if two_sided else f"{n_cell} run"
+    j.reason = (f"{counts} with a {j.claim.metric}: with one run a side the between-run variation is unknown, so "
+                f"nothing is tested and the runs needed cannot be computed; repeat each configuration "
+                f"{PLAN_MIN_RUNS} times or more")
+    return True
+
+
+def _means(j: Judgement, mine: list[float], theirs: list[float]) -> None:
+    j.value = float(np.mean(mine)) if mine else None
+    j.baseline = float(np.mean(theirs)) if theirs else None
+
+
+def _pooled_var(j: Judgement, cell: Cell, base: Cell, mine: list[float], theirs: list[float]) -> float | None:
+    a, b = run_var(cell, j.claim.metric, mine), run_var(base, j.claim.metric, theirs)
+    return None if a is None or b is None else (a + b) / 2.0
+
+
+def _direction(j, cell, base, mine, theirs) -> None:
+    _means(j, mine, theirs)
+    if _few(j, len(mine), len(theirs)):
+        return
+    j.p, lo, hi = welch(np.asarray(mine, float), np.asarray(theirs, float))
+    j.interval, j.interval_of = (lo, hi), "difference"
+    diff = j.value - j.baseline
+    want = -1 if j.claim.expect.kind == "lower" else 1
+    j._decide = "holds" if np.sign(diff) == want else "contradicted"
+    if not (lo > 0 or hi < 0):   # the interval holds 0: whatever Holm says, no direction is shown
+        j._decide = "undecided"
+    j._delta, j._var = abs(diff), _pooled_var(j, cell, base, mine, theirs)
+
+
+def _same(j, cell, base, mine, theirs) -> None:
+    """TOST: the difference is within ±m when both one-sided tests (against −m and +m) reject; it is beyond the
+    margin when the one-sided test on its side does. Each one-sided p is Welch's two-sided p of the values
+    shifted by the margin, halved (or its complement when the difference lies the other way)."""
+    _means(j, mine, theirs)
+    if _few(j, len(mine), len(theirs)):
+        return
+    a, b = np.asarray(mine, float), np.asarray(theirs, float)
+    m = j.claim.expect.margin * abs(j.baseline)
+    _, lo, hi = welch(a, b)
+    j.interval, j.interval_of = (lo, hi), "difference"
+    diff = j.value - j.baseline
+    above_low = _one_sided(a + m, b)        # H0: diff ≤ −m  against  diff > −m
+    below_high = 1.0 - _one_sided(a - m, b)  # H0: diff ≥ +m  against  diff < +m
+    equivalent = max(above_low, below_high)
+    beyond = min(1.0 - above_low, 1.0 - below_high)   # H0: |diff| within the margin, on the side it lies
+    if equivalent <= beyond:
+        j.p, j._decide = equivalent, "holds"
+    else:
+        j.p, j._decide = beyond, "contradicted"
+    j._delta = abs(m - abs(diff))
+    j._var, j._alpha_scale = _pooled_var(j, cell, base, mine, theirs), 2.0
+
+
+def _one_sided(a: np.ndarray, b: np.ndarray) -> float:
+    """P-value of the one-sided Welch test of mean(a) − mean(b) > 0 (from compare.welch's two-sided p)."""
+    p, lo, hi = welch(a, b)
+    diff = float(np.mean(a) - np.mean(b))
+    return p / 2.0 if diff > 0 else 1.0 - p / 2.0
+
+
+def _ratio(j, cell, base, mine, theirs) -> None:
+    _means(j, mine, theirs)
+    if _few(j, len(mine), len(theirs)):
+        return
+    if min(mine) <= 0 or min(theirs) <= 0:
+        j.reason = f"a ratio needs positive values; the {j.claim.metric} of a run is ≤ 0"
+        return
+    la, lb = np.log(mine), np.log(theirs)
+    _, lo, hi = welch(la, lb)
+    j.interval, j.interval_of = (math.exp(lo), math.exp(hi)), "ratio"
+    e = j.claim.expect
+    if e.low <= j.interval[0] and j.interval[1] <= e.high:
+        j.verdict = "holds"
+    elif j.interval[1] < e.low or j.interval[0] > e.high:
+        j.verdict = "contradicted"
+    point = float(np.mean(la) - np.mean(lb))
+    j._delta = min(abs(point - math.log(e.low)), abs(point - math.log(e.high)))
+    j._var = (float(np.var(la, ddof=1)) + float(np.var(lb, ddof=1))) / 2.0
+
+
+def _below(j, cell, base, mine, theirs) -> None:
+    """One configuration's value against a bound: Welch's test of the per-run values against a constant is the
+    one-sample t-test (the constant side has no variance; Welch's df is then n − 1)."""
+    j.value = float(np.mean(mine)) if mine else None
+    if _few(j, len(mine), 0, two_sided=False):
+        return
+    unit, factor = UNITS[j.claim.expect.unit]
+    bound = j.claim.expect.bound * factor
+    _, lo, hi = welch(np.asarray(mine, float), np.full(2, bound))
+    j.interval, j.interval_of = (lo + bound, hi + bound), "value"
+    if hi < 0:
+        j.verdict = "holds"
+    elif lo > 0:
+        j.verdict = "contradicted"
+    j._delta = abs(j.value - bound)
+    var = run_var(cell, j.claim.metric, mine)
+    j._var = None if var is None else var / 2.0   # one sample of r runs: the two-sample formula at half the variance
+
+
+def memory_slope(store) -> Callable[[object], float | None]:
+    """A run's memory per task: the least-squares slope of its primary column against its `tasks` column
+    (fit.least_squares, as `rtscope tasks-table` fits a model's runs together); None for a run without them."""
+    from ..errors import UsageError
+    from .fit import least_squares
+
+    def slope(run) -> float | None:
+        names = [c["name"] for c in run.columns]
+        primary = run.primary["name"]
+        if "tasks" not in names or primary not in names:
+            return None
+        data = store.samples(run.id, ["tasks", primary])
+        try:
+            return least_squares(data["tasks"], data[primary]).slope
+        except UsageError:
+            return None
+    return slope

@@ -1,0 +1,226 @@
+"""`rtscope reproduce SPEC|STUDY`: a spec's claims judged on runs made now, or on stored runs (docs/reproduction.md)."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+from rich import box
+
+from .. import paths
+from ..analysis.defaults import ALPHA
+from ..errors import UsageError, choices
+from .compare import AlphaOpt, Experiment, RunIds, Tag, Where
+from .common import DbOption, JsonOption, Table, app, console, err_console, escape, open_store, print_json
+from .run import ScaleOption
+
+if TYPE_CHECKING:
+    from ..analysis.claims import Judgement
+
+FAIL_ON = ("contradicted",)
+VERDICT_STYLE = {"holds": "bold green", "contradicted": "bold red", "undecided": "yellow",
+                 "not measurable here": "dim"}
+
+
+@app.command()
+def reproduce(
+    spec: Annotated[Path, typer.Argument(help="A spec with [[claim]] tables: a file, or a shipped study by name "
+                                              "(nerves-rt, kernels, msgq, storage, tasks).")],
+    scale: ScaleOption = None,
+    repetitions: Annotated[Optional[int], typer.Option(
+        "--repetitions", help="Runs per configuration (default: the spec's at its scale); an undecided claim "
+                              "says how many would decide it.")] = None,
+    experiment: Experiment = None, tag: Tag = None, where: Where = None, run: RunIds = None,
+    alpha: AlphaOpt = ALPHA,
+    fail_on: Annotated[Optional[str], typer.Option(
+        "--fail-on", metavar="contradicted", help="A gate for CI: exit 1 when a claim is contradicted.")] = None,
+    junit: Annotated[Optional[Path], typer.Option(
+        "--junit", metavar="FILE", help="Write JUnit XML: a test case per claim (contradicted: a failure; "
+                                        "undecided or not measurable here: skipped).")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="Seed of the runs' random order.")] = None,
+    db: DbOption = None, json_out: JsonOption = False,
+) -> None:
+    """Judge a spec's claims: run the configurations they name (only those), or, with --experiment, --tag or
+    --run, judge stored runs. Each claim holds, is contradicted, is undecided (with the runs per configuration
+    that would decide it) or is not measurable here (with why). --where narrows either."""
+    from ..analysis.claims import judge, memory_slope
+    from ..analysis.compare import check_options, load_cells
+    from ..experiment import claim_runs, execute as exp_mod, spec as spec_mod
+    from ..options import parse_assignment
+    from ..targets import Pool
+    check_options(alpha)
+    if fail_on is not None and fail_on not in FAIL_ON:
+        raise UsageError(f"--fail-on {fail_on!r}: valid: {choices(FAIL_ON)}")
+    if repetitions is not None and repetitions < 1:
+        raise UsageError(f"--repetitions must be at least 1, got {repetitions}")
+    _check_junit(junit)
+    path = paths.find_spec(spec)
+    parsed = spec_mod.load(path, scale)
+    if not parsed.claims:
+        raise UsageError(f"{path} has no [[claim]] tables: nothing to reproduce (docs/spec.md, \"Claims\"; the "
+                         "shipped studies have them: nerves-rt, kernels, msgq, storage, tasks)")
+    wheres = [parse_assignment(w) for w in where or []]
+    stored = bool(experiment or tag or run)
+    if stored and repetitions is not None:
+        raise UsageError("--repetitions runs configurations; with --experiment, --tag or --run stored runs are "
+                         "judged and nothing runs")
+    command = f"rtscope reproduce {shlex.quote(str(spec))}" + (f" --scale {parsed.scale}" if scale else "") + \
+        (f" --db {shlex.quote(db)}" if db else "")
+    store = open_store(db)
+    with Pool() as pool:
+        absent = claim_runs.unmeasurable(parsed, exp_mod.Availability(pool, boot=False))
+        aside = claim_runs.set_aside(parsed, wheres, command)
+        if stored:
+            from ..analysis.select import CORE_DIMENSIONS, Selection, select_runs
+            core = {n: v for n, v in wheres if n in CORE_DIMENSIONS}     # --where variant=fib: compare's --variant
+            runs = select_runs(store, Selection(experiment, **core, tags=list(tag or []),
+                                                where=[(n, v) for n, v in wheres if n not in core],
+                                                run_ids=list(run or [])))
+        else:
+            runs = _run_claims(store, parsed, path, pool, absent, aside, wheres, repetitions, seed)
+    cells = load_cells(store, runs)
+    if stored:   # stored runs of what this machine cannot make (imported, made elsewhere) are judged
+        from ..analysis.claims import find
+        absent = {cid: why for cid, why in absent.items()
+                  if not all(find(c, s, cells)[0] for c in parsed.claims if c.id == cid for s in claim_runs.sides(c))}
+    judgements = judge(parsed.claims, cells, alpha=alpha, not_measurable=absent, slope=memory_slope(store),
+                       keys=claim_runs.side_keys(parsed))
+    for j in judgements:
+        if j.claim.id in aside and j.verdict != "not measurable here" and not j.runs[0]:
+            j.verdict, j.reason, j.runs_needed = "undecided", aside[j.claim.id], None
+    machine = runs[0].machine if runs else pool_machine()
+    if junit is not None:
+        from ..report import junit as junit_report
+        n = junit_report.write_claims(judgements, parsed.name, junit, enforced=fail_on is not None)
+        err_console.print(f"wrote {escape(str(junit))}: {n['tests']} test cases, {n['failures']} failures, "
+                          f"{n['skipped']} skipped")
+    if json_out:
+        print_json({"spec": parsed.name, "scale": parsed.scale, "alpha": alpha, "correction": "holm",
+                    "machine": machine_text(machine), "runs": [r.id for r in runs],
+                    "claims": [j.to_json() | {"command": needed_command(j, command, aside)} for j in judgements]})
+    else:
+        print_claims(judgements, parsed.name, alpha, machine, command, aside)
+    if fail_on is not None and any(j.verdict == "contradicted" for j in judgements):
+        raise typer.Exit(1)
+
+
+def _check_junit(junit: Path | None) -> None:
+    if junit is None:
+        return
+    if junit.is_dir():
+        raise UsageError(f"--junit {junit} is a directory; give a file name such as {junit / 'claims.xml'}")
+    if not junit.parent.is_dir():
+        raise UsageError(f"cannot write {junit}: directory {junit.parent} does not exist")
+
+
+def _run_claims(store, parsed, path, pool, absent, aside, wheres, repetitions, seed) -> list:
+    """Run the configurations of the claims that can be judged here; their runs, and skipped runs' reasons added
+    to `absent`."""
+    from ..experiment import claim_runs, execute as exp_mod
+    from .run import print_warnings, run_experiment
+    wanted = [c for c in parsed.claims if c.id not in absent and c.id not in aside]
+    sub = claim_runs.trimmed(parsed, wanted, wheres, repetitions)
+    if not sub.cells:
+        return []
+    print_warnings(parsed)
+    chosen = seed if seed is not None else parsed.seed if parsed.seed is not None else exp_mod.new_seed()
+    planned = exp_mod.plan(sub, chosen)
+    experiment = exp_mod.start(store, sub, planned, chosen, exp_mod.spec_identity(path))
+    err_console.print(f"experiment {experiment.id}: {escape(parsed.name)}, scale {parsed.scale or '-'}, "
+                      f"{len(sub.cells)} configurations named by claims, {len(planned)} runs")
+    outcome = run_experiment(store, experiment, str(path), pool)
+    skipped = {p.cell: why for p, why in outcome.skipped}
+    for claim in wanted:
+        for c in claim_runs.cells_of(parsed, claim, wheres):
+            if c.key in skipped:
+                absent.setdefault(claim.id, skipped[c.key])
+    return store.runs(experiment_id=experiment.id)
+
+
+def pool_machine() -> dict:
+    from ..targets import Pool
+    with Pool() as pool:
+        return pool.get("local").snapshot()
+
+
+def machine_text(env: dict) -> str:
+    """This machine as a line: CPU, architecture, kernel and preemption model; a VM's accelerator."""
+    parts = [env.get("cpu_model") or "?", env.get("machine") or "?", f"Linux {env.get('kernel_release') or '?'}",
+             env.get("preemption") or ""]
+    if env.get("board"):
+        parts.insert(0, env["board"])
+    if env.get("accelerator"):
+        parts.append(f"VM ({env['accelerator']})")
+    return ", ".join(p for p in parts if p)
+
+
+def needed_command(j: Judgement, command: str, aside: dict[str, str]) -> str | None:
+    """The command that would decide an undecided claim (a set-aside one's reason names its own)."""
+    if j.verdict != "undecided" or j.claim.id in aside:
+        return None
+    if j.runs_needed is not None:
+        return f"{command} --repetitions {j.runs_needed}"
+    if j.runs[0] < 2 or (j.claim.two_sided and j.runs[1] < 2):
+        from ..analysis.plan_sizing import MIN_RUNS
+        return f"{command} --repetitions {MIN_RUNS}"
+    return None
+
+
+def _values(j: Judgement, a: float | None, b: float | None) -> str:
+    name, factor = j.shown_unit
+    if a is None and b is None:
+        return "-"
+    from ..analysis.results import fmt
+    shown = name.replace("us", "µs")
+    if not j.claim.two_sided:
+        return f"{fmt('mean', b, 1 / factor)} {shown}"
+    return f"{fmt('mean', a, 1 / factor)} → {fmt('mean', b, 1 / factor)} {shown}"
+
+
+def _interval(j: Judgement) -> str:
+    if j.interval is None:
+        return "-"
+    lo, hi = j.interval
+    if j.interval_of == "ratio":
+        return f"×{lo:.3g}..{hi:.3g}"
+    from ..analysis.results import fmt
+    name, factor = j.shown_unit
+    sign = "Δ " if j.interval_of == "difference" else ""
+    return f"{sign}{fmt('mean', lo, 1 / factor)}..{fmt('mean', hi, 1 / factor)}"
+
+
+def print_claims(judgements: list[Judgement], name: str, alpha: float, machine: dict, command: str,
+                 aside: dict[str, str]) -> None:
+    table = Table(title=f"claims of {escape(name)}: published → measured (baseline → cell)", box=box.SIMPLE_HEAD,
+                  title_justify="left", pad_edge=False)
+    for head in ("claim", "metric", "expect", "published", "measured", "95% interval", "verdict"):
+        table.add_column(head)
+    for j in judgements:
+        pub = j.claim.published or {}
+        published = "-" if "cell" not in pub else (
+            f"{pub['cell']:g} {pub.get('unit', '')}" if not j.claim.two_sided else
+            f"{pub.get('baseline', '?'):g} → {pub['cell']:g} {pub.get('unit', '')}".strip())
+        table.add_row(escape(j.claim.id), j.claim.metric, escape(j.claim.expect.text), escape(published),
+                      _values(j, j.baseline, j.value), _interval(j),
+                      f"[{VERDICT_STYLE[j.verdict]}]{j.verdict}[/]")
+    console.print(table)
+    for j in judgements:
+        if j.verdict in ("undecided", "not measurable here"):
+            line = f"{j.claim.id}: {j.verdict}"
+            if j.runs_needed is not None:
+                line += f": {j.runs_needed} runs per configuration would decide it at 80 % power"
+            if j.reason:
+                line += f": {j.reason}"
+            if (cmd := needed_command(j, command, aside)):
+                line += f"; `{cmd}`"
+            console.print(escape(line), style="yellow" if j.verdict == "undecided" else "dim", soft_wrap=True)
+    hardware = sorted({j.claim.published.get("hardware") for j in judgements if j.claim.published} - {None})
+    console.print(f"published on: {escape('; '.join(hardware) or 'not stated')}; measured on: "
+                  f"{escape(machine_text(machine))} — published absolute figures are shown, never tested",
+                  soft_wrap=True)
+    tested = sum(j.p_holm is not None for j in judgements)
+    console.print(f"lower/higher: Welch t-test on per-run values; same: two one-sided tests within the margin; "
+                  f"Holm over {tested} such claims, α = {alpha:g}; ratio, below: the 95 % interval "
+                  "(docs/reproduction.md)", style="dim", soft_wrap=True)

@@ -1,0 +1,93 @@
+"""What `rtscope reproduce` runs for a spec's claims, and which claims this machine cannot measure, and why.
+
+Only the configurations a claim names are run (its baseline and its cell), `repetitions` times each when asked
+(the figure an undecided claim gives). A claim is not measurable here when it requires what rtscope cannot make
+(claim_table.REQUIREMENTS), when a run of its configurations cannot be made on its target (no cpufreq for a
+governor, no podman...: Availability's reason), or when its target is a VM that this host can only emulate
+(QEMU's TCG: the figures would measure the emulator, not the kernel or the environment).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from ..analysis.claims import Claim
+from ..analysis.select import value_matches
+from ..targets import resolve
+from .execute import BOOTED_KINDS, Availability, target_of
+from .spec import Spec
+from .spec.claim_table import REQUIREMENTS, request_value
+
+
+def sides(claim: Claim) -> tuple[str, ...]:
+    return ("cell", "baseline") if claim.two_sided else ("cell",)
+
+
+def side_cells(spec: Spec, claim: Claim, side: str, where: list[tuple[str, str]] = ()) -> list:
+    """The spec cells one side of a claim names, among those matching `where`."""
+    if claim.requires or (claim.scales and spec.scale not in claim.scales):
+        return []
+    items = (*claim.where, *(claim.cell if side == "cell" else claim.baseline), *where)
+    return [c for c in spec.cells if all(value_matches(request_value(c.request, n), v) for n, v in items)]
+
+
+def cells_of(spec: Spec, claim: Claim, where: list[tuple[str, str]] = ()) -> list:
+    """The spec cells a claim names (both sides), among those matching `where`."""
+    return [c for side in sides(claim) for c in side_cells(spec, claim, side, where)]
+
+
+def side_keys(spec: Spec) -> dict[tuple[str, str], set[str]]:
+    """(claim id, side) -> the keys of the spec cells it names: how runs the spec made are found (claims.find)."""
+    return {(claim.id, side): {c.key for c in side_cells(spec, claim, side)}
+            for claim in spec.claims for side in sides(claim)}
+
+
+def emulated(req) -> str | None:
+    """Why a run on a QEMU target would measure the emulator here (TCG), or None."""
+    d = resolve(target_of(req))
+    if d.kind not in BOOTED_KINDS:
+        return None
+    arch, accel = d.options.get("arch", "x86_64"), d.options.get("accel", "auto")
+    host = os.uname().machine
+    if accel == "tcg" or (accel == "auto" and arch != host):
+        return (f"target {d.name} is an {arch} VM that this {host} host can only emulate (QEMU's TCG): its "
+                f"figures would measure the emulator, not the {d.options.get('kernel', 'guest')} kernel; run the "
+                f"claim on an {arch} host with KVM, or on the board (--target)")
+    if accel == "auto" and not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return f"target {d.name}: no usable /dev/kvm here, so QEMU would emulate it (TCG) and measure the emulator"
+    return None
+
+
+def unmeasurable(spec: Spec, availability: Availability) -> dict[str, str]:
+    """Claim id -> why this machine cannot make its runs."""
+    out = {}
+    for claim in spec.claims:
+        if claim.requires:
+            out[claim.id] = REQUIREMENTS[claim.requires]
+            continue
+        for c in cells_of(spec, claim):
+            why = emulated(c.request) or availability.reason(c.request)
+            if why:
+                out[claim.id] = why
+                break
+    return out
+
+
+def set_aside(spec: Spec, where: list[tuple[str, str]], command: str) -> dict[str, str]:
+    """Claim id -> why it is not judged in this invocation: claimed at another scale, or outside --where."""
+    out = {}
+    for claim in spec.claims:
+        if claim.scales and spec.scale not in claim.scales:
+            out[claim.id] = (f"claimed at scale {' or '.join(claim.scales)} (its configurations exist there only): "
+                             f"`{command} --scale {claim.scales[0]}`")
+        elif where and not claim.requires and len(cells_of(spec, claim, where)) < len(sides(claim)):
+            out[claim.id] = "outside the selection " + " ".join(f"--where {n}={v}" for n, v in where)
+    return out
+
+
+def trimmed(spec: Spec, claims: list[Claim], where: list[tuple[str, str]], repetitions: int | None) -> Spec:
+    """The spec with only the cells these claims name (within `where`), `repetitions` times each when given."""
+    keys = {c.key for claim in claims for c in cells_of(spec, claim, where)}
+    cells = [dataclasses.replace(c, repetitions=repetitions or c.repetitions) for c in spec.cells if c.key in keys]
+    return dataclasses.replace(spec, cells=cells)
