@@ -6,7 +6,7 @@ its calibration against fresh real runs (docs/tail.md).
    each: how often a bound is claimed, and how often the true latency exceeded with p = 1e-5 and 1e-7 lies in
    the 95 % interval (of the seeds claimed, and of all seeds: a refusal counts as a miss). AR(1) series
    (φ = 0.3, 0.5, 0.7): how often the independence check refuses; i.i.d. normal samples: how often claimed.
-2. Speed: `tail.of_run` on a stored run of 10^6 samples (loading included), median of 5.
+2. Speed: `tail_bound.of_run` on a stored run of 10^6 samples (loading included), median of 5.
 3. Real runs (--real): a native exec sum run and a native timer run of 10^5 samples each (`rtscope run`);
    when a bound is claimed at p = 1e-4 and 1e-5, a fresh run of 10^6 samples of the same configuration is
    counted against it: observed exceedances of the upper 95 % limit against the Poisson 99 % upper limit of
@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import tail_synthetic as ts  # noqa: E402
 from report_fixtures import add_run  # noqa: E402
 
-from rtscope.analysis import tail_bound as tail  # noqa: E402
+from rtscope.analysis import tail_bound  # noqa: E402
 from rtscope.store import Store  # noqa: E402
 
 N = 100_000
@@ -50,7 +50,7 @@ def coverage(seeds: int) -> None:
         for seed in range(seeds):
             x = ts.spliced(N, shape, np.random.default_rng(seed))
             t0 = time.perf_counter()
-            t = tail.analyse([x], {"run": seed})
+            t = tail_bound.analyse([x], {"run": seed})
             times.append(time.perf_counter() - t0)
             if not t.claimed:
                 continue
@@ -64,10 +64,10 @@ def coverage(seeds: int) -> None:
     for phi in (0.3, 0.5, 0.7):
         refused = 0
         for seed in range(seeds):
-            t = tail.analyse([ts.ar1(N, phi, np.random.default_rng(seed))], {"run": seed}, gev=False)
+            t = tail_bound.analyse([ts.ar1(N, phi, np.random.default_rng(seed))], {"run": seed}, gev=False)
             refused += (not t.claimed) and t.failed.name == "independence"
         print(f"  AR(1) φ = {phi}: refused by the independence check in {refused / seeds:.2f} of the seeds")
-    claimed = sum(tail.analyse([ts.iid_normal(N, np.random.default_rng(s))], {"run": s}, gev=False).claimed
+    claimed = sum(tail_bound.analyse([ts.iid_normal(N, np.random.default_rng(s))], {"run": s}, gev=False).claimed
                   for s in range(seeds))
     print(f"  i.i.d. normal: claimed in {claimed / seeds:.2f} of the seeds")
 
@@ -77,11 +77,11 @@ def speed() -> None:
         store = Store(str(Path(tmp) / "speed.db"))
         x = ts.spliced(1_000_000, 0.1, np.random.default_rng(1)).astype(np.int64)
         run = store.get_run(add_run(store, Path(tmp), x))
-        tail.of_run(store, run)
+        tail_bound.of_run(store, run)
         times = []
         for _ in range(5):
             t0 = time.perf_counter()
-            t = tail.of_run(store, run)
+            t = tail_bound.of_run(store, run)
             times.append(time.perf_counter() - t0)
         print(f"\nspeed: tail of a stored 10^6-sample run (loading its samples included): median "
               f"{statistics.median(times):.2f} s of 5 (min {min(times):.2f}, max {max(times):.2f}); "
@@ -125,7 +125,7 @@ def calibration(make_run=real_run, what: str = "real runs") -> None:
         for name in CONFIGS:
             store, run = make_run(Path(tmp), name, 100_000)
             t0 = time.perf_counter()
-            t = tail.of_run(store, run)
+            t = tail_bound.of_run(store, run)
             fit_s = time.perf_counter() - t0
             if not t.claimed:
                 print(f"  {name}: refused ({fit_s:.2f} s): {t.refused_because}")

@@ -1,7 +1,7 @@
 """The false-positive rate of compare --tail's row: A/A comparisons of simulated runs (bench for docs/analysis.md).
 
 Each comparison is 5 vs 5 runs of the same distribution (a normal body with a generalised Pareto tail of the
-given shape, tests/tail_synthetic.py), each run's bound at p = 1e-9 from tail.run_bound (its checks corrected
+given shape, tests/tail_synthetic.py), each run's bound at p = 1e-9 from tail_bound.run_bound (its checks corrected
 for 5 runs), then compare's run_level_row: the Welch t-test of the row. Prints, per shape, how many
 comparisons were tested (every run with a bound) and the share with p < 0.05 (the nominal rate is 0.05).
 
@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import tail_synthetic as ts  # noqa: E402
 
-from rtscope.analysis import tail_bound as tail  # noqa: E402
+from rtscope.analysis import tail_bound  # noqa: E402
 from rtscope.analysis.compare import TAIL_TEST, run_level_row  # noqa: E402
 
 
@@ -42,7 +42,7 @@ def main() -> None:
         start = time.perf_counter()
         hits = tested = 0
         for _ in range(args.comparisons):
-            values = [tail.run_bound((1.0 if i < r else args.factor) * ts.spliced(args.samples, shape, rng), None,
+            values = [tail_bound.run_bound((1.0 if i < r else args.factor) * ts.spliced(args.samples, shape, rng), None,
                                      r).value for i in range(2 * r)]
             if any(v is None for v in values):
                 continue

@@ -79,27 +79,27 @@ def earlier_comparison_set(store: Store, sel: Selection, baseline_sel: Selection
 def compare_document(store: Store, cs: ComparisonSet, shares: list | None = None) -> dict:
     """`compare --json`: the comparison set, and the cause shares of its explained runs where there are any
     (`shares`: analysis.explain_shares.comparison_shares's, when the caller has them already)."""
-    from . import explain_shares as causes
-    shares = causes.comparison_shares(store, cs) if shares is None else shares
+    from . import explain_shares
+    shares = explain_shares.comparison_shares(store, cs) if shares is None else shares
     return {**cs.to_json(), **({"causes": [c.to_json() for c in shares]} if shares else {})}
 
 
 def explain_document(store: Store, run: Run, worst: int | None = None) -> dict | None:
     """`explain --json`: the run's explained samples (the `worst` largest), each with its causes, and the shares
     of the excess above the run's median per cause kind and culprit; None when the run was not explained."""
-    from . import explain_shares as causes
+    from . import explain_shares
     explained = store.causes(run.id)
     if not explained:
         return None
     explained = explained[:worst] if worst is not None else explained
-    median = causes.run_median(store, run) or 0
+    median = explain_shares.run_median(store, run) or 0
     return {"run": run.id, "reference": {"what": "median", "value_ns": median},
             "trace": run.trailer.get("explain"),
             "samples": [{"index": s["sample_index"], "value_ns": s["value_ns"], "cpu": s["cpu"],
                          "thread": s["thread"], "scheduler": s.get("scheduler"), "start_ns": s["start_ns"],
-                         "causes": [causes.shown_cause(c) for c in s.get("causes", [])],
+                         "causes": [explain_shares.shown_cause(c) for c in s.get("causes", [])],
                          "self_ns": s.get("self_ns", 0), "idle_ns": s.get("idle_ns", 0),
                          "unexplained_ns": s["unexplained_ns"], "measuring_pid": s.get("measuring_pid"),
                          "note": s.get("note")} | ({"cycle": s["cycle"]} if "cycle" in s else {}) for s in explained],
-            "summary": [r.to_json() for r in causes.shares(explained, median)],
-            "steal": causes.steal(run, explained, median)}
+            "summary": [r.to_json() for r in explain_shares.shares(explained, median)],
+            "steal": explain_shares.steal(run, explained, median)}

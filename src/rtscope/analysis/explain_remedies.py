@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..workloads import format_cpus
-from . import explain_shares as causes
+from . import explain_shares
 
 MIN_SHARE = 0.05      # a culprit below this share of the excess gets no remedy of its own
 # per-CPU kernel threads: they cannot be moved, only the measured task can
@@ -50,9 +50,9 @@ class Remedy:
 
     @property
     def cause_label(self) -> str:
-        if self.kind == causes.UNEXPLAINED:
-            return self.name or causes.UNEXPLAINED
-        return causes.culprit({"kind": self.kind, "name": self.name, "pid": self.pid, "irq": self.irq})
+        if self.kind == explain_shares.UNEXPLAINED:
+            return self.name or explain_shares.UNEXPLAINED
+        return explain_shares.culprit({"kind": self.kind, "name": self.name, "pid": self.pid, "irq": self.irq})
 
     @property
     def value_text(self) -> str:
@@ -136,7 +136,7 @@ def _thread(r: _Run, name: str, prio: int | None, longest_ns: int) -> list[tuple
         if thread_rt is None or thread_rt < 99:
             value = NORMAL_RT if thread_rt is None or thread_rt < NORMAL_RT else thread_rt + 1
             out.append(("rt_priority", value, f"run the measured task at SCHED_FIFO {value}, above {name} "
-                        f"({causes.priority(prio) or 'its priority'})",
+                        f"({explain_shares.priority(prio) or 'its priority'})",
                         "the task starves every lower thread on its CPU while it runs"))
     elif thread_rt is not None and thread_rt >= r.rt:
         if thread_rt < 99:
@@ -162,7 +162,7 @@ def _thread(r: _Run, name: str, prio: int | None, longest_ns: int) -> list[tuple
     return [x for x in out if x]
 
 
-def _for(r: _Run, row: causes.Share, split: dict[str, float], detail: dict) -> list[tuple[str, Any, str, str]]:
+def _for(r: _Run, row: explain_shares.Share, split: dict[str, float], detail: dict) -> list[tuple[str, Any, str, str]]:
     """The remedies of one culprit, best first (`detail`: _detail's)."""
     kind, name = row.kind, row.name or ""
     if kind == "thread":
@@ -229,7 +229,7 @@ def _for(r: _Run, row: causes.Share, split: dict[str, float], detail: dict) -> l
             return []
         return [("cpu", int(m[1]), f"pin the measured task to CPU {m[1]}: a pinned task is never moved ({name})",
                  "the task can no longer leave a busy CPU for a free one")]
-    if kind == causes.UNEXPLAINED:
+    if kind == explain_shares.UNEXPLAINED:
         out = []
         if split.get("idle", 0) > 0.3 and r.settings.get("cpu_dma_latency_us") != 0:
             out.append(("cpu_dma_latency", 0, "the CPU sat idle while the sample was due: a wake-up from a deep "
@@ -244,7 +244,7 @@ def _for(r: _Run, row: causes.Share, split: dict[str, float], detail: dict) -> l
 def suggest(run, explained: list[dict], reference: float, min_share: float = MIN_SHARE) -> list[Remedy]:
     """The remedies for the run's culprits, ranked by the share of the excess above `reference` their cause
     took (a cause's own remedies in the order given: the one that costs least first)."""
-    rows = [r for r in causes.shares(explained, reference) if r.by == "culprit" and r.share >= min_share]
+    rows = [r for r in explain_shares.shares(explained, reference) if r.by == "culprit" and r.share >= min_share]
     view = _run_view(run, explained)
     above = [s for s in explained if not s.get("note") and s["value_ns"] > reference]
     # what the unexplained rest is made of: the CPU idle, the task's own time, what no event accounts for
@@ -258,7 +258,7 @@ def suggest(run, explained: list[dict], reference: float, min_share: float = MIN
         for setting, value, why, cost in _for(view, row, split, detail):
             if value_of(run.settings.get(setting)) == value_of(value):
                 continue
-            name = row.name if row.kind != causes.UNEXPLAINED else None
+            name = row.name if row.kind != explain_shares.UNEXPLAINED else None
             out.append(Remedy(row.kind, name, row.pid, row.irq, row.share, setting, value, why, cost))
     seen, unique = set(), []
     for r in out:  # one remedy (setting and value) once: under the largest cause it serves
@@ -286,7 +286,7 @@ def unremedied(explained: list[dict], reference: float, min_share: float = MIN_S
     kind's in WITHOUT_SETTING), largest first: {"for": {kind, name, pid, irq}, "share", "why"}."""
     return [{"for": {"kind": r.kind, "name": r.name, "pid": r.pid, "irq": r.irq}, "share": r.share,
              "why": WITHOUT_SETTING[r.kind]}
-            for r in causes.shares(explained, reference)
+            for r in explain_shares.shares(explained, reference)
             if r.by == "culprit" and r.share >= min_share and r.kind in WITHOUT_SETTING]
 
 
@@ -294,7 +294,7 @@ def value_of(v: Any) -> str:
     return "" if v is None else (("true" if v else "false") if isinstance(v, bool) else str(v))
 
 
-def _detail(explained: list[dict], row: causes.Share) -> dict:
+def _detail(explained: list[dict], row: explain_shares.Share) -> dict:
     """What the samples say of one culprit beyond its share: a thread's kernel priority, a GC's largest heap."""
     prio, heap, longest = None, 0, 0
     for s in explained:

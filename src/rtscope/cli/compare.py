@@ -196,7 +196,7 @@ def compare(
     The baseline is a configuration among the selected runs (--baseline NAME=VALUE), or runs stored earlier
     (--baseline-experiment, --baseline-tag): then each configuration is compared with the same configuration
     there. --fail-on and --junit make it a gate for CI (docs/analysis.md, "Gating CI")."""
-    from ..analysis import explain_shares as causes
+    from ..analysis import explain_shares
     from ..analysis.documents import compare_document
     from ..analysis.gate import Gate
     from ..errors import UsageError
@@ -211,7 +211,7 @@ def compare(
         baseline_sel = selection(baseline_experiment, workload, variant, runtime, baseline_tag, where, None)
     cs = comparisons(db, selection(experiment, workload, variant, runtime, tag, where, run), baseline, alpha,
                   per_thread, baseline_sel, tail or (gate is not None and gate.names_tail))
-    why = causes.comparison_shares(open_store(db), cs)
+    why = explain_shares.comparison_shares(open_store(db), cs)
     if junit is not None:
         from ..report import junit as junit_report
         n = junit_report.write(cs, gate, junit)

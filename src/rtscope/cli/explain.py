@@ -60,12 +60,13 @@ def _experiment_targets(store, run) -> dict:
 def _remedies(store, run) -> tuple[list, list[dict]]:
     """The run's remedies, ranked, each with whether its target can apply it (docs/explain.md, "Remedies"), and
     its culprits no setting takes away."""
-    from ..analysis import explain_shares as causes, explain_remedies as remedies
+    from ..analysis import explain_shares, explain_remedies
     from ..experiment.explain_spec import applies_on
     _experiment_targets(store, run)
     explained = store.causes(run.id)
-    median = causes.run_median(store, run) or 0
-    return applies_on(run, remedies.suggest(run, explained, median)), remedies.unremedied(explained, median)
+    median = explain_shares.run_median(store, run) or 0
+    return (applies_on(run, explain_remedies.suggest(run, explained, median)),
+            explain_remedies.unremedied(explained, median))
 
 
 def _print_remedies(found: list, unremedied: list[dict]) -> None:
@@ -116,7 +117,7 @@ def explain(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (s
             db: DbOption = None, json_out: JsonOption = False) -> None:
     """Why the worst samples of a run were late: per sample the interrupts, softirqs, threads, GCs that ran
     instead, and the share of the excess time per cause over the run; with --suggest, the remedies."""
-    from ..analysis import explain_shares as causes
+    from ..analysis import explain_shares
     from ..analysis.documents import explain_document
     store = open_store(db)
     run = store.get_run(run_id)
@@ -134,8 +135,8 @@ def explain(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (s
         return
     explained = store.causes(run.id)
     explained = explained[:worst] if worst is not None else explained
-    median = causes.run_median(store, run) or 0
-    summary = causes.shares(explained, median)
+    median = explain_shares.run_median(store, run) or 0
+    summary = explain_shares.shares(explained, median)
     console.print(f"[bold]run {run.id}[/]: {escape(run.label)}; {len(explained)} explained sample(s), largest first")
     for s in explained:
         where = ", ".join(p for p in (f"thread {s['thread']}" if s["thread"] is not None else "",
@@ -152,7 +153,7 @@ def explain(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (s
         table.add_column("µs", justify="right")
         table.add_column("share", justify="right")
         for c in s.get("causes", []):
-            table.add_row(escape(causes.culprit(c)), escape(_detail(c)),
+            table.add_row(escape(explain_shares.culprit(c)), escape(_detail(c)),
                           _us(c["duration_ns"]), f"{c['duration_ns'] / s['value_ns']:.0%}")
         table.add_row("the measuring " + ("process" if run.runtime == "beam" else "thread") + " itself", "", _us(s.get("self_ns", 0)),
                       f"{s.get('self_ns', 0) / s['value_ns']:.0%}")
@@ -160,7 +161,7 @@ def explain(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (s
         console.print(table)
     if not summary:
         console.print(f"\nno explained sample above the run's median ({_us(median)} µs)")
-        _print_steal(causes.steal(run, explained, median))
+        _print_steal(explain_shares.steal(run, explained, median))
         if suggest:
             _print_remedies(found, unremedied)
         return
@@ -174,6 +175,6 @@ def explain(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (s
             if r.by == by:
                 t.add_row(escape(r.label), _us(r.excess_ns), f"{r.share:.0%}", str(r.samples))
         console.print(t)
-    _print_steal(causes.steal(run, explained, median))
+    _print_steal(explain_shares.steal(run, explained, median))
     if suggest:
         _print_remedies(found, unremedied)

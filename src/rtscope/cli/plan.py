@@ -44,13 +44,13 @@ def plan(
     db: DbOption = None, json_out: JsonOption = False,
 ) -> None:
     """How many runs × samples per run a spec needs to detect a change, and what that costs in wall time."""
-    from ..analysis import plan_sizing as plan_mod
+    from ..analysis import plan_sizing
     from ..errors import UsageError
-    from ..experiment import plan_spec as sizing
+    from ..experiment import plan_spec
     from ..experiment.spec import read_text
     from .common import open_store
-    change = plan_mod.parse_detect(detect)
-    plan_mod.check_options(metric, alpha, power)
+    change = plan_sizing.parse_detect(detect)
+    plan_sizing.check_options(metric, alpha, power)
     if upper is not None and not 0.5 <= upper < 1:
         raise UsageError(f"--upper must be at least 0.5 and below 1 (e.g. 0.8), got {upper}")
     if tests is not None and tests < 1:
@@ -58,24 +58,24 @@ def plan(
     path = paths.find_spec(spec)
     if write is not None and write.resolve() == Path(path).resolve():
         raise UsageError(f"--write {write} would overwrite the spec itself; name another file")
-    sp = sizing.plan_spec(open_store(db), path, change, metric, alpha=alpha, power=power, experiment=experiment,
+    sp = plan_spec.plan_spec(open_store(db), path, change, metric, alpha=alpha, power=power, experiment=experiment,
                              upper=upper, tests=tests)
     if write is not None and sp.feasible:
-        sizing.write_sized(read_text(path), sp, write)
+        plan_spec.write_sized(read_text(path), sp, write)
     if json_out:
         print_json(sp.to_json())
     else:
         print_plan(sp)
     if write is not None and not sp.feasible:
         err_console.print(f"[yellow]not written:[/] {escape(str(write))}: no plan reaches {sp.power:.0%} power "
-                          f"within {plan_mod.MAX_RUNS} runs per configuration")
+                          f"within {plan_sizing.MAX_RUNS} runs per configuration")
 
 
 def print_plan(sp) -> None:
     from rich import box
 
     from ..analysis.results import display_unit, fmt
-    from ..analysis import plan_sizing as plan_mod
+    from ..analysis import plan_sizing
     console.print(f"[bold]plan for {escape(sp.spec)}[/]: detect a {sp.detect:.3g} ({sp.detect:.1%}) change of "
                   f"{sp.metric} with {sp.power:.0%} power, two-sided α = {sp.alpha:g} over {sp.tests} tests "
                   f"(Holm's worst "
@@ -93,7 +93,7 @@ def print_plan(sp) -> None:
         comp = c.components
         _, scale = display_unit(c.runs[0].primary.get("unit", "ns") if c.runs else "ns")
         own, p = c.own, c.common or c.own
-        alone = f"{own.runs} × {own.samples:,}" if own.feasible else f">{plan_mod.MAX_RUNS} runs"
+        alone = f"{own.runs} × {own.samples:,}" if own.feasible else f">{plan_sizing.MAX_RUNS} runs"
         block = f"{p.runs} × {p.samples:,}" if c.common is not None and p.runs else "-"
         table.add_row(escape(c.label), fmt(sp.metric, comp.value, scale), fmt(sp.metric, c.between_var ** 0.5, scale),
                       fmt(sp.metric, comp.within_se, scale), alone, block, f"{p.power:.0%}", duration_text(p.wall_ns))
@@ -121,7 +121,7 @@ def print_plan(sp) -> None:
         else:
             console.print("to run it: `rtscope plan ... --write SIZED.toml`, then `rtscope run SIZED.toml`")
     else:
-        console.print(f"[bold red]not feasible[/] within {plan_mod.MAX_RUNS} runs per configuration")
+        console.print(f"[bold red]not feasible[/] within {plan_sizing.MAX_RUNS} runs per configuration")
     for c in sp.configs:
         for note in (c.own.notes if c.own else []):
             console.print(f"note: {escape(c.label)}: {escape(note)}")

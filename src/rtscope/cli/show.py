@@ -16,7 +16,7 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
     """Show a run: the study's AVG MAX VAR STDEV, percentiles, settings, machine state and worst case (the
     largest sample and the tail's bound at p = 1e-9 per sample, or the check that refused it)."""
     from .. import sysinfo
-    from ..analysis import explain_shares as causes, distribution, stats, threads
+    from ..analysis import explain_shares, distribution, stats, threads
     from ..analysis.distribution import REPORTED_KEYS
     from ..analysis.documents import show_document
     from ..analysis.results import DISPLAY, display_unit, fmt
@@ -63,7 +63,7 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
                                   run.primary["unit"]))
     for name, count in (run.trailer.get("counters") or {}).items():
         console.print(f"{name}: {count:,}" if isinstance(count, int) else f"{name}: {count}")
-    why = causes.top_line(store, run)
+    why = explain_shares.top_line(store, run)
     if why:
         console.print(f"causes:   {escape(why)} (rtscope explain {run.id})", soft_wrap=True)
     for note in run.trailer.get("notes", []) + sysinfo.warnings(env):

@@ -27,7 +27,7 @@ def tail_cmd(run: RunArg = None, experiment: Experiment = None, where: Where = N
     """The latency exceeded with probability p per sample (1e-3 … 1e-12), with 95 % intervals, from an
     extreme-value fit of the tail; claimed only when independence, stationarity (and, for several runs, their
     tails' homogeneity) and the fit's test pass, else refused with the failed check."""
-    from ..analysis import tail_bound as tails
+    from ..analysis import tail_bound
     store = open_store(db)
     if run is not None and (experiment or where or run_ids):
         raise UsageError("give a RUN, or select a configuration's runs with --experiment/--where/--run, not both")
@@ -37,10 +37,10 @@ def tail_cmd(run: RunArg = None, experiment: Experiment = None, where: Where = N
             ids = [r.id for r in store.runs()]
             shown = ", ".join(map(str, ids[:20])) + (f" … ({len(ids)} runs)" if len(ids) > 20 else "")
             raise UsageError(f"no run {run} in store {store.url}; valid runs: {shown or 'none (the store is empty)'}")
-        result = tails.of_run(store, found[0])
+        result = tail_bound.of_run(store, found[0])
     elif experiment or where or run_ids:
         from ..analysis.select import Selection, select_runs
-        result = tails.of_runs(store, select_runs(store, Selection.from_cli(experiment, where=where,
+        result = tail_bound.of_runs(store, select_runs(store, Selection.from_cli(experiment, where=where,
                                                                            run_ids=run_ids)))
     else:
         raise UsageError("name a RUN (see `rtscope runs`) or a configuration: --experiment ID [--where NAME=VALUE]")

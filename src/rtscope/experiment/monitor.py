@@ -30,7 +30,7 @@ import math
 import re
 from dataclasses import asdict, dataclass
 
-from ..analysis import explain_shares as causes
+from ..analysis import explain_shares
 from ..analysis.stats import summarize_histogram
 from ..analysis.threads import thread_histograms
 from ..errors import UsageError
@@ -166,7 +166,8 @@ def top_cause(store, run: Run) -> str | None:
     explained = store.causes(run.id)
     if not explained:
         return None
-    rows = [r for r in causes.shares(explained, causes.run_median(store, run) or 0) if r.by == "culprit"]
+    median = explain_shares.run_median(store, run) or 0
+    rows = [r for r in explain_shares.shares(explained, median) if r.by == "culprit"]
     return f"{rows[0].label} {rows[0].share:.0%}" if rows else "no explained sample above the median"
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..analysis import plan_sizing as plan_mod
+from ..analysis import plan_sizing
 from ..analysis.defaults import ALPHA, METRICS
 from ..errors import UsageError
 from ..store import Run, Store
@@ -40,10 +40,10 @@ class ConfigPlan:
     block: int | None                  # the spec block its runs come from (None: not in the spec any more)
     cells: list[str]                   # the spec's cell keys of its runs
     components: Any                    # variance.Components
-    cost: plan_mod.Cost
-    own: plan_mod.Plan | None          # sized alone
+    cost: plan_sizing.Cost
+    own: plan_sizing.Plan | None          # sized alone
     between_var: float = 0.0           # σ²_b planned with: the estimate, or its upper limit (--upper)
-    common: plan_mod.Plan | None = None  # at its block's runs × samples
+    common: plan_sizing.Plan | None = None  # at its block's runs × samples
     runs: list[Run] = field(default_factory=list, repr=False)
 
     def to_json(self) -> dict:
@@ -171,7 +171,7 @@ def probe_and_gaps(runs: list[Run]) -> tuple[dict[int, float], dict[int, float]]
     return probe, gaps
 
 
-def _cost(cell, probe: dict[int, float], gaps: dict[int, float]) -> plan_mod.Cost:
+def _cost(cell, probe: dict[int, float], gaps: dict[int, float]) -> plan_sizing.Cost:
     runs = [r for r in cell.runs if r.id in probe and r.n_samples > 0]
     if not runs:
         raise UsageError(f"configuration {cell.config.label}: no run with samples and start/finish times; "
@@ -181,21 +181,21 @@ def _cost(cell, probe: dict[int, float], gaps: dict[int, float]) -> plan_mod.Cos
     mean = cell.stats.get("mean")
     if pause is not None and mean is not None and runs[0].primary.get("unit") == "ns":
         hint = float(mean) + 1e6 * float(runs[0].params.get(pause, 0) or 0)
-    return plan_mod.estimate_cost([r.n_samples for r in runs], [probe[r.id] for r in runs],
+    return plan_sizing.estimate_cost([r.n_samples for r in runs], [probe[r.id] for r in runs],
                                   [gaps[r.id] for r in runs if r.id in gaps], hint)
 
 
 # --- the plan ------------------------------------------------------------------------------------------------------
 
 def plan_spec(store: Store, spec_path: str | Path, detect: float, metric: str = "mean", *, alpha: float = ALPHA,
-              power: float = plan_mod.POWER, experiment: str | None = None,
+              power: float = plan_sizing.POWER, experiment: str | None = None,
               upper: float | None = None, tests: int | None = None) -> SpecPlan:
     """tests: the size of compare's Holm family the verdict must survive (default: every metric of every
     configuration against one baseline per block); each test is planned at alpha / tests, Holm's worst case."""
     from ..analysis.compare import load_cells
     from ..analysis.select import short_labels
     from ..analysis.variance import components
-    plan_mod.check_options(metric, alpha, power)
+    plan_sizing.check_options(metric, alpha, power)
     text = spec_mod.read_text(spec_path)
     first = spec_mod.parse(text, str(spec_path))
     exp = pilot_experiment(store, first, str(spec_path), experiment)
@@ -229,8 +229,8 @@ def plan_spec(store: Store, spec_path: str | Path, detect: float, metric: str = 
                              f"least 2 (3 or more is better); run the pilot with `repetitions = 3` in {spec_path}")
         cost = _cost(cell, probe, gaps)
         between = comp.between_var if upper is None else \
-            plan_mod.upper_between(comp.total_var, comp.within_var, comp.runs, upper)
-        own = plan_mod.plan_one(metric, comp.value, between, comp.within_var, comp.runs,
+            plan_sizing.upper_between(comp.total_var, comp.within_var, comp.runs, upper)
+        own = plan_sizing.plan_one(metric, comp.value, between, comp.within_var, comp.runs,
                                 comp.samples_per_run, cost, detect, alpha=alpha, power=power,
                                 total_var=comp.total_var)
         configs.append(ConfigPlan(label, blocks[0] if blocks else None, keys, comp, cost, own, between,
@@ -249,11 +249,11 @@ def plan_spec(store: Store, spec_path: str | Path, detect: float, metric: str = 
         if not members:
             bp.notes.append(f"block {b + 1} ({workload}): no pilot runs, not planned")
             continue
-        demands = [plan_mod.Demand(c.label, metric, c.components.value, c.between_var,
+        demands = [plan_sizing.Demand(c.label, metric, c.components.value, c.between_var,
                                    c.components.within_var, c.components.total_var, c.components.runs,
                                    c.components.samples_per_run, c.cost, max(1, sum(k in block_of for k in c.cells)))
                    for c in members]
-        n, r, plans = plan_mod.plan_matrix(demands, detect, alpha=alpha, power=power)
+        n, r, plans = plan_sizing.plan_matrix(demands, detect, alpha=alpha, power=power)
         for c in members:
             c.common = plans[c.label]
         bp.samples, bp.runs = n, r
@@ -274,7 +274,7 @@ def plan_spec(store: Store, spec_path: str | Path, detect: float, metric: str = 
             bp.notes.append(f"block {b + 1} ({workload}): no parameter sets its samples per run; only its "
                             "repetitions are sized")
         if r is None:
-            bp.notes.append(f"block {b + 1}: more than {plan_mod.MAX_RUNS} runs per configuration would be "
+            bp.notes.append(f"block {b + 1}: more than {plan_sizing.MAX_RUNS} runs per configuration would be "
                             f"needed to detect {detect:.1%} on {metric}")
     return SpecPlan(str(spec_path), exp.id, exp.name, exp.scale, metric, detect, family_alpha, power, configs,
                     block_plans, notes, upper=upper, tests=tests)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..analysis import tail_bound as tails
+from ..analysis import tail_bound
 from ..analysis.results import display_unit
 from ..analysis.tail_fit import band
 from ..errors import UsageError
@@ -55,7 +55,7 @@ class Exceedance:
     x: np.ndarray                       # empirical: values, ascending
     y: np.ndarray                       # the fraction of samples at or above each
     exact: bool                         # from every sample (else a histogram's bucket edges)
-    tail: tails.Tail | None = None      # None: the analysis could not run (`reason` says why)
+    tail: tail_bound.Tail | None = None      # None: the analysis could not run (`reason` says why)
     reason: str | None = None           # why no bound is drawn (None: claimed)
     fit_p: np.ndarray = field(default_factory=lambda: np.empty(0))
     fit_x: np.ndarray = field(default_factory=lambda: np.empty(0))
@@ -73,7 +73,7 @@ class Exceedance:
         return f.ex.u, f.ex.zeta
 
     @property
-    def bound(self) -> tails.Level | None:
+    def bound(self) -> tail_bound.Level | None:
         """The claimed level at P_BOUND (None when not claimed, or when the threshold lies below it)."""
         if not self.claimed:
             return None
@@ -140,7 +140,7 @@ def of_cell(cell, label: str) -> Exceedance:
         exact, n = False, int(merged["n"])
     out = Exceedance(label, cell.config.unit, n, x, y, exact)
     try:
-        out.tail = tails.of_cell(cell, gev=False)       # the plot does not show the cross-check
+        out.tail = tail_bound.of_cell(cell, gev=False)       # the plot does not show the cross-check
     except UsageError as e:
         out.reason = f"no tail analysis: {e}"
         return out
@@ -202,7 +202,7 @@ def num(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.1f}" if abs(x) >= 10 else f"{x:.2f}"
 
 
-def interval_text(lv: tails.Level, scale: float) -> str:
+def interval_text(lv: tail_bound.Level, scale: float) -> str:
     hi = "unbounded" if lv.ci[1] is None else num(lv.ci[1] * scale)
     return f"{num(lv.ci[0] * scale)}–{hi}"
 

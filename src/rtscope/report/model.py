@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from .. import sysinfo
-from ..analysis import explain_shares as causes, stats
+from ..analysis import explain_shares, stats
 from ..analysis.compare import Baseline, Cell, ComparisonSet, check_options, compare, load_cells, spec_baseline
 from ..analysis.fit import Series, memory_series
 from ..analysis.select import Configuration, short_labels
@@ -161,7 +161,7 @@ class Report:
     fleet: list = field(default_factory=list)        # lab.FleetRow: the worst case per target, for several targets
     tunes: list = field(default_factory=list)        # tune.TuneView: the search and confirmation of `rtscope tune`
     why: list = field(default_factory=list)          # WhySample: the worst explained samples (setting explain)
-    why_shares: list = field(default_factory=list)   # causes.ConfigShares: cause shares per configuration
+    why_shares: list = field(default_factory=list)   # explain_shares.ConfigShares: cause shares per configuration
 
 
 @dataclass
@@ -519,8 +519,8 @@ def build(store: Store, runs: list[Run], *, title: str, selection: str, baseline
     why = why_samples(store, cells, labels)
     why_shares = []
     if why:
-        why_shares = (causes.comparison_shares(store, comparisons) if comparisons is not None else
-                      causes.cell_shares(store, cells, labels))
+        why_shares = (explain_shares.comparison_shares(store, comparisons) if comparisons is not None else
+                      explain_shares.cell_shares(store, cells, labels))
     return Report(title, datetime.now(timezone.utc).isoformat(timespec="seconds"), selection, runs,
                   machines(runs), cells, labels, plot_groups, series, omitted, task_series,
                   units.pop() if len(units) == 1 else "bytes", comparisons, notes,

@@ -7,7 +7,7 @@ schedulers it ran on (`on`: the one at its start, then each switch-in; 0 = a dir
 with every stretch (`gc`, `scheduled_out`, `dirty_hop`, `port`), and the VM's OS threads (`N_scheduler`,
 `N_dirty_cpu_sch`, ...).
 Here, per stretch of one scheduler, the CPU its thread was on (the pinned CPU, else followed through the
-trace's sched_switch/sched_wakeup) is attributed with causes.interference: interrupts at any time, other
+trace's sched_switch/sched_wakeup) is attributed with explain_trace.interference: interrupts at any time, other
 tasks while a VM thread was runnable there, other threads of the VM while the measuring one waited there
 (`vm_thread`).
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .. import explain_trace as causes
+from .. import explain_trace
 from ..targets import tracefs
 
 Spans = list[tuple[int, int]]
@@ -89,7 +89,7 @@ def vm_threads(explained: dict) -> tuple[set[int], dict[int, set[int]]]:
     return set(names), by_sched
 
 
-def _homes(events: dict[int, list[causes.Event]], tids: set[int], a: int, b: int) -> list[tuple[int, int, int]]:
+def _homes(events: dict[int, list[explain_trace.Event]], tids: set[int], a: int, b: int) -> list[tuple[int, int, int]]:
     """[(from, to, cpu)] covering [a, b]: the CPU the threads `tids` were on, from the switches in and out of
     them and their wake-ups (target_cpu), across the traced CPUs' events. Before the first sign of them in
     [a, b], their last CPU before a; [] when the trace never shows them."""
@@ -137,7 +137,7 @@ def _stretches(rec: dict) -> list[tuple[int, int, int]]:
     return out
 
 
-def merge(rec: dict, events: dict[int, list[causes.Event]], vm: set[int], by_sched: dict[int, set[int]],
+def merge(rec: dict, events: dict[int, list[explain_trace.Event]], vm: set[int], by_sched: dict[int, set[int]],
           traced: list[int]) -> dict:
     """The sample record `rec` (BEAM causes with every stretch, relative to its start) with the kernel's
     causes merged in, from the events of the traced CPUs around it (docs: the merge)."""
@@ -163,7 +163,7 @@ def merge(rec: dict, events: dict[int, list[causes.Event]], vm: set[int], by_sch
             if cpu not in events:
                 missed.append(f"{(y - x) / 1000:.0f} µs on CPU {cpu}, which was not traced")
                 continue
-            got = causes.interference(events[cpu], x, y, vm, cpu, origin_ns=start, running=tids)
+            got = explain_trace.interference(events[cpu], x, y, vm, cpu, origin_ns=start, running=tids)
             cpu_time[cpu] = cpu_time.get(cpu, 0) + y - x
             covered.append((x - start, y - start))
             vm_ran.extend((p - start, q - start) for p, q in got.vm_spans)
@@ -172,7 +172,7 @@ def merge(rec: dict, events: dict[int, list[causes.Event]], vm: set[int], by_sch
                 if key not in kernel:
                     kernel[key] = {**c, "duration_ns": 0, "intervals": []}
                 kernel[key]["duration_ns"] += c["duration_ns"]
-                room = causes.INTERVALS_KEPT - len(kernel[key]["intervals"])
+                room = explain_trace.INTERVALS_KEPT - len(kernel[key]["intervals"])
                 kernel[key]["intervals"].extend(c["intervals"][:max(0, room)])
             spans.extend((p - start, q - start) for p, q, _ in got.spans)
     # The BEAM's intervals: each GC kind's stretches; scheduled out (GC excluded); the rest its own running.
@@ -184,7 +184,8 @@ def merge(rec: dict, events: dict[int, list[causes.Event]], vm: set[int], by_sch
             mine = _minus(mine, gc)
         left = max(0, c["duration_ns"] - _overlap(mine, spans))
         if left > 0:
-            merged.append({**c, "duration_ns": left, "intervals": c.get("intervals", [])[:causes.INTERVALS_KEPT]})
+            merged.append({**c, "duration_ns": left,
+                           "intervals": c.get("intervals", [])[:explain_trace.INTERVALS_KEPT]})
     busy = _union(gc + [(x, y) for c in rec["causes"] if c["kind"] in NOT_RUNNING for x, y in c["intervals"]])
     own = _minus([(0, value)], busy)  # the process running its code, as the BEAM sees it
     # Its own time where the kernel saw a VM thread run, plus where the kernel side did not look.
@@ -201,19 +202,20 @@ def merge(rec: dict, events: dict[int, list[causes.Event]], vm: set[int], by_sch
             "note": "kernel side not covered: " + "; ".join(missed) if missed else None}
 
 
-def _windows(instance: tracefs.Instance, wanted: list[dict]) -> tuple[dict[int, dict[int, list[causes.Event]]], int]:
+def _windows(instance: tracefs.Instance,
+             wanted: list[dict]) -> tuple[dict[int, dict[int, list[explain_trace.Event]]], int]:
     """Per sample (by index into `wanted`): its events per traced CPU, from the window keeper's copies (the
     harness marked each sample when it entered its worst so far), else from the ring buffer; and the bytes
     read."""
     spans = [(rec["os_start_ns"], rec["os_end_ns"]) for rec in wanted]
     kept, read_bytes = instance.kept_windows(spans)
     oldest = instance.oldest_ns()
-    out: dict[int, dict[int, list[causes.Event]]] = {}
+    out: dict[int, dict[int, list[explain_trace.Event]]] = {}
     ring: list[int] = []  # the samples to read from the ring buffers
     for i, (a, b) in enumerate(spans):
         lines = kept.get((a, b))
         if lines is not None:
-            out[i] = causes.by_cpu(causes.parse(lines))
+            out[i] = explain_trace.by_cpu(explain_trace.parse(lines))
         elif all(instance.ring_holds(oldest, c, a) for c in instance.cpus):
             ring.append(i)
     for cpu in instance.cpus if ring else []:
@@ -246,7 +248,7 @@ def kernel_side(instance: tracefs.Instance, records: list[dict], explained: dict
         out.append(merge(r, events, vm, by_sched, instance.cpus))
     for r in out:
         for c in r["causes"]:
-            c["intervals"] = c.get("intervals", [])[:causes.INTERVALS_KEPT]
+            c["intervals"] = c.get("intervals", [])[:explain_trace.INTERVALS_KEPT]
     cost = {"samples": len(out), "cpus": instance.cpus, "buffer_kb_per_cpu": instance.buffer_kb,
             "trace_bytes_read": read_bytes,
             "trace_bytes_per_sample": round(read_bytes / len(out)) if out else 0, "clock": tracefs.CLOCK}

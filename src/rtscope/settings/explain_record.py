@@ -17,12 +17,12 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .. import explain_trace as causes, sysinfo, workloads
+from .. import explain_trace, sysinfo, workloads
 from ..errors import RtscopeError, UsageError
 from ..options import integer
 from ..signals import held_signals
 from ..targets import tracefs
-from . import explain_beam_kernel as explain_beam
+from . import explain_beam_kernel
 from .base import RunContext, Setting
 
 MARKS_ENV = "RTSCOPE_MARKS"  # probes/lib/worst.h
@@ -102,7 +102,7 @@ def explain_samples(instance: tracefs.Instance, sf: Any, k: int) -> tuple[list[d
         if cpu not in instance.cpus:
             out[i]["note"] = f"CPU {cpu} was not traced (traced: {workloads.format_cpus(instance.cpus)})"
         elif lines is not None:
-            windows[i] = causes.parse(lines)
+            windows[i] = explain_trace.parse(lines)
         elif instance.ring_holds(oldest, cpu, start):
             for c in spread(cpu):
                 if instance.ring_holds(oldest, c, start):
@@ -115,16 +115,17 @@ def explain_samples(instance: tracefs.Instance, sf: Any, k: int) -> tuple[list[d
         read_bytes += read
         for i, events in zip(wanted, got):
             windows.setdefault(i, []).extend(events)
-    per_cpu = {i: causes.by_cpu(events) for i, events in windows.items()}
+    per_cpu = {i: explain_trace.by_cpu(events) for i, events in windows.items()}
     for cpu in {out[i]["cpu"] for i in windows}:
         mine = [i for i in windows if out[i]["cpu"] == cpu]
         # The measuring thread: the task most often current at the samples' ends on this CPU (one sample's
         # end may fall a moment before its switch-in shows in the trace).
-        ends = [causes.current_at(per_cpu[i].get(cpu, []), out[i]["start_ns"] + out[i]["value_ns"]) for i in mine]
+        ends = [explain_trace.current_at(per_cpu[i].get(cpu, []), out[i]["start_ns"] + out[i]["value_ns"])
+                for i in mine]
         measuring = max(set(ends), key=ends.count)
         for i in mine:
             elsewhere = {c: evs for c, evs in per_cpu[i].items() if c != cpu} if instance.follow else None
-            out[i].update(causes.attribute(per_cpu[i].get(cpu, []), out[i]["start_ns"],
+            out[i].update(explain_trace.attribute(per_cpu[i].get(cpu, []), out[i]["start_ns"],
                                            out[i]["start_ns"] + out[i]["value_ns"], measuring, elsewhere))
     records = [out[i] for i in picked]
     cost = {"samples": len(records), "per_thread": k, "column": column, "cpus": instance.cpus,
@@ -156,13 +157,13 @@ def with_cycles(records: list[dict], table: Any) -> list[dict]:
 def beam_samples(sf: Any, k: int, *, full: bool = False) -> list[dict]:
     """The explained samples the BEAM harness wrote into the trailer, as stored records (the trailer keeps
     only what it cost, and the clock mapping). `full`: every stretch of each cause (for the kernel side's
-    merge), else the first causes.INTERVALS_KEPT."""
+    merge), else the first explain_trace.INTERVALS_KEPT."""
     got = sf.trailer.get("explain") or {}
     records = []
     for s in got.get("samples", []):
         causes_ = [{"pid": None, "irq": None, "prio": None, **c} for c in s.get("causes", [])]
         if not full:
-            causes_ = [{**c, "intervals": (c.get("intervals") or [])[:causes.INTERVALS_KEPT]} for c in causes_]
+            causes_ = [{**c, "intervals": (c.get("intervals") or [])[:explain_trace.INTERVALS_KEPT]} for c in causes_]
         records.append({"sample_index": s["index"], "thread": None, "cpu": None, "value_ns": s["value_ns"],
                         "start_ns": s["start_ns"], "causes": causes_, "self_ns": s.get("self_ns", 0), "idle_ns": 0,
                         "unexplained_ns": s.get("unexplained_ns", 0), "scheduler": s.get("scheduler"),
@@ -177,11 +178,11 @@ def beam_kernel_samples(instance: tracefs.Instance, sf: Any, k: int) -> list[dic
     """A BEAM run's explained samples with both sides: the harness's (GCs, times scheduled out) and the
     kernel's (what the OS took from the VM's scheduler threads), merged (settings/explain_beam_kernel.py)."""
     got = sf.trailer.get("explain") or {}
-    records, cost = explain_beam.kernel_side(instance, beam_samples(sf, k, full=True), got)
+    records, cost = explain_beam_kernel.kernel_side(instance, beam_samples(sf, k, full=True), got)
     for r in records:
         for key in ("os_start_ns", "os_end_ns", "on"):
             r.pop(key, None)
-    sf.trailer["explain"] = {**sf.trailer["explain"], **cost, "clock_mapping": explain_beam.clock_summary(got)}
+    sf.trailer["explain"] = {**sf.trailer["explain"], **cost, "clock_mapping": explain_beam_kernel.clock_summary(got)}
     return records
 
 

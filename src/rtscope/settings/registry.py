@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..options import boolean, integer, one_of
 from ..targets import parse_target
 from ..workloads import TASK_MODELS
-from . import environments, explain_record as explain, governor, kernel_cmdline, kernel_files, loadgen, pm_qos
+from . import environments, explain_record, governor, kernel_cmdline, kernel_files, loadgen, pm_qos
 from .base import RunContext, Setting
 from .vm_flags import parse_vm_flags
 
@@ -56,7 +56,7 @@ BEAM_SETTINGS = (
 
 SETTINGS: dict[str, Setting] = {s.name: s for s in (
     *PROBE_SETTINGS, TARGET, MODEL, *BEAM_SETTINGS, *governor.SETTINGS, *loadgen.SETTINGS, *environments.SETTINGS,
-    *explain.SETTINGS, *kernel_files.SETTINGS, *pm_qos.SETTINGS, *kernel_cmdline.SETTINGS)}
+    *explain_record.SETTINGS, *kernel_files.SETTINGS, *pm_qos.SETTINGS, *kernel_cmdline.SETTINGS)}
 
 
 def system_settings() -> dict[str, Setting]:

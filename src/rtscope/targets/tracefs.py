@@ -20,7 +20,7 @@ import socket
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-from .. import explain_trace as causes
+from .. import explain_trace
 from .base import Target, TargetError
 
 PREFIX = "rtscope-"
@@ -341,12 +341,12 @@ echo 1 > "$d/tracing_on"
             out[c] = int(m[1]) * 1_000_000_000 + int(m[2]) * 1000 if m else None
         return out
 
-    def ring_windows(self, cpu: int, spans: list[tuple[int, int]]) -> tuple[list[list[causes.Event]], int]:
+    def ring_windows(self, cpu: int, spans: list[tuple[int, int]]) -> tuple[list[list[explain_trace.Event]], int]:
         """What the ring buffer still holds of `cpu` in each span (CLOCK_MONOTONIC ns, from LOOK_S before its
         start): the events per span, and the bytes read (filtered on the target: only the spans cross)."""
         spans = [(a - LOOK_NS, b) for a, b in spans]
         lines = self.windows(cpu, spans)
-        events = causes.parse(lines)
+        events = explain_trace.parse(lines)
         stamps = [e.ts_ns for e in events]
         return ([events[bisect_left(stamps, a):bisect_right(stamps, b)] for a, b in spans],
                 sum(len(line) + 1 for line in lines))

@@ -8,7 +8,7 @@ from ...errors import UsageError, choices
 from ...options import lookup
 from ...runtimes import RUNTIMES
 from ...runtimes.base import RunRequest
-from ...settings import explain_record as explain
+from ...settings import explain_record
 from ...settings.registry import SETTINGS, system_settings
 from ...workloads import WORKLOADS
 
@@ -37,6 +37,6 @@ def build_request(workload: str, variant: str, runtime: str, params: dict[str, A
     for name, raw in (settings or {}).items():
         parsed[name] = lookup(accepted, f"setting for runtime {runtime}", name, where).value(raw, where)
     req = RunRequest(workload, variant, runtime, full, parsed, tuple(tags))
-    if parsed.get("explain") and (why := explain.unsupported(req)):
+    if parsed.get("explain") and (why := explain_record.unsupported(req)):
         raise UsageError(f"{why}{' in ' + where if where else ''}")
     return req

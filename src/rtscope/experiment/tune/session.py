@@ -27,7 +27,7 @@ from ..runner import execute as execute_run
 from ..spec import Spec
 from ..spec import parse as parse_spec
 from ..spec.model import Budget, Knob, Range
-from . import rounds as plan
+from . import rounds
 from .rounds import FINISHED, RACE
 from .space import Space
 
@@ -64,7 +64,7 @@ class Tune:
 
 
 class Reporter(Protocol):
-    def planned(self, tune: Tune, step: "plan.Step") -> None: ...
+    def planned(self, tune: Tune, step: "rounds.Step") -> None: ...
     def run_started(self, tune: Tune, slot: dict) -> None: ...
     def run_stored(self, tune: Tune, slot: dict, run_id: int) -> None: ...
 
@@ -96,7 +96,7 @@ def create(store: Store, spec: Spec, spec_path: str | None, target: str, seed: i
     now = time.time()
     tune_id = store.tunes.create({"experiment_id": experiment.id, "spec_path": spec_path, "target": target,
                                   "seed": seed, "options": options, "phase": RACE, "round": 0, "status": RUNNING,
-                                  "created_at": plan._now(), "started": now})
+                                  "created_at": rounds._now(), "started": now})
     return load(store, tune_id)
 
 
@@ -171,11 +171,11 @@ def work_one(store: Store, tune: Tune, pool: Pool, reporter: Reporter | None, wo
                 with held_signals():
                     store.tunes.release(tune.id, slot["plan_index"], worker)
             raise
-        step = plan.next_step(store, tune)
+        step = rounds.next_step(store, tune)
         if step is None:                   # others' runs still in progress
             time.sleep(POLL_S)
             continue
-        if plan.commit(store, tune, step) and reporter:
+        if rounds.commit(store, tune, step) and reporter:
             reporter.planned(tune, step)
     return tune
 
