@@ -1,7 +1,7 @@
-"""A test-only runtime with a known optimum and known noise, to test `rtscope tune` deterministically.
+"""A test-only runtime with a known optimum and known noise, to test `rtscope tune` and the gate deterministically.
 
 `synthetic` runs exec sum as a small Python process (this file run as a script) that writes an ordinary
-sample file: its times follow a known function of fullsweep_after, min_heap_size and priority (the shape
+sample file: its times follow a known function of fullsweep_after, min_heap_size, priority and n (the shape
 study 1 measured on the BEAM: a small heap costs most, fullsweep_after matters only with a small heap), with
 seeded noise within and between runs. It goes through the real runner and store; only the probe is made up,
 because the BEAM's own timings cannot be known in advance. Tests enable it with `enable(monkeypatch)`.
@@ -22,6 +22,7 @@ import numpy as np
 
 OPTIMUM_HEAP = 46422
 BASE_NS = 100_000.0
+SUM_N = 4000     # exec sum's default n: BASE_NS is the time of sum(SUM_N); a larger n takes longer in proportion
 SAMPLES = 300
 
 
@@ -70,7 +71,8 @@ def main(out: str, arg: str) -> None:
     a = json.loads(arg)
     s = a["settings"]
     rng = np.random.default_rng(a["seed"])
-    mean = expected_ns(s.get("fullsweep_after"), s.get("min_heap_size"), s.get("priority"))
+    mean = (expected_ns(s.get("fullsweep_after"), s.get("min_heap_size"), s.get("priority"))
+            * a["params"].get("n", SUM_N) / SUM_N)
     run_offset = rng.normal(0.0, 0.03 * mean)
     n = int(a["params"].get("iterations", SAMPLES))
     times = np.maximum(1, rng.normal(mean + run_offset, 0.10 * mean, n)).astype(np.int64)

@@ -1,58 +1,20 @@
-"""Runtime beam end to end through the CLI: tiny runs stored, bad values refused before any VM starts,
-a VM that dies stores nothing."""
-
-import json
+"""Runtime beam end to end through the CLI, on the real Erlang VM: tiny runs stored with their settings, a VM
+that dies stores nothing. The refusals before any VM starts: tests/test_beam_cli_units.py."""
 
 import pytest
 
 import rtscope.runtimes.beam  # noqa: F401  (registers runtime beam; kept for when runtimes/__init__ omits it)
-from rtscope.targets import LocalTarget
 from rtscope.runtimes import RUNTIMES
-from rtscope.settings.vm_flags import parse_vm_flags
 from rtscope.store import Store
+from test_beam_cli_units import run_spec, spec
 
 pytestmark = pytest.mark.real
-
-
-def toml_value(v) -> str:
-    return json.dumps(v)
-
-
-def spec(*blocks: tuple[str, str, dict, dict]) -> str:
-    """blocks: (workload, variant, params, settings) -> spec text, runtime beam."""
-    out = ['name = "beam-test"']
-    for workload, variant, params, settings in blocks:
-        out += ["[[workload]]", f'name = "{workload}"', f'variants = "{variant}"', 'runtime = "beam"']
-        if params:
-            out += ["[workload.params]", *(f"{k} = {toml_value(v)}" for k, v in params.items())]
-        if settings:
-            out += ["[workload.settings]", *(f"{k} = {toml_value(v)}" for k, v in settings.items())]
-    return "\n".join(out) + "\n"
 
 
 def need_beam():
     why = RUNTIMES["beam"].unavailable()
     if why:
         pytest.skip(why)
-
-
-@pytest.fixture
-def no_vm(monkeypatch):
-    """Fail the test if any probe process (a VM) is started."""
-    started = []
-
-    def run(self, argv, **kw):
-        started.append(argv)
-        raise AssertionError(f"a VM was started: {argv}")
-
-    monkeypatch.setattr(LocalTarget, "run", run)
-    return started
-
-
-def run_spec(cli, db, tmp_path, text):
-    path = tmp_path / "beam.toml"
-    path.write_text(text)
-    return cli("run", path, "--db", db)
 
 
 def stored(db):
@@ -94,28 +56,6 @@ def test_timer_and_msgq_runs(cli, db, tmp_path):
     assert runs["fan_in"]["trailer"]["counters"]["messages"] == 24
 
 
-@pytest.mark.parametrize("workload, variant, params, settings, message", [
-    ("exec", "sum", {}, {"priority": "urgent"}, "valid: one of low, normal, high, max"),
-    ("exec", "sum", {}, {"min_heap_size": -1}, "must be >= 0"),
-    ("exec", "sum", {}, {"message_queue_data": "heap"}, "on_heap or off_heap"),
-    ("exec", "sum", {}, {"vm_flags": "+zzz 1"}, "unknown VM flag '+zzz'; valid flags: +sbwt"),
-    ("exec", "sum", {}, {"vm_flags": "+sbwt sometimes"}, "invalid value 'sometimes' for VM flag +sbwt"),
-    ("exec", "sum", {}, {"vm_flags": "+sbwt"}, "VM flag +sbwt needs a value"),
-    ("exec", "sum", {}, {"mlock": True}, "setting 'mlock' is not understood by runtime beam"),
-    ("exec", "sum", {}, {"rt_priority": 100}, "an integer 1..99"),
-    ("exec", "sum", {"pause_ms": 0.5}, {}, "runtime beam takes whole numbers for pause_ms"),
-    ("timer", "send_after", {"interval_us": 1500}, {}, "interval_us in whole ms"),
-    ("timer", "send_after", {"threads": "0"}, {}, "parameter threads is not supported by runtime beam"),
-    ("msgq", "pmap", {"senders": 3}, {}, "parameter senders does not apply to msgq pmap"),
-])
-def test_bad_values_are_refused_before_any_vm_starts(cli, db, tmp_path, no_vm, workload, variant, params,
-                                                      settings, message):
-    r = run_spec(cli, db, tmp_path, spec((workload, variant, params, settings)))
-    assert r.code == 2, r.err + r.out
-    assert message in " ".join(r.err.split()), r.err
-    assert no_vm == []
-
-
 def test_a_vm_that_dies_stores_nothing(cli, db, tmp_path):
     need_beam()
     # A heap of 2^44 words is more than any machine has: the VM aborts while spawning the measuring process.
@@ -124,13 +64,3 @@ def test_a_vm_that_dies_stores_nothing(cli, db, tmp_path):
     assert r.code == 1, r.err + r.out
     assert "Cannot allocate" in r.err, r.err
     assert stored(db) == []
-
-
-def test_vm_flags_are_normalised_like_the_harness_does():
-    assert parse_vm_flags(" +sbwt none   +hmqd off_heap ") == "+sbwt none +hmqd off_heap"
-    assert parse_vm_flags("") == ""
-    assert parse_vm_flags("+S 2:2") == "+S 2:2"
-    with pytest.raises(ValueError, match="VM flag \\+sbt given twice"):
-        parse_vm_flags("+sbt db +sbt u")
-    with pytest.raises(ValueError, match="invalid value '0' for VM flag \\+S"):
-        parse_vm_flags("+S 0")

@@ -2,6 +2,7 @@
 start, in its own mount namespace with this checkout hidden, so the harness must come over the connection.
 
 Each test checks the board afterwards: alive, no RtScope module (current or old) and no process of rtscope's.
+The node URLs and tables refused before any node is reached: tests/test_beam_node_units.py.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ import pytest
 import beamnode
 import sshd
 from proc_helpers import default_signals
-from rtscope import targets
-from rtscope.errors import UsageError
 from rtscope.store import Store
 
 WHY = beamnode.available()
@@ -289,21 +288,6 @@ def test_stopping_rtscope_mid_run_leaves_the_node_clean(board, tmp_path, sig):
         time.sleep(0.5)
     assert board.alive() and Store(db).runs() == []
     assert board.inspect(RUN_DIRS) == "[]"  # the guard removed the session's run directories too
-
-
-def test_node_urls_and_tables(tmp_path):
-    with pytest.raises(UsageError, match=r"write erlang://NAME@HOST, e\.g\. erlang://rtscope@nerves-1234\.local"):
-        targets.define("n", {"url": "erlang://nerves.local"})
-    with pytest.raises(UsageError, match="without a port"):
-        targets.define("n", {"url": "erlang://rtscope@nerves.local:4369"})
-    with pytest.raises(UsageError, match="unknown key 'identity' for a erlang target; valid keys: .*cookie_file"):
-        targets.define("n", {"url": "erlang://rtscope@nerves.local", "identity": "x"})
-    d = targets.define("n", {"url": "erlang://rtscope@nerves.local", "cookie": "a", "cookie_file": "b"})
-    with pytest.raises(UsageError, match="give cookie or cookie_file, not both"):
-        targets.make(d)
-    d = targets.define("m", {"url": "erlang://rtscope@nerves.local", "cookie_file": str(tmp_path / "none")})
-    with pytest.raises(UsageError, match="cannot read the cookie file"):
-        targets.make(d)
 
 
 # ---- the nerves_ssh way: an SSH daemon in the node (Elixir exec channel, SFTP) -------------------------------

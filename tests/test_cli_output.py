@@ -4,7 +4,8 @@ Every command that prints a table runs in a fresh process, once with stdout on a
 COLUMNS=80 and once piped (with COLUMNS=80 too): no value is ever cut (no "…"), every stored value the command
 shows is there whole (compared with whitespace removed, since a terminal folds), no unit is missing from a
 header. The runs are real: a spec without seed, baseline or target, run in the default store of its directory;
-`run` and `demo` end with the experiment and the next commands, which are then pasted and run."""
+`run` and `demo` end with the experiment and the next commands, which are then pasted and run. The rule in code
+(every table is one that never cuts): tests/test_cli_output_units.py."""
 
 from __future__ import annotations
 
@@ -13,14 +14,13 @@ import json
 import os
 import re
 import shlex
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 import culprit
-from terminal import RTSCOPE, env, on_terminal, piped
+from terminal import on_terminal, piped
 from rtscope.cli.common import settings_text
 from rtscope.paths import repo_file
 from rtscope.store import Store
@@ -344,16 +344,3 @@ def test_demo_table_whole_and_the_next_commands(lab, how, tmp_path):
         assert titles and (axis == "variant=sum" or any("(beam)" in t for t in titles))
         # The BEAM's recorded defaults do not tell its configurations from the native ones: not in the labels.
         assert not any("elixir_version" in t or "fullsweep_after" in t for t in titles)
-
-
-def test_every_table_is_the_one_that_never_cuts():
-    """The rule in code: every table is cli.common.Table, whose columns cannot cut (no ellipsis, no crop)."""
-    from rtscope.cli.common import Table
-    sources = [p for p in repo_file("src", "rtscope").rglob("*.py") if p.name != "common.py"]
-    assert sources and not [p for p in sources if "rich.table import Table" in p.read_text()]
-    for cut in ({"overflow": "ellipsis"}, {"overflow": "crop"}, {"no_wrap": True}):
-        with pytest.raises(ValueError, match="never cuts"):
-            Table().add_column("value", **cut)
-    table = Table()
-    table.add_column("value")
-    assert (table.columns[0].overflow, table.columns[0].no_wrap) == ("fold", False)

@@ -25,6 +25,7 @@ pytestmark = pytest.mark.fast
 
 HEAVY = ("numpy", "scipy", "pandas", "sqlalchemy", "matplotlib", "plotly", "paramiko", "jinja2", "psycopg",
          "labgrid", "pydantic")
+HEAVY_KEPT = 'm.split(".")[0] in HEAVY and "." not in m'
 # Run rtscope with these arguments, then print the modules it imported that `keep` (also when it exits): by
 # default the heavy top-level packages.
 PROBE = """
@@ -35,10 +36,36 @@ sys.argv = ["rtscope", *{args!r}]
 from rtscope.cli import main
 main()
 """
+# The same for many argument lists in one interpreter: rtscope.cli imported once, then each command run in a fork
+# of it, which starts where a fresh interpreter would after that import (the parent runs no command).
+PROBE_EACH = """
+import atexit, json, os, sys, tempfile
+HEAVY = {heavy!r}
+from rtscope.cli import main
+for args in {argvs!r}:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as said:
+        pid = os.fork()
+        if pid == 0:
+            os.dup2(out.fileno(), 1)
+            code = 0
+            try:
+                sys.argv = ["rtscope", *args]
+                main()
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            sys.stdout.flush()
+            atexit._run_exitfuncs()
+            os.write(said.fileno(), json.dumps([code, sorted(m for m in sys.modules if {keep})]).encode())
+            os._exit(0)
+        os.waitpid(pid, 0)
+        out.seek(0)
+        said.seek(0)
+        print(json.dumps([*json.loads(said.read()), out.read().decode()]))
+"""
 RTSCOPE_BIN = Path(sys.executable).with_name("rtscope")
 
 
-def imported(*args: str, keep: str = 'm.split(".")[0] in HEAVY and "." not in m') -> tuple[int, list[str], str]:
+def imported(*args: str, keep: str = HEAVY_KEPT) -> tuple[int, list[str], str]:
     """(exit code, heavy packages imported, stdout) of `rtscope ARGS` in a fresh interpreter (`keep`: which
     modules to list instead, a Python expression of the module name m)."""
     r = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY, args=list(args), keep=keep)],
@@ -46,6 +73,14 @@ def imported(*args: str, keep: str = 'm.split(".")[0] in HEAVY and "." not in m'
     line = [x for x in r.stderr.splitlines() if x.startswith("IMPORTED ")]
     assert line, r.stderr
     return r.returncode, json.loads(line[-1].removeprefix("IMPORTED ")), r.stdout
+
+
+def imported_each(argvs: list[tuple[str, ...]]) -> list[tuple[int, list[str], str]]:
+    """imported() of each argument list, in one interpreter (PROBE_EACH): its heavy packages."""
+    r = subprocess.run([sys.executable, "-c", PROBE_EACH.format(heavy=HEAVY, argvs=argvs, keep=HEAVY_KEPT)],
+                       capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
+    assert r.returncode == 0, r.stderr
+    return [tuple(json.loads(line)) for line in r.stdout.splitlines()]
 
 
 def command_paths() -> list[tuple[str, ...]]:
@@ -71,8 +106,7 @@ def test_help_imports_nothing_heavy():
 def test_every_command_help_imports_nothing_heavy():
     paths = command_paths()
     assert ("runs",) in paths and ("db", "copy") in paths and len(paths) >= 20
-    for path in paths:
-        code, heavy, out = imported(*path, "--help")
+    for path, (code, heavy, out) in zip(paths, imported_each([(*path, "--help") for path in paths]), strict=True):
         assert code == 0 and "Usage: rtscope " + " ".join(path) in out, (path, out)
         assert heavy == [], (path, heavy)
 

@@ -1,9 +1,11 @@
 """rtscope compare as a CI gate: --fail-on, --junit (read back with junitparser), baselines stored earlier
-(--baseline-experiment, --baseline-tag), on real runs of the native probe.
+(--baseline-experiment, --baseline-tag), on runs of the synthetic runtime (tests/synthetic.py: exec sum's
+times with known noise within and between runs, through the real runner and store; a verdict on real runs of
+the native probe, judged by the timing rule: tests/test_plan_pilot.py).
 
 The slower configuration sums 1..100000 instead of 1..4000: 25 times the work, so every verdict method (pooled
-samples or the run as the unit) calls its median worse with 5 vs 5 runs, even on a busy machine (see GATE_SPEC). The A/A pair is one configuration run in two
-blocks of one experiment, interleaved, under two tags.
+samples or the run as the unit) calls its median worse with 5 vs 5 runs (see GATE_SPEC). The A/A pair is one
+configuration run in two blocks of one experiment, interleaved, under two tags.
 """
 
 import json
@@ -12,23 +14,24 @@ import sys
 import pytest
 from junitparser import Failure, JUnitXml, Skipped
 
+import synthetic
+
 pytestmark = pytest.mark.fast
 
 # Interleaved in one experiment: the baseline block (tag base) and two candidate blocks (tag cand): n=4000, the
 # A/A twin of the baseline, and n=100000, 25 times the work. The twins differ in `iterations` only (a spec gives
 # each cell once), which says how long to measure, not what: to compare they are one configuration. The twins
 # take 200 and 100 calls a run: the run is the unit of every verdict, so the many samples do not make an A/A
-# "significant". The slower one takes 20 calls per run: a call preempted on a busy machine (a sample of 4 or
-# 12 ms among samples of 75 µs, seen here) leaves its run's median where it was, so the median is called worse;
-# the mean and the tail may not be (one such sample makes their difference not significant), and the tests
-# below do not require them.
+# "significant". The slower one takes 20 calls per run; the tests below require its median to be called worse,
+# not its mean or tail (on the real probe one preempted call, 4 or 12 ms among samples of 75 µs, can make their
+# difference not significant).
 GATE_SPEC = """
 name = "gate"
 repetitions = 5
 [[workload]]
 name = "exec"
 variants = "sum"
-runtime = "native"
+runtime = "synthetic"
 tags = "base"
 [workload.params]
 iterations = 200
@@ -37,7 +40,7 @@ n = 4000
 [[workload]]
 name = "exec"
 variants = "sum"
-runtime = "native"
+runtime = "synthetic"
 tags = "cand"
 [workload.params]
 iterations = 100
@@ -46,7 +49,7 @@ n = 4000
 [[workload]]
 name = "exec"
 variants = "sum"
-runtime = "native"
+runtime = "synthetic"
 tags = "cand"
 [workload.params]
 iterations = 20
@@ -61,7 +64,7 @@ tags = "{tag}"
 [[workload]]
 name = "exec"
 variants = "sum"
-runtime = "native"
+runtime = "synthetic"
 [workload.params]
 iterations = 20
 pause_ms = 0
@@ -84,7 +87,7 @@ def _cli(*args):
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory, rtprobe):
+def store(tmp_path_factory):
     """Experiment 1 `gate` (GATE_SPEC), 2 `last-week` (n=4000, tag nightly-2026-11-20), 3 `tonight`
     (n=4000 and n=100000, tag nightly-2026-11-27)."""
     d = tmp_path_factory.mktemp("gate")
@@ -92,10 +95,12 @@ def store(tmp_path_factory, rtprobe):
     specs = {"gate": GATE_SPEC,
              "last-week": NIGHTLY_SPEC.format(name="last-week", tag="nightly-2026-11-20", n=4000),
              "tonight": NIGHTLY_SPEC.format(name="tonight", tag="nightly-2026-11-27", n="[4000, 100000]")}
-    for name, text in specs.items():
-        spec = d / f"{name}.toml"
-        spec.write_text(text)
-        assert _cli("run", spec, "--db", db, "--seed", 5) == 0, name
+    with pytest.MonkeyPatch.context() as mp:
+        synthetic.enable(mp)
+        for name, text in specs.items():
+            spec = d / f"{name}.toml"
+            spec.write_text(text)
+            assert _cli("run", spec, "--db", db, "--seed", 5) == 0, name
     return db
 
 
@@ -180,7 +185,7 @@ def test_a_a_passes_the_gate(cli, store, tmp_path):
     assert "gate passed" in r.out
     cases, suite = junit_cases(out)
     (label,) = {classname for classname, _ in cases}     # one configuration: its whole label
-    assert label.startswith("exec sum (native)") and sorted(name for _, name in cases) == sorted(METRICS)
+    assert label.startswith("exec sum (synthetic)") and sorted(name for _, name in cases) == sorted(METRICS)
     assert suite.failures == 0 and not any(Failure in kinds(c) for c in cases.values())
     r = cli(*args, "--json")
     assert r.code == 0

@@ -1,5 +1,5 @@
-"""System setting `load`: started before the measurement, stopped after it, also on error, SIGTERM
-and Ctrl-C, never leaving a process behind."""
+"""System setting `load` with a real stress-ng: started before the measurement, stopped after it, also on error,
+SIGTERM and Ctrl-C, never leaving a process behind. Bad values and the command lines: tests/test_load_units.py."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import pytest
 
 from rtscope.settings import loadgen as load
 from rtscope.errors import RtscopeError
-from rtscope.settings.registry import SETTINGS
 from rtscope.store import Store
 from proc_helpers import default_signals
+from test_load_units import spec
 
 pytestmark = pytest.mark.real
 
@@ -49,14 +49,6 @@ def descendants(root: int) -> dict[int, tuple[int, int, str]]:
                 found[pid] = info
                 todo.append(pid)
     return found
-
-
-def spec(tmp_path, load_kind: str, workload: str = "exec", params: str = "iterations = 20\npause_ms = 1",
-         variant: str = "sleep") -> Path:
-    p = tmp_path / "spec.toml"
-    p.write_text(f'name = "load"\n[[workload]]\nname = "{workload}"\nvariants = ["{variant}"]\nruntime = "native"\n'
-                 f'[workload.params]\n{params}\n[workload.settings]\nload = "{load_kind}"\n')
-    return p
 
 
 @needs_stress
@@ -134,15 +126,6 @@ def test_signal_mid_run_leaves_no_survivors(db, tmp_path, rtprobe, sig):
     assert Store(db).runs() == []
 
 
-def test_bad_load_values(cli, db, tmp_path, monkeypatch):
-    r = cli("run", spec(tmp_path, "disk"), "--db", db)
-    assert r.code == 2 and "one of none, cpu, io, vm, hackbench" in r.err
-    monkeypatch.setattr(shutil, "which", lambda name: None)
-    with pytest.raises(RtscopeError, match="apt-get install -y rt-tests"):
-        load.Load("hackbench", tmp_path).start()
-    assert SETTINGS["load"].scope == "system"
-
-
 @needs_stress
 def test_generator_that_exits_at_once_is_an_error(tmp_path, monkeypatch):
     monkeypatch.setattr(load, "command", lambda kind, n, workdir: ["stress-ng", "--no-such-stressor", "1"])
@@ -150,21 +133,3 @@ def test_generator_that_exits_at_once_is_an_error(tmp_path, monkeypatch):
     with pytest.raises(RtscopeError, match="exited at once"):
         ld.start()
     assert load.session_members(ld.proc.pid) == []
-
-
-@pytest.mark.parametrize("kind, tool", [("cpu", "stress-ng"), ("io", "stress-ng"), ("vm", "stress-ng"),
-                                        ("hackbench", "hackbench")])
-def test_commands_cover_every_cpu(kind, tool, tmp_path):
-    argv = load.command(kind, 4, tmp_path)
-    assert argv[0] == tool and "4" in argv
-    if kind == "io":
-        assert str(tmp_path) in argv  # its files go to the run's temporary directory
-
-
-def test_missing_load_tool_is_reported_as_unavailable(monkeypatch):
-    from rtscope.settings.registry import SETTINGS
-    monkeypatch.setattr(shutil, "which", lambda tool: None)
-    assert SETTINGS["load"].unavailable("none") is None
-    assert SETTINGS["load"].unavailable("cpu") == \
-        "load cpu needs stress-ng, which is not installed: sudo apt-get install -y stress-ng"
-    assert "hackbench" in SETTINGS["load"].unavailable("hackbench")

@@ -1,18 +1,17 @@
-"""rtscope plan: the planning math on known numbers, a Monte-Carlo check of its power, and a real pilot → plan →
-sized experiment → compare on the native exec workload."""
+"""rtscope plan: the planning math on known numbers, a Monte-Carlo check of its power, the sized spec, and the
+command's refusals. A real pilot → plan → sized experiment → compare on the native exec workload:
+tests/test_plan_pilot.py."""
 
 from __future__ import annotations
 
-import json
 import math
-import time
 import tomllib
 
 import numpy as np
 import pytest
 from scipy import stats as sps
 
-from rtscope.analysis import plan_sizing as plan
+from rtscope.analysis import plan_sizing
 from rtscope.analysis.compare import welch
 from rtscope.errors import UsageError
 
@@ -23,13 +22,13 @@ pytestmark = pytest.mark.fast
 
 @pytest.mark.parametrize("text, value", [("5%", 0.05), ("30%", 0.3), ("0.05", 0.05), (" 12.5% ", 0.125), ("1", 1.0)])
 def test_detect_accepts_percent_and_fractions(text, value):
-    assert plan.parse_detect(text) == pytest.approx(value)
+    assert plan_sizing.parse_detect(text) == pytest.approx(value)
 
 
 @pytest.mark.parametrize("text", ["abc", "0", "0%", "-5%", "%", "nan", "2000%"])
 def test_detect_refuses_what_is_not_a_change(text):
     with pytest.raises(UsageError, match="--detect"):
-        plan.parse_detect(text)
+        plan_sizing.parse_detect(text)
 
 
 # --- the statistics on known numbers --------------------------------------------------------------------------------
@@ -39,53 +38,53 @@ def test_power_is_the_noncentral_t_of_two_groups_of_runs():
     t = sps.t.ppf(0.975, 18)
     ncp = 1 / math.sqrt(0.2)
     expected = 1 - sps.nct.cdf(t, 18, ncp) + sps.nct.cdf(-t, 18, ncp)
-    assert plan.power_of(1.0, 1.0, 10, welch=False) == pytest.approx(expected, rel=1e-9)
+    assert plan_sizing.power_of(1.0, 1.0, 10, welch=False) == pytest.approx(expected, rel=1e-9)
     # Welch's critical value is at its estimated df (≤ 18): a little less power, most with few runs
-    assert expected - 0.02 < plan.power_of(1.0, 1.0, 10) < expected
-    assert plan.power_of(2.0, 1.0, 3) < plan.power_of(2.0, 1.0, 3, welch=False) - 0.05
-    assert plan.power_of(0.0, 1.0, 10, welch=False) == pytest.approx(0.05, abs=1e-9)     # no change: α
-    assert plan.power_of(0.0, 1.0, 10) == pytest.approx(0.05, abs=0.005)
-    assert plan.power_of(1.0, 1.0, 100_000) == 1.0                           # beyond nctdtr's range
+    assert expected - 0.02 < plan_sizing.power_of(1.0, 1.0, 10) < expected
+    assert plan_sizing.power_of(2.0, 1.0, 3) < plan_sizing.power_of(2.0, 1.0, 3, welch=False) - 0.05
+    assert plan_sizing.power_of(0.0, 1.0, 10, welch=False) == pytest.approx(0.05, abs=1e-9)     # no change: α
+    assert plan_sizing.power_of(0.0, 1.0, 10) == pytest.approx(0.05, abs=0.005)
+    assert plan_sizing.power_of(1.0, 1.0, 100_000) == 1.0                           # beyond nctdtr's range
 
 
 @pytest.mark.parametrize("effect, runs", [(1.0, 17), (0.8, 26), (0.5, 64)])
 def test_runs_needed_match_the_textbook_sample_sizes(effect, runs):
     # Cohen's d 1.0 / 0.8 / 0.5, two-sided α 0.05, power 0.8: 17 / 26 / 64 per group (G*Power, Cohen 1988)
-    assert plan.runs_needed(effect, 1.0, 0.05, 0.8, min_runs=2, welch=False) == runs
-    assert plan.runs_needed(effect, 1.0, 0.05, 0.8, min_runs=2) in (runs, runs + 1)   # Welch
+    assert plan_sizing.runs_needed(effect, 1.0, 0.05, 0.8, min_runs=2, welch=False) == runs
+    assert plan_sizing.runs_needed(effect, 1.0, 0.05, 0.8, min_runs=2) in (runs, runs + 1)   # Welch
     # the closed form 2v(t_{1−α/2} + t_{power})²/Δ² of the brief agrees within a run
-    assert abs(plan.runs_closed_form(effect, 1.0) - runs) < 1.0
+    assert abs(plan_sizing.runs_closed_form(effect, 1.0) - runs) < 1.0
 
 
 def test_runs_needed_floor_and_limit():
-    assert plan.runs_needed(100.0, 1.0) == plan.MIN_RUNS            # a huge change: the floor
-    assert plan.runs_needed(1e-6, 1.0, limit=100) is None            # a tiny one: not within the limit
+    assert plan_sizing.runs_needed(100.0, 1.0) == plan_sizing.MIN_RUNS            # a huge change: the floor
+    assert plan_sizing.runs_needed(1e-6, 1.0, limit=100) is None            # a tiny one: not within the limit
     # the smallest detectable change at r runs is the change that needs r runs
-    d = plan.detectable(1.0, 17)
-    assert plan.runs_needed(d, 1.0, min_runs=2) == 17
-    assert plan.runs_needed(d * 0.97, 1.0, min_runs=2) > 17
+    d = plan_sizing.detectable(1.0, 17)
+    assert plan_sizing.runs_needed(d, 1.0, min_runs=2) == 17
+    assert plan_sizing.runs_needed(d * 0.97, 1.0, min_runs=2) > 17
 
 
 def test_optimal_samples_is_kalibera_and_jones():
     # n* = √(c_w·T_start / (σ²_b·t_sample)) = √(100 · 1 s / (1 · 1 ms)) = √100000
-    assert plan.optimal_samples(1.0, 100.0, 1e9, 1e6) == pytest.approx(math.sqrt(1e5))
-    assert plan.optimal_samples(0.0, 100.0, 1e9, 1e6) == math.inf    # no between-run variance: one long run each
-    assert plan.optimal_samples(1.0, 0.0, 1e9, 1e6) == 0.0           # no within-run variance: shortest runs
+    assert plan_sizing.optimal_samples(1.0, 100.0, 1e9, 1e6) == pytest.approx(math.sqrt(1e5))
+    assert plan_sizing.optimal_samples(0.0, 100.0, 1e9, 1e6) == math.inf    # no between-run variance: one long run each
+    assert plan_sizing.optimal_samples(1.0, 0.0, 1e9, 1e6) == 0.0           # no within-run variance: shortest runs
 
 
 def test_upper_limit_of_the_between_run_variance():
     # per-run values' variance 2.0 over 8 runs (7 df), within-run part 0.5: the 80 % upper limit of the total is
     # 2.0 · 7 / χ²_{0.2; 7}, less the within part
     expected = 2.0 * 7 / sps.chi2.ppf(0.2, 7) - 0.5
-    assert plan.upper_between(2.0, 0.5, 8, 0.8) == pytest.approx(expected)
-    assert plan.upper_between(2.0, 0.5, 8, 0.8) > 1.5                  # above the estimate 2.0 − 0.5
-    assert plan.upper_between(0.1, 0.5, 8, 0.8) == 0.0                  # never below 0
+    assert plan_sizing.upper_between(2.0, 0.5, 8, 0.8) == pytest.approx(expected)
+    assert plan_sizing.upper_between(2.0, 0.5, 8, 0.8) > 1.5                  # above the estimate 2.0 − 0.5
+    assert plan_sizing.upper_between(0.1, 0.5, 8, 0.8) == 0.0                  # never below 0
 
 
 def test_cost_by_regression_when_runs_differ_in_samples():
     ns = [100, 200, 400, 800]
     probe = [5e6 + n * 1e5 for n in ns]                       # 5 ms start-up in the probe + 0.1 ms a sample
-    cost = plan.estimate_cost(ns, probe, gaps_ns=[40e6, 50e6, 60e6])
+    cost = plan_sizing.estimate_cost(ns, probe, gaps_ns=[40e6, 50e6, 60e6])
     assert cost.sample_ns == pytest.approx(1e5)
     assert cost.start_ns == pytest.approx(5e6 + 50e6)         # + the median gap between runs
     assert "regression" in cost.how
@@ -93,55 +92,56 @@ def test_cost_by_regression_when_runs_differ_in_samples():
 
 
 def test_cost_split_by_the_workloads_sample_time_when_runs_are_alike():
-    cost = plan.estimate_cost([200, 200, 200], [70e6, 72e6, 74e6], [], per_sample_ns=0.3e6)
+    cost = plan_sizing.estimate_cost([200, 200, 200], [70e6, 72e6, 74e6], [], per_sample_ns=0.3e6)
     assert cost.sample_ns == 0.3e6
     assert cost.start_ns == pytest.approx(72e6 - 60e6)
     assert "no gap" in cost.how
-    plain = plan.estimate_cost([200, 200], [60e6, 60e6])
+    plain = plan_sizing.estimate_cost([200, 200], [60e6, 60e6])
     assert (plain.start_ns, plain.sample_ns) == (0.0, 0.3e6)
 
 
 def test_plan_one_takes_n_star_then_the_runs_then_trims_n():
-    cost = plan.Cost(start_ns=1e9, sample_ns=1e6)
+    cost = plan_sizing.Cost(start_ns=1e9, sample_ns=1e6)
     # value 100, σ²_b = 4, c_w = within_var × pilot n = 1 × 100 = 100; detect 10 % → Δ = 10
-    p = plan.plan_one("mean", 100.0, 4.0, 1.0, 5, 100, cost, 0.10)
+    p = plan_sizing.plan_one("mean", 100.0, 4.0, 1.0, 5, 100, cost, 0.10)
     assert p.optimal_samples == pytest.approx(math.sqrt(100 * 1e9 / (4 * 1e6)))      # 158.1
     assert p.samples <= 158
-    var_run = plan.run_variance(4.0, 100.0, p.samples)
-    assert p.power >= 0.8 and p.power == pytest.approx(plan.power_of(10.0, var_run, p.runs))
-    assert plan.power_of(10.0, var_run, p.runs - 1) < 0.8 or p.runs == plan.MIN_RUNS
+    var_run = plan_sizing.run_variance(4.0, 100.0, p.samples)
+    assert p.power >= 0.8 and p.power == pytest.approx(plan_sizing.power_of(10.0, var_run, p.runs))
+    assert plan_sizing.power_of(10.0, var_run, p.runs - 1) < 0.8 or p.runs == plan_sizing.MIN_RUNS
     # trimmed: one sample fewer would miss the power at these runs
-    assert plan.power_of(10.0, plan.run_variance(4.0, 100.0, p.samples - 1), p.runs) < 0.8
+    assert plan_sizing.power_of(10.0, plan_sizing.run_variance(4.0, 100.0, p.samples - 1), p.runs) < 0.8
     assert p.wall_ns == pytest.approx(p.runs * (1e9 + p.samples * 1e6))
 
 
 def test_plan_one_without_between_run_variance_makes_few_long_runs():
-    p = plan.plan_one("mean", 100.0, 0.0, 4.0, 5, 1000, plan.Cost(1e9, 1e6), 0.05)
-    assert p.runs == plan.MIN_RUNS
+    p = plan_sizing.plan_one("mean", 100.0, 0.0, 4.0, 5, 1000, plan_sizing.Cost(1e9, 1e6), 0.05)
+    assert p.runs == plan_sizing.MIN_RUNS
     # c_w = 4000; 3 runs need 2·(4000/n)/3 ≤ (5/q)²: a few hundred samples, trimmed from "infinitely many"
     assert 100 < p.samples < 2000
 
 
 def test_plan_one_says_when_between_run_variance_makes_it_impossible():
     # σ_b = 20 % of the value: 1 % is out of reach in 100 runs, whatever n
-    p = plan.plan_one("mean", 100.0, 400.0, 1.0, 5, 100, plan.Cost(1e9, 1e6), 0.01)
+    p = plan_sizing.plan_one("mean", 100.0, 400.0, 1.0, 5, 100, plan_sizing.Cost(1e9, 1e6), 0.01)
     assert not p.feasible and p.runs is None and p.wall_ns is None
-    assert p.smallest_detectable == pytest.approx(plan.detectable(plan.run_variance(400, 100, p.samples), 100) / 100)
+    variance = plan_sizing.run_variance(400, 100, p.samples)
+    assert p.smallest_detectable == pytest.approx(plan_sizing.detectable(variance, 100) / 100)
     assert any("between-run variance alone" in n for n in p.notes)
 
 
 def test_plan_of_a_maximum_keeps_the_pilots_samples():
-    p = plan.plan_one("max", 100.0, 25.0, None, 5, 300, plan.Cost(1e9, 1e6), 0.2, total_var=30.0)
+    p = plan_sizing.plan_one("max", 100.0, 25.0, None, 5, 300, plan_sizing.Cost(1e9, 1e6), 0.2, total_var=30.0)
     assert p.samples == 300 and p.optimal_samples is None and p.c_w is None
-    assert p.runs == plan.runs_needed(20.0, 30.0)
+    assert p.runs == plan_sizing.runs_needed(20.0, 30.0)
 
 
 def test_plan_matrix_gives_every_configuration_its_power_at_one_runs_times_samples():
-    cost = plan.Cost(0.5e9, 1e6)
-    demands = [plan.Demand("a", "mean", 100.0, 4.0, 1.0, 5.0, 5, 100, cost),
-               plan.Demand("b", "mean", 100.0, 16.0, 1.0, 17.0, 5, 100, cost, cells=2)]
-    n, r, plans = plan.plan_matrix(demands, 0.1)
-    assert r == max(plan.plan_one("mean", 100.0, d.between_var, 1.0, 5, 100, cost, 0.1, samples=n).runs
+    cost = plan_sizing.Cost(0.5e9, 1e6)
+    demands = [plan_sizing.Demand("a", "mean", 100.0, 4.0, 1.0, 5.0, 5, 100, cost),
+               plan_sizing.Demand("b", "mean", 100.0, 16.0, 1.0, 17.0, 5, 100, cost, cells=2)]
+    n, r, plans = plan_sizing.plan_matrix(demands, 0.1)
+    assert r == max(plan_sizing.plan_one("mean", 100.0, d.between_var, 1.0, 5, 100, cost, 0.1, samples=n).runs
                     for d in demands)
     assert all(p.runs == r and p.samples == n and p.power >= 0.8 for p in plans.values())
 
@@ -168,8 +168,8 @@ def test_monte_carlo_power_of_a_plan(sd_b, sd_w, start_s, record_property):
     value, change = 100.0, 0.10
     # the pilot's components as variance.Components gives them: within_var is one pilot run's (n = 200) variance
     pilot_n = 200
-    p = plan.plan_one("mean", value, sd_b ** 2, sd_w ** 2 / pilot_n, 5, pilot_n,
-                      plan.Cost(start_s * 1e9, 1e6), change)
+    p = plan_sizing.plan_one("mean", value, sd_b ** 2, sd_w ** 2 / pilot_n, 5, pilot_n,
+                      plan_sizing.Cost(start_s * 1e9, 1e6), change)
     assert p.feasible
     achieved = _simulated_power(np.random.default_rng(20261126), value, sd_b, sd_w, change, p.runs, p.samples)
     record_property("plan", f"{p.runs} x {p.samples}: predicted {p.power:.3f}, achieved {achieved:.3f}")
@@ -180,7 +180,7 @@ def test_monte_carlo_power_of_a_plan(sd_b, sd_w, start_s, record_property):
     assert abs(achieved - p.power) < 0.06
 
 
-# --- the command, on real runs --------------------------------------------------------------------------------------
+# --- the command --------------------------------------------------------------------------------------------------
 
 PILOT = """\
 name = "plan-pilot"
@@ -226,73 +226,6 @@ def test_a_pilot_of_one_run_per_configuration_is_refused(cli, db, tmp_path, rtpr
     assert "has 1 run: the between-run variance needs at least 2" in r.err and "repetitions = 3" in r.err
 
 
-def _run_medians(db, experiment: str) -> dict[int, list[float]]:
-    """Per-run medians of each n, from the store (the run is the unit)."""
-    from rtscope.analysis.select import experiment_id
-    from rtscope.store import Store
-    store = Store(db)
-    out: dict[int, list[float]] = {}
-    for run in store.runs(experiment_id=experiment_id(store, experiment)):
-        out.setdefault(run.params["n"], []).append(float(np.median(store.primary_samples(run))))
-    return out
-
-
-def test_pilot_plan_sized_experiment_detects_the_change(cli, db, tmp_path, rtprobe, capsys):
-    spec = tmp_path / "pilot.toml"
-    spec.write_text(PILOT)
-    r = cli("run", spec, "--db", db)
-    assert r.code == 0, r.err
-
-    r = cli("plan", spec, "--detect", "30%", "--db", db)
-    assert r.code == 0, r.err
-    assert "block 1 (exec, 2 cells):" in r.out and "whole spec:" in r.out
-    assert "runs ×" in r.out and "samples per configuration" in r.out
-
-    sized = tmp_path / "sized.toml"
-    # the median: robust to the rare preempted call of a shared machine, which inflates the mean's within-run
-    # variance and with it the samples per run
-    # a pilot of 10 runs: σ²_b at its 80 % upper limit, so that the plan misses its power less often than half the
-    # time the pilot underestimates σ²_b
-    r = cli("plan", spec, "--detect", "30%", "--metric", "median", "--upper", "0.8", "--power", "0.95",
-            "--write", sized, "--json", "--db", db)
-    assert r.code == 0, r.err
-    doc = json.loads(r.out)
-    block = doc["blocks"][0]
-    runs, samples = block["runs"], block["samples"]
-    assert doc["tests"] == 5 and doc["alpha_per_test"] == pytest.approx(0.01)     # compare's Holm family: 5 metrics
-    assert doc["feasible"] and doc["sized_name"] == "plan-pilot-sized" and doc["written"] == str(sized)
-    assert runs >= plan.MIN_RUNS and samples >= plan.MIN_SAMPLES and block["param"] == "iterations"
-    assert doc["wall_s"] == pytest.approx(block["wall_s"]) and doc["wall_s"] > 0
-    assert {c["configuration"] for c in doc["configurations"]} == {"n=20000", "n=32000"}
-    for c in doc["configurations"]:
-        assert c["in_block"]["power"] >= 0.95 and c["in_block"]["runs"] == runs
-        assert c["components"]["runs"] == 10 and c["components"]["between_run_var"] is not None
-        assert c["planned_between_run_var"] >= c["components"]["between_run_var"]
-    raw = tomllib.loads(sized.read_text())
-    assert raw["workload"][0]["repetitions"] == runs
-    assert raw["workload"][0]["params"]["iterations"] == block["param_value"]
-    assert raw["workload"][0]["params"]["n"] == [20000, 32000]
-
-    started = time.monotonic()
-    r = cli("run", sized, "--db", db)
-    took = time.monotonic() - started
-    assert r.code == 0, r.err
-    assert took < 4 * doc["wall_s"] + 10      # the cost model is of the right size (a loaded machine is slower)
-    means = _run_medians(db, "plan-pilot-sized")
-    assert len(means[20000]) == len(means[32000]) == runs
-    r = cli("compare", "--experiment", "plan-pilot-sized", "--baseline", "n=20000", "--json", "--db", db)
-    assert r.code == 0, r.err
-    rows = {row["metric"]: row for row in json.loads(r.out)["comparisons"][0]["rows"]}
-    assert rows["median"]["verdict"] == "worse", (rows["median"], means)
-    # the run as the unit: Welch's t-test on the per-run medians calls it too
-    p = welch(np.asarray(means[32000]), np.asarray(means[20000]))[0]
-    with capsys.disabled():
-        print(f"\nplan: {runs} runs × {samples} samples ({block['param']} = {block['param_value']}), "
-              f"{doc['wall_s']:.2f} s predicted, {took:.2f} s taken by `rtscope run`; "
-              f"per-run Welch p on medians = {p:.2g}")
-    assert p < 0.05
-
-
 SCALED = """\
 name = "scaled"
 description = "a spec whose scales set the runs and samples"
@@ -327,12 +260,12 @@ mlock = true
 
 
 def test_the_sized_spec_sets_runs_and_samples_at_every_scale(tmp_path):
-    from rtscope.experiment import plan_spec as sizing
+    from rtscope.experiment import plan_spec
     from rtscope.experiment.spec import parse
-    sp = sizing.SpecPlan("scaled.toml", 3, "scaled", "quick", "mean", 0.05, 0.05, 0.8, [],
-                         [sizing.BlockPlan(0, "exec", 3, 3, samples=700, runs=12, param="iterations", param_value=700),
-                          sizing.BlockPlan(1, "exec", 1, 0)], tests=5)
-    text = sizing.sized_text(SCALED, sp)
+    blocks = [plan_spec.BlockPlan(0, "exec", 3, 3, samples=700, runs=12, param="iterations", param_value=700),
+              plan_spec.BlockPlan(1, "exec", 1, 0)]
+    sp = plan_spec.SpecPlan("scaled.toml", 3, "scaled", "quick", "mean", 0.05, 0.05, 0.8, [], blocks, tests=5)
+    text = plan_spec.sized_text(SCALED, sp)
     assert text.startswith("# Sized by `rtscope plan` from experiment 3 (scaled)")
     for scale in ("quick", "full"):
         spec = parse(text, "sized.toml", scale)
@@ -351,9 +284,10 @@ def test_the_sized_spec_sets_runs_and_samples_at_every_scale(tmp_path):
 
 
 def test_plan_matrix_out_of_reach_keeps_a_sensible_n():
-    cost = plan.Cost(0.5e9, 1e6)
-    demands = [plan.Demand("a", "mean", 100.0, 400.0, 1.0, 401.0, 5, 100, cost),
-               plan.Demand("b", "mean", 100.0, 4.0, 1.0, 5.0, 5, 100, cost)]
-    n, r, plans = plan.plan_matrix(demands, 0.01)
+    cost = plan_sizing.Cost(0.5e9, 1e6)
+    demands = [plan_sizing.Demand("a", "mean", 100.0, 400.0, 1.0, 401.0, 5, 100, cost),
+               plan_sizing.Demand("b", "mean", 100.0, 4.0, 1.0, 5.0, 5, 100, cost)]
+    n, r, plans = plan_sizing.plan_matrix(demands, 0.01)
     assert r is None and not plans["a"].feasible
-    assert n == max(plan.plan_one("mean", 100.0, d.between_var, 1.0, 5, 100, cost, 0.01).samples for d in demands)
+    assert n == max(plan_sizing.plan_one("mean", 100.0, d.between_var, 1.0, 5, 100, cost, 0.01).samples
+                    for d in demands)

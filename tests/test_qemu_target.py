@@ -1,8 +1,8 @@
 """QEMU targets: real guests booted under TCG (x86_64 and the virtual Raspberry Pi 3, stock and PREEMPT_RT
-kernels), measured through the SSH target; kills, panics and bad input.
+kernels), measured through the SSH target; kills and panics.
 
 The kernels, root file systems and images are built once into the cache (RTSCOPE_CACHE or ~/.cache/rtscope)
-and reused; each test class boots its guests once.
+and reused; each test class boots its guests once. Bad definitions: tests/test_qemu_target_units.py.
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from rtscope import targets
-from rtscope.errors import RtscopeError, UsageError
 from rtscope.store import Store
 from proc_helpers import default_signals
 from qemu_skip import qemu_unavailable
@@ -157,23 +155,3 @@ def test_a_guest_that_panics_gives_the_panic_line(tmp_path, cli, guests):
     assert "stopped during boot" in r.err and "Kernel panic" in r.err
     assert qemu_processes(f"{guests}/rtscope-vm-broken-") == []
     assert not (tmp_path / "s.db").exists() or Store(str(tmp_path / "s.db")).runs() == []
-
-
-def test_bad_vm_definitions(tmp_path, cli, monkeypatch):
-    for extra, message in (('kernel = "debian:xenomai"', "unknown kernel 'debian:xenomai'; valid: debian:stock, "
-                                                          "debian:rt, or an absolute path"),
-                           ('arch = "riscv64"', "unknown arch 'riscv64'; valid: x86_64, aarch64"),
-                           ('accel = "hvf"', "unknown accel 'hvf'; valid: auto, kvm, tcg"),
-                           ('cpus = 0', "cpus must be an integer >= 1")):
-        spec = tmp_path / "b.toml"
-        spec.write_text(f'name = "b"\n[targets.vm]\nkind = "qemu"\n{extra}\n'
-                        '[[workload]]\nname = "exec"\nvariants = "sum"\n')
-        r = cli("check", spec)
-        assert r.code == 2 and message in " ".join(r.err.split()), r.err
-    from rtscope.vm import qemu
-    monkeypatch.setattr(qemu.shutil, "which", lambda name: None)
-    with pytest.raises(RtscopeError, match="qemu-system-aarch64 is not installed: sudo apt-get install -y "
-                                           "qemu-system-arm"):
-        qemu.qemu_binary("aarch64")
-    with pytest.raises(UsageError):
-        targets.define("vm", {"kind": "qemu", "kernel": "stock"})

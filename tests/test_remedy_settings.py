@@ -2,7 +2,8 @@
 workqueue_cpumask, rt_runtime_us, cpu_dma_latency (and kernel_cmdline's refusal where rtscope boots nothing;
 its QEMU boot is in test_kernel_cmdline_qemu.py). Each applied for the run and put back after it — also after an
 error, SIGTERM and `kill -9` of rtscope (then by the next run, `--resume`) — locally and on an SSH target,
-refused with a reason where it cannot be applied, recorded with the run, a matrix axis and a tune knob.
+refused with a reason where it cannot be applied, recorded with the run, a matrix axis and a tune knob. The
+values and the refusals that touch nothing: tests/test_remedy_settings_units.py.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from rtscope.store import Store
 from rtscope.targets import LocalTarget
 import sshd
 from proc_helpers import default_signals
+from test_remedy_settings_units import exec_spec
 
 ROOT = os.geteuid() == 0
 pytestmark = [pytest.mark.real, pytest.mark.skipif(not ROOT, reason="needs root: the settings write /proc and /sys")]
@@ -99,30 +101,6 @@ def originals():
 
 def ctx(target=None) -> RunContext:
     return RunContext(request=None, workdir=Path("/tmp"), notes=[], target=target or LocalTarget(), run_dir="/tmp")
-
-
-# ---- values ----------------------------------------------------------------------------------------------
-
-def test_values_parsed_and_bad_ones_named():
-    p = SETTINGS["irq_affinity"].value
-    assert p(" 38, virtio0-input.0 @ 0,1") == "38,virtio0-input.0@0-1"
-    assert p("*@1") == "*@1"
-    for bad, says in (("38", "IRQs@CPUs"), ("@0", "no IRQ"), ("*,3@0", "give it alone"), ("38@x", "CPU list"),
-                      ("38@", "CPU list")):
-        with pytest.raises(Exception, match=says):
-            p(bad)
-    assert SETTINGS["workqueue_cpumask"].value([0, 2, 3]) == "0,2-3"
-    assert SETTINGS["rt_runtime_us"].value("-1") == -1
-    with pytest.raises(Exception, match="stop every real-time task"):
-        SETTINGS["rt_runtime_us"].value(0)
-    with pytest.raises(Exception, match=r"must be >= -1"):
-        SETTINGS["rt_runtime_us"].value(-5)
-    with pytest.raises(Exception, match="must be >= 0"):
-        SETTINGS["cpu_dma_latency"].value(-1)
-    assert SETTINGS["kernel_cmdline"].value(" isolcpus=1   nohz_full=1 ") == "isolcpus=1 nohz_full=1"
-    with pytest.raises(Exception, match="set by rtscope's own boot"):
-        SETTINGS["kernel_cmdline"].value("console=ttyS1")
-    assert kernel_files.from_mask("2,00000001") == (1 << 33) | 1 and kernel_files.from_mask("3\n") == 3
 
 
 # ---- applied and put back on this machine's kernel ----------------------------------------------------------
@@ -211,14 +189,7 @@ def test_a_file_that_cannot_be_written_is_refused_and_nothing_changes(tmp_path):
         subprocess.run(["umount", str(root)], check=True)
 
 
-# ---- through the CLI: a matrix axis, recorded with the run, a tune knob ---------------------------------------
-
-def exec_spec(tmp_path: Path, settings: str, extra: str = "", name: str = "remedies", params: str = "") -> Path:
-    p = tmp_path / f"{name}.toml"
-    p.write_text(f'name = "{name}"\n{extra}[[workload]]\nname = "exec"\nvariants = "sum"\n'
-                 f'[workload.params]\niterations = 200\npause_ms = 0\n{params}[workload.settings]\n{settings}')
-    return p
-
+# ---- through the CLI: a matrix axis, recorded with the run, a tune knob -------------------------------------
 
 def test_a_matrix_axis_recorded_with_each_run(originals, tmp_path, cli):
     n, name = movable_irq()
@@ -255,18 +226,7 @@ def test_tune_accepts_them_as_knobs(tmp_path, cli):
     assert r.code != 0 and "IRQs@CPUs" in r.out + r.err
 
 
-def test_unavailable_value_fails_the_run_naming_why(tmp_path, cli):
-    db = str(tmp_path / "s.db")
-    r = cli("run", exec_spec(tmp_path, 'irq_affinity = "no-such-irq@0"\n'), "--db", db)
-    assert r.code != 0
-    said = " ".join((r.out + r.err).split())
-    assert "no IRQ named 'no-such-irq'" in said
-    r = cli("run", exec_spec(tmp_path, 'kernel_cmdline = "isolcpus=1"\n', name="k"), "--db", db)
-    assert r.code != 0 and "targets of kind qemu" in " ".join((r.out + r.err).split())
-    assert not Path(db).exists() or Store(db).runs() == []
-
-
-# ---- kill -9: the originals come back at the next run (--resume) ---------------------------------------------
+# ---- kill -9: the originals come back at the next run (--resume) --------------------------------------------
 
 def long_spec(tmp_path: Path, settings: str, extra: str = "") -> Path:
     """One run of about 2 s (exec sleep: rtprobe timer would hold a cpu_dma_latency request of its own)."""
@@ -349,7 +309,7 @@ def test_kill_9_then_resume_puts_the_originals_back(originals, tmp_path, cli):
     assert any("wrote back what a killed rtscope" in x and str(RT) in x for x in notes), notes
 
 
-# ---- on an SSH target (a real sshd in its own namespaces, the same kernel) ------------------------------------
+# ---- on an SSH target (a real sshd in its own namespaces, the same kernel) ----------------------------------
 
 @pytest.fixture(scope="module")
 def board(tmp_path_factory):
@@ -381,33 +341,3 @@ def test_on_an_ssh_target_recorded_and_put_back_also_after_kill_9(board, origina
     assert holders() == []
     assert not any(p.exists() for p in journals)
     assert "kernel_cmdline" in runs[0].machine
-
-
-def test_refused_on_a_target_without_a_shell(clean_targets):
-    """A running BEAM node runs the harness only: the settings that run commands there say so."""
-    from rtscope import targets
-    node = targets.make(targets.define("node", {"url": "erlang://rtscope@nerves.local", "cookie": "c"}))
-    for name, value in (("irq_affinity", "*@0"), ("workqueue_cpumask", "0"), ("rt_runtime_us", -1),
-                        ("cpu_dma_latency", 0), ("kernel_cmdline", "isolcpus=1")):
-        said = SETTINGS[name].unavailable(value, node)
-        assert said is not None and ("target node (erlang)" in said or "targets of kind qemu" in said), (name, said)
-
-
-def test_a_vm_boots_again_only_when_its_runs_command_line_changes(monkeypatch, clean_targets):
-    """The decision only (test_kernel_cmdline_qemu.py boots a real guest): the first run's command line is the
-    first boot's, the same one boots nothing, a run without one boots the guest back to none."""
-    from types import SimpleNamespace
-    from rtscope import targets
-    vm = targets.make(targets.define("vm", {"kind": "qemu", "arch": "x86_64", "kernel_args": "quiet"}))
-    boots = []
-    running = SimpleNamespace(proc=SimpleNamespace(poll=lambda: None))
-    monkeypatch.setattr(type(vm), "open", lambda self: (boots.append(self.extra_args), setattr(self, "guest", running)))
-    monkeypatch.setattr(type(vm), "close", lambda self: setattr(self, "guest", None))
-    vm.expect({"kernel_cmdline": "isolcpus=1  nohz_full=1"})  # the pool tells it before opening
-    vm.open()
-    kernel_cmdline.prepare("isolcpus=1 nohz_full=1", vm)
-    kernel_cmdline.prepare(None, vm)
-    kernel_cmdline.prepare(None, vm)
-    kernel_cmdline.prepare("rcu_nocbs=1", vm)
-    assert boots == ["isolcpus=1 nohz_full=1", "", "rcu_nocbs=1"]
-    assert kernel_cmdline.unavailable("isolcpus=1", vm) is None

@@ -13,7 +13,7 @@ from scipy import stats
 import tail_synthetic as ts
 from report_fixtures import add_experiment, add_histogram_run, add_run
 from terminal import on_terminal
-from rtscope.analysis import tail_bound as tail, tail_checks, tail_fit
+from rtscope.analysis import tail_bound, tail_checks, tail_fit
 from rtscope.store import Store
 
 pytestmark = pytest.mark.fast
@@ -42,7 +42,7 @@ def test_known_tails_recovered(name):
     claimed = inside = 0
     shapes = []
     for seed in range(SEEDS):
-        t = tail.analyse([ts.spliced(N, shape, np.random.default_rng(seed))], {"run": seed}, gev=False)
+        t = tail_bound.analyse([ts.spliced(N, shape, np.random.default_rng(seed))], {"run": seed}, gev=False)
         if not t.claimed:
             continue
         claimed += 1
@@ -59,14 +59,14 @@ def test_known_tails_recovered(name):
 def test_dependent_samples_refused():
     refused = 0
     for seed in range(SEEDS):
-        t = tail.analyse([ts.ar1(N, 0.5, np.random.default_rng(seed))], {"run": seed})
+        t = tail_bound.analyse([ts.ar1(N, 0.5, np.random.default_rng(seed))], {"run": seed})
         refused += not t.claimed and t.failed.name == "independence"
         assert not t.levels
     assert refused >= 0.9 * SEEDS
 
 
 def test_iid_samples_claimed_without_a_number_when_refused():
-    claimed = sum(tail.analyse([ts.iid_normal(N, np.random.default_rng(s))], {"run": s}, gev=False).claimed
+    claimed = sum(tail_bound.analyse([ts.iid_normal(N, np.random.default_rng(s))], {"run": s}, gev=False).claimed
                   for s in range(20))
     assert claimed >= 17
     # a tiny dependence that every test on all samples finds (lag-1 correlation 0.05 at 10^6 samples) is not
@@ -82,12 +82,12 @@ def test_iid_samples_claimed_without_a_number_when_refused():
 def test_drift_and_heterogeneous_runs_refused():
     rng = np.random.default_rng(3)
     drifting = ts.spliced(N, 0.1, rng) * np.linspace(1.0, 1.15, N)
-    t = tail.analyse([drifting], {"run": 1})
+    t = tail_bound.analyse([drifting], {"run": 1})
     assert not t.claimed and t.failed.name == "stationarity" and "quieter machine" in t.refused_because
     runs = [ts.spliced(N, 0.1, rng), ts.spliced(N, 0.1, rng), ts.spliced(N, 0.1, rng) + 1500]
-    t = tail.analyse(runs, {"configuration": "x"})
+    t = tail_bound.analyse(runs, {"configuration": "x"})
     assert not t.claimed and t.failed.name == "run homogeneity" and "more runs" in t.refused_because
-    same = tail.analyse(runs[:2], {"configuration": "x"}, gev=False)
+    same = tail_bound.analyse(runs[:2], {"configuration": "x"}, gev=False)
     assert same.claimed and [c.name for c in same.checks] == ["independence", "stationarity", "run homogeneity",
                                                                "goodness of fit"]
 
@@ -102,7 +102,7 @@ def test_candidates_for_any_length():
 def test_threshold_rule_skips_a_contaminated_threshold():
     # below the 0.95 quantile lies the normal body: a generalised Pareto fit there fails its test
     x = ts.spliced(N, 0.1, np.random.default_rng(11))
-    t = tail.analyse([x], {"run": 1}, gev=False)
+    t = tail_bound.analyse([x], {"run": 1}, gev=False)
     assert t.claimed and t.fit.quantile >= 0.95
     body = tail_fit.fit_gpd(tail_fit.excesses_exact(np.sort(x)[-12000:], N, 10_000), 0.9)
     assert body.gof_p < tail_fit.GOF_ALPHA
@@ -114,14 +114,14 @@ def test_quantised_samples():
     inside = 0
     for seed in range(10):
         x = np.floor(ts.spliced(N, 0.0, np.random.default_rng(seed)) / 100) * 100
-        t = tail.analyse([x], {"run": seed}, gev=False)
+        t = tail_bound.analyse([x], {"run": seed}, gev=False)
         assert t.claimed and t.fit.ex.resolution == 100 and any("quantised to 100 ns" in n for n in t.notes)
         lo, hi = t.levels[2].ci
         inside += lo <= truth <= hi
     assert inside >= 8
     # a step coarser than the tail's scale leaves too few distinct values to test a fit: refused, saying so
     coarse = np.floor(ts.spliced(N, 0.0, np.random.default_rng(1)) / 1000) * 1000
-    t = tail.analyse([coarse], {"run": 1})
+    t = tail_bound.analyse([coarse], {"run": 1})
     assert not t.claimed and t.failed.name == "goodness of fit" and "finer resolution" in t.refused_because
     assert t.checks[0].passed                    # ties are no dependence
 
@@ -215,7 +215,7 @@ def test_histogram_with_overflow(tmp_path):
     values = ts.spliced(N, 0.0, np.random.default_rng(0)).astype(np.int64)
     run = store.get_run(add_histogram_run(store, tmp_path, values, bucket_width=100, buckets=120))
     assert run.trailer["histograms"]["latency"]["overflow"] > 50
-    t = tail.of_run(store, run)
+    t = tail_bound.of_run(store, run)
     assert t.claimed and t.fit.ex.hi[-1] == values.max() - t.fit.ex.u
     lo, hi = t.levels[2].ci
     assert lo <= ts.true_level(0.0, 1e-5) <= hi
@@ -230,10 +230,10 @@ def test_histogram_configuration_homogeneity(tmp_path):
         return add_histogram_run(store, tmp_path, values, bucket_width=100, buckets=200, settings={"h": kind})
 
     alike = [hist_run(0, "alike"), hist_run(0, "alike")]
-    t = tail.of_runs(store, store.runs(ids=alike))
+    t = tail_bound.of_runs(store, store.runs(ids=alike))
     assert t.claimed and t.n == 100_000 and t.checks[2].name == "run homogeneity" and t.checks[2].passed
     unlike = [hist_run(0, "unlike"), hist_run(1200, "unlike")]
-    t = tail.of_runs(store, store.runs(ids=unlike))
+    t = tail_bound.of_runs(store, store.runs(ids=unlike))
     assert not t.claimed and t.failed.name == "run homogeneity" and not t.levels
 
 

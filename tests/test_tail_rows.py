@@ -13,7 +13,7 @@ import pytest
 import tail_synthetic as ts
 from report_fixtures import add_experiment, add_histogram_run, add_run
 from terminal import on_terminal, piped
-from rtscope.analysis import tail_bound as tail
+from rtscope.analysis import tail_bound
 from rtscope.analysis.compare import TAIL_TEST, holm, run_level_row
 from rtscope.store import Store
 
@@ -186,12 +186,12 @@ def test_gate_on_the_tail(cli, store):
 
 def test_run_bound_is_tails_point_value():
     x = ts.spliced(N, 0.1, np.random.default_rng(4))
-    full = tail.analyse([x], {"run": 1}, gev=False)
-    bound = tail.run_bound(x, None)
+    full = tail_bound.analyse([x], {"run": 1}, gev=False)
+    bound = tail_bound.run_bound(x, None)
     assert bound.short is None and bound.value == pytest.approx(next(lv.value for lv in full.levels
                                                                       if lv.p == 1e-9), rel=1e-12)
-    assert tail.run_bound(x[:5000], None).short == "fewer than 10,000 samples"
-    assert tail.run_bound(None, None).value is None
+    assert tail_bound.run_bound(x[:5000], None).short == "fewer than 10,000 samples"
+    assert tail_bound.run_bound(None, None).value is None
 
 
 def test_a_configurations_checks_are_corrected_for_its_runs():
@@ -206,11 +206,11 @@ def test_a_configurations_checks_are_corrected_for_its_runs():
             break
     else:
         pytest.fail("no seed with a marginal check")
-    alone = tail.run_bound(x, None)
+    alone = tail_bound.run_bound(x, None)
     assert alone.value is None and alone.short == f"refused: {failed[0].name}"
-    among = tail.run_bound(x, None, runs=10)
+    among = tail_bound.run_bound(x, None, runs=10)
     assert among.value is not None and among.short is None and f"{failed[0].name} p" in among.note
-    assert among.value == pytest.approx(tail.analyse([x], {"run": 1}, gev=False, fit_below=0.001).levels[6].value)
+    assert among.value == pytest.approx(tail_bound.analyse([x], {"run": 1}, gev=False, fit_below=0.001).levels[6].value)
 
 
 # the histogram path's censored fits take 1-5 s each on this machine
