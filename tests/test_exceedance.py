@@ -89,13 +89,13 @@ def test_band_is_the_levels_intervals():
 
 
 def test_empirical_curves():
-    """Samples: every one of the largest 200 drawn, the largest at 1/n, thinned to a few hundred points;
+    """Samples: every one of the largest TOP (100) drawn, the largest at 1/n, thinned to a few hundred points;
     a histogram: the exact minimum at 1, the overflow counted, the exact maximum at 1/n."""
     from rtscope.figures import exceedance
     values = np.sort(np.random.default_rng(1).gamma(3, 1000, 100_000))
     x, y = exceedance.empirical_samples(values)
-    assert len(x) < 600 and x[-1] == values[-1] and y[-1] == pytest.approx(1e-5) and y[0] == 1.0
-    assert np.array_equal(x[-200:], values[-200:]) and np.all(np.diff(y) < 0) and np.all(np.diff(x) >= 0)
+    assert len(x) <= exceedance.TOP + exceedance.POINTS and x[-1] == values[-1] and y[-1] == pytest.approx(1e-5) and y[0] == 1.0
+    assert np.array_equal(x[-exceedance.TOP:], values[-exceedance.TOP:]) and np.all(np.diff(y) < 0) and np.all(np.diff(x) >= 0)
     hist = {"bucket_width": 1000, "min_value": 0, "counts": [0, 5, 3, 0, 1], "overflow": 1, "n": 10,
             "min": 1200, "max": 9000}
     x, y = exceedance.empirical_histogram(hist)

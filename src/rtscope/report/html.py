@@ -49,8 +49,8 @@ def script_json(obj: Any) -> str:
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
-# Plotted values keep 7 significant digits: far below a pixel, and half the bytes of a float's repr.
-PLOT_DIGITS = 7
+# Plotted values keep 6 significant digits: far below a pixel, and half the bytes of a float's repr.
+PLOT_DIGITS = 6
 
 
 def _short(x: float) -> float | None:
@@ -154,20 +154,32 @@ def _bulk(layout: dict, bulk, axis: str, shown: str, scale: float, lower: float 
 
 
 def box_figure(g, shown: str, scale: float) -> dict:
+    """Boxes at positions 0, 1, ... named by the axis' ticks: an outlier's position is then one digit in the page,
+    not its configuration's label."""
     data = []
     for i, b in enumerate(g.boxes):
         name = t(b.label)
-        data.append({"type": "box", "name": name, "x": [name], "q1": [b.q1 * scale], "median": [b.median * scale],
+        data.append({"type": "box", "name": name, "x": [i], "q1": [b.q1 * scale], "median": [b.median * scale],
                      "q3": [b.q3 * scale], "lowerfence": [b.whislo * scale], "upperfence": [b.whishi * scale],
                      "mean": [b.mean * scale], "boxpoints": False, "marker": {"color": _color(i)},
                      "showlegend": False})
         if len(b.outliers):
             data.append({"type": "scatter", "mode": "markers", "name": f"{name} outliers",
-                         "x": [name] * len(b.outliers), "y": b.outliers * scale, "showlegend": False,
+                         "x": [i] * len(b.outliers), "y": b.outliers * scale, "showlegend": False,
                          "marker": {"color": _color(i), "size": 4, "symbol": "circle-open"}})
     layout = _layout(f"{g.title}: box plot per configuration", "configuration",
-                     f"{g.cells[0].config.measure} ({shown})")
+                     f"{g.cells[0].config.measure} ({shown})",
+                     xaxis={"tickvals": list(range(len(g.boxes))), "ticktext": [t(b.label) for b in g.boxes],
+                            "range": [-0.5, len(g.boxes) - 0.5], "zeroline": False})
     return {"data": data, "layout": _bulk(layout, g.bulk, "yaxis", shown, scale)}
+
+
+def _xs(x: np.ndarray) -> dict:
+    """Bucket edges as plotly's x: evenly spaced ones as a start and a step (two numbers, not one per bucket)."""
+    steps = np.diff(x)
+    if len(x) > 2 and np.allclose(steps, steps[0], rtol=1e-9, atol=0):
+        return {"x0": float(x[0]), "dx": float(steps[0])}
+    return {"x": x}
 
 
 def histogram_figure(g, shown: str, curves=None, title: str = "histogram", bulk=None) -> dict:
@@ -179,7 +191,7 @@ def histogram_figure(g, shown: str, curves=None, title: str = "histogram", bulk=
     for i, c in enumerate(g.histograms if curves is None else curves):
         y = np.append(c.y, c.y[-1]) if len(c.y) else c.y
         data.append({"type": "scatter", "mode": "lines", "line": {"shape": "hv", "color": _color(i), "width": 1.5},
-                     "name": t(c.label), "x": c.x * scale,
+                     "name": t(c.label), **_xs(c.x * scale),
                      "y": [v if v > 0 else None for v in y.tolist()]})
         filled = np.flatnonzero(c.y > 0)
         if len(filled):
@@ -204,7 +216,8 @@ def percentile_figure(g, shown: str, scale: float) -> dict:
     data = []
     for i, c in enumerate(g.cdfs):
         keep = c.y < 1
-        data.append({"type": "scatter", "mode": "lines", "name": t(c.label), "x": -np.log10(1 - c.y[keep]),
+        # the axis position to 1/1000 of a decade: below a pixel, and a short number
+        data.append({"type": "scatter", "mode": "lines", "name": t(c.label), "x": np.round(-np.log10(1 - c.y[keep]), 3),
                      "y": c.x[keep] * scale, "line": {"color": _color(i)}})
     ticks = list(range(len(TAIL_LEVELS) + 1))
     text = ["0%", *(f"{100 * q:g}%" for q in TAIL_LEVELS)]
@@ -214,6 +227,11 @@ def percentile_figure(g, shown: str, scale: float) -> dict:
 
 
 PANEL_PX, PANEL_GAP_PX, LEGEND_PX = 210, 46, 70     # the exceedance plot: each configuration's panel
+
+
+def _log_axis(y: np.ndarray) -> list[float]:
+    """Values on a log axis to 3 significant digits: 0.4 %, far below a pixel of a panel spanning 9 decades."""
+    return [float(f"{v:.3g}") for v in np.asarray(y, float).tolist()]
 
 
 def _log(v: float) -> float:
@@ -265,9 +283,9 @@ def exceedance_plotly_figure(g) -> dict:
                          "showlegend": once("band"), "xaxis": xa, "yaxis": ya, "fill": "toself",
                          "fillcolor": "rgba(0,0,0,0.13)", "line": {"width": 0}, "hoverinfo": "skip",
                          "x": np.concatenate([s.band_lo, band_hi[::-1]]) * scale,
-                         "y": np.concatenate([s.fit_p, s.fit_p[::-1]])})
+                         "y": _log_axis(np.concatenate([s.fit_p, s.fit_p[::-1]]))})
         data.append({"type": "scatter", "mode": "lines+markers", "name": t(f"samples: {s.label}"),
-                     "xaxis": xa, "yaxis": ya, "x": s.x * scale, "y": s.y,
+                     "xaxis": xa, "yaxis": ya, "x": s.x * scale, "y": _log_axis(s.y),
                      "line": {"color": _color(i), "width": 1}, "marker": {"color": _color(i), "size": 3},
                      "hovertemplate": f"%{{x:.4g}} {shown}: fraction ≥ x %{{y:.3g}}<extra></extra>"})
         data.append({"type": "scatter", "mode": "lines", "name": "1/n: the data end", "legendgroup": "end",
@@ -288,7 +306,7 @@ def exceedance_plotly_figure(g) -> dict:
             continue
         if len(s.fit_p):
             data.append({"type": "scatter", "mode": "lines", "name": "fitted tail", "legendgroup": "fit",
-                         "showlegend": once("fit"), "xaxis": xa, "yaxis": ya, "x": s.fit_x * scale, "y": s.fit_p,
+                         "showlegend": once("fit"), "xaxis": xa, "yaxis": ya, "x": s.fit_x * scale, "y": _log_axis(s.fit_p),
                          "line": {"color": "#000", "width": 1.5, "dash": "dash"},
                          "hovertemplate": f"fit: %{{x:.4g}} {shown} exceeded with p %{{y:.2g}}<extra></extra>"})
         u, zeta = s.threshold

@@ -29,13 +29,15 @@ from ..figures import bulk as bulk_range, exceedance as exceedance_plot
 from ..store import Run, Store
 from . import lab, tune
 
-MAX_OUTLIERS = 500          # outliers drawn per box (thinned evenly by rank beyond that)
+# What the plots embed is thinned so that a report of 100 runs stays under 1 MB (bench/compare_report.py); the
+# store keeps every sample.
+MAX_OUTLIERS = 100          # outliers drawn per box (thinned evenly by rank beyond that, the extremes kept)
 MAX_HIST_BINS = 400
-CDF_POINTS = 400
+CDF_POINTS = 201            # levels 0, 0.005, ..., 1: short numbers in the page
 TAIL_LEVELS = (0.9, 0.99, 0.999, 0.9999, 0.99999)
-SERIES_POINTS = 4000        # drawn points per time series (min/max per block)
+SERIES_POINTS = 500         # drawn points per time series (min/max per block: every spike kept)
 MAX_SERIES = 40             # time-series plots per report
-MAX_GC_MARKERS = 2000
+MAX_GC_MARKERS = 500
 GC_COLUMNS = ("minor_gcs", "heap_size")
 
 
