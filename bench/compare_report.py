@@ -103,7 +103,7 @@ def main() -> None:
     print(f"{'rtscope compare':34} {compare_s[0]:6.2f}s {compare_s[1]:6.2f}s")
     if tail_s:
         print(f"{'rtscope compare --tail':34} {tail_s[0]:6.2f}s {tail_s[1]:6.2f}s")
-    print(f"{f'rtscope report (HTML, {size:.1f} MB)':34} {report_s[0]:6.2f}s {report_s[1]:6.2f}s")
+    print(f"{f'rtscope report (HTML, {size:.2f} MB)':34} {report_s[0]:6.2f}s {report_s[1]:6.2f}s")
     print(f"{'compare + report':34} {total:6.2f}s {compare_s[1] + report_s[1]:6.2f}s   target {TARGET_S:g} s wall: "
           f"{'met' if total <= TARGET_S else 'MISSED'}")
     print(f"{f'report --figures --tables ({figures} files)':34} {full_s[0]:6.2f}s {full_s[1]:6.2f}s")

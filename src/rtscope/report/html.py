@@ -625,11 +625,41 @@ def sections(report: Report, plot: Plots) -> dict:
             "tunes": tune_sections(report, plot), "why": why}
 
 
+VERDICT_CSS = {"holds": "better", "contradicted": "worse", "undecided": "not-tested",
+               "not measurable here": "no-significant-difference"}
+
+
+def paper_section(report: Report, plot) -> dict | None:
+    """The paper's view (report/paper.py): the study's tables, the latency histograms below them, the claims."""
+    v = report.paper
+    if v is None:
+        return None
+    hists = []
+    if v.histograms:
+        for g in report.groups:
+            if g.histograms and g.cells[0].config.measure == "latency":
+                shown = display_unit(g.unit)[0]
+                hists.append(plot(histogram_figure(g, shown), f"Overlaid latency histograms, samples per {shown} "
+                                                              "(log y), as the study drew them."))
+    claims = [{"id": j.claim.id, "text": j.claim.text, "source": j.claim.source, "metric": j.claim.metric,
+               "expect": j.claim.expect.text, "published": j.published_text(), "measured": j.values_text(),
+               "runs": f"{j.runs[1]} vs {j.runs[0]}" if j.claim.two_sided else str(j.runs[0]),
+               "interval": j.interval_text(), "verdict": j.verdict, "css": VERDICT_CSS[j.verdict],
+               "why": "; ".join(x for x in (
+                   f"{j.runs_needed} runs per configuration would decide it at 80 % power"
+                   if j.runs_needed is not None else "", j.reason,
+                   f"`{v.commands[j.claim.id]}`" if j.claim.id in v.commands else "") if x)}
+              for j in v.claims]
+    return {"view": v, "histograms": hists, "claims": claims,
+            "tested": sum(j.p_holm is not None for j in v.claims)}
+
+
 def render(report: Report, plotly_gz: str | None = None) -> str:
     import jinja2
     if plotly_gz is None:
         plotly_gz = plotly_payload()
     plots = Plots()
+    paper = paper_section(report, plots)
     parts = sections(report, plots)
     cs = report.comparisons
     env = jinja2.Environment(loader=jinja2.DictLoader({"tables.html": TABLES}), autoescape=True,
@@ -640,7 +670,7 @@ def render(report: Report, plotly_gz: str | None = None) -> str:
         r=report, style=STYLE, draw_plots=DRAW_PLOTS, version=__version__, plotly_gz=plotly_gz, machines=report.machines,
         stats_tables=stats_tables(report), comparisons=comparison_rows(report), **parts,
         series_omitted=report.series_omitted, plots=plots.entries,
-        fleet=fleet_table(report), why_table=why_table(report),
+        fleet=fleet_table(report), why_table=why_table(report), paper=paper,
         any_gc=any(ts.gc_events for ts in report.series),
         configurations=len(report.cells), run_test=RUN_TEST,
         baseline=cs.baseline.text if cs else "", alpha=cs.alpha if cs else None,
