@@ -97,7 +97,8 @@ def check_distribution_figures(figures: list[dict], p9999_us: float) -> int:
         assert 1 <= beyond <= 10, notes        # the far samples and the last few of the tail, no more
         if axis == "xaxis" and title.endswith(": histogram"):
             for tr in f["data"]:
-                x, y = np.asarray(tr["x"], float), np.array([v or 0 for v in tr["y"]], float)
+                y = np.array([v or 0 for v in tr["y"]], float)
+                x = np.asarray(tr["x"], float) if "x" in tr else tr["x0"] + tr["dx"] * np.arange(len(y))
                 in_view = (x >= lo) & (x < hi)
                 assert in_view.sum() <= 400
                 assert np.count_nonzero(y[in_view] > 0) >= 10, (title, tr["name"])
@@ -182,7 +183,8 @@ def test_lab_page_says_common_settings_once(outliers):
 HISTOGRAM = """(() => {
   const d = [...document.querySelectorAll('div.plot')].find(d => d.layout.title.text.endsWith(': histogram'));
   const r = d._fullLayout.xaxis.range;
-  const bars = d.data.map(tr => tr.x.filter((x, i) => tr.y[i] > 0 && x >= r[0] && x < r[1]).length);
+  const xs = tr => tr.x || tr.y.map((_, i) => tr.x0 + i * tr.dx);   // evenly spaced buckets: x0 and dx
+  const bars = d.data.map(tr => xs(tr).filter((x, i) => tr.y[i] > 0 && x >= r[0] && x < r[1]).length);
   const notes = [...d.querySelectorAll('.annotation-text')].map(e => e.textContent).join(' ');
   return {id: d.id, range: r, bars: bars, notes: notes};
 })()"""

@@ -19,7 +19,7 @@
 - tail (docs/tail.md): `tail_bound` the worst case with a bound, the pipeline over `tail_checks` (its assumptions
   tested) and `tail_fit` (the extreme-value fits of a run's or a configuration's tail);
 - claims (docs/reproduction.md): `claims` a spec's claims judged by compare's run-level tests, with the runs a
-  claim still needs from `plan_sizing`.
+  claim still needs from `plan_sizing`; `paper_published` a study's table layouts and the figures it published.
 
 It may import the store, the settings' value vocabulary (`options`) and the leaf modules; nothing below it
 imports it.

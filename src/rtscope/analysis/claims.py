@@ -143,6 +143,39 @@ class Judgement:
             return published, UNITS[published][1]
         return ("us", 1e3) if self.unit == "ns" else (self.unit, 1.0)
 
+    def values_text(self) -> str:
+        """The measured values as shown: `baseline → cell unit`, or the cell's alone for a bound."""
+        from .results import fmt
+        if self.baseline is None and self.value is None:
+            return "-"
+        name, factor = self.shown_unit
+        shown = name.replace("us", "µs")
+        if not self.claim.two_sided:
+            return f"{fmt('mean', self.value, 1 / factor)} {shown}"
+        return f"{fmt('mean', self.baseline, 1 / factor)} → {fmt('mean', self.value, 1 / factor)} {shown}"
+
+    def interval_text(self) -> str:
+        """The 95 % interval as shown: ×lo..hi for a ratio, Δ lo..hi for a difference, lo..hi for a value."""
+        from .results import fmt
+        if self.interval is None:
+            return "-"
+        lo, hi = self.interval
+        if self.interval_of == "ratio":
+            return f"×{lo:.3g}..{hi:.3g}"
+        name, factor = self.shown_unit
+        sign = "Δ " if self.interval_of == "difference" else ""
+        return f"{sign}{fmt('mean', lo, 1 / factor)}..{fmt('mean', hi, 1 / factor)}"
+
+    def published_text(self) -> str:
+        """The claim's published figures as shown: `baseline → cell unit`, or `-`."""
+        pub = self.claim.published or {}
+        if "cell" not in pub:
+            return "-"
+        if not self.claim.two_sided:
+            return f"{pub['cell']:g} {pub.get('unit', '')}".strip()
+        base = pub.get("baseline")
+        return f"{'?' if base is None else f'{base:g}'} → {pub['cell']:g} {pub.get('unit', '')}".strip()
+
     def to_json(self) -> dict:
         c = self.claim
         name, factor = self.shown_unit
@@ -376,3 +409,25 @@ def memory_slope(store) -> Callable[[object], float | None]:
         except UsageError:
             return None
     return slope
+
+
+def needed_command(j: Judgement, command: str, aside: dict[str, str]) -> str | None:
+    """The command that would decide an undecided claim (a set-aside one's reason names its own)."""
+    if j.verdict != "undecided" or j.claim.id in aside:
+        return None
+    if j.runs_needed is not None:
+        return f"{command} --repetitions {j.runs_needed}"
+    if j.runs[0] < 2 or (j.claim.two_sided and j.runs[1] < 2):
+        return f"{command} --repetitions {PLAN_MIN_RUNS}"
+    return None
+
+
+def machine_text(env: dict) -> str:
+    """A machine as a line: CPU, architecture, kernel and preemption model; a VM's accelerator."""
+    parts = [env.get("cpu_model") or "?", env.get("machine") or "?", f"Linux {env.get('kernel_release') or '?'}",
+             env.get("preemption") or ""]
+    if env.get("board"):
+        parts.insert(0, env["board"])
+    if env.get("accelerator"):
+        parts.append(f"VM ({env['accelerator']})")
+    return ", ".join(p for p in parts if p)

@@ -19,6 +19,8 @@ from .run import ScaleOption
 if TYPE_CHECKING:
     from ..analysis.claims import Judgement
 
+from ..analysis.claims import machine_text, needed_command
+
 FAIL_ON = ("contradicted",)
 VERDICT_STYLE = {"holds": "bold green", "contradicted": "bold red", "undecided": "yellow",
                  "not measurable here": "dim"}
@@ -45,7 +47,7 @@ def reproduce(
     """Judge a spec's claims: run the configurations they name (only those), or, with --experiment, --tag or
     --run, judge stored runs. Each claim holds, is contradicted, is undecided (with the runs per configuration
     that would decide it) or is not measurable here (with why). --where narrows either."""
-    from ..analysis.claims import judge, memory_slope
+    from ..analysis.claims import memory_slope
     from ..analysis.compare import check_options, load_cells
     from ..experiment import claim_runs, execute as exp_mod, spec as spec_mod
     from ..options import parse_assignment
@@ -80,16 +82,8 @@ def reproduce(
                                                 run_ids=list(run or [])))
         else:
             runs = _run_claims(store, parsed, path, pool, absent, aside, wheres, repetitions, seed)
-    cells = load_cells(store, runs)
-    if stored:   # stored runs of what this machine cannot make (imported, made elsewhere) are judged
-        from ..analysis.claims import find
-        absent = {cid: why for cid, why in absent.items()
-                  if not all(find(c, s, cells)[0] for c in parsed.claims if c.id == cid for s in claim_runs.sides(c))}
-    judgements = judge(parsed.claims, cells, alpha=alpha, not_measurable=absent, slope=memory_slope(store),
-                       keys=claim_runs.side_keys(parsed))
-    for j in judgements:
-        if j.claim.id in aside and j.verdict != "not measurable here" and not j.runs[0]:
-            j.verdict, j.reason, j.runs_needed = "undecided", aside[j.claim.id], None
+    judgements = claim_runs.verdicts(parsed, load_cells(store, runs), absent, aside, alpha=alpha,
+                                     slope=memory_slope(store), stored=stored)
     machine = runs[0].machine if runs else pool_machine()
     if junit is not None:
         from ..report import junit as junit_report
@@ -145,52 +139,6 @@ def pool_machine() -> dict:
         return pool.get("local").snapshot()
 
 
-def machine_text(env: dict) -> str:
-    """This machine as a line: CPU, architecture, kernel and preemption model; a VM's accelerator."""
-    parts = [env.get("cpu_model") or "?", env.get("machine") or "?", f"Linux {env.get('kernel_release') or '?'}",
-             env.get("preemption") or ""]
-    if env.get("board"):
-        parts.insert(0, env["board"])
-    if env.get("accelerator"):
-        parts.append(f"VM ({env['accelerator']})")
-    return ", ".join(p for p in parts if p)
-
-
-def needed_command(j: Judgement, command: str, aside: dict[str, str]) -> str | None:
-    """The command that would decide an undecided claim (a set-aside one's reason names its own)."""
-    if j.verdict != "undecided" or j.claim.id in aside:
-        return None
-    if j.runs_needed is not None:
-        return f"{command} --repetitions {j.runs_needed}"
-    if j.runs[0] < 2 or (j.claim.two_sided and j.runs[1] < 2):
-        from ..analysis.plan_sizing import MIN_RUNS
-        return f"{command} --repetitions {MIN_RUNS}"
-    return None
-
-
-def _values(j: Judgement, a: float | None, b: float | None) -> str:
-    name, factor = j.shown_unit
-    if a is None and b is None:
-        return "-"
-    from ..analysis.results import fmt
-    shown = name.replace("us", "µs")
-    if not j.claim.two_sided:
-        return f"{fmt('mean', b, 1 / factor)} {shown}"
-    return f"{fmt('mean', a, 1 / factor)} → {fmt('mean', b, 1 / factor)} {shown}"
-
-
-def _interval(j: Judgement) -> str:
-    if j.interval is None:
-        return "-"
-    lo, hi = j.interval
-    if j.interval_of == "ratio":
-        return f"×{lo:.3g}..{hi:.3g}"
-    from ..analysis.results import fmt
-    name, factor = j.shown_unit
-    sign = "Δ " if j.interval_of == "difference" else ""
-    return f"{sign}{fmt('mean', lo, 1 / factor)}..{fmt('mean', hi, 1 / factor)}"
-
-
 def print_claims(judgements: list[Judgement], name: str, alpha: float, machine: dict, command: str,
                  aside: dict[str, str]) -> None:
     table = Table(title=f"claims of {escape(name)}: published → measured (baseline → cell)", box=box.SIMPLE_HEAD,
@@ -198,12 +146,8 @@ def print_claims(judgements: list[Judgement], name: str, alpha: float, machine: 
     for head in ("claim", "metric", "expect", "published", "measured", "95% interval", "verdict"):
         table.add_column(head)
     for j in judgements:
-        pub = j.claim.published or {}
-        published = "-" if "cell" not in pub else (
-            f"{pub['cell']:g} {pub.get('unit', '')}" if not j.claim.two_sided else
-            f"{pub.get('baseline', '?'):g} → {pub['cell']:g} {pub.get('unit', '')}".strip())
-        table.add_row(escape(j.claim.id), j.claim.metric, escape(j.claim.expect.text), escape(published),
-                      _values(j, j.baseline, j.value), _interval(j),
+        table.add_row(escape(j.claim.id), j.claim.metric, escape(j.claim.expect.text), escape(j.published_text()),
+                      j.values_text(), j.interval_text(),
                       f"[{VERDICT_STYLE[j.verdict]}]{j.verdict}[/]")
     console.print(table)
     for j in judgements:

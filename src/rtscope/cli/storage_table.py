@@ -12,20 +12,11 @@ import typer
 from rich import box
 
 from ..errors import UsageError
+from ..analysis.storage import human_time
 from .common import DbOption, JsonOption, Table, app, console, escape, open_store, print_json
 
 if TYPE_CHECKING:
     from ..analysis.storage import StorageTable
-
-
-def human_time(ns: float | None) -> str:
-    """The study's style: 2.35 ms, 13.58 µs, 36.05 s."""
-    if ns is None:
-        return "-"
-    for scale, unit in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")):
-        if abs(ns) >= scale:
-            return f"{ns / scale:,.2f} {unit}"
-    return f"{ns:.0f} ns"
 
 
 def human_bytes(n: Any) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from ..analysis.claims import Claim
+from ..analysis.claims import Claim, Judgement, find, judge
 from ..analysis.select import value_matches
 from ..targets import resolve
 from .execute import BOOTED_KINDS, Availability, target_of
@@ -91,3 +91,29 @@ def trimmed(spec: Spec, claims: list[Claim], where: list[tuple[str, str]], repet
     keys = {c.key for claim in claims for c in cells_of(spec, claim, where)}
     cells = [dataclasses.replace(c, repetitions=repetitions or c.repetitions) for c in spec.cells if c.key in keys]
     return dataclasses.replace(spec, cells=cells)
+
+
+def verdicts(spec: Spec, cells: list, absent: dict[str, str], aside: dict[str, str], *, alpha: float,
+             slope, stored: bool) -> list[Judgement]:
+    """The spec's claims judged on these runs' configurations. absent: claim id -> why this machine cannot make
+    its runs (on stored runs, a claim whose configurations are all stored is judged anyway: imported, or made
+    elsewhere); aside: claim id -> why it is not judged in this invocation (set_aside), for a claim without runs."""
+    if stored:
+        absent = {cid: why for cid, why in absent.items()
+                  if not all(find(c, s, cells)[0] for c in spec.claims if c.id == cid for s in sides(c))}
+    out = judge(spec.claims, cells, alpha=alpha, not_measurable=absent, slope=slope, keys=side_keys(spec))
+    for j in out:
+        if j.claim.id in aside and j.verdict != "not measurable here" and not j.runs[0]:
+            j.verdict, j.reason, j.runs_needed = "undecided", aside[j.claim.id], None
+    return out
+
+
+def judge_stored(spec: Spec, cells: list, slope, *, alpha: float,
+                 command: str) -> tuple[list[Judgement], dict[str, str]]:
+    """`rtscope reproduce SPEC --experiment ...` on these configurations: what this machine cannot make asked of
+    it as reproduce asks (no VM booted), every claim judged on the stored runs; with the claims set aside."""
+    from ..targets import Pool
+    with Pool() as pool:
+        absent = unmeasurable(spec, Availability(pool, boot=False))
+    aside = set_aside(spec, [], command)
+    return verdicts(spec, cells, absent, aside, alpha=alpha, slope=slope, stored=True), aside

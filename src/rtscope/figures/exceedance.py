@@ -37,8 +37,8 @@ from ..analysis.tail_fit import band
 from ..errors import UsageError
 
 P_BOUND = 1e-9            # the labelled bound (the compare row's level)
-TOP = 200                 # the largest samples, every one drawn
-POINTS = 300              # further ranks, evenly spaced on the log axis
+TOP = 100                 # the largest samples, every one drawn
+POINTS = 150              # further ranks, evenly spaced on the log axis
 FIT_POINTS = 80           # points of the fitted curve and its band
 BAND_STRETCH = 0.5        # a band may widen the axis by this fraction of the data's and bounds' span
 BOUND_STRETCH = 4.0       # a bound is drawn up to this many times the samples' span from the smallest one

@@ -5,7 +5,8 @@
     figures.write(report, dir)      PNG + SVG figures (matplotlib)
     tables.write(report, dir)       Markdown, LaTeX and CSV tables
     lab                             the monitoring views and the fleet's worst-case table
-    junit.write(set, gate, path)    `compare --junit`: JUnit XML of a gated comparison, written atomically
+    paper_view                      a study experiment's own table (published beside measured) and its claims
+    junit.write(set, gate, path)    `compare --junit` (and `reproduce --junit`: write_claims): JUnit XML, atomic
 
 It may import the figures, the experiment layer (an experiment's record), the analysis, the store and the leaf
 modules; only the user interfaces import it.

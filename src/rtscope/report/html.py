@@ -49,8 +49,8 @@ def script_json(obj: Any) -> str:
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
-# Plotted values keep 7 significant digits: far below a pixel, and half the bytes of a float's repr.
-PLOT_DIGITS = 7
+# Plotted values keep 6 significant digits: far below a pixel, and half the bytes of a float's repr.
+PLOT_DIGITS = 6
 
 
 def _short(x: float) -> float | None:
@@ -154,20 +154,32 @@ def _bulk(layout: dict, bulk, axis: str, shown: str, scale: float, lower: float 
 
 
 def box_figure(g, shown: str, scale: float) -> dict:
+    """Boxes at positions 0, 1, ... named by the axis' ticks: an outlier's position is then one digit in the page,
+    not its configuration's label."""
     data = []
     for i, b in enumerate(g.boxes):
         name = t(b.label)
-        data.append({"type": "box", "name": name, "x": [name], "q1": [b.q1 * scale], "median": [b.median * scale],
+        data.append({"type": "box", "name": name, "x": [i], "q1": [b.q1 * scale], "median": [b.median * scale],
                      "q3": [b.q3 * scale], "lowerfence": [b.whislo * scale], "upperfence": [b.whishi * scale],
                      "mean": [b.mean * scale], "boxpoints": False, "marker": {"color": _color(i)},
                      "showlegend": False})
         if len(b.outliers):
             data.append({"type": "scatter", "mode": "markers", "name": f"{name} outliers",
-                         "x": [name] * len(b.outliers), "y": b.outliers * scale, "showlegend": False,
+                         "x": [i] * len(b.outliers), "y": b.outliers * scale, "showlegend": False,
                          "marker": {"color": _color(i), "size": 4, "symbol": "circle-open"}})
     layout = _layout(f"{g.title}: box plot per configuration", "configuration",
-                     f"{g.cells[0].config.measure} ({shown})")
+                     f"{g.cells[0].config.measure} ({shown})",
+                     xaxis={"tickvals": list(range(len(g.boxes))), "ticktext": [t(b.label) for b in g.boxes],
+                            "range": [-0.5, len(g.boxes) - 0.5], "zeroline": False})
     return {"data": data, "layout": _bulk(layout, g.bulk, "yaxis", shown, scale)}
+
+
+def _xs(x: np.ndarray) -> dict:
+    """Bucket edges as plotly's x: evenly spaced ones as a start and a step (two numbers, not one per bucket)."""
+    steps = np.diff(x)
+    if len(x) > 2 and np.allclose(steps, steps[0], rtol=1e-9, atol=0):
+        return {"x0": float(x[0]), "dx": float(steps[0])}
+    return {"x": x}
 
 
 def histogram_figure(g, shown: str, curves=None, title: str = "histogram", bulk=None) -> dict:
@@ -179,7 +191,7 @@ def histogram_figure(g, shown: str, curves=None, title: str = "histogram", bulk=
     for i, c in enumerate(g.histograms if curves is None else curves):
         y = np.append(c.y, c.y[-1]) if len(c.y) else c.y
         data.append({"type": "scatter", "mode": "lines", "line": {"shape": "hv", "color": _color(i), "width": 1.5},
-                     "name": t(c.label), "x": c.x * scale,
+                     "name": t(c.label), **_xs(c.x * scale),
                      "y": [v if v > 0 else None for v in y.tolist()]})
         filled = np.flatnonzero(c.y > 0)
         if len(filled):
@@ -204,7 +216,8 @@ def percentile_figure(g, shown: str, scale: float) -> dict:
     data = []
     for i, c in enumerate(g.cdfs):
         keep = c.y < 1
-        data.append({"type": "scatter", "mode": "lines", "name": t(c.label), "x": -np.log10(1 - c.y[keep]),
+        # the axis position to 1/1000 of a decade: below a pixel, and a short number
+        data.append({"type": "scatter", "mode": "lines", "name": t(c.label), "x": np.round(-np.log10(1 - c.y[keep]), 3),
                      "y": c.x[keep] * scale, "line": {"color": _color(i)}})
     ticks = list(range(len(TAIL_LEVELS) + 1))
     text = ["0%", *(f"{100 * q:g}%" for q in TAIL_LEVELS)]
@@ -214,6 +227,11 @@ def percentile_figure(g, shown: str, scale: float) -> dict:
 
 
 PANEL_PX, PANEL_GAP_PX, LEGEND_PX = 210, 46, 70     # the exceedance plot: each configuration's panel
+
+
+def _log_axis(y: np.ndarray) -> list[float]:
+    """Values on a log axis to 3 significant digits: 0.4 %, far below a pixel of a panel spanning 9 decades."""
+    return [float(f"{v:.3g}") for v in np.asarray(y, float).tolist()]
 
 
 def _log(v: float) -> float:
@@ -265,9 +283,9 @@ def exceedance_plotly_figure(g) -> dict:
                          "showlegend": once("band"), "xaxis": xa, "yaxis": ya, "fill": "toself",
                          "fillcolor": "rgba(0,0,0,0.13)", "line": {"width": 0}, "hoverinfo": "skip",
                          "x": np.concatenate([s.band_lo, band_hi[::-1]]) * scale,
-                         "y": np.concatenate([s.fit_p, s.fit_p[::-1]])})
+                         "y": _log_axis(np.concatenate([s.fit_p, s.fit_p[::-1]]))})
         data.append({"type": "scatter", "mode": "lines+markers", "name": t(f"samples: {s.label}"),
-                     "xaxis": xa, "yaxis": ya, "x": s.x * scale, "y": s.y,
+                     "xaxis": xa, "yaxis": ya, "x": s.x * scale, "y": _log_axis(s.y),
                      "line": {"color": _color(i), "width": 1}, "marker": {"color": _color(i), "size": 3},
                      "hovertemplate": f"%{{x:.4g}} {shown}: fraction ≥ x %{{y:.3g}}<extra></extra>"})
         data.append({"type": "scatter", "mode": "lines", "name": "1/n: the data end", "legendgroup": "end",
@@ -288,7 +306,7 @@ def exceedance_plotly_figure(g) -> dict:
             continue
         if len(s.fit_p):
             data.append({"type": "scatter", "mode": "lines", "name": "fitted tail", "legendgroup": "fit",
-                         "showlegend": once("fit"), "xaxis": xa, "yaxis": ya, "x": s.fit_x * scale, "y": s.fit_p,
+                         "showlegend": once("fit"), "xaxis": xa, "yaxis": ya, "x": s.fit_x * scale, "y": _log_axis(s.fit_p),
                          "line": {"color": "#000", "width": 1.5, "dash": "dash"},
                          "hovertemplate": f"fit: %{{x:.4g}} {shown} exceeded with p %{{y:.2g}}<extra></extra>"})
         u, zeta = s.threshold
@@ -607,11 +625,41 @@ def sections(report: Report, plot: Plots) -> dict:
             "tunes": tune_sections(report, plot), "why": why}
 
 
+VERDICT_CSS = {"holds": "better", "contradicted": "worse", "undecided": "not-tested",
+               "not measurable here": "no-significant-difference"}
+
+
+def paper_section(report: Report, plot) -> dict | None:
+    """The paper's view (report/paper_view.py): the study's tables, the latency histograms below them, the claims."""
+    v = report.paper
+    if v is None:
+        return None
+    hists = []
+    if v.histograms:
+        for g in report.groups:
+            if g.histograms and g.cells[0].config.measure == "latency":
+                shown = display_unit(g.unit)[0]
+                hists.append(plot(histogram_figure(g, shown), f"Overlaid latency histograms, samples per {shown} "
+                                                              "(log y), as the study drew them."))
+    claims = [{"id": j.claim.id, "text": j.claim.text, "source": j.claim.source, "metric": j.claim.metric,
+               "expect": j.claim.expect.text, "published": j.published_text(), "measured": j.values_text(),
+               "runs": f"{j.runs[1]} vs {j.runs[0]}" if j.claim.two_sided else str(j.runs[0]),
+               "interval": j.interval_text(), "verdict": j.verdict, "css": VERDICT_CSS[j.verdict],
+               "why": "; ".join(x for x in (
+                   f"{j.runs_needed} runs per configuration would decide it at 80 % power"
+                   if j.runs_needed is not None else "", j.reason,
+                   f"`{v.commands[j.claim.id]}`" if j.claim.id in v.commands else "") if x)}
+              for j in v.claims]
+    return {"view": v, "histograms": hists, "claims": claims,
+            "tested": sum(j.p_holm is not None for j in v.claims)}
+
+
 def render(report: Report, plotly_gz: str | None = None) -> str:
     import jinja2
     if plotly_gz is None:
         plotly_gz = plotly_payload()
     plots = Plots()
+    paper = paper_section(report, plots)
     parts = sections(report, plots)
     cs = report.comparisons
     env = jinja2.Environment(loader=jinja2.DictLoader({"tables.html": TABLES}), autoescape=True,
@@ -622,7 +670,7 @@ def render(report: Report, plotly_gz: str | None = None) -> str:
         r=report, style=STYLE, draw_plots=DRAW_PLOTS, version=__version__, plotly_gz=plotly_gz, machines=report.machines,
         stats_tables=stats_tables(report), comparisons=comparison_rows(report), **parts,
         series_omitted=report.series_omitted, plots=plots.entries,
-        fleet=fleet_table(report), why_table=why_table(report),
+        fleet=fleet_table(report), why_table=why_table(report), paper=paper,
         any_gc=any(ts.gc_events for ts in report.series),
         configurations=len(report.cells), run_test=RUN_TEST,
         baseline=cs.baseline.text if cs else "", alpha=cs.alpha if cs else None,

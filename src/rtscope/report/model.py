@@ -19,6 +19,7 @@ from .. import sysinfo
 from ..analysis import explain_shares, stats
 from ..analysis.compare import Baseline, Cell, ComparisonSet, check_options, compare, load_cells, spec_baseline
 from ..analysis.fit import Series, memory_series
+from ..analysis.results import id_ranges
 from ..analysis.select import Configuration, short_labels
 from ..analysis.stats import merge_histograms
 from ..analysis.threads import run_histogram, thread_histograms, thread_samples
@@ -27,15 +28,17 @@ from ..experiment import execute as experiment
 from ..analysis.tail_bound import MIN_SAMPLES as TAIL_MIN_SAMPLES
 from ..figures import bulk as bulk_range, exceedance as exceedance_plot
 from ..store import Run, Store
-from . import lab, tune
+from . import lab, paper_view, tune
 
-MAX_OUTLIERS = 500          # outliers drawn per box (thinned evenly by rank beyond that)
+# What the plots embed is thinned so that a report of 100 runs stays under 1 MB (bench/compare_report.py); the
+# store keeps every sample.
+MAX_OUTLIERS = 100          # outliers drawn per box (thinned evenly by rank beyond that, the extremes kept)
 MAX_HIST_BINS = 400
-CDF_POINTS = 400
+CDF_POINTS = 201            # levels 0, 0.005, ..., 1: short numbers in the page
 TAIL_LEVELS = (0.9, 0.99, 0.999, 0.9999, 0.99999)
-SERIES_POINTS = 4000        # drawn points per time series (min/max per block)
+SERIES_POINTS = 500         # drawn points per time series (min/max per block: every spike kept)
 MAX_SERIES = 40             # time-series plots per report
-MAX_GC_MARKERS = 2000
+MAX_GC_MARKERS = 500
 GC_COLUMNS = ("minor_gcs", "heap_size")
 
 
@@ -162,6 +165,7 @@ class Report:
     tunes: list = field(default_factory=list)        # tune.TuneView: the search and confirmation of `rtscope tune`
     why: list = field(default_factory=list)          # WhySample: the worst explained samples (setting explain)
     why_shares: list = field(default_factory=list)   # explain_shares.ConfigShares: cause shares per configuration
+    paper: paper_view.PaperView | None = None        # a study experiment's own table and claims (paper_view.py)
 
 
 @dataclass
@@ -450,19 +454,6 @@ def machine_rows(machines: list[Machine]) -> list[MachineRow]:
     return rows
 
 
-def id_ranges(ids: list[int]) -> str:
-    """[1,2,3,7] -> '1-3, 7'."""
-    ids = sorted(ids)
-    parts, start = [], None
-    for i, x in enumerate(ids):
-        if start is None:
-            start = x
-        if i + 1 == len(ids) or ids[i + 1] != x + 1:
-            parts.append(str(start) if start == x else f"{start}-{x}")
-            start = None
-    return ", ".join(parts)
-
-
 # --- the whole report --------------------------------------------------------------------------------------
 
 def build(store: Store, runs: list[Run], *, title: str, selection: str, baseline: list[str] | None = None,
@@ -525,4 +516,5 @@ def build(store: Store, runs: list[Run], *, title: str, selection: str, baseline
                   machines(runs), cells, labels, plot_groups, series, omitted, task_series,
                   units.pop() if len(units) == 1 else "bytes", comparisons, notes,
                   experiment_infos(store, runs), lab.monitor_views(runs), lab.fleet_rows(store, runs),
-                  tune.tune_views(store, runs), why, why_shares)
+                  tune.tune_views(store, runs), why, why_shares,
+                  paper_view.view(store, runs, cells, labels, task_series, memory_runs, alpha) if runs else None)

@@ -19,6 +19,7 @@ STYLE = r'''  body { font-family: system-ui, -apple-system, "Segoe UI", sans-ser
   #rts-errors { display: none; background: #fde8e8; border: 1px solid #b3161b; padding: .6rem 1rem; }
   code { background: #f3f3f3; padding: 0 .2rem; }
   tr.differs td { background: #fff6dc; }
+  .pub { color: #777; } table caption { text-align: left; font-weight: 600; padding: .2rem 0; }
 '''
 
 TABLES = r'''{% macro machines_table(machines) %}
@@ -137,6 +138,42 @@ Times are shown in µs; percentiles use {{ percentile_definition }}; variance us
 {% if x.tags %}<br>tags: {% for t in x.tags %}<span class="tag">{{ t }}</span>{{ ", " if not loop.last }}{% endfor %}{% endif %}
 <br><span class="note">started {{ x.created_at }}, {{ x.status }}</span></p>
 {% endfor %}
+
+{% if paper %}{% set v = paper.view %}
+<h2 id="paper">The study's view: {{ v.spec }}</h2>
+<p>Published figures (<span class="pub">grey, in brackets</span>) beside the measured ones{% if v.source %}, from
+{{ v.source }}{% endif %}. Published on: {{ v.hardware }}; measured on: {{ v.machine }}. Published absolute
+figures come from other hardware: they are shown, never tested; the claims below test what can be.
+Measured figures pool the runs of a configuration, as the study's tables did.</p>
+{% for tb in v.tables %}
+<table class="paper">
+  <caption>{{ tb.title }}</caption>
+  <tr><th class="l">{{ tb.row_head }}</th><th class="l">runs</th>{% for h in tb.heads %}<th>{{ h }}</th>{% endfor %}</tr>
+  {% for row in tb.rows %}
+  <tr><td class="l">{{ row.label }}</td><td class="l">{{ row.runs }}</td>{% for m, p in row.cells %}<td>{{ m }}{% if p %} <span class="pub">({{ p }})</span>{% endif %}</td>{% endfor %}</tr>
+  {% endfor %}
+</table>
+{% endfor %}
+{% for p in paper.histograms %}
+<figure><div class="plot" id="{{ p.id }}"></div><figcaption>{{ p.caption }}</figcaption></figure>
+{% endfor %}
+{% if paper.claims %}
+<h3 id="claims">Claims</h3>
+<table class="claims">
+  <tr><th class="l">claim</th><th class="l">metric</th><th class="l">expect</th><th>published</th>
+  <th>measured (baseline → cell)</th><th>runs</th><th>95% interval</th><th class="l">verdict</th></tr>
+  {% for c in paper.claims %}
+  <tr><td class="l"><b>{{ c.id }}</b>: {{ c.text }}{% if c.source %} <span class="note">({{ c.source }})</span>{% endif %}</td>
+  <td class="l">{{ c.metric }}</td><td class="l">{{ c.expect }}</td><td>{{ c.published }}</td><td>{{ c.measured }}</td>
+  <td>{{ c.runs }}</td><td>{{ c.interval }}</td>
+  <td class="l {{ c.css }}">{{ c.verdict }}{% if c.why %}<br><span class="note">{{ c.why }}</span>{% endif %}</td></tr>
+  {% endfor %}
+</table>
+<p class="note">Judged as <code>rtscope reproduce</code> judges stored runs (docs/reproduction.md): lower/higher by
+Welch's t-test on per-run values; same by two one-sided tests within the margin; Holm over {{ paper.tested }}
+such claims, α = {{ v.alpha }}; ratio and below from the 95% interval.</p>
+{% endif %}
+{% endif %}
 
 <h2 id="machines">Machines</h2>
 {{ m.machines_table(machines) }}

@@ -17,14 +17,15 @@ from ...runtimes.base import RunRequest
 from ...settings import environments
 from ...settings.registry import SETTINGS, system_settings
 from ...workloads import WORKLOADS
-from .claim_table import check_claims
+from .claim_table import check_claims, dimension_names
+from .paper_table import check_paper
 from .locate import Locator
 from .model import Cell, Problem, Spec, cell_key
 from .request import build_request
 from .tune import check_range, check_tune
 
 TOP_KEYS = ("name", "description", "tags", "repetitions", "seed", "order", "on_unavailable", "timeout_s",
-            "scale", "environments", "targets", "target", "workload", "tune", "baseline", "claim")
+            "scale", "environments", "targets", "target", "workload", "tune", "baseline", "claim", "paper")
 BLOCK_KEYS = ("name", "variants", "runtime", "params", "settings", "exclude", "repetitions", "tags",
               "on_unavailable", "timeout_s", "scale", "target")
 SCALE_KEYS = ("repetitions", "timeout_s", "params")
@@ -165,13 +166,14 @@ class Checker:
                           "no block sets it and it is not a default of every variant of a block")
         baseline = self.baseline(raw, blocks, cells) if "baseline" in raw else []
         claims = check_claims(self, raw, blocks, cells, scale, scales) if "claim" in raw else []
+        paper = check_paper(self, raw, dimension_names(blocks), cells, scale, scales) if "paper" in raw else None
         tune, knobs = None, []
         if self.tuning:
             w = WORKLOADS.get(blocks[0].get("name")) if blocks and isinstance(blocks[0].get("name"), str) else None
             tune, knobs = check_tune(self, raw, blocks, self.block_axes.get(0, []),
                                      lambda key: w.param(key), lambda key: SETTINGS[key])
         return self._spec(raw, scale, scales, seed, order, name=name, cells=cells, tune=tune, knobs=knobs,
-                          baseline=baseline, claims=claims)
+                          baseline=baseline, claims=claims, paper=paper)
 
     def baseline(self, raw: dict, blocks: list, cells: list[Cell]) -> list[str]:
         """The spec's `baseline = { NAME = VALUE, ... }`: the configuration `compare` and `report` compare the
@@ -217,12 +219,13 @@ class Checker:
         return [f"{k}={v}" for k, v in items]
 
     def _spec(self, raw, scale, scales, seed, order, name=None, cells=(), tune=None, knobs=(), baseline=(),
-              claims=()) -> Spec:
+              claims=(), paper=None) -> Spec:
         self.problems.sort(key=lambda p: p.line or 0)
         return Spec(name=name or Path(self.source).stem, description=str(raw.get("description", "")),
                     source=self.source, text=self.text, raw=raw, scale=scale, scales=tuple(scales), seed=seed,
                     order=order, cells=list(cells), problems=self.problems, warnings=self.warnings,
-                    locator=self.loc, tune=tune, knobs=list(knobs), baseline=list(baseline), claims=list(claims))
+                    locator=self.loc, tune=tune, knobs=list(knobs), baseline=list(baseline), claims=list(claims),
+                    paper=paper)
 
     def definitions(self, raw: dict, key: str, load) -> None:
         """`[environments.NAME]` / `[targets.NAME]` tables, each defined through its module's loader

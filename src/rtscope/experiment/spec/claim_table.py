@@ -34,9 +34,7 @@ def check_claims(checker, raw: dict, blocks: list, cells: list, scale: str | Non
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
         checker.error(("claim",), "claim must be [[claim]] tables (an array of tables)")
         return []
-    params = {p.name for b in blocks if isinstance(b, dict) and isinstance(b.get("name"), str)
-              and b["name"] in WORKLOADS for p in WORKLOADS[b["name"]].params}
-    names = sorted({*CORE_DIMENSIONS, *params, *SETTINGS})
+    names = dimension_names(blocks)
     out, seen = [], {}
     for i, table in enumerate(tables):
         claim = _claim(checker, table, ("claim", i), names, cells, scale, scales)
@@ -49,6 +47,14 @@ def check_claims(checker, raw: dict, blocks: list, cells: list, scale: str | Non
         seen[claim.id] = claim.line
         out.append(claim)
     return out
+
+
+def dimension_names(blocks: list) -> list[str]:
+    """What a claim's or a published row's NAME may be: a setting, a parameter of the spec's workloads, or
+    workload, variant, runtime."""
+    params = {p.name for b in blocks if isinstance(b, dict) and isinstance(b.get("name"), str)
+              and b["name"] in WORKLOADS for p in WORKLOADS[b["name"]].params}
+    return sorted({*CORE_DIMENSIONS, *params, *SETTINGS})
 
 
 def _claim(checker, t: dict, path: tuple, names: list[str], cells: list, scale: str | None,
@@ -179,14 +185,19 @@ def request_value(req, name: str) -> Any:
 
 def _one_cell(checker, claim: Claim, side: str, path: tuple, cells: list) -> None:
     """The side must select exactly one configuration of the spec's matrix."""
-    items = (*claim.where, *(claim.cell if side == "cell" else claim.baseline))
+    one_cell(checker, (*claim.where, *(claim.cell if side == "cell" else claim.baseline)),
+             f"claim {claim.id!r}", f"its {side}", path + (side,), cells)
+
+
+def one_cell(checker, items: tuple, owner: str, what: str, at: tuple, cells: list) -> None:
+    """`items` (NAME=VALUE texts) must select exactly one configuration of the spec's matrix; the error names
+    them as `owner`'s `what` ("claim 'x'", "its cell")."""
     found = [c for c in cells if all(value_matches(request_value(c.request, n), v) for n, v in items)]
     if len(found) == 1:
         return
-    at = path + (side,)
-    what = " ".join(f"{n}={v}" for n, v in items)
+    text = " ".join(f"{n}={v}" for n, v in items)
     if found:
-        checker.error(at, f"claim {claim.id!r}: its {side} ({what}) matches {len(found)} configurations of the "
+        checker.error(at, f"{owner}: {what} ({text}) matches {len(found)} configurations of the "
                       f"matrix ({'; '.join(c.key for c in found[:3])}{' ...' if len(found) > 3 else ''}); name "
                       "more in where or the side so that it selects one")
         return
@@ -195,7 +206,7 @@ def _one_cell(checker, claim: Claim, side: str, path: tuple, cells: list) -> Non
                 if all(value_matches(request_value(c.request, m), w) for m, w in items if (m, w) != (n, v))]
         if rest and not any(value_matches(request_value(c.request, n), v) for c in rest):
             values = sorted({value_text(request_value(c.request, n)) for c in rest} - {""})
-            checker.error(at, f"claim {claim.id!r}: no configuration of the matrix makes its {side} ({what}): "
+            checker.error(at, f"{owner}: no configuration of the matrix makes {what} ({text}): "
                           f"{n}={v} is not made there; values of {n}: {choices(values) or '(unset)'}")
             return
-    checker.error(at, f"claim {claim.id!r}: no configuration of the matrix makes its {side} ({what})")
+    checker.error(at, f"{owner}: no configuration of the matrix makes {what} ({text})")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...analysis.claims import Claim
+from ...analysis.paper_published import Paper
 from ...errors import UsageError
 from ...runtimes.base import RunRequest
 from ...workloads import WORKLOADS
@@ -113,6 +114,7 @@ class Spec:
     knobs: list[Knob] = field(default_factory=list)
     baseline: list[str] = field(default_factory=list)  # `baseline = {...}`: NAME=VALUE items (compare's --baseline)
     claims: list[Claim] = field(default_factory=list)   # `[[claim]]` tables (claim_table.py), judged by reproduce
+    paper: Paper | None = None     # `[paper]`: the study's table layout and published figures (paper_table.py)
 
     @property
     def path(self) -> str:
