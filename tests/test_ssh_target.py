@@ -25,7 +25,7 @@ from rtscope.targets.ssh import SshTarget
 from proc_helpers import default_signals
 
 WHY = sshd.available()
-pytestmark = pytest.mark.skipif(WHY is not None, reason=WHY or "")
+pytestmark = [pytest.mark.real, pytest.mark.skipif(WHY is not None, reason=WHY or "")]
 
 
 @pytest.fixture(scope="module")
@@ -144,9 +144,10 @@ def test_each_runtime_runs_on_the_target(board, tmp_path, clean_targets, runtime
     assert [p.name for p in board.workdir.iterdir() if p.name.startswith("rtscope-run-")] == []
 
 
-def test_a_run_takes_one_channel_and_records_the_state_of_its_time(board, tmp_path, clean_targets, monkeypatch):
-    """The run directory, the machine state, the probe and its sample file: one SSH channel per run; the
-    machine record read whole once per connection, its changing part (load, governors) per run."""
+def test_a_run_takes_one_request_and_records_the_state_of_its_time(board, tmp_path, clean_targets, monkeypatch):
+    """The run directory, the machine state, the probe and its sample file: one request on the target's session
+    per run, no channel of its own; the machine record read whole once per connection, its changing part (load,
+    governors) per run."""
     import paramiko
     name = define(board)
     store = Store(str(tmp_path / "s.db"))
@@ -160,15 +161,15 @@ def test_a_run_takes_one_channel_and_records_the_state_of_its_time(board, tmp_pa
         whole = t.snapshot()
         per_run = []
         for _ in range(3):
-            before = len(opened)
+            before = len(opened), t.session.requests
             run = store.get_run(execute(req, store, target=t))
-            per_run.append(len(opened) - before)
+            per_run.append((len(opened) - before[0], t.session.requests - before[1]))
             env = run["environment"]
             assert {k: v for k, v in env.items() if k not in ("loadavg", "timestamp", "probe_version")} == \
                 {k: v for k, v in whole.items() if k not in ("loadavg", "timestamp", "probe_version")}
             assert env["loadavg"] and env["timestamp"] >= whole["timestamp"] and env["probe_version"]
-        assert per_run[1:] == [1, 1]  # the first run also deploys and asks the probe's version
-        # The run directories are removed by the next command and, for the last one, when the target closes.
+        assert per_run[1:] == [(0, 1), (0, 1)]  # the first run also deploys and asks the probe's version
+    # The run directories are removed by the next command and, for the last one, when the target closes.
         assert len([p for p in board.workdir.iterdir() if p.name.startswith("rtscope-run-")]) == 1
     assert [p.name for p in board.workdir.iterdir() if p.name.startswith("rtscope-run-")] == []
     samples = store.samples(store.runs()[-1].id)["duration"]

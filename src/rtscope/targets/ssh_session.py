@@ -1,0 +1,218 @@
+"""The session agent: one SSH channel per target for a whole experiment, carrying every command.
+
+A channel costs round trips (open it, exec, wait for the end) and each exec starts the target user's login
+shell with its rc files (bash sources ~/.bashrc for a command from sshd; a `pyenv init` there costs ~170 ms).
+So SshTarget opens one channel when it connects and starts this agent on it: the login shell runs once, then
+`exec env -i PATH=... sh -c AGENT`, a POSIX sh loop whose environment holds no ENV or BASH_ENV, so that no rc
+file runs again. The agent reads requests on its standard input and streams each command's output back as
+the command writes it; a command then costs one round trip.
+
+    request:  "@@q TOKEN KIND\n" the shell text "\n@@TOKEN.\n"   (KIND p: a helper, its stdin /dev/null;
+                                                                 s: under supervise, which a "stop" line stops)
+    reply:    stdout: the text's stdout, then "@@TOKEN=STATUS\n"; stderr: the text's stderr, then "@@TOKEN=\n"
+
+Each request's text runs in a subshell (its `cd`, `exit` and variables stay there), with the functions of
+ssh_shell.py defined once. TOKEN is random per request and never seen by the command, so its output cannot
+end the reply early. A command is stopped (a timeout, Ctrl-C, SIGTERM, the fleet's interrupt) by the line
+"stop", which supervise's watcher reads while the command runs (between commands the agent ignores it);
+when the channel ends (rtscope closes it, is killed, the network goes) the watcher reads end of file and
+kills the command's whole session, as on a channel of its own. Host keys are verified when the connection
+is made (ssh.connect); nothing here is secret, and nothing secret passes through.
+"""
+
+from __future__ import annotations
+
+import secrets
+import select
+import threading
+import time
+
+import paramiko
+
+from .ssh_shell import BATCH_FUNCTION, READ_FUNCTION, SUPERVISE_FUNCTION
+
+READY_TIMEOUT = 30.0  # seconds for the login shell (rc files included) to start the agent
+STOP_WAIT = 15.0      # seconds for a stopped command's reply
+HELLO = b"@@rtscope-session "
+
+AGENT = SUPERVISE_FUNCTION + READ_FUNCTION + BATCH_FUNCTION + r'''
+printf '@@rtscope-session %s\n' "$$"
+while IFS= read -r head; do
+  case $head in "@@q "*) ;; *) continue ;; esac
+  set -f; set -- $head; set +f
+  tok=$2; kind=$3; script=
+  while :; do
+    IFS= read -r l || exit 0
+    [ "$l" = "@@$tok." ] && break
+    script="$script$l
+"
+  done
+  if [ "$kind" = s ]; then ( eval "$script" ); else ( eval "$script" ) </dev/null; fi
+  rc=$?
+  printf '@@%s=%s\n' "$tok" "$rc"
+  printf '@@%s=\n' "$tok" >&2
+done
+'''
+
+# What the login shell runs: the agent, in a sh whose environment is the login shell's PATH, HOME and user
+# (the PATH the rc files made, where the target's tools are found) and nothing else.
+LAUNCH = ("exec env -i PATH=\"$PATH\" HOME=\"$HOME\" USER=\"$USER\" LOGNAME=\"$LOGNAME\" sh -c "
+          + "'" + AGENT.replace("'", "'\"'\"'") + "' rtscope-session")
+
+
+class Unavailable(Exception):
+    """The agent does not run on this target (the message says why): the caller falls back to a channel per
+    command."""
+
+
+class Lost(Exception):
+    """The channel or the agent ended in the middle of a request."""
+
+
+class Session:
+    """The agent on one channel. One request at a time (`lock`); stop() may come from any thread."""
+
+    def __init__(self, chan: paramiko.Channel):
+        self.chan = chan
+        self.lock = threading.Lock()
+        self.requests = 0
+        self.pid: int | None = None
+
+    @classmethod
+    def start(cls, transport: paramiko.Transport, timeout: float = READY_TIMEOUT) -> "Session":
+        """Open the channel and start the agent; Unavailable when it does not say it runs within `timeout`."""
+        try:
+            chan = transport.open_session(timeout=timeout)
+            chan.exec_command(LAUNCH)
+        except (paramiko.SSHException, OSError, EOFError) as e:
+            raise Unavailable(f"cannot open its channel: {e}") from None
+        got, err = bytearray(), bytearray()
+        deadline = time.monotonic() + timeout
+        while b"\n" not in got or HELLO not in got:
+            while chan.recv_ready():
+                got += chan.recv(4096)
+            while chan.recv_stderr_ready():
+                err += chan.recv_stderr(4096)
+            if HELLO in got and b"\n" in got[got.index(HELLO):]:
+                break
+            if chan.exit_status_ready() and not chan.recv_ready():
+                chan.close()
+                said = err.decode(errors="replace").strip() or got.decode(errors="replace").strip()
+                raise Unavailable(f"the login shell could not start it (exit {chan.recv_exit_status()}: "
+                                  f"{said[-300:] or 'no output'})")
+            if time.monotonic() > deadline:
+                chan.close()
+                raise Unavailable(f"it did not start within {timeout:.0f} s")
+            select.select([chan], [], [], 0.05)
+        session = cls(chan)
+        line = got[got.index(HELLO) + len(HELLO):].split(b"\n", 1)[0]
+        session.pid = int(line) if line.isdigit() else None
+        return session
+
+    @property
+    def alive(self) -> bool:
+        t = self.chan.get_transport()
+        return not self.chan.closed and not self.chan.exit_status_ready() and t is not None and t.is_active()
+
+    def call(self, script: str, *, supervised: bool, deadline: float | None) -> tuple[bytes, bytes, int]:
+        """Run `script` (shell text; its stdin /dev/null unless supervised); its stdout, stderr and status.
+        At `deadline`, or on any exception while waiting (Ctrl-C, SIGTERM), a supervised command is stopped
+        and its reply awaited, then TimeoutError (or that exception) is raised; a helper cannot be stopped,
+        so the session is closed instead. Lost when the channel or the agent ends first."""
+        tok = secrets.token_hex(8)
+        self.requests += 1
+        try:
+            self.chan.sendall(f"@@q {tok} {'s' if supervised else 'p'}\n{script}\n@@{tok}.\n".encode())
+        except (OSError, EOFError, paramiko.SSHException) as e:
+            raise Lost(str(e)) from None
+        reply = _Reply(tok)
+        try:
+            return self._await(reply, deadline)
+        except TimeoutError:
+            self._settle(reply, supervised)
+            raise
+        except Lost:
+            raise
+        except BaseException:
+            self._settle(reply, supervised)
+            raise
+
+    def _await(self, reply: "_Reply", deadline: float | None) -> tuple[bytes, bytes, int]:
+        chan = self.chan
+        while True:
+            while chan.recv_ready():
+                reply.out(chan.recv(1 << 16))
+            while chan.recv_stderr_ready():
+                reply.err(chan.recv_stderr(1 << 16))
+            if reply.done:
+                return reply.result()
+            if not self.alive and not chan.recv_ready() and not chan.recv_stderr_ready():
+                raise Lost("the channel ended")
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError
+            select.select([chan], [], [], 0.05)
+
+    def _settle(self, reply: "_Reply", supervised: bool) -> None:
+        """After a timeout or an exception mid-request: stop the command and take its reply, so that the
+        session can carry the next request; close the session when that fails."""
+        if supervised:
+            try:
+                self.stop()
+                self._await(reply, time.monotonic() + STOP_WAIT)
+                return
+            except (Lost, TimeoutError, OSError, EOFError, paramiko.SSHException):
+                pass
+        self.close()
+
+    def stop(self) -> None:
+        """Stop the supervised command running now, if any (from any thread)."""
+        try:
+            self.chan.sendall(b"stop\n")
+        except (OSError, EOFError, paramiko.SSHException):
+            pass
+
+    def close(self) -> None:
+        """End the agent: its stdin closes, it exits (a command still running is killed by its watcher)."""
+        try:
+            self.chan.shutdown_write()
+        except (OSError, EOFError, paramiko.SSHException):
+            pass
+        self.chan.close()
+
+
+class _Reply:
+    """One request's reply as it streams in: its stdout and stderr up to their end marks, and the status."""
+
+    def __init__(self, tok: str):
+        self.mark = f"@@{tok}=".encode()
+        self.stdout, self.stderr = bytearray(), bytearray()
+        self.status: int | None = None
+        self.stderr_end: int | None = None
+        self.out_end: int | None = None
+
+    def out(self, data: bytes) -> None:
+        start = max(0, len(self.stdout) - len(self.mark) - 8)
+        self.stdout += data
+        if self.out_end is None:
+            at = self.stdout.find(self.mark, start)
+            if at >= 0:
+                self.out_end = at
+        if self.out_end is not None and self.status is None:
+            tail = self.stdout[self.out_end + len(self.mark):]
+            if b"\n" in tail:
+                self.status = int(tail.split(b"\n", 1)[0])
+
+    def err(self, data: bytes) -> None:
+        start = max(0, len(self.stderr) - len(self.mark) - 2)
+        self.stderr += data
+        if self.stderr_end is None:
+            at = self.stderr.find(self.mark, start)
+            if at >= 0:
+                self.stderr_end = at
+
+    @property
+    def done(self) -> bool:
+        return self.status is not None and self.stderr_end is not None
+
+    def result(self) -> tuple[bytes, bytes, int]:
+        return bytes(self.stdout[:self.out_end]), bytes(self.stderr[:self.stderr_end]), self.status
