@@ -173,26 +173,32 @@ class SshTarget(Target):
         # Another connection: maybe a rebooted or reinstalled board.
         self._pending, self._uname, self.record, self._which, self._record_ahead = [], None, None, {}, None
         self._session = None
-        if self.use_session:
-            self._start_session()
-        self._check_basics()
+        basics, token = self._basics_command()
+        checked = self._start_session(basics) if self.use_session else None
+        self._check_basics(checked or self._exec_plain(basics), token)
 
-    def _start_session(self) -> None:
-        """The agent on its channel; where it cannot run, a warning, and a channel per command from then on."""
+    def _start_session(self, first: str) -> Completed | None:
+        """The agent on its channel, running the helper `first` at once (its result); where the agent cannot
+        run, a warning, None, and a channel per command from then on."""
         try:
-            self._session = ssh_session.Session.start(self.transport)
+            self._session, (out, err, rc) = ssh_session.Session.start(self.transport, first)
         except ssh_session.Unavailable as e:
             self.use_session = False
             print(f"rtscope: warning: target {self.name} ({self.where}): the session agent cannot run there: {e}; "
                   "each command opens its own SSH channel instead, starting the login shell each time (slower)",
                   file=sys.stderr)
+            return None
+        return Completed(["sh", "-c", first], rc, out.decode(errors="replace"), err.decode(errors="replace"))
 
-    def _check_basics(self) -> None:
-        """setsid there, the workdir writable; uname and the machine record's files read in the same round trip."""
+    def _basics_command(self) -> tuple[str, str]:
+        """The check of the target (setsid there, the workdir writable), uname and the machine record's files."""
         record, token = self._record_command()
-        proc = self._exec_plain("command -v setsid >/dev/null && command -v mktemp >/dev/null && "
-                                f"mkdir -p {shlex.quote(self.workdir)} && test -w {shlex.quote(self.workdir)} "
-                                "&& echo ok && uname -s && uname -n && uname -r && uname -v && uname -m && " + record)
+        return ("command -v setsid >/dev/null && command -v mktemp >/dev/null && "
+                f"mkdir -p {shlex.quote(self.workdir)} && test -w {shlex.quote(self.workdir)} "
+                "&& echo ok && uname -s && uname -n && uname -r && uname -v && uname -m && " + record), token
+
+    def _check_basics(self, proc: Completed, token: str) -> None:
+        """_basics_command's answer: uname and the record's files kept, or a clear error."""
         head, mark, _ = proc.stdout.partition(f"\n@@{token} ")
         if mark:
             self._record_ahead = self._record_parse(proc.stdout, token)
@@ -317,7 +323,7 @@ class SshTarget(Target):
             session.close()
             self._session = None
             if self.use_session:
-                self._start_session()
+                self._start_session(":")
             session = self._session
         if session is None or not session.lock.acquire(blocking=False):
             yield None

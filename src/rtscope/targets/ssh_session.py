@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import secrets
 import select
+import shlex
 import threading
 import time
 
@@ -35,8 +36,12 @@ READY_TIMEOUT = 30.0  # seconds for the login shell (rc files included) to start
 STOP_WAIT = 15.0      # seconds for a stopped command's reply
 HELLO = b"@@rtscope-session "
 
+# $1 TOKEN and $2 a first request's text (optional): run before the loop, so that the check of the target
+# costs no round trip of its own.
 AGENT = SUPERVISE_FUNCTION + READ_FUNCTION + BATCH_FUNCTION + r'''
+reply() { printf '@@%s=%s\n' "$1" "$2"; printf '@@%s=\n' "$1" >&2; }
 printf '@@rtscope-session %s\n' "$$"
+if [ $# -ge 2 ]; then ( eval "$2" ) </dev/null; reply "$1" $?; fi
 while IFS= read -r head; do
   case $head in "@@q "*) ;; *) continue ;; esac
   set -f; set -- $head; set +f
@@ -48,16 +53,14 @@ while IFS= read -r head; do
 "
   done
   if [ "$kind" = s ]; then ( eval "$script" ); else ( eval "$script" ) </dev/null; fi
-  rc=$?
-  printf '@@%s=%s\n' "$tok" "$rc"
-  printf '@@%s=\n' "$tok" >&2
+  reply "$tok" $?
 done
 '''
 
 # What the login shell runs: the agent, in a sh whose environment is the login shell's PATH, HOME and user
 # (the PATH the rc files made, where the target's tools are found) and nothing else.
-LAUNCH = ("exec env -i PATH=\"$PATH\" HOME=\"$HOME\" USER=\"$USER\" LOGNAME=\"$LOGNAME\" sh -c "
-          + "'" + AGENT.replace("'", "'\"'\"'") + "' rtscope-session")
+LAUNCH = "exec env -i PATH=\"$PATH\" HOME=\"$HOME\" USER=\"$USER\" LOGNAME=\"$LOGNAME\" sh -c " + shlex.quote(AGENT) \
+    + " rtscope-session"
 
 
 class Unavailable(Exception):
@@ -79,23 +82,26 @@ class Session:
         self.pid: int | None = None
 
     @classmethod
-    def start(cls, transport: paramiko.Transport, timeout: float = READY_TIMEOUT) -> "Session":
-        """Open the channel and start the agent; Unavailable when it does not say it runs within `timeout`."""
+    def start(cls, transport: paramiko.Transport, first: str,
+              timeout: float = READY_TIMEOUT) -> tuple["Session", tuple[bytes, bytes, int]]:
+        """Open the channel and start the agent, which runs the helper text `first` at once: the session and
+        that text's stdout, stderr and status. Unavailable when the agent does not say it runs within `timeout`."""
+        tok = secrets.token_hex(8)
         try:
             chan = transport.open_session(timeout=timeout)
-            chan.exec_command(LAUNCH)
+            chan.exec_command(f"{LAUNCH} {tok} {shlex.quote(first)}")
         except (paramiko.SSHException, OSError, EOFError) as e:
             raise Unavailable(f"cannot open its channel: {e}") from None
         got, err = bytearray(), bytearray()
         deadline = time.monotonic() + timeout
-        while b"\n" not in got or HELLO not in got:
-            while chan.recv_ready():
-                got += chan.recv(4096)
-            while chan.recv_stderr_ready():
-                err += chan.recv_stderr(4096)
-            if HELLO in got and b"\n" in got[got.index(HELLO):]:
-                break
-            if chan.exit_status_ready() and not chan.recv_ready():
+        while HELLO not in got or b"\n" not in got[got.index(HELLO):]:
+            if chan.recv_ready():
+                got += chan.recv(1 << 16)
+                continue
+            if chan.recv_stderr_ready():
+                err += chan.recv_stderr(1 << 16)
+                continue
+            if chan.exit_status_ready():
                 chan.close()
                 said = err.decode(errors="replace").strip() or got.decode(errors="replace").strip()
                 raise Unavailable(f"the login shell could not start it (exit {chan.recv_exit_status()}: "
@@ -105,9 +111,16 @@ class Session:
                 raise Unavailable(f"it did not start within {timeout:.0f} s")
             select.select([chan], [], [], 0.05)
         session = cls(chan)
-        line = got[got.index(HELLO) + len(HELLO):].split(b"\n", 1)[0]
+        line, _, rest = got[got.index(HELLO) + len(HELLO):].partition(b"\n")
         session.pid = int(line) if line.isdigit() else None
-        return session
+        reply = _Reply(tok)
+        reply.out(bytes(rest))
+        reply.err(bytes(err))  # what the rc files said, and maybe the text's stderr
+        try:
+            return session, session._await(reply, time.monotonic() + timeout)
+        except (Lost, TimeoutError):
+            session.close()
+            raise Unavailable("it stopped before answering") from None
 
     @property
     def alive(self) -> bool:
