@@ -21,7 +21,7 @@ import sshd
 from rtscope.errors import RtscopeError
 from rtscope.store import Store
 from rtscope.targets.ssh import SshTarget
-from test_ssh_target import no_leftovers, start_run, wait_until_running
+from test_ssh_target import fake_governors, no_leftovers, signal_mid_run
 
 WHY = sshd.available()
 pytestmark = [pytest.mark.real, pytest.mark.skipif(WHY is not None, reason=WHY or "")]
@@ -174,17 +174,6 @@ def test_a_run_is_one_request_over_a_slow_link(far, tmp_path, cli, clean_targets
     assert len(runs) == 3 and {x["environment"]["hostname"] for x in runs} == {"rtscope-far"}
 
 
-def fake_governors(root: Path) -> Path:
-    cpu = root / "sys/devices/system/cpu"
-    for c in (0, 1):
-        d = cpu / f"cpu{c}" / "cpufreq"
-        d.mkdir(parents=True)
-        (d / "scaling_governor").write_text("schedutil\n")
-        (d / "scaling_available_governors").write_text("performance schedutil\n")
-    (cpu / "online").write_text("0-1\n")
-    return cpu
-
-
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_stopped_mid_run_over_a_slow_link_leaves_nothing_and_resumes_exactly(far, tmp_path, sig, clean_targets):
     """Ctrl-C or SIGTERM while a run with load and a governor measures, 200 ms away: no process left on the target,
@@ -195,14 +184,7 @@ def test_stopped_mid_run_over_a_slow_link_leaves_nothing_and_resumes_exactly(far
     spec = write_spec(tmp_path, far.far_table("far") + f'sysfs_root = "{tmp_path / "sysfs"}"\n', "far", body,
                       repetitions=2)
     db = str(tmp_path / "s.db")
-    proc = start_run(spec, db)
-    try:
-        wait_until_running(proc, far, "rtprobe", "stress-ng")
-        proc.send_signal(sig)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    proc, err = signal_mid_run(spec, db, far, sig, "rtprobe", "stress-ng")
     assert proc.returncode != 0 and "marked interrupted" in err, err
     assert "Traceback" not in err
     assert no_leftovers(far, wait=20) == {}

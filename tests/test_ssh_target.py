@@ -83,6 +83,19 @@ def wait_until_running(proc: subprocess.Popen, server: sshd.SshServer, *names: s
         time.sleep(0.05)
 
 
+def signal_mid_run(spec: Path, db: str, server: sshd.SshServer, sig: int, *names: str) -> tuple[subprocess.Popen, str]:
+    """`rtscope run SPEC` sent `sig` once every one of `names` runs on `server`: the ended process, its stderr."""
+    proc = start_run(spec, db)
+    try:
+        wait_until_running(proc, server, *names)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc, err
+
+
 # ---- the target itself ------------------------------------------------------------------------------
 
 def test_commands_files_and_machine_record(board, tmp_path):
@@ -206,8 +219,8 @@ def test_deploy_once_per_version(board, tmp_path, clean_targets):
     assert cached[0].stat().st_mtime_ns == stamp
 
 
-def test_governor_on_the_targets_fake_sysfs(board, tmp_path, clean_targets):
-    root = tmp_path / "sysfs"
+def fake_governors(root: Path) -> Path:
+    """A fake sysfs tree of two CPUs governed by schedutil (performance available): its cpu directory."""
     cpu = root / "sys/devices/system/cpu"
     for c in (0, 1):
         d = cpu / f"cpu{c}" / "cpufreq"
@@ -215,6 +228,12 @@ def test_governor_on_the_targets_fake_sysfs(board, tmp_path, clean_targets):
         (d / "scaling_governor").write_text("schedutil\n")
         (d / "scaling_available_governors").write_text("performance schedutil\n")
     (cpu / "online").write_text("0-1\n")
+    return cpu
+
+
+def test_governor_on_the_targets_fake_sysfs(board, tmp_path, clean_targets):
+    root = tmp_path / "sysfs"
+    cpu = fake_governors(root)
     name = define(board, sysfs_root=str(root))
     seen = []
     store = Store(str(tmp_path / "s.db"))
@@ -327,14 +346,7 @@ def test_killing_rtscope_mid_run_leaves_nothing_on_the_target(board, tmp_path, s
                                       '[workload.params]\ninterval_us = 1000\nloops = 30000\n'
                                       '[workload.settings]\nload = "cpu"\n')
     db = str(tmp_path / "s.db")
-    proc = start_run(spec, db)
-    try:
-        wait_until_running(proc, board, "rtprobe", "stress-ng")
-        proc.send_signal(sig)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    proc, err = signal_mid_run(spec, db, board, sig, "rtprobe", "stress-ng")
     assert proc.returncode != 0
     assert no_leftovers(board, wait=20) == {}
     assert Store(db).runs() == []

@@ -55,6 +55,7 @@ KEEPALIVE = 5           # seconds between keepalives: a dead connection is notic
 EXIT_DRAIN = 2.0        # seconds without output after a command's exit status before its output counts as whole
 INLINE_STDIN = 4096     # bytes of a command's stdin the session writes in the command's own request (more: SFTP)
 
+
 def _fingerprint(key: paramiko.PKey) -> str:
     return f"{key.get_name()} SHA256:{key.fingerprint.split(':', 1)[-1]}" if hasattr(key, "fingerprint") else \
         f"{key.get_name()} {key.get_base64()[:24]}..."

@@ -78,6 +78,7 @@ class Session:
     def __init__(self, chan: paramiko.Channel):
         self.chan = chan
         self.lock = threading.Lock()
+        self._sending = threading.Lock()  # a stop from another thread never lands inside a request
         self.requests = 0
         self.pid: int | None = None
 
@@ -135,18 +136,19 @@ class Session:
         tok = secrets.token_hex(8)
         self.requests += 1
         try:
-            self.chan.sendall(f"@@q {tok} {'s' if supervised else 'p'}\n{script}\n@@{tok}.\n".encode())
+            with self._sending:
+                self.chan.sendall(f"@@q {tok} {'s' if supervised else 'p'}\n{script}\n@@{tok}.\n".encode())
         except (OSError, EOFError, paramiko.SSHException) as e:
             raise Lost(str(e)) from None
+        except BaseException:
+            self.close()  # maybe half a request sent: this session cannot carry another one
+            raise
         reply = _Reply(tok)
         try:
             return self._await(reply, deadline)
-        except TimeoutError:
-            self._settle(reply, supervised)
-            raise
         except Lost:
             raise
-        except BaseException:
+        except BaseException:  # the deadline (TimeoutError), Ctrl-C, SIGTERM
             self._settle(reply, supervised)
             raise
 
@@ -180,7 +182,8 @@ class Session:
     def stop(self) -> None:
         """Stop the supervised command running now, if any (from any thread)."""
         try:
-            self.chan.sendall(b"stop\n")
+            with self._sending:
+                self.chan.sendall(b"stop\n")
         except (OSError, EOFError, paramiko.SSHException):
             pass
 
@@ -193,39 +196,41 @@ class Session:
         self.chan.close()
 
 
+class _Stream:
+    """One of a reply's streams as it comes in: its bytes, and where the end mark begins once it has come."""
+
+    def __init__(self, mark: bytes):
+        self.mark, self.data, self.end = mark, bytearray(), None
+
+    def feed(self, data: bytes) -> None:
+        start = max(0, len(self.data) - len(self.mark))  # a mark split between two reads
+        self.data += data
+        if self.end is None and (at := self.data.find(self.mark, start)) >= 0:
+            self.end = at
+
+    def body(self) -> bytes:
+        return bytes(self.data[:self.end])
+
+
 class _Reply:
-    """One request's reply as it streams in: its stdout and stderr up to their end marks, and the status."""
+    """One request's reply as it streams in: its stdout and stderr up to their end marks, and the status
+    after the stdout mark ("@@TOKEN=STATUS\n")."""
 
     def __init__(self, tok: str):
-        self.mark = f"@@{tok}=".encode()
-        self.stdout, self.stderr = bytearray(), bytearray()
-        self.status: int | None = None
-        self.stderr_end: int | None = None
-        self.out_end: int | None = None
+        mark = f"@@{tok}=".encode()
+        self.stdout, self.stderr = _Stream(mark), _Stream(mark)
+        self.out, self.err = self.stdout.feed, self.stderr.feed
 
-    def out(self, data: bytes) -> None:
-        start = max(0, len(self.stdout) - len(self.mark) - 8)
-        self.stdout += data
-        if self.out_end is None:
-            at = self.stdout.find(self.mark, start)
-            if at >= 0:
-                self.out_end = at
-        if self.out_end is not None and self.status is None:
-            tail = self.stdout[self.out_end + len(self.mark):]
-            if b"\n" in tail:
-                self.status = int(tail.split(b"\n", 1)[0])
-
-    def err(self, data: bytes) -> None:
-        start = max(0, len(self.stderr) - len(self.mark) - 2)
-        self.stderr += data
-        if self.stderr_end is None:
-            at = self.stderr.find(self.mark, start)
-            if at >= 0:
-                self.stderr_end = at
+    @property
+    def status(self) -> int | None:
+        if self.stdout.end is None:
+            return None
+        line, newline, _ = self.stdout.data[self.stdout.end + len(self.stdout.mark):].partition(b"\n")
+        return int(line) if newline else None
 
     @property
     def done(self) -> bool:
-        return self.status is not None and self.stderr_end is not None
+        return self.stderr.end is not None and self.status is not None
 
     def result(self) -> tuple[bytes, bytes, int]:
-        return bytes(self.stdout[:self.out_end]), bytes(self.stderr[:self.stderr_end]), self.status
+        return self.stdout.body(), self.stderr.body(), self.status
