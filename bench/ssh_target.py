@@ -3,13 +3,16 @@
 Loopback targets: real OpenSSH servers on 127.0.0.1, each in its own UTS and
 mount namespace (tests/sshd.py), so rtscope must deploy its probe there.
 
-  0. cost of an experiment, measured as a user runs it (`rtscope run SPEC`, a fresh process each): exec sum
-     x 10 calls with 1 and with 21 repetitions, locally, on the SSH target and on the SSH target through a
-     relay on 127.0.0.1 that delays each direction by 10 ms (20 ms of added round-trip time). The marginal
-     cost of a run is (T21 - T1) / 20, the fixed cost T1 - marginal (targets: per run <= 50 ms over the local
-     one, fixed <= 0.5 s over the local one). Channels and round trips are counted by instrumenting
-     paramiko (channel opens, exec and subsystem requests, waits for a command's exit status, SFTP
-     requests and prefetches): per run (targets: <= 2 channels, <= 4 round trips) and fixed;
+  0. cost of an experiment as `rtscope run` makes it (connect, the machine record, the runs, close): exec sum
+     x 10 calls, 1 + 10 runs, locally and on the SSH target, directly (0 added round-trip time) and through a
+     relay on 127.0.0.1 that delays each direction by half of +20 ms and +200 ms RTT, and on a target whose
+     ~/.bashrc sleeps 200 ms (a `pyenv init`); each with the session agent (one channel for the connection,
+     the default) and with a channel per command (`session = false`: the fallback, and the way before the
+     agent), interleaved. Per run: the median run; fixed: the median experiment minus its runs. Round trips
+     are counted by instrumenting paramiko and the session (channel opens, exec and subsystem requests, waits
+     for a command's exit status, SFTP requests and prefetches, session requests), login shells by the slow
+     ~/.bashrc itself. Targets: per run <= 1 RTT + 10 ms over local; fixed <= 3 round trips of rtscope's own
+     + deploy, besides the SSH connection (TCP, key exchange, authentication);
   1. overhead per run: the same short run (exec sum, 100 calls) made locally and on an SSH target
      (connection reused, deploy cached), interleaved; the median difference per run (target: <= 1 s)
      and how often rtprobe was copied (target: once per version);
@@ -19,22 +22,19 @@ mount namespace (tests/sshd.py), so rtscope must deploy its probe there.
      ratio of p99s (target: within +-10%: the remote path must not disturb the measurement).
 
 Run as root (sshd in namespaces): .venv/bin/python bench/ssh_target.py [--pairs 5] [--loops 20000]
-                                   [--sections 0123] [--repeat 5]
+                                   [--sections 0123] [--repeat 3]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import queue
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -48,143 +48,118 @@ from rtscope.experiment.spec import build_request  # noqa: E402
 from rtscope.store import Store  # noqa: E402
 
 
-# `rtscope ARGS` with paramiko instrumented: the counts are printed on stderr when it exits.
-COUNTED_CLI = """
-import atexit, json, sys
-import paramiko
-from paramiko import sftp_client
-counts = {"channels": 0, "round_trips": 0}
-def count(cls, name, channels=0):
-    real = getattr(cls, name)
-    def counted(*args, **kwargs):
-        counts["channels"] += channels
-        counts["round_trips"] += 1
-        return real(*args, **kwargs)
-    setattr(cls, name, counted)
-count(paramiko.Transport, "open_channel", channels=1)         # CHANNEL_OPEN, wait for the confirmation
-for name in ("exec_command", "invoke_subsystem"):             # a request, wait for its reply
-    count(paramiko.Channel, name)
-count(paramiko.Channel, "recv_exit_status")                   # wait for a command's end
-count(sftp_client.SFTPClient, "_request")                     # one SFTP request and its answer
-count(paramiko.SFTPFile, "prefetch")                          # pipelined reads: one wait
-atexit.register(lambda: print("COUNTS " + json.dumps(counts), file=sys.stderr))
-sys.argv = ["rtscope", *sys.argv[1:]]
-from rtscope.cli import main
-main()
-"""
-COST_BODY = '[[workload]]\nname = "exec"\nvariants = "sum"\n[workload.params]\niterations = 10\npause_ms = 0\n'
+RUNS = 10  # runs per experiment after the first (section 0)
 
 
-class DelayRelay:
-    """A TCP relay on 127.0.0.1 to another port there, each direction delayed by `delay` seconds."""
+class RoundTrips:
+    """Counts the waits for the target of this process (paramiko instrumented, and the session agent)."""
 
-    def __init__(self, dest_port: int, delay: float):
-        self.dest_port, self.delay = dest_port, delay
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
+    def __init__(self):
+        import paramiko
+        from paramiko import sftp_client
+        from rtscope.targets import ssh_session
+        self.count = 0
+        self.patched = [(paramiko.Transport, "open_channel"),    # CHANNEL_OPEN, wait for the confirmation
+                        (paramiko.Channel, "exec_command"),      # a request, wait for its reply
+                        (paramiko.Channel, "invoke_subsystem"),
+                        (paramiko.Channel, "recv_exit_status"),  # wait for a command's end
+                        (sftp_client.SFTPClient, "_request"),    # one SFTP request and its answer
+                        (paramiko.SFTPFile, "prefetch"),         # pipelined reads: one wait
+                        (ssh_session.Session, "call")]           # a request to the session agent and its reply
+        for cls, name in self.patched:
+            setattr(cls, name, self._counted(getattr(cls, name)))
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return  # closed
-            server = socket.create_connection(("127.0.0.1", self.dest_port))
-            for s in (client, server):
-                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            for src, dst in ((client, server), (server, client)):
-                pending: queue.Queue = queue.Queue()
-                threading.Thread(target=self._read, args=(src, pending), daemon=True).start()
-                threading.Thread(target=self._write, args=(dst, pending), daemon=True).start()
-
-    def _read(self, src: socket.socket, pending: queue.Queue) -> None:
-        while True:
-            try:
-                data = src.recv(1 << 16)
-            except OSError:
-                data = b""
-            pending.put((time.monotonic() + self.delay, data))
-            if not data:
-                return
-
-    def _write(self, dst: socket.socket, pending: queue.Queue) -> None:
-        while True:
-            due, data = pending.get()
-            time.sleep(max(0.0, due - time.monotonic()))
-            try:
-                if not data:
-                    dst.shutdown(socket.SHUT_WR)
-                    return
-                dst.sendall(data)
-            except OSError:
-                return
-
-    def close(self) -> None:
-        self.listener.close()
+    def _counted(self, real):
+        def counted(*args, **kwargs):
+            self.count += 1
+            return real(*args, **kwargs)
+        return counted
 
 
-def relayed_table(server: sshd.SshServer, relay: DelayRelay, name: str, base: Path) -> str:
-    """The target table of `server` reached through `relay` (its known_hosts names the relay's port)."""
-    known = base / f"known_hosts_{relay.port}"
-    key = server.known_hosts.read_text().split(None, 1)[1]
-    known.write_text(f"[127.0.0.1]:{relay.port} {key}")
-    return (server.table(name).replace(server.url, f"ssh://root@127.0.0.1:{relay.port}")
-            .replace(str(server.known_hosts), str(known)))
+def slow_bashrc_server(base: Path) -> tuple[sshd.SshServer, Path]:
+    """An SSH target whose root's ~/.bashrc sleeps 200 ms (bash sources it for every command from sshd), and
+    the file it adds a line to each time it runs."""
+    count = base / "bashrc.count"
+    bashrc = f"sleep 0.2; echo x >> {count}"
+    server = sshd.SshServer(base / "slow", "rtscope-bench-slow",
+                            setup=(f"printf '%s\\n' '{bashrc}' > {Path.home()}/.bashrc",)).start()
+    return server, count
 
 
-def timed_experiment(base: Path, table: str, target: str | None, reps: int) -> tuple[float, dict]:
-    """Wall time and paramiko counts of `rtscope run` of exec sum x 10 with `reps` repetitions."""
-    spec = base / f"cost-{target or 'local'}-{reps}.toml"
-    spec.write_text(f'name = "cost"\nrepetitions = {reps}\n' + (f'target = "{target}"\n{table}' if target else "")
-                    + COST_BODY)
-    db = base / f"cost-{time.monotonic_ns()}.db"
+def experiment(name: str, store: Store, trips: RoundTrips, shells: Path) -> dict:
+    """One experiment of 1 + RUNS runs of exec sum x 10 on target `name`, as `rtscope run` makes it (connect,
+    the machine record, the runs, close): its wall time, each later run's time, round trips and login shells."""
+    req = build_request("exec", "sum", "native", {"iterations": 10, "pause_ms": 0}, {"target": name})
+    logins = (lambda: shells.read_text().count("x") if shells.exists() else 0)
+    trips0, logins0 = trips.count, logins()
     start = time.perf_counter()
-    r = subprocess.run([sys.executable, "-c", COUNTED_CLI, "run", str(spec), "--db", str(db)],
-                       capture_output=True, text=True)
+    with targets.Pool() as pool:
+        t = pool.get(name)
+        t.snapshot()
+        execute(req, store, target=t)
+        trips1, logins1 = trips.count, logins()
+        runs = []
+        for _ in range(RUNS):
+            begin = time.perf_counter()
+            execute(req, store, target=t)
+            runs.append(time.perf_counter() - begin)
+        trips2, logins2 = trips.count, logins()
     wall = time.perf_counter() - start
-    if r.returncode != 0:
-        raise SystemExit(f"rtscope run {spec} failed: {r.stderr[-2000:]}")
-    counts = json.loads([x for x in r.stderr.splitlines() if x.startswith("COUNTS ")][-1][7:])
-    return wall, counts
+    run_trips, run_logins = (trips2 - trips1) / RUNS, (logins2 - logins1) / RUNS
+    return {"wall": wall, "runs": runs, "run_trips": run_trips, "run_logins": run_logins,
+            "fixed_trips": trips.count - trips0 - (RUNS + 1) * run_trips,
+            "fixed_logins": logins() - logins0 - (RUNS + 1) * run_logins}
 
 
-def experiment_cost(base: Path, server: sshd.SshServer, repeat: int) -> None:
-    relay = DelayRelay(server.port, 0.010)
+def experiment_cost(base: Path, server: sshd.SshServer, store: Store, repeat: int) -> None:
+    trips = RoundTrips()
+    relays = {rtt: sshd.DelayRelay(server.port, rtt / 2000) for rtt in (20, 200)}
+    slow, shells = slow_bashrc_server(base)
+    ways: dict[str, tuple[str, int]] = {"local": ("local", 0)}  # label -> (target, RTT ms)
+    for session in (True, False):
+        how = "session" if session else "channel per command"
+        for label, rtt, table in [("ssh +0 ms", 0, server.table("s0")),
+                                  *((f"ssh +{rtt} ms", rtt, sshd.relayed_table(server, relay, f"s{rtt}", base))
+                                    for rtt, relay in relays.items()),
+                                  ("slow .bashrc", 0, slow.table("slow"))]:
+            name = f"{label.split()[0]}{rtt}-{'session' if session else 'channels'}"
+            tbl = tomllib.loads(table)["targets"]
+            targets.define(name, {**next(iter(tbl.values())), "session": session}, replace=True)
+            ways[f"{label}, {how}"] = (name, rtt)
+    results: dict[str, list[dict]] = {way: [] for way in ways}
     try:
-        ways = {"local": ("", None), "ssh": (server.table("board"), "board"),
-                "ssh +20 ms RTT": (relayed_table(server, relay, "far", base), "far")}
-        results = {}
-        for table, target in ways.values():
-            timed_experiment(base, table, target, 1)  # deploy once (a user's first experiment), warm caches
-        # Interleaved, so that what else the machine does weighs on every way alike.
-        times: dict[str, tuple[list, list]] = {way: ([], []) for way in ways}
-        for _ in range(repeat):
-            for way, (table, target) in ways.items():
-                times[way][0].append(timed_experiment(base, table, target, 1))
-                times[way][1].append(timed_experiment(base, table, target, 21))
-        for way, (t1, t21) in times.items():
-            one, many = statistics.median(w for w, _ in t1), statistics.median(w for w, _ in t21)
-            marginal = (many - one) / 20
-            c1, c21 = t1[0][1], t21[0][1]
-            results[way] = {"one": one, "many": many, "marginal": marginal, "fixed": one - marginal,
-                            "run_channels": (c21["channels"] - c1["channels"]) / 20,
-                            "run_rtt": (c21["round_trips"] - c1["round_trips"]) / 20,
-                            "fixed_channels": c1["channels"] - (c21["channels"] - c1["channels"]) / 20,
-                            "fixed_rtt": c1["round_trips"] - (c21["round_trips"] - c1["round_trips"]) / 20}
+        for name, _ in ways.values():
+            experiment(name, store, trips, shells)  # deploy once (a user's first experiment), warm caches
+        for _ in range(repeat):  # interleaved, so that what else the machine does weighs on every way alike
+            for way, (name, _) in ways.items():
+                results[way].append(experiment(name, store, trips, shells))
     finally:
-        relay.close()
-    local = results["local"]
-    print(f"0. experiment cost, exec sum x 10 calls, `rtscope run` with 1 and 21 repetitions (median of {repeat}):")
-    print(f"   {'':16} {'1 run':>8} {'21 runs':>8} {'per run':>9} {'over local':>11} {'fixed':>8} "
-          f"{'over local':>11}  per run: channels, round trips; fixed: channels, round trips")
-    for way, r in results.items():
-        over_run = "" if way == "local" else f"{(r['marginal'] - local['marginal']) * 1000:+.0f} ms"
-        over_fixed = "" if way == "local" else f"{r['fixed'] - local['fixed']:+.2f} s"
-        print(f"   {way:16} {r['one']:>7.2f}s {r['many']:>7.2f}s {r['marginal'] * 1000:>7.0f}ms {over_run:>11} "
-              f"{r['fixed']:>7.2f}s {over_fixed:>11}  {r['run_channels']:g}, {r['run_rtt']:g}; "
-              f"{r['fixed_channels']:g}, {r['fixed_rtt']:g}")
-    print("   targets: per run <= 50 ms over local with <= 2 channels and <= 4 round trips; fixed <= 0.5 s over local")
+        for relay in relays.values():
+            relay.close()
+        slow.stop()
+    print(f"0. experiment cost: exec sum x 10 calls, experiments of 1 + {RUNS} runs (connect, machine record, runs, "
+          f"close) x {repeat}, interleaved; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs;")
+    print("   per run: median run; fixed: median experiment minus its runs; RT: round trips; shells: login shells")
+    print(f"   {'':33} {'per run':>8} {'over local':>10} {'target':>7} {'fixed':>7} {'over local':>10}  "
+          "per run: RT, shells; fixed: RT, shells")
+    local = None
+    for way, (name, rtt) in ways.items():
+        rs = results[way]
+        per_run = statistics.median(x for r in rs for x in r["runs"])
+        fixed = statistics.median(r["wall"] - (RUNS + 1) * per_run for r in rs)
+        r = rs[0]
+        if local is None:
+            local = (per_run, fixed)
+            print(f"   {way:33} {per_run * 1000:>6.1f}ms {'':>10} {'':>7} {fixed:>6.2f}s")
+            continue
+        over = per_run - local[0]
+        verdict = "ok" if over <= rtt / 1000 + 0.010 else "MISSED"
+        shells_of = (lambda v: f"{v:g}") if name.startswith("slow") else (lambda v: "-")
+        print(f"   {way:33} {per_run * 1000:>6.1f}ms {over * 1000:>+8.1f}ms {verdict:>7} {fixed:>6.2f}s "
+              f"{fixed - local[1]:>+9.2f}s  {r['run_trips']:g}, {shells_of(r['run_logins'])}; "
+              f"{r['fixed_trips']:g}, {shells_of(r['fixed_logins'])}")
+    print("   targets: per run <= 1 RTT + 10 ms over local (the 'target' column); fixed: <= 3 round trips of "
+          "rtscope's own + deploy, besides the SSH connection")
 
 
 def define(server: sshd.SshServer, name: str) -> str:
@@ -262,7 +237,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--loops", type=int, default=20_000)
-    ap.add_argument("--repeat", type=int, default=5, help="experiments per figure in section 0 (median)")
+    ap.add_argument("--repeat", type=int, default=3, help="experiments per figure in section 0 (median)")
     ap.add_argument("--sections", default="0123", help="which sections to run, e.g. 0 or 013")
     args = ap.parse_args()
     why = sshd.available()
@@ -276,7 +251,7 @@ def main() -> int:
             define(servers[0], "board")
             store = Store(str(base / "bench.db"))
             if "0" in args.sections:
-                experiment_cost(base, servers[0], args.repeat)
+                experiment_cost(base, servers[0], store, args.repeat)
             if "1" in args.sections:
                 overhead(servers[0], store, args.rounds)
             if "2" in args.sections:

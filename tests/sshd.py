@@ -5,16 +5,19 @@ own hostname, and a tmpfs over this checkout (and over the home directory), so
 nothing rtscope built is visible there and every tool must be deployed. Optional: a small tmpfs as the
 target's work directory (a full disk), a fake sysfs tree. Keys (host and user)
 are generated per server in a temporary directory; the known_hosts file holds
-the host key, so host-key verification is real.
+the host key, so host-key verification is real. DelayRelay puts a slow link (added round-trip time) between
+rtscope and such a server.
 """
 
 from __future__ import annotations
 
 import os
+import queue
 import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -141,3 +144,61 @@ class SshServer:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+
+
+class DelayRelay:
+    """A TCP relay on 127.0.0.1 to another port there, each direction delayed by `delay` seconds."""
+
+    def __init__(self, dest_port: int, delay: float):
+        self.dest_port, self.delay = dest_port, delay
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            server = socket.create_connection(("127.0.0.1", self.dest_port))
+            for s in (client, server):
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            for src, dst in ((client, server), (server, client)):
+                pending: queue.Queue = queue.Queue()
+                threading.Thread(target=self._read, args=(src, pending), daemon=True).start()
+                threading.Thread(target=self._write, args=(dst, pending), daemon=True).start()
+
+    def _read(self, src: socket.socket, pending: queue.Queue) -> None:
+        while True:
+            try:
+                data = src.recv(1 << 16)
+            except OSError:
+                data = b""
+            pending.put((time.monotonic() + self.delay, data))
+            if not data:
+                return
+
+    def _write(self, dst: socket.socket, pending: queue.Queue) -> None:
+        while True:
+            due, data = pending.get()
+            time.sleep(max(0.0, due - time.monotonic()))
+            try:
+                if not data:
+                    dst.shutdown(socket.SHUT_WR)
+                    return
+                dst.sendall(data)
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def relayed_table(server: SshServer, relay: DelayRelay, name: str, base: Path) -> str:
+    """The target table of `server` reached through `relay` (its known_hosts names the relay's port)."""
+    known = base / f"known_hosts_{relay.port}"
+    key = server.known_hosts.read_text().split(None, 1)[1]
+    known.write_text(f"[127.0.0.1]:{relay.port} {key}")
+    return (server.table(name).replace(server.url, f"ssh://root@127.0.0.1:{relay.port}")
+            .replace(str(server.known_hosts), str(known)))

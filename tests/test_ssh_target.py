@@ -83,6 +83,19 @@ def wait_until_running(proc: subprocess.Popen, server: sshd.SshServer, *names: s
         time.sleep(0.05)
 
 
+def signal_mid_run(spec: Path, db: str, server: sshd.SshServer, sig: int, *names: str) -> tuple[subprocess.Popen, str]:
+    """`rtscope run SPEC` sent `sig` once every one of `names` runs on `server`: the ended process, its stderr."""
+    proc = start_run(spec, db)
+    try:
+        wait_until_running(proc, server, *names)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc, err
+
+
 # ---- the target itself ------------------------------------------------------------------------------
 
 def test_commands_files_and_machine_record(board, tmp_path):
@@ -144,9 +157,10 @@ def test_each_runtime_runs_on_the_target(board, tmp_path, clean_targets, runtime
     assert [p.name for p in board.workdir.iterdir() if p.name.startswith("rtscope-run-")] == []
 
 
-def test_a_run_takes_one_channel_and_records_the_state_of_its_time(board, tmp_path, clean_targets, monkeypatch):
-    """The run directory, the machine state, the probe and its sample file: one SSH channel per run; the
-    machine record read whole once per connection, its changing part (load, governors) per run."""
+def test_a_run_takes_one_request_and_records_the_state_of_its_time(board, tmp_path, clean_targets, monkeypatch):
+    """The run directory, the machine state, the probe and its sample file: one request on the target's session
+    per run, no channel of its own; the machine record read whole once per connection, its changing part (load,
+    governors) per run."""
     import paramiko
     name = define(board)
     store = Store(str(tmp_path / "s.db"))
@@ -160,15 +174,15 @@ def test_a_run_takes_one_channel_and_records_the_state_of_its_time(board, tmp_pa
         whole = t.snapshot()
         per_run = []
         for _ in range(3):
-            before = len(opened)
+            before = len(opened), t.session.requests
             run = store.get_run(execute(req, store, target=t))
-            per_run.append(len(opened) - before)
+            per_run.append((len(opened) - before[0], t.session.requests - before[1]))
             env = run["environment"]
             assert {k: v for k, v in env.items() if k not in ("loadavg", "timestamp", "probe_version")} == \
                 {k: v for k, v in whole.items() if k not in ("loadavg", "timestamp", "probe_version")}
             assert env["loadavg"] and env["timestamp"] >= whole["timestamp"] and env["probe_version"]
-        assert per_run[1:] == [1, 1]  # the first run also deploys and asks the probe's version
-        # The run directories are removed by the next command and, for the last one, when the target closes.
+        assert per_run[1:] == [(0, 1), (0, 1)]  # the first run also deploys and asks the probe's version
+    # The run directories are removed by the next command and, for the last one, when the target closes.
         assert len([p for p in board.workdir.iterdir() if p.name.startswith("rtscope-run-")]) == 1
     assert [p.name for p in board.workdir.iterdir() if p.name.startswith("rtscope-run-")] == []
     samples = store.samples(store.runs()[-1].id)["duration"]
@@ -205,8 +219,8 @@ def test_deploy_once_per_version(board, tmp_path, clean_targets):
     assert cached[0].stat().st_mtime_ns == stamp
 
 
-def test_governor_on_the_targets_fake_sysfs(board, tmp_path, clean_targets):
-    root = tmp_path / "sysfs"
+def fake_governors(root: Path) -> Path:
+    """A fake sysfs tree of two CPUs governed by schedutil (performance available): its cpu directory."""
     cpu = root / "sys/devices/system/cpu"
     for c in (0, 1):
         d = cpu / f"cpu{c}" / "cpufreq"
@@ -214,6 +228,12 @@ def test_governor_on_the_targets_fake_sysfs(board, tmp_path, clean_targets):
         (d / "scaling_governor").write_text("schedutil\n")
         (d / "scaling_available_governors").write_text("performance schedutil\n")
     (cpu / "online").write_text("0-1\n")
+    return cpu
+
+
+def test_governor_on_the_targets_fake_sysfs(board, tmp_path, clean_targets):
+    root = tmp_path / "sysfs"
+    cpu = fake_governors(root)
     name = define(board, sysfs_root=str(root))
     seen = []
     store = Store(str(tmp_path / "s.db"))
@@ -326,14 +346,7 @@ def test_killing_rtscope_mid_run_leaves_nothing_on_the_target(board, tmp_path, s
                                       '[workload.params]\ninterval_us = 1000\nloops = 30000\n'
                                       '[workload.settings]\nload = "cpu"\n')
     db = str(tmp_path / "s.db")
-    proc = start_run(spec, db)
-    try:
-        wait_until_running(proc, board, "rtprobe", "stress-ng")
-        proc.send_signal(sig)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    proc, err = signal_mid_run(spec, db, board, sig, "rtprobe", "stress-ng")
     assert proc.returncode != 0
     assert no_leftovers(board, wait=20) == {}
     assert Store(db).runs() == []

@@ -1,6 +1,8 @@
 """Targets: the machines runs execute on (docs/targets.md). `local` is the default.
 
 A target kind is a `Target` subclass (`base`) registered in `registry`; `definition` is a defined target as data.
+`ssh` reaches a board over SSH with one session per connection (`ssh_session`: the agent that carries every command;
+`ssh_shell`: the POSIX sh it runs there); `qemu` and `labgrid` build on it.
 Targets may import the VM machinery (`vm`) and the leaf modules; settings, runtimes and everything above reach the
 machine only through them.
 """

@@ -87,7 +87,7 @@ class LabgridTarget(SshTarget):
         super().__init__(d.name, "ssh://root@127.0.0.1:1", identity=o.get("identity"),
                          known_hosts=o.get("known_hosts"), workdir=o.get("workdir"),
                          description=d.description or f"labgrid place {self.place}", sysfs_root=o.get("sysfs_root"),
-                         kind="labgrid")
+                         kind="labgrid", session=o.get("session", True))
 
     def _where(self) -> str:
         return f"target {self.name} (labgrid place {self.place} at {self.coordinator})"

@@ -5,6 +5,7 @@
     identity = "~/.ssh/id_ed25519"      # optional: agent / default keys otherwise
     known_hosts = "~/.ssh/known_hosts"  # optional; host keys are verified, never accepted blindly
     workdir = "/var/tmp/rtscope"         # optional
+    session = false                      # optional: a channel per command instead of the session agent
     description = "Raspberry Pi 3B, Raspberry Pi OS, PREEMPT_RT 6.6"
 
 A fleet names several of them (`rtscope monitor --target lab` watches every board of it):
@@ -34,6 +35,7 @@ SYSFS_ROOT_VAR = "RTSCOPE_SYSFS_ROOT"  # the local target's /proc and /sys root 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 COMMON_KEYS = ("kind", "url", "description", "workdir", "sysfs_root")
 SSH_KEYS = ("identity", "known_hosts")
+SESSION_KEY = "session"  # ssh and labgrid: false for a channel per command instead of the session agent (ssh_session)
 COOKIE_KEYS = ("cookie", "cookie_file")
 
 
@@ -57,7 +59,8 @@ def _ssh(d: TargetDefinition) -> Target:
     from .ssh import SshTarget  # paramiko (and its cryptography) is loaded only for remote targets
     o = d.options
     return SshTarget(d.name, d.url, identity=o.get("identity"), known_hosts=o.get("known_hosts"),
-                     workdir=o.get("workdir"), description=d.description, sysfs_root=o.get("sysfs_root"))
+                     workdir=o.get("workdir"), description=d.description, sysfs_root=o.get("sysfs_root"),
+                     session=o.get(SESSION_KEY, True))
 
 
 def _qemu(d: TargetDefinition) -> Target:
@@ -110,12 +113,12 @@ def _check_nerves_ssh(d: TargetDefinition) -> None:
 
 KINDS: dict[str, Kind] = {
     "local": Kind("local", "this machine (the default)", (), _local),
-    "ssh": Kind("ssh", "a board or host over SSH", SSH_KEYS, _ssh, ("ssh",)),
+    "ssh": Kind("ssh", "a board or host over SSH", (*SSH_KEYS, SESSION_KEY), _ssh, ("ssh",)),
     "qemu": Kind("qemu", "a VM rtscope boots with QEMU: a kernel of your choice, x86_64 or a virtual Raspberry Pi 3",
                  ("arch", "kernel", "cpus", "memory", "accel", "pin", "kernel_args", "disk", "packages"), _qemu,
                  check=_check_qemu),
     "labgrid": Kind("labgrid", "a board of a labgrid place, reached through its NetworkService with SSH",
-                    ("coordinator", "power_cycle", *SSH_KEYS), _labgrid, ("labgrid",), check=_check_labgrid),
+                    ("coordinator", "power_cycle", *SSH_KEYS, SESSION_KEY), _labgrid, ("labgrid",), check=_check_labgrid),
     "erlang": Kind("erlang", "a running BEAM node (a Nerves device, an Elixir service) over Erlang distribution",
                    COOKIE_KEYS, _erlang, ("erlang",), check=_check_erlang),
     "nerves_ssh": Kind("nerves_ssh", "a running BEAM node through its nerves_ssh daemon (Elixir exec, SFTP)",
@@ -182,6 +185,8 @@ def define(name: str, table: dict, where: str = "", *, replace: bool = False) ->
     for key in (*SSH_KEYS, *COOKIE_KEYS, "description", "kernel", "memory", "arch", "accel", "kernel_args", "coordinator"):
         if key in table and not isinstance(table[key], str):
             raise UsageError(f"{place}: {key} must be a string")
+    if SESSION_KEY in table and not isinstance(table[SESSION_KEY], bool):
+        raise UsageError(f"{place}: {SESSION_KEY} must be true or false, got {table[SESSION_KEY]!r}")
     if kind_name == "labgrid" and url and not url.startswith("labgrid://"):
         raise UsageError(f"{place}: a labgrid target's url is labgrid://PLACE, got {url!r}")
     if kind_name == "ssh":

@@ -8,18 +8,20 @@ Host keys are verified against `known_hosts` (the target's, else
 ~/.ssh/known_hosts) and an unknown or changed key is refused with the
 fingerprint to check, never accepted.
 
-Every command runs under a small POSIX-sh supervisor (SUPERVISOR below): the
-command gets its own session (setsid), and the supervisor kills that whole
-process group when its standard input closes. rtscope closes it to stop a
-command (timeout, Ctrl-C, SIGTERM), and sshd closes it when the connection
-drops (rtscope killed with -9, network gone), so nothing is left running on
-the target in any of these cases. No polling crosses the network while a
-command runs: the supervisor waits, and its exit status ends the channel.
+Every command runs under a small POSIX-sh supervisor (ssh_shell.SUPERVISE_FUNCTION): the command gets its
+own session (setsid), and the supervisor kills that whole process group when its standard input closes or
+says "stop". rtscope does that to stop a command (timeout, Ctrl-C, SIGTERM), and sshd closes it when the
+connection drops (rtscope killed with -9, network gone), so nothing is left running on the target in any of
+these cases. No polling crosses the network while a command runs: the supervisor waits and reports its end.
 
-Round trips are what a remote run costs (each SSH channel: open, exec, wait for the end), so a run takes
-one channel (run_probe): the run directory is made and the previous one removed by that channel's command
-(mkdtemp and remove_tree only note what to do, see `_pending`), the machine's state is read just before the
-probe starts, and the probe's output files come back on the same channel after it ends (BATCH below).
+Round trips and the login shell's start-up are what a remote command costs, so every command goes through
+one channel kept for the whole connection, the session agent (ssh_session.py): the login shell starts once,
+and a command costs one round trip. A run is one command (run_probe): the run directory is made and the
+previous one removed at its head (mkdtemp and remove_tree only note what to do, see `_pending`), the
+machine's state is read just before the probe starts, and the probe's output files come back after it ends
+(ssh_shell.BATCH_FUNCTION). Where the agent cannot run (a login shell that is not POSIX, no `env`), or with
+`session = false` in the target's table, each command opens a channel of its own as before, with a warning.
+Background processes (spawn: load generators) keep a channel each, which their supervisor watches.
 """
 
 from __future__ import annotations
@@ -30,104 +32,28 @@ import select
 import secrets
 import shlex
 import socket
+import sys
 import threading
 import time
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import paramiko
 
 from .. import sysinfo
 from ..errors import ProbeError
+from . import ssh_session
 from .base import Completed, ProbeRun, Target, TargetError, parse_url
+from .ssh_shell import BATCH, MEMBERS_FUNCTION, READ_FUNCTION, SUPERVISOR, parse_read, printf_format, unbatch
 
 CHANNEL_OPEN_TIMEOUT_S = 60.0  # a target that does not open a channel in this time is not answering
 CONNECT_TIMEOUT = 15.0  # seconds for TCP, banner and authentication
 STOP_WAIT = 15.0        # seconds for a stopped command's supervisor to report back
 KEEPALIVE = 5           # seconds between keepalives: a dead connection is noticed within a few of them
 EXIT_DRAIN = 2.0        # seconds without output after a command's exit status before its output counts as whole
-
-# members SID: the live (non-zombie) processes of session SID, from /proc. Zombies wait for their reaper
-# and cannot run; `kill -0` would count them. One grep reads every stat file (the fields after the last ')':
-# state, ppid, pgrp, session); the loop of shell builtins is for a target without grep (10-30 ms).
-MEMBERS_FUNCTION = r'''
-members() {
-  if command -v grep >/dev/null 2>&1; then
-    set -- $(grep -lE "\) [^Z] [0-9]+ [0-9]+ $1 [^)]*\$" /proc/[0-9]*/stat 2>/dev/null)
-    echo $#
-    return
-  fi
-  sid=$1; n=0
-  for s in /proc/[0-9]*/stat; do
-    read -r l 2>/dev/null <"$s" || continue
-    l=${l##*) }
-    set -- $l
-    [ "$4" = "$sid" ] && [ "$1" != Z ] && n=$((n+1))
-  done
-  echo $n
-}
-'''
-
-# supervise DIR STDIN LOG COMMAND...: LOG "-" is the channel. In spawn mode (LOG given) the first line of stdout
-# is "rtscope-pid PID". Returns the command's exit status.
-SUPERVISE_FUNCTION = MEMBERS_FUNCTION + r'''
-supervise() {
-  cd "$1" 2>/dev/null || { echo "rtscope: cannot enter directory $1 on the target" >&2; return 125; }
-  in=$2; log=$3; shift 3
-  exec 3<&0
-  if [ "$log" = - ]; then setsid "$@" <"$in" 3<&- & else setsid "$@" <"$in" >"$log" 2>&1 3<&- & fi
-  pid=$!
-  [ "$log" = - ] || echo "rtscope-pid $pid"
-  (
-    while read -r _ <&3; do :; done
-    kill -TERM -$pid 2>/dev/null; n=0
-    while [ "$(members $pid)" != 0 ] && [ $n -lt 20 ]; do sleep 0.1; n=$((n+1)); done
-    kill -KILL -$pid 2>/dev/null
-  ) 3<&3 &
-  watcher=$!
-  exec 3<&-
-  wait $pid; rc=$?
-  kill $watcher 2>/dev/null
-  if [ "$(members $pid)" != 0 ]; then
-    kill -TERM -$pid 2>/dev/null; sleep 1; kill -KILL -$pid 2>/dev/null; sleep 0.2
-    [ "$(members $pid)" != 0 ] && echo "rtscope: processes of session $pid survived SIGKILL" >&2
-  fi
-  return $rc
-}
-'''
-# $1 working directory, $2 stdin file, $3 log file ("-": the channel), then the command.
-SUPERVISOR = SUPERVISE_FUNCTION + 'supervise "$@"; exit $?\n'
-
-# readfile TOKEN FILE: "\n@@TOKEN FILE\n" and its text, or "\n@@TOKEN!" after it when it cannot be read.
-READ_FUNCTION = r'''
-readfile() { printf "\n@@%s %s\n" "$1" "$2"; cat -- "$2" 2>/dev/null || printf "\n@@%s!" "$1"; }
-'''
-
-# A run in one channel, with as few processes as it can (each costs a fork on the target): $1 TOKEN, $2 the
-# files to read first and $3 the files to send back (newline-separated), then DIR STDIN LOG COMMAND... for
-# supervise. It writes each file read first as readfile does (a line read by the shell), "\n@@TOKEN>", the
-# command's stdout, "@@TOKEN<", then each file to send back as "@@TOKEN PATH\n" and its bytes ("@@TOKEN! PATH\n"
-# when absent), and exits with the command's status.
-BATCH = SUPERVISE_FUNCTION + r'''
-tok=$1; first=$2; back=$3; shift 3
-IFS='
-'; set -f
-for f in $first; do
-  printf "\n@@%s %s\n" "$tok" "$f"
-  l=; if { IFS= read -r l <"$f" || [ -n "$l" ]; } 2>/dev/null; then printf "%s\n" "$l"; else printf "\n@@%s!" "$tok"; fi
-done
-unset IFS; set +f
-printf "\n@@%s>" "$tok"
-supervise "$@"; rc=$?
-printf "@@%s<" "$tok"
-IFS='
-'; set -f
-for f in $back; do
-  if [ -f "$f" ]; then printf "@@%s %s\n" "$tok" "$f"; cat -- "$f"; else printf "@@%s! %s\n" "$tok" "$f"; fi
-done
-exit $rc
-'''
+INLINE_STDIN = 4096     # bytes of a command's stdin the session writes in the command's own request (more: SFTP)
 
 
 def _fingerprint(key: paramiko.PKey) -> str:
@@ -207,7 +133,7 @@ def connect(fail: Callable[[str], TargetError], host: str, port: int, user: str 
 class SshTarget(Target):
     def __init__(self, name: str, url: str, *, identity: str | None = None, known_hosts: str | None = None,
                  workdir: str | None = None, description: str = "", sysfs_root: str | None = None,
-                 password_env: str | None = None, kind: str = "ssh"):
+                 password_env: str | None = None, kind: str = "ssh", session: bool = True):
         super().__init__(name=name, description=description, kind=kind,
                          workdir=workdir or "/var/tmp/rtscope", sysfs_root=sysfs_root or "/")
         self.url = url
@@ -223,6 +149,14 @@ class SshTarget(Target):
         # the next command rather than in a round trip of their own; close() sends what is left.
         self._pending: list[str] = []
         self._which: dict[str, str | None] = {}
+        self.use_session = session
+        self._session: ssh_session.Session | None = None
+        self._record_ahead: dict[str, str | None] | None = None  # the machine record's files, read at open
+
+    @property
+    def session(self) -> ssh_session.Session | None:
+        """The session agent's channel, None without one (a channel per command)."""
+        return self._session
 
     @property
     def where(self) -> str:
@@ -238,15 +172,38 @@ class SshTarget(Target):
         client = connect(self._fail, self.host, self.port, self.user, self.identity, self.known_hosts)
         self._client = client
         # Another connection: maybe a rebooted or reinstalled board.
-        self._pending, self._uname, self.record, self._which = [], None, None, {}
-        self._check_basics()
+        self._pending, self._uname, self.record, self._which, self._record_ahead = [], None, None, {}, None
+        self._session = None
+        basics, token = self._basics_command()
+        checked = self._start_session(basics) if self.use_session else None
+        self._check_basics(checked or self._exec_plain(basics), token)
 
-    def _check_basics(self) -> None:
-        """setsid there, the workdir writable; uname read in the same round trip."""
-        proc = self._exec_plain("command -v setsid >/dev/null && command -v mktemp >/dev/null && "
-                                f"mkdir -p {shlex.quote(self.workdir)} && test -w {shlex.quote(self.workdir)} "
-                                "&& echo ok && uname -s && uname -n && uname -r && uname -v && uname -m")
-        lines = proc.stdout.splitlines()
+    def _start_session(self, first: str) -> Completed | None:
+        """The agent on its channel, running the helper `first` at once (its result); where the agent cannot
+        run, a warning, None, and a channel per command from then on."""
+        try:
+            self._session, (out, err, rc) = ssh_session.Session.start(self.transport, first)
+        except ssh_session.Unavailable as e:
+            self.use_session = False
+            print(f"rtscope: warning: target {self.name} ({self.where}): the session agent cannot run there: {e}; "
+                  "each command opens its own SSH channel instead, starting the login shell each time (slower)",
+                  file=sys.stderr)
+            return None
+        return Completed(["sh", "-c", first], rc, out.decode(errors="replace"), err.decode(errors="replace"))
+
+    def _basics_command(self) -> tuple[str, str]:
+        """The check of the target (setsid there, the workdir writable), uname and the machine record's files."""
+        record, token = self._record_command()
+        return ("command -v setsid >/dev/null && command -v mktemp >/dev/null && "
+                f"mkdir -p {shlex.quote(self.workdir)} && test -w {shlex.quote(self.workdir)} "
+                "&& echo ok && uname -s && uname -n && uname -r && uname -v && uname -m && " + record), token
+
+    def _check_basics(self, proc: Completed, token: str) -> None:
+        """_basics_command's answer: uname and the record's files kept, or a clear error."""
+        head, mark, _ = proc.stdout.partition(f"\n@@{token} ")
+        if mark:
+            self._record_ahead = self._record_parse(proc.stdout, token)
+        lines = head.splitlines()
         if proc.returncode == 0 and len(lines) == 6 and lines[0] == "ok":
             self._uname = dict(zip(("sysname", "nodename", "release", "version", "machine"), lines[1:]))
         if proc.returncode != 0 or "ok" not in proc.stdout:
@@ -263,6 +220,9 @@ class SshTarget(Target):
             self._exec_quietly(":")  # what is owed: the last run directory removed
         with self._lock:
             self._pending = []
+            if self._session is not None:
+                self._session.close()
+                self._session = None
             if self._sftp is not None:
                 try:
                     self._sftp.close()
@@ -274,6 +234,9 @@ class SshTarget(Target):
                 self._client = None
 
     def interrupt(self) -> None:
+        session = self._session
+        if session is not None:
+            session.stop()  # the agent's supervisor stops the command's whole group
         with self._lock:
             chans = list(self._channels)
         for chan in chans:
@@ -352,8 +315,49 @@ class SshTarget(Target):
             self._channels.discard(chan)
         chan.close()
 
+    @contextmanager
+    def _agent(self) -> Iterator[ssh_session.Session | None]:
+        """The session, held for one request; None when there is none or another thread holds it (that
+        command takes a channel of its own). An agent that ended (killed on the target) is started again."""
+        session = self._session
+        if session is not None and not session.alive:
+            session.close()
+            self._session = None
+            if self.use_session:
+                self._start_session(":")
+            session = self._session
+        if session is None or not session.lock.acquire(blocking=False):
+            yield None
+            return
+        try:
+            yield session
+        finally:
+            session.lock.release()
+
+    def _through(self, session: ssh_session.Session, text: str, *, supervised: bool, timeout: float | None,
+                 what: str) -> tuple[bytes, bytes, int]:
+        """`text` through the session, what is owed first; TimeoutError once a supervised command is stopped."""
+        with self._lock:
+            owed, self._pending = self._pending, []
+        try:
+            return session.call("".join(owed) + text, supervised=supervised,
+                                deadline=time.monotonic() + timeout if timeout else None)
+        except ssh_session.Lost:
+            t = self._client.get_transport() if self._client else None
+            if t is not None and t.is_active():
+                raise self._fail(f"the session agent ended while running {what}") from None
+            raise self._fail(f"the connection was lost while running {what}") from None
+
     def _exec_plain(self, command: str, timeout: float = 60) -> Completed:
         """A short helper command of rtscope's own (no supervisor needed: it cannot outlive its output)."""
+        with self._agent() as session:
+            if session is not None:
+                try:
+                    out, err, rc = self._through(session, command, supervised=False, timeout=timeout,
+                                                 what="a helper command")
+                except TimeoutError:
+                    raise self._fail(f"helper command did not answer within {timeout:.0f} s: {command[:80]}") from None
+                return Completed(["sh", "-c", command], rc, out.decode(errors="replace"), err.decode(errors="replace"))
         chan = self._open_channel(command)
         try:
             out, err, rc = self._collect(chan, time.monotonic() + timeout, "a helper command")
@@ -370,25 +374,55 @@ class SshTarget(Target):
     def run(self, argv, *, timeout=None, stdin=None, cwd=None, binary=False, read_first: list[str] | None = None,
             bring_back: list[str] | None = None) -> Completed:
         """The command under the supervisor. With read_first / bring_back (run_probe): those files read just
-        before it starts, and those brought back after it ends, on the same channel (Completed.read_first,
+        before it starts, and those brought back after it ends, in the same round trip (Completed.read_first,
         Completed.brought)."""
         stdin_path = "/dev/null"
+        inline = stdin is not None and self._session is not None and len(stdin) <= INLINE_STDIN
         if stdin is not None:
             stdin_path = posixpath.join(self.workdir, f".stdin-{secrets.token_hex(6)}")
-            self._put_bytes(stdin, stdin_path)
+            if not inline:
+                self._put_bytes(stdin, stdin_path)
         batch = read_first is not None or bring_back is not None
         token = secrets.token_hex(8)
+        args = [cwd or self.workdir, stdin_path, "-", *argv]
         if batch:
             first, back = list(read_first or []), list(bring_back or [])
             if any("\n" in p for p in first + back):
                 raise self._fail(f"a file name with a newline cannot be read or fetched: {first + back}")
-            chan = self._open_channel("exec sh -c " + shlex.quote(BATCH) + " rtscope " + shlex.join(
-                [token, "\n".join(first), "\n".join(back), cwd or self.workdir, stdin_path, "-", *argv]))
-        else:
-            chan = self._supervised(list(argv), cwd or self.workdir, stdin_path, "-")
+            args = [token, "\n".join(first), "\n".join(back), *args]
         name = posixpath.basename(argv[0])
+        with self._agent() as session:
+            if session is not None:
+                out, err, rc = self._run_in(session, args, batch, stdin if inline else None, stdin_path, timeout, name)
+            else:
+                if inline:
+                    self._put_bytes(stdin, stdin_path)
+                out, err, rc = self._run_on_channel(args, batch, stdin is not None, stdin_path, timeout, name)
+        read, brought = None, None
+        if batch:
+            read, out, brought = unbatch(token, out)
+        return Completed(list(argv), rc, out if binary else out.decode(errors="replace"),
+                         err.decode(errors="replace"), read, brought)
+
+    def _run_in(self, session: ssh_session.Session, args: list[str], batch: bool, stdin: bytes | None,
+                stdin_path: str, timeout: float | None, name: str) -> tuple[bytes, bytes, int]:
+        """run() through the session: the stdin file written and removed in the same request."""
+        quoted = shlex.quote(stdin_path)
+        text = (f"printf {printf_format(stdin)} >{quoted} || exit 125; " if stdin is not None else "") + \
+            f"{'batch' if batch else 'supervise'} {shlex.join(args)}; rc=$?; " + \
+            (f"rm -f {quoted}; " if stdin_path != "/dev/null" else "") + "exit $rc"
         try:
-            out, err, rc = self._collect(chan, time.monotonic() + timeout if timeout else None, name)
+            return self._through(session, text, supervised=True, timeout=timeout, what=name)
+        except TimeoutError:
+            raise ProbeError(f"{name} did not finish within {timeout:.0f} s on target {self.name}; stopped") from None
+
+    def _run_on_channel(self, args: list[str], batch: bool, has_stdin: bool, stdin_path: str,
+                        timeout: float | None, name: str) -> tuple[bytes, bytes, int]:
+        """run() on a channel of its own (no session): the supervisor (or batch) by the login shell."""
+        chan = self._open_channel("exec sh -c " + shlex.quote(BATCH if batch else SUPERVISOR) + " rtscope "
+                                  + shlex.join(args))
+        try:
+            return self._collect(chan, time.monotonic() + timeout if timeout else None, name)
         except TimeoutError:
             self._stop(chan)
             raise ProbeError(f"{name} did not finish within {timeout:.0f} s on target {self.name}; stopped") from None
@@ -397,13 +431,8 @@ class SshTarget(Target):
             raise
         finally:
             self._release(chan)
-            if stdin is not None:
+            if has_stdin:
                 self._exec_quietly(f"rm -f {shlex.quote(stdin_path)}")
-        read, brought = None, None
-        if batch:
-            read, out, brought = _unbatch(token, out)
-        return Completed(list(argv), rc, out if binary else out.decode(errors="replace"),
-                         err.decode(errors="replace"), read, brought)
 
     def run_probe(self, argv, *, timeout, cwd, outputs, into) -> ProbeRun:
         """One channel: the run directory made (owed since mkdtemp), the state read, the command, its files."""
@@ -475,17 +504,27 @@ class SshTarget(Target):
         token = secrets.token_hex(8)
         script = READ_FUNCTION + 'tok=$1; shift; for f; do readfile "$tok" "$f"; done'
         proc = self._exec_plain(f"sh -c {shlex.quote(script)} sh {shlex.join([token, *paths])}")
-        return _parse_read(proc.stdout, token, paths)
+        return parse_read(proc.stdout, token, paths)
 
     def record_files(self):
-        """One round trip: the record's base files and the governor of every CPU there (online or not)."""
+        """The record's base files and the governor of every CPU there (online or not): read when the target
+        was opened (in the round trip that checked it) for the first snapshot, else in one round trip."""
+        got, self._record_ahead = self._record_ahead, None
+        if got is None:
+            command, token = self._record_command()
+            got = self._record_parse(self._exec_plain(command).stdout, token)
+        return got
+
+    def _record_command(self) -> tuple[str, str]:
         token = secrets.token_hex(8)
         cpus = self.sys_path("sys/devices/system/cpu")
         script = READ_FUNCTION + ('tok=$1; cpus=$2; shift 2; '
                                   'for f in "$@" "$cpus"/cpu[0-9]*/cpufreq/scaling_governor; do readfile "$tok" "$f"; done')
         base = list(self._machine_paths(list(sysinfo.BASE_FILES)).values())
-        proc = self._exec_plain(f"sh -c {shlex.quote(script)} sh {shlex.join([token, cpus, *base])}")
-        got = _parse_read(proc.stdout, token)
+        return f"sh -c {shlex.quote(script)} sh {shlex.join([token, cpus, *base])}", token
+
+    def _record_parse(self, text: str, token: str) -> dict[str, str | None]:
+        got = parse_read(text, token)
         online = self._machine_paths(["sys/devices/system/cpu/online"])["sys/devices/system/cpu/online"]
         governors = [sysinfo.governor_file(c) for c in sysinfo.parse_cpu_list(got.get(online))]
         for path in self._machine_paths(governors).values():
@@ -536,36 +575,6 @@ class SshTarget(Target):
                 raise self._fail(f"uname failed: {proc.said()}")
             self._uname = dict(zip(("sysname", "nodename", "release", "version", "machine"), lines))
         return self._uname
-
-
-def _parse_read(text: str, token: str, paths: list[str] | None = None) -> dict[str, str | None]:
-    """readfile's output: each path's text (of `paths`, else of every file in it), None when unreadable."""
-    out: dict[str, str | None] = {}
-    for part in text.split(f"\n@@{token} ")[1:]:
-        name, _, body = part.partition("\n")
-        out[name] = None if body.endswith(f"\n@@{token}!") or body == f"\n@@{token}!"[1:] else body
-    return out if paths is None else {p: out.get(p) for p in paths}
-
-
-def _unbatch(token: str, out: bytes) -> tuple[dict[str, str | None], bytes, dict[str, bytes | None]]:
-    """BATCH's output -> (files read first, the command's stdout, files brought back). A script stopped before
-    the command (its directory could not be made) gives its output as the command's."""
-    mark = b"@@" + token.encode()
-    begin = out.find(b"\n" + mark + b">")
-    if begin < 0:
-        return {}, out, {}
-    read = _parse_read(out[:begin].decode(errors="replace"), token)
-    start = begin + len(mark) + 2
-    end = out.find(mark + b"<", start)
-    if end < 0:
-        return read, out[start:], {}
-    brought: dict[str, bytes | None] = {}
-    # Each file runs to the next mark: a random token that its bytes do not hold.
-    for part in out[end + len(mark) + 1:].split(mark)[1:]:
-        head, _, data = part.partition(b"\n")
-        absent = head.startswith(b"!")
-        brought[head[2 if absent else 1:].decode(errors="replace")] = None if absent else data
-    return read, out[start:end], brought
 
 
 class SshProcess:
