@@ -93,3 +93,12 @@ def clean_targets():
     yield
     targets.TARGETS.clear()
     targets.TARGETS.update(before)
+
+
+@pytest.fixture(autouse=True)
+def state_dir(tmp_path_factory, monkeypatch) -> Path:
+    """Each test's own rtscope state directory (where the spool of an unreachable store is kept, store/spool.py),
+    inherited by the rtscope processes it starts: nothing in the home directory."""
+    d = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("RTSCOPE_STATE_DIR", str(d))
+    return d

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import UsageError
-from .common import DbOption, Table, app, console, err_console, escape, open_store
+from .common import DbOption, Table, app, console, err_console, escape, open_store, settle
 from .run import execute_resumable, print_machine_warnings
 
 
@@ -49,14 +49,33 @@ class LiveView:
         pass
 
     def run_stored(self, p, run_id: int) -> None:
-        run = self.store.get_run(run_id)
         load = p.request.settings.get("load", "none")
-        line = interval_line(self.store, run, load, bool(p.request.settings.get("explain")))
+        try:
+            run = self.store.get_run(run_id)
+            line = interval_line(self.store, run, load, bool(p.request.settings.get("explain")))
+            bound = running_bound_line(self.store, run, load, self.phases)
+        except Exception as e:  # noqa: BLE001  (the store went away just after storing it: it is stored)
+            if not store_gone(e):
+                raise
+            console.print(f"[{p.index + 1}/{self.total}] load {load:9} stored as run {run_id} (its figures are "
+                          "not shown: the store stopped answering)", highlight=False)
+            return
         console.print(f"[{p.index + 1}/{self.total}] {line}", highlight=False)
-        console.print("      " + running_bound_line(self.store, run, load, self.phases), highlight=False)
+        console.print("      " + bound, highlight=False)
+
+    def run_spooled(self, p, spooled) -> None:
+        load = p.request.settings.get("load", "none")
+        console.print(f"[{p.index + 1}/{self.total}] load {load:9} measured, kept in the spool (the store is "
+                      "unreachable; written when it answers)", highlight=False)
 
     def run_skipped(self, p, reason: str) -> None:
         err_console.print(f"[yellow]skipped interval {p.index + 1}:[/] {escape(reason)}")
+
+
+def store_gone(e: BaseException) -> bool:
+    """Whether an error is the store's being unreachable (the monitor goes on: its intervals are spooled)."""
+    from ..store import unreachable
+    return unreachable(e)
 
 
 def refuse_unavailable(plan, pool) -> None:
@@ -233,7 +252,10 @@ def monitor(target: Annotated[list[str], typer.Option(
         phases = len({q.request.settings.get("load") for q in experiment.plan}) > 1
         outcome = execute_resumable(store, experiment, LiveView(store, len(experiment.plan), phases), pool,
                                     f"resume with `rtscope monitor --target {target} --resume`")
-    console.print(f"monitoring {experiment.id} finished: {len(outcome.stored) + outcome.already} intervals stored")
+    settle(store, f"monitoring {experiment.id}")
+    spooled = f" ({len(outcome.spooled)} of them through the spool)" if outcome.spooled else ""
+    console.print(f"monitoring {experiment.id} finished: {len(outcome.stored) + len(outcome.spooled) + outcome.already}"
+                  f" intervals stored{spooled}")
 
 
 @app.command()

@@ -13,7 +13,7 @@ from typer.core import TyperCommand
 from .. import paths
 from ..errors import RtscopeError, UsageError, choices
 from ..options import parse_assignment
-from .common import DbOption, app, console, err_console, escape, open_store
+from .common import DbOption, app, console, err_console, escape, open_store, settle
 from .runs import stats_table
 
 if TYPE_CHECKING:
@@ -54,6 +54,10 @@ class ProgressReporter:
 
     def run_stored(self, p, run_id: int) -> None:
         self.progress.console.print(f"run {run_id}: {escape(p.cell)} #{p.repetition}", highlight=False)
+        self._advance(p)
+
+    def run_spooled(self, p, spooled) -> None:
+        self.progress.console.print(f"run spooled: {escape(p.cell)} #{p.repetition}", highlight=False)
         self._advance(p)
 
     def target_failed(self, name: str, error: str) -> None:
@@ -248,6 +252,7 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a fil
         exp_mod.expect_boots(pool, [p for p in experiment.plan if p.index not in done_now])
         print_machine_warnings(experiment, pool)
         outcome = run_experiment(store, experiment, str(spec), pool)
+    settle(store, f"experiment {experiment.id}")
     print_results(store, outcome, parsed, f"experiment {experiment.id}: {parsed.name}")
     print_next(store, experiment, parsed, db)
 
@@ -398,6 +403,7 @@ def demo(db: DbOption = None, scale: ScaleOption = None) -> None:
         experiment = exp_mod.start(store, parsed, planned, seed, exp_mod.spec_identity(path))
         print_machine_warnings(experiment, pool)
         outcome = run_experiment(store, experiment, str(path), pool)
+    settle(store, f"experiment {experiment.id}")
     print_results(store, outcome, parsed, f"rtscope demo ({store.url})")
     print_next(store, experiment, parsed, db)
 
@@ -443,9 +449,12 @@ def import_cmd(
     convert = importer(kind).convert
     converted = [(f, sf) for f in files for sf in _converted(convert, f, variant, extra)]  # all or nothing
     store = open_store(db)
-    with store.transaction() as conn:
-        ids = [store.add_run(sf, sf.header.get("environment") or {"note": f"imported from {f}"}, tags=tag,
-                             source=str(f), conn=conn) for f, sf in converted]
+    ids = store.keeper.add_runs([(sf, sf.header.get("environment") or {"note": f"imported from {f}"},
+                                  {"tags": tag, "source": str(f)}) for f, sf in converted])
+    if not isinstance(ids, list):   # spooled, all together: the store is unreachable
+        settle(store, f"import of {len(converted)} run{'s' if len(converted) != 1 else ''}")
+        console.print(f"imported {len(converted)} run(s) through the spool (`rtscope runs` lists them)")
+        return
     for (f, sf), run_id in zip(converted, ids):
         console.print(f"run {run_id}: {escape(str(f))} ({sf.header['workload']} {sf.header['variant']}, "
                       f"{what_was_kept(sf)})")
