@@ -366,7 +366,7 @@ class Keeper:
         except Exception as e:  # noqa: BLE001  (unreachable: kept; anything else is a real error)
             if not unreachable(e):
                 raise
-            self._down(e)
+            self.down(e)
             return None
         with self._state:
             was_down, self.since = self.since is not None, None
@@ -378,7 +378,8 @@ class Keeper:
             self._said(f"store {self.shown_url} answers{' again' if was_down else ''}: {done.text()}")
         return done
 
-    def _down(self, e: BaseException | None) -> float:
+    def down(self, e: BaseException | None) -> float:
+        """Note the store unreachable (since now, unless it was already); since when."""
         with self._state:
             if self.since is None:
                 self.since = time.time()
@@ -388,7 +389,7 @@ class Keeper:
 
     def spooled(self, e: BaseException | None) -> Spooled:
         """Say that a write went to the spool (e: the store's error; None: the one seen last)."""
-        since = self._down(e)
+        since = self.down(e)
         out = Spooled(since, self.spool.pending_runs(), self.spool.dir, self.error)
         self._said(out.text(self.shown_url))
         return out
@@ -409,7 +410,7 @@ class Keeper:
                 error = e
         spool()
         if not say:
-            self._down(error)
+            self.down(error)
             return Spooled(self.since or time.time(), self.spool.pending_runs(), self.spool.dir, self.error)
         return self.spooled(error)
 

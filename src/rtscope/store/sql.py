@@ -259,15 +259,17 @@ class SqlStore:
             return [dict(r) for r in c.execute(q).mappings()]
 
     def fingerprint(self) -> tuple:
-        """Changes whenever a run, an experiment or a monitoring interval's running bound is stored, or an
-        experiment changes state: a cheap poll."""
+        """Changes whenever a run, an experiment or a monitoring interval's running bound is stored, an
+        experiment changes state, or a board of the lab's lease table does (down, up, given up): a cheap poll."""
+        from .leases import boards
         with self.engine.connect() as c:
             r = c.execute(sa.select(sa.func.count(), sa.func.max(runs.c.id))).one()
             e = c.execute(sa.select(sa.func.count(), sa.func.max(experiments.c.id),
                                     sa.func.max(experiments.c.finished_at),
                                     sa.func.sum(sa.case((experiments.c.status == "running", 1), else_=0)))).one()
             b = c.execute(sa.select(sa.func.count()).select_from(running_bounds)).scalar_one()
-        return (*r, *e, b)
+            lab = c.execute(sa.select(sa.func.count(), sa.func.max(boards.c.updated_at))).one()
+        return (*r, *e, b, *lab)
 
     def chunks(self, run_id: int, columns: list[str] | None = None) -> dict[str, list[np.ndarray]]:
         """The raw samples of a run as stored: column name -> list of arrays, in measurement order."""
