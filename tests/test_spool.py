@@ -83,7 +83,8 @@ def test_a_replay_writes_each_run_once(store, tmp_path, monkeypatch):
         shutil.copy(copies / f.name, f)
     again = Store(str(tmp_path / "s.db"))   # another process opening the store writes what it finds
     assert again.keeper.last is not None and again.keeper.last.stored == [] and again.keeper.last.already == 3
-    assert sorted((r.plan_index is None, r.source or "") for r in store.runs()) == [(False, ""), (True, "a.rts"), (True, "b.rts")]
+    assert sorted((r.plan_index is None, r.source or "") for r in store.runs()) == [
+        (False, ""), (True, "a.rts"), (True, "b.rts")]
     assert store.keeper.spool.files() == []
 
 

@@ -218,3 +218,43 @@ def test_a_store_that_does_not_come_back(pg, url, tmp_path, rtprobe):
     assert flushed.returncode == 0 and "spooled runs written" in flushed.stdout, flushed.stdout + flushed.stderr
     assert sorted(x["plan_index"] for x in stored(url)) == [0, 1, 2]
     assert Store(url).experiment_row(1)["status"] == "finished"
+
+
+TUNE = """name = "outage-tune"
+seed = 5
+[tune]
+goal = "p99"
+budget = 14
+confirm = 2
+[[workload]]
+name = "timer"
+variants = "absolute"
+runtime = "native"
+params = { interval_us = 200, loops = 1000 }
+[workload.settings]
+mlock = [false, true]
+cpu = [0, 1]
+"""
+
+
+def test_tune_goes_on_while_postgresql_restarts(pg, url, tmp_path, rtprobe):
+    """`rtscope tune` with the server down for 3 s after its first runs: the run made meanwhile is spooled, the
+    tune waits for the store (it plans from stored runs), then finishes; each planned run stored once."""
+    spec = tmp_path / "t.toml"
+    spec.write_text(TUNE)
+    t = Rtscope(["tune", str(spec), "--db", url], tmp_path / "state")
+    try:
+        wait_until(lambda: len(stored(url)) >= 3, timeout=120)
+        pg.pause()
+        t.wait_for("unreachable since")
+        time.sleep(3)
+        pg.resume()
+        code = t.finish()
+    finally:
+        if t.proc.poll() is None:
+            t.proc.kill()
+    assert code == 0, t.said
+    assert "Traceback" not in t.said
+    indexes = [x["plan_index"] for x in stored(url)]
+    assert len(indexes) == len(set(indexes)) and len(indexes) <= 14, indexes
+    assert spooled_files(tmp_path / "state") == []

@@ -119,8 +119,8 @@ def store_error(e: BaseException) -> str | None:
     import sys
     if "sqlalchemy" not in sys.modules:
         return None
-    import sqlalchemy as sa
-    if not isinstance(e, sa.exc.SQLAlchemyError):
+    from ..store import store_error as is_store_error
+    if not is_store_error(e):
         return None
     from ..store.spool import one_line
     if not OPENED:

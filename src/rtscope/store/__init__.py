@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
 # Names that need SQLAlchemy, imported when first asked for (`from rtscope.store import metadata`).
 _LAZY = {"metadata": "tables", "experiments": "tables", "runs": "tables", "sample_chunks": "tables",
-         "sample_causes": "tables", "bare_engine": "sql", "unreachable": "sql", "SqlStore": "sql", "CHUNK": "sql"}
+         "sample_causes": "tables", "bare_engine": "sql", "unreachable": "sql", "store_error": "sql",
+         "SqlStore": "sql", "CHUNK": "sql"}
 
 
 def __getattr__(name: str) -> Any:

@@ -102,7 +102,8 @@ class SqlStore:
             "experiment_id": experiment_id, "plan_index": plan_index, "cell": cell, "repetition": repetition,
             "workload": h["workload"], "variant": h["variant"], "runtime": h["runtime"],
             "tool": h["tool"], "tool_version": h["tool_version"], "rtscope_version": __version__,
-            "started_at": h["started_at"], "finished_at": sf.trailer.get("finished_at"), "stored_at": stored_at or _now(),
+            "started_at": h["started_at"], "finished_at": sf.trailer.get("finished_at"),
+            "stored_at": stored_at or _now(),
             "settings": h["settings"], "params": h["params"], "columns": h["columns"], "header": h,
             "trailer": sf.trailer, "environment": environment, "tags": sorted(set(tags or [])),
             "n_samples": sf.n, "source": source,
@@ -347,6 +348,11 @@ def _sqlite_read_pragmas(dbapi_conn, _record) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA mmap_size=268435456")
     cur.close()
+
+
+def store_error(exc: BaseException) -> bool:
+    """Whether an exception is the store's (SQLAlchemy's: the database refused or failed something)."""
+    return isinstance(exc, sa.exc.SQLAlchemyError)
 
 
 def unreachable(exc: BaseException) -> bool:
