@@ -16,27 +16,11 @@ import pytest
 import pgserver
 import sshd
 from rtscope.store import Store
-from test_fleet_monitor import Controller, by_board, lab_status, never_twice, probe_running, targets_file
+from test_fleet_monitor import (Controller, boards, by_board, lab_status, never_twice,  # noqa: F401
+                                lab_controller, power_off_mid_interval, probe_running, servers, targets_file)   # (boards, servers: the fixtures of the three sshd boards)
 
 WHY = sshd.available()
 pytestmark = [pytest.mark.real, pytest.mark.skipif(WHY is not None, reason=WHY or "")]
-
-
-@pytest.fixture(scope="module")
-def servers(tmp_path_factory):
-    servers = {f"b{i}": sshd.SshServer(tmp_path_factory.mktemp(f"b{i}"), f"rtscope-faults-{i}").start()
-               for i in (1, 2, 3)}
-    yield servers
-    for s in servers.values():
-        s.stop()
-
-
-@pytest.fixture
-def boards(servers):
-    for s in servers.values():
-        if s.proc.poll() is not None:
-            s.start()
-    return servers
 
 
 def test_a_board_killed_mid_monitoring_is_given_up_on(boards, tmp_path):
@@ -45,16 +29,10 @@ def test_a_board_killed_mid_monitoring_is_given_up_on(boards, tmp_path):
     incomplete, with the reason; nothing of rtscope is left running on the boards."""
     from rtscope.serve import boards as lab_boards, metrics
     db = str(tmp_path / "lab.db")
-    env = {**os.environ, "RTSCOPE_TARGETS": str(targets_file(tmp_path, boards)), "PYTHONUNBUFFERED": "1"}
-    c = Controller(["--target", "lab", "--duration", "6s", "--interval", "2s", "--interval-us", "1000",
-                    "--db", db], env)
+    c, env = lab_controller(tmp_path, boards, db, "6s")
     try:
         c.wait_for("b3 [1/3]")
-        deadline = time.monotonic() + 10
-        while not probe_running(boards["b3"]):       # its second interval under way
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-        boards["b3"].power_off()
+        power_off_mid_interval(boards["b3"])       # its second interval under way
         c.wait_for("b3 down")
         c.wait_for("b3 incomplete", timeout=30)
         code = c.finish()

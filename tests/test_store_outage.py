@@ -20,19 +20,14 @@ import pytest
 import pgserver
 from proc_helpers import default_signals
 from rtscope.store import Store
+from test_postgres_store import pg  # noqa: F401  (the module's PostgreSQL server)
+from test_tune_real import TIMER_SPEC
 
 WHY = pgserver.available()
 pytestmark = [pytest.mark.real, pytest.mark.skipif(WHY is not None, reason=WHY or "")]
 
 SPEC = ('name = "outage"\nrepetitions = {n}\n[[workload]]\nname = "exec"\nvariants = "sleep"\n'
         '[workload.params]\nn = 100\niterations = 5\npause_ms = 0\n')   # a run: 5 sleeps of 100 ms
-
-
-@pytest.fixture(scope="module")
-def pg():
-    server = pgserver.PgServer().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture
@@ -85,6 +80,25 @@ class Rtscope:
     def said(self) -> str:
         return "\n".join(self.out + self.err)
 
+    def __enter__(self) -> "Rtscope":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def through_a_restart(pg, r: Rtscope, ready, said: str, down_s: float = 2) -> int:
+    """The server stopped once `ready()` holds, started again `down_s` after `r` said `said`; r's exit code."""
+    with r:
+        wait_until(ready, timeout=120)
+        pg.pause()
+        r.wait_for(said)
+        time.sleep(down_s)
+        pg.resume()
+        return r.finish()
+
 
 def spooled_files(state: Path) -> list[Path]:
     return sorted(state.glob("spool/*/*.spool"))
@@ -107,16 +121,7 @@ def test_run_goes_on_while_postgresql_restarts(pg, url, tmp_path, rtprobe):
     spec = tmp_path / "o.toml"
     spec.write_text(SPEC.format(n=8))
     r = Rtscope(["run", str(spec), "--db", url], tmp_path / "state")
-    try:
-        wait_until(lambda: len(stored(url)) >= 2)
-        pg.pause()
-        r.wait_for("run spooled")
-        time.sleep(2)
-        pg.resume()
-        code = r.finish()
-    finally:
-        if r.proc.poll() is None:
-            r.proc.kill()
+    code = through_a_restart(pg, r, lambda: len(stored(url)) >= 2, "run spooled")
     assert code == 0, r.said
     assert "unreachable since" in r.said and "answers again" in r.said and "Traceback" not in r.said, r.said
     runs = stored(url)
@@ -132,16 +137,7 @@ def test_monitor_goes_on_while_postgresql_restarts(pg, url, tmp_path, rtprobe):
     stored once, those measured meanwhile through the spool."""
     m = Rtscope(["monitor", "--duration", "8s", "--interval", "1s", "--interval-us", "1000", "--db", url],
                 tmp_path / "state")
-    try:
-        m.wait_for("[2/8]")
-        pg.pause()
-        m.wait_for("kept in the spool")
-        time.sleep(2)
-        pg.resume()
-        code = m.finish()
-    finally:
-        if m.proc.poll() is None:
-            m.proc.kill()
+    code = through_a_restart(pg, m, lambda: any("[2/8]" in line for line in m.out), "kept in the spool")
     assert code == 0, m.said
     assert "Traceback" not in m.said and "unreachable since" in m.said, m.said
     runs = stored(url)
@@ -220,39 +216,13 @@ def test_a_store_that_does_not_come_back(pg, url, tmp_path, rtprobe):
     assert Store(url).experiment_row(1)["status"] == "finished"
 
 
-TUNE = """name = "outage-tune"
-seed = 5
-[tune]
-goal = "p99"
-budget = 14
-confirm = 2
-[[workload]]
-name = "timer"
-variants = "absolute"
-runtime = "native"
-params = { interval_us = 200, loops = 1000 }
-[workload.settings]
-mlock = [false, true]
-cpu = [0, 1]
-"""
-
-
 def test_tune_goes_on_while_postgresql_restarts(pg, url, tmp_path, rtprobe):
     """`rtscope tune` with the server down for 3 s after its first runs: the run made meanwhile is spooled, the
     tune waits for the store (it plans from stored runs), then finishes; each planned run stored once."""
     spec = tmp_path / "t.toml"
-    spec.write_text(TUNE)
+    spec.write_text(TIMER_SPEC)
     t = Rtscope(["tune", str(spec), "--db", url], tmp_path / "state")
-    try:
-        wait_until(lambda: len(stored(url)) >= 3, timeout=120)
-        pg.pause()
-        t.wait_for("unreachable since")
-        time.sleep(3)
-        pg.resume()
-        code = t.finish()
-    finally:
-        if t.proc.poll() is None:
-            t.proc.kill()
+    code = through_a_restart(pg, t, lambda: len(stored(url)) >= 3, "unreachable since", down_s=3)
     assert code == 0, t.said
     assert "Traceback" not in t.said
     indexes = [x["plan_index"] for x in stored(url)]
