@@ -89,11 +89,11 @@ class Controller:
         return self.proc.returncode
 
 
-def lab_controller(tmp_path: Path, servers: dict, db: str, duration: str) -> tuple["Controller", dict]:
+def lab_controller(tmp_path: Path, servers: dict, db: str, duration: str, *more: str) -> tuple["Controller", dict]:
     """`rtscope monitor --target lab` of the boards at 2 s intervals, and its environment."""
     env = {**os.environ, "RTSCOPE_TARGETS": str(targets_file(tmp_path, servers)), "PYTHONUNBUFFERED": "1"}
     return Controller(["--target", "lab", "--duration", duration, "--interval", "2s", "--interval-us", "1000",
-                       "--db", db], env), env
+                       "--db", db, *more], env), env
 
 
 def epoch(iso: str) -> float:
@@ -146,7 +146,7 @@ def power_off_mid_interval(server: sshd.SshServer) -> float:
 @pytest.mark.slow
 def test_one_controller_a_board_goes_down_mid_interval_and_comes_back(boards, tmp_path):
     db = str(tmp_path / "lab.db")
-    c, env = lab_controller(tmp_path, boards, db, "8s")
+    c, env = lab_controller(tmp_path, boards, db, "8s", "--give-up-after", "0")   # 0: asked until it answers
     try:
         c.wait_for("b2 [1/4]")
         down_at = power_off_mid_interval(boards["b2"])       # its second interval under way
