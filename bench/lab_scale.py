@@ -17,8 +17,15 @@ after the first interval), the store's growth per board-hour (pg_database_size),
 /metrics scrape time (p50, p99) with every board live, and the same RSS and CPU per board of the single-board
 monitors; each beside its goal. Every process it started is stopped on exit, on Ctrl-C and on SIGTERM.
 
+--restart-store S: PostgreSQL is stopped (`pg_ctl stop -m immediate`) once, half-way through the run (once
+every board has an interval stored), and started again S seconds later: the controller and the single-board
+monitors keep measuring into their spools (docs/store.md). The bench then also prints the intervals planned and
+stored per board (no interval may be lost or stored twice) and leaves the requests made while the store was
+down out of the timings (their errors are counted apart).
+
 Run as root (sshd in namespaces, PostgreSQL as user postgres):
     .venv/bin/python bench/lab_scale.py [--boards 100] [--minutes 30] [--interval 60] [--peer-boards 10]
+                                        [--restart-store 20]
 """
 
 from __future__ import annotations
@@ -126,6 +133,14 @@ def intervals_stored(url: str) -> dict[str, int]:
     return out
 
 
+def duplicates(url: str) -> int:
+    """Runs stored twice: the same monitoring and plan index (the store's unique index forbids it)."""
+    import psycopg
+    with psycopg.connect(url) as conn:
+        return int(conn.execute("select count(*) - count(distinct (experiment_id, plan_index)) from runs "
+                                "where experiment_id is not null").fetchone()[0])
+
+
 def sampler(pids: list[int], stop: threading.Event, out: list) -> None:
     """Every 2 s: (monotonic time, RSS kB summed over pids, CPU s of their trees)."""
     while not stop.is_set():
@@ -172,6 +187,8 @@ def main() -> int:
     ap.add_argument("--interval-us", type=int, default=10_000, help="the boards' probe period (low rate)")
     ap.add_argument("--peer-boards", type=int, default=10, help="single-board monitor processes side by side")
     ap.add_argument("--request-every", type=float, default=2.0, help="seconds between lab page + /metrics")
+    ap.add_argument("--restart-store", type=float, default=0, metavar="S",
+                    help="stop PostgreSQL once half-way through, for S seconds (0: never)")
     args = ap.parse_args()
     if args.boards < 1 or args.peer_boards < 0 or args.peer_boards > args.boards:
         raise SystemExit(f"--boards must be >= 1 and --peer-boards 0..--boards, got {args.boards}, "
@@ -233,8 +250,18 @@ def main() -> int:
                 t.start()
             live_at = None       # every board has an interval stored
             grow_from = None     # (time, bytes) at that moment
+            outage = None        # (stopped, started again), monotonic
             while ctl.poll() is None:
                 time.sleep(5)
+                if (args.restart_store and outage is None and live_at is not None
+                        and time.monotonic() - start >= args.minutes * 30):
+                    down_at = time.monotonic()
+                    pg.pause()
+                    print(f"PostgreSQL stopped at {down_at - start:.0f} s, for {args.restart_store:.0f} s",
+                          flush=True)
+                    time.sleep(args.restart_store)
+                    pg.resume()
+                    outage = (down_at, time.monotonic())
                 if live_at is None:
                     got = intervals_stored(url)
                     if len(got) >= args.boards:
@@ -257,6 +284,15 @@ def main() -> int:
             print(f"\n{args.boards} boards, {duration} at {args.interval} s intervals, probe period "
                   f"{args.interval_us} µs; {sum(stored.values())} intervals stored by the controller "
                   f"({min(stored.values(), default=0)}..{max(stored.values(), default=0)} per board)")
+            lost = 0
+            if outage is not None:
+                planned = -(-int(args.minutes * 60) // args.interval)
+                lost = sum(planned - stored.get(n, 0) for n in servers)
+                twice = duplicates(url)
+                print(f"PostgreSQL down {outage[1] - outage[0]:.0f} s from {outage[0] - start:.0f} s: {planned} "
+                      f"intervals planned per board, {lost} lost in all ({'none' if not lost else 'LOST'}), "
+                      f"{twice} stored twice; controller exit {ctl.returncode}")
+                lost += twice
             if live_at is None:
                 print("not every board had an interval stored: no figures with all boards live", file=sys.stderr)
                 return 1
@@ -273,7 +309,8 @@ def main() -> int:
             print(f"store growth {growth:.2f} MB per board-hour (PostgreSQL, {grow_from[1] / 1e6:.1f} -> "
                   f"{grow_to[1] / 1e6:.1f} MB over {hours * 60:.1f} min)")
             for path, goal, what in (("/", PAGE_P99_GOAL_MS, "lab page"), ("/metrics", SCRAPE_GOAL_MS, "scrape")):
-                live = [s for p, s, at in timed if p == path and at >= live_at]
+                live = [s for p, s, at in timed if p == path and at >= live_at
+                        and not (outage and outage[0] <= at <= outage[1] + 2 * args.interval)]
                 if not live:
                     print(f"{what}: no request timed with all boards live")
                     continue
@@ -282,8 +319,9 @@ def main() -> int:
                       f" ms  p99 {p99:.0f} ms  max {max(live) * 1000:.0f} ms (goal p99 <= {goal:.0f} ms: "
                       f"{verdict(p99, goal)})")
             if errors:
-                print(f"{len(errors)} request errors, e.g. {errors[:3]}")
-            return 0 if ctl.returncode == 0 and not errors else 1
+                print(f"{len(errors)} request errors{' (the store was down for some)' if outage else ''}, "
+                      f"e.g. {errors[:3]}")
+            return 0 if ctl.returncode == 0 and (not errors or outage) and not lost else 1
         except KeyboardInterrupt:
             print("interrupted: stopping every process started", file=sys.stderr)
             return 130

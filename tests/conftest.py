@@ -102,3 +102,11 @@ def clean_targets():
     targets.TARGETS.clear()
     targets.TARGETS.update(before)
 
+
+@pytest.fixture(autouse=True)
+def state_dir(tmp_path_factory, monkeypatch) -> Path:
+    """Each test's own rtscope state directory (where the spool of an unreachable store is kept, store/spool.py),
+    inherited by the rtscope processes it starts: nothing in the home directory."""
+    d = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("RTSCOPE_STATE_DIR", str(d))
+    return d

@@ -89,6 +89,13 @@ class Controller:
         return self.proc.returncode
 
 
+def lab_controller(tmp_path: Path, servers: dict, db: str, duration: str, *more: str) -> tuple["Controller", dict]:
+    """`rtscope monitor --target lab` of the boards at 2 s intervals, and its environment."""
+    env = {**os.environ, "RTSCOPE_TARGETS": str(targets_file(tmp_path, servers)), "PYTHONUNBUFFERED": "1"}
+    return Controller(["--target", "lab", "--duration", duration, "--interval", "2s", "--interval-us", "1000",
+                       "--db", db, *more], env), env
+
+
 def epoch(iso: str) -> float:
     return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
@@ -125,19 +132,23 @@ def probe_running(server: sshd.SshServer) -> bool:
     return any(c.split(" ")[0].endswith("/rtprobe") for c in server.namespace_processes().values())
 
 
+def power_off_mid_interval(server: sshd.SshServer) -> float:
+    """Every process of the board killed once an interval's probe runs there; when (Unix time)."""
+    deadline = time.monotonic() + 10
+    while not probe_running(server):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    at = time.time()
+    server.power_off()
+    return at
+
+
 def test_one_controller_a_board_goes_down_mid_interval_and_comes_back(boards, tmp_path):
     db = str(tmp_path / "lab.db")
-    env = {**os.environ, "RTSCOPE_TARGETS": str(targets_file(tmp_path, boards)), "PYTHONUNBUFFERED": "1"}
-    c = Controller(["--target", "lab", "--duration", "8s", "--interval", "2s", "--interval-us", "1000",
-                    "--db", db], env)
+    c, env = lab_controller(tmp_path, boards, db, "8s", "--give-up-after", "0")   # 0: asked until it answers
     try:
         c.wait_for("b2 [1/4]")
-        deadline = time.monotonic() + 10
-        while not probe_running(boards["b2"]):       # its second interval under way
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-        down_at = time.time()
-        boards["b2"].power_off()
+        down_at = power_off_mid_interval(boards["b2"])       # its second interval under way
         c.wait_for("b2 down")
         status = lab_status(db, env)
         assert status["b2"]["state"] == "down" and "b2" in status["b2"]["reason"]

@@ -38,7 +38,7 @@ pytestmark = pytest.mark.real
 FIXTURES = Path(__file__).parent / "fixtures" / "prometheus"
 PROMETHEUS, PROMTOOL = shutil.which("prometheus"), shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed: apt-get install -y prometheus")
-LABELS = {"target", "cpu", "kernel", "preemption", "workload", "le", "controller"}  # names, never ids or times
+LABELS = {"target", "cpu", "kernel", "preemption", "workload", "le", "controller", "state", "reason"}  # never ids or times
 PI3 = {**ENV, "kernel_release": "6.6.20-rt25-v8+", "preemption": "PREEMPT_RT"}
 BBB = {**ENV, "hostname": "bbb", "kernel_release": "6.1.0-21-armmp", "preemption": "PREEMPT_DYNAMIC",
        "board": "BeagleBone Black", "cpu_count": 1}

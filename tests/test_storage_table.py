@@ -10,7 +10,7 @@ import pytest
 
 from rtscope.settings import environments as envs
 from rtscope.analysis.storage import column_label, column_rank, environment_order, merge_histograms
-from rtscope.cli.storage_table import human_time
+from rtscope.analysis.storage import human_time
 from rtscope.paths import repo_file
 from rtscope.experiment.runner import execute
 from rtscope.experiment.spec import build_request

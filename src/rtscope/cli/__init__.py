@@ -12,7 +12,7 @@ import importlib
 import sys
 
 from ..errors import RtscopeError
-from .common import app, err_console, escape
+from .common import EXIT_SPOOLED, app, err_console, escape, store_error
 
 # One module per command, named after it (`import_`: `import` is a keyword; `db`'s sub-commands share `db`), in
 # the order `rtscope --help` lists them.
@@ -32,3 +32,10 @@ def main() -> None:
     except RtscopeError as e:
         err_console.print(f"[bold red]rtscope: error:[/] {escape(str(e))}", soft_wrap=True)
         sys.exit(e.exit_code)
+    except Exception as e:
+        said = store_error(e)   # a store's error is one line naming the store, never a traceback
+        if said is None:
+            raise
+        from ..store import unreachable
+        err_console.print(f"[bold red]rtscope: error:[/] {escape(said)}", soft_wrap=True)
+        sys.exit(EXIT_SPOOLED if unreachable(e) else 1)

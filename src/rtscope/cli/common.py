@@ -70,9 +70,67 @@ DbOption = Annotated[Optional[str], typer.Option(
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout, nothing else.")]
 
 
+EXIT_SPOOLED = 75   # sysexits' EX_TEMPFAIL: done, but what was measured waits in the spool (the store unreachable)
+STORE_WAIT_S = 60.0  # at a command's end, how long the spool is retried ($RTSCOPE_STORE_WAIT overrides)
+OPENED: list = []    # the stores this process opened: a store error is said naming them (cli.main)
+
+
 def open_store(db: Optional[str]) -> Store:
+    """The store, its spool's news said on stderr: what an earlier rtscope left in it and this open wrote, and
+    from now on each run spooled while the store is unreachable, and the spool written when it answers."""
     from ..store import Store
-    return Store(db)
+    store = Store(db)
+    OPENED.append(store)
+    keeper = store.keeper
+    keeper.say = lambda text: err_console.print(f"[yellow]{escape(text)}[/]", soft_wrap=True)
+    if keeper.last is not None:
+        for line in keeper.last.corrupt:
+            keeper.say(f"spool of store {keeper.shown_url}: {line}")
+        if keeper.last.entries:
+            keeper.say(f"store {keeper.shown_url}: {keeper.last.text()}, left in its spool by an earlier rtscope")
+    return store
+
+
+def settle(store: Store, what: str) -> None:
+    """At the end of a command that measured: the spool written to the store, retried for up to
+    $RTSCOPE_STORE_WAIT seconds (60); else an error (exit EXIT_SPOOLED) saying where the runs wait."""
+    import os
+    from ..errors import RtscopeError
+    keeper = store.keeper
+    if not keeper.spool.files():
+        return
+    try:
+        wait = float(os.environ.get("RTSCOPE_STORE_WAIT", STORE_WAIT_S))
+    except ValueError:
+        wait = STORE_WAIT_S
+    n = keeper.spool.pending_runs()
+    err_console.print(f"{what}: {n} run{'s' if n != 1 else ''} in the spool of store {escape(keeper.shown_url)}; "
+                      f"writing {'it' if n == 1 else 'them'} (retrying for up to {wait:.0f} s)", soft_wrap=True)
+    if keeper.wait(wait):
+        return
+    n = keeper.spool.pending_runs()
+    raise RtscopeError(f"store {keeper.shown_url} still unreachable ({keeper.error}): {n} run"
+                       f"{'s' if n != 1 else ''} kept in its spool {keeper.spool.dir}; `rtscope db flush-spool "
+                       f"--db ...` (or any rtscope opening this store) writes them", exit_code=EXIT_SPOOLED)
+
+
+def store_error(e: BaseException) -> str | None:
+    """A store's error (SQLAlchemy's) as one line naming the store and what its spool keeps; None for another
+    error."""
+    import sys
+    if "sqlalchemy" not in sys.modules:
+        return None
+    from ..store import store_error as is_store_error
+    if not is_store_error(e):
+        return None
+    from ..store.spool import one_line
+    if not OPENED:
+        return f"store error: {one_line(e)}"
+    keeper = OPENED[-1].keeper
+    n = keeper.spool.pending_runs()
+    kept = (f"; {n} run{'s' if n != 1 else ''} kept in its spool {keeper.spool.dir}, written when it answers "
+            "(or `rtscope db flush-spool`)" if n else "; nothing of this command is kept in its spool")
+    return f"store {keeper.shown_url}: {one_line(e)}{kept}"
 
 
 def print_json(obj: Any) -> None:
@@ -85,7 +143,8 @@ def settings_text(settings: dict) -> str:
 
 
 __all__ = ["app", "console", "err_console", "DbOption", "JsonOption", "open_store", "print_json", "escape",
-           "settings_text", "Table", "PIPE_WIDTH"]
+           "settings_text", "Table", "PIPE_WIDTH", "settle", "store_error",
+           "EXIT_SPOOLED"]
 
 
 def with_unit(key: str, shown: str, sep: str = " ") -> str:

@@ -1,4 +1,5 @@
-"""Commands db migrate, db copy, db info: the store's schema and moving results between stores."""
+"""Commands db migrate, db copy, db info, db flush-spool: the store's schema, moving results between stores, and
+writing what was spooled while it was unreachable."""
 
 from __future__ import annotations
 
@@ -56,3 +57,32 @@ def copy(src: Annotated[str, typer.Argument(help="Store to copy from: a SQLite p
     console.print(f"copied {done.experiments} experiment(s), {done.runs} run(s) ({done.chunks} sample chunks) "
                   f"from {escape(source.shown_url)} to {escape(dest.shown_url)}; {done.skipped_runs} run(s) "
                   "were there already")
+
+
+@db_app.command("flush-spool")
+def flush_spool(db: DbOption = None) -> None:
+    """Write to the store what rtscope kept in its spool on this machine while the store was unreachable
+    (runs, monitoring intervals, statuses): each run once. Any rtscope opening the store does it too."""
+    from ..store import Store
+    from ..store.spool import state_dir
+    store = Store(db, flush_spool=False)
+    keeper = store.keeper
+    waiting = keeper.spool.pending_runs()
+    done = keeper.flush()
+    if done is None:
+        from ..errors import RtscopeError
+        from .common import EXIT_SPOOLED
+        raise RtscopeError(f"store {keeper.shown_url} is unreachable ({keeper.error}): {waiting} run(s) stay in "
+                           f"its spool {keeper.spool.dir}", exit_code=EXIT_SPOOLED)
+    for line in done.corrupt:
+        console.print(f"spool: {escape(line)}", soft_wrap=True)
+    left = [str(p) for p in keeper.spool.corrupt_files()]
+    if not done.entries:
+        console.print(f"the spool of store {escape(keeper.shown_url)} is empty (spools live in "
+                      f"{escape(str(state_dir() / 'spool'))})", soft_wrap=True)
+    else:
+        console.print(f"store {escape(keeper.shown_url)}: {escape(done.text())}", soft_wrap=True)
+    if left:
+        from ..errors import RtscopeError
+        raise RtscopeError(f"{len(left)} spool file(s) could not be read and were not written: "
+                           + ", ".join(left))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import paths
-from .common import DbOption, app, open_store
+from .common import DbOption, app, open_store, settle
 from .run import (ScaleOption, print_machine_warnings, print_next, print_results, refuse_unrunnable,
                   run_experiment)
 
@@ -23,5 +23,6 @@ def demo(db: DbOption = None, scale: ScaleOption = None) -> None:
         experiment = exp_mod.start(store, parsed, planned, seed, exp_mod.spec_identity(path))
         print_machine_warnings(experiment, pool)
         outcome = run_experiment(store, experiment, str(path), pool)
+    settle(store, f"experiment {experiment.id}")
     print_results(store, outcome, parsed, f"rtscope demo ({store.url})")
     print_next(store, experiment, parsed, db)

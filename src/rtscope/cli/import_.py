@@ -11,7 +11,7 @@ from typer.core import TyperCommand
 
 from ..errors import RtscopeError, UsageError, choices
 from ..options import parse_assignment
-from .common import DbOption, app, console, escape, open_store
+from .common import DbOption, app, console, escape, open_store, settle
 
 
 def _importer_names() -> list[str]:
@@ -55,9 +55,12 @@ def import_cmd(
     convert = importer(kind).convert
     converted = [(f, sf) for f in files for sf in _converted(convert, f, variant, extra)]  # all or nothing
     store = open_store(db)
-    with store.transaction() as conn:
-        ids = [store.add_run(sf, sf.header.get("environment") or {"note": f"imported from {f}"}, tags=tag,
-                             source=str(f), conn=conn) for f, sf in converted]
+    ids = store.keeper.add_runs([(sf, sf.header.get("environment") or {"note": f"imported from {f}"},
+                                  {"tags": tag, "source": str(f)}) for f, sf in converted])
+    if not isinstance(ids, list):   # spooled, all together: the store is unreachable
+        settle(store, f"import of {len(converted)} run{'s' if len(converted) != 1 else ''}")
+        console.print(f"imported {len(converted)} run(s) through the spool (`rtscope runs` lists them)")
+        return
     for (f, sf), run_id in zip(converted, ids):
         console.print(f"run {run_id}: {escape(str(f))} ({sf.header['workload']} {sf.header['variant']}, "
                       f"{what_was_kept(sf)})")

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import UsageError
-from .common import DbOption, Table, app, console, err_console, escape, open_store
+from .common import DbOption, Table, app, console, err_console, escape, open_store, settle
 from .run import execute_resumable, print_machine_warnings
 
 
@@ -49,14 +49,33 @@ class LiveView:
         pass
 
     def run_stored(self, p, run_id: int) -> None:
-        run = self.store.get_run(run_id)
         load = p.request.settings.get("load", "none")
-        line = interval_line(self.store, run, load, bool(p.request.settings.get("explain")))
+        try:
+            run = self.store.get_run(run_id)
+            line = interval_line(self.store, run, load, bool(p.request.settings.get("explain")))
+            bound = running_bound_line(self.store, run, load, self.phases)
+        except Exception as e:  # noqa: BLE001  (the store went away just after storing it: it is stored)
+            if not store_gone(e):
+                raise
+            console.print(f"[{p.index + 1}/{self.total}] load {load:9} stored as run {run_id} (its figures are "
+                          "not shown: the store stopped answering)", highlight=False)
+            return
         console.print(f"[{p.index + 1}/{self.total}] {line}", highlight=False)
-        console.print("      " + running_bound_line(self.store, run, load, self.phases), highlight=False)
+        console.print("      " + bound, highlight=False)
+
+    def run_spooled(self, p, spooled) -> None:
+        load = p.request.settings.get("load", "none")
+        console.print(f"[{p.index + 1}/{self.total}] load {load:9} measured, kept in the spool (the store is "
+                      "unreachable; written when it answers)", highlight=False)
 
     def run_skipped(self, p, reason: str) -> None:
         err_console.print(f"[yellow]skipped interval {p.index + 1}:[/] {escape(reason)}")
+
+
+def store_gone(e: BaseException) -> bool:
+    """Whether an error is the store's being unreachable (the monitor goes on: its intervals are spooled)."""
+    from ..store import unreachable
+    return unreachable(e)
 
 
 def refuse_unavailable(plan, pool) -> None:
@@ -141,15 +160,26 @@ class FleetView:
     def finished(self, board, experiment_id) -> None:
         self._say(board, f"monitoring {experiment_id} finished", state="finished", note="")
 
+    def kept(self, board, p, total, note) -> None:
+        self._say(board, f"[{p.index + 1}/{total}] {escape(note)}", state="watching",
+                  done=self.rows[board]["done"] + 1, note=note[:60])
 
-def monitor_fleet(names: list[str], plan_for, db: Optional[str]) -> None:
+    def gave_up(self, board, experiment_id, reason) -> None:
+        self._say(board, f"[red]incomplete[/]: monitoring {experiment_id} {escape(reason)}", state="incomplete",
+                  note=reason[:60])
+
+
+EXIT_INCOMPLETE = 3   # a fleet's monitoring ended with some boards given up on (--give-up-after)
+
+
+def monitor_fleet(names: list[str], plan_for, db: Optional[str], give_up_after: int) -> None:
     """Every board of `names` from this process, sharing the lab with other controllers through the store."""
     from ..experiment import fleet
     from ..signals import Terminated
     store = open_store(db)
     name = fleet.controller_name()
     view = FleetView(store, name, names, live=console.is_terminal, plan_for=plan_for)
-    controller = fleet.Controller(store, names, plan_for, view, name)
+    controller = fleet.Controller(store, names, plan_for, view, name, give_up_after)
     console.print(f"controller {name}: {len(names)} boards ({', '.join(names)}), store {escape(store.url)}, "
                   f"lease {controller.lease_s:.0f} s", highlight=False)
     try:
@@ -161,12 +191,20 @@ def monitor_fleet(names: list[str], plan_for, db: Optional[str]) -> None:
     except Terminated:
         from .run import EXIT_SIGTERM
         raise_stopped("terminated (SIGTERM)", EXIT_SIGTERM)
+    settle(store, f"controller {name}")
     failed = {n: e for n, e in controller.failures.items() if n not in outcome.finished}
+    incomplete = (f", {len(outcome.incomplete)} incomplete ({', '.join(sorted(outcome.incomplete))})"
+                  if outcome.incomplete else "")
     console.print(f"controller {name} finished: {len(outcome.finished)} of {len(names)} boards' monitorings "
-                  f"finished, {outcome.stored} intervals stored by this controller", highlight=False)
+                  f"finished{incomplete}, {outcome.stored} intervals stored by this controller", highlight=False)
+    from ..errors import RtscopeError
     if failed:
-        from ..errors import RtscopeError
         raise RtscopeError("boards stopped: " + "; ".join(f"{n}: {e}" for n, e in sorted(failed.items())))
+    if outcome.incomplete:
+        raise RtscopeError("incomplete monitorings (each board's stored intervals are kept; the same command "
+                           "continues them once the board answers):\n  "
+                           + "\n  ".join(f"{n}: {why}" for n, why in sorted(outcome.incomplete.items())),
+                           exit_code=EXIT_INCOMPLETE)
 
 
 def raise_stopped(what: str, code: int) -> None:
@@ -196,6 +234,10 @@ def monitor(target: Annotated[list[str], typer.Option(
                 "(setting explain: the target's tracefs, root; docs/explain.md). 0 = off.")] = 0,
             resume: Annotated[bool, typer.Option("--resume", help="Continue the latest unfinished monitoring of "
                                                  "this target (after a crash or a reboot of the target).")] = False,
+            give_up_after: Annotated[int, typer.Option(
+                "--give-up-after", metavar="N", help="Several targets or a fleet: a board down for N intervals has "
+                "its monitoring marked incomplete (with the reason) and the command ends when the others are done, "
+                "exit 3. 0 = keep asking until it answers.")] = 2,
             db: DbOption = None) -> None:
     """Watch a target's timer latency for hours: one histogram run per interval and CPU, stored as it ends.
     Several targets (or a fleet) are watched from this one process, shared with other controllers of the lab
@@ -214,7 +256,7 @@ def monitor(target: Annotated[list[str], typer.Option(
                 raise UsageError(str(e)) from None
         plans = {n: mon.make_plan(n, duration, interval, interval_us, runtime, load, phase, explain, rt_priority)
                  for n in names}
-        monitor_fleet(names, plans.__getitem__, db)
+        monitor_fleet(names, plans.__getitem__, db, give_up_after)
         return
     target = names[0]
     identity = f"monitor:{target}"
@@ -233,4 +275,8 @@ def monitor(target: Annotated[list[str], typer.Option(
         phases = len({q.request.settings.get("load") for q in experiment.plan}) > 1
         outcome = execute_resumable(store, experiment, LiveView(store, len(experiment.plan), phases), pool,
                                     f"resume with `rtscope monitor --target {target} --resume`")
-    console.print(f"monitoring {experiment.id} finished: {len(outcome.stored) + outcome.already} intervals stored")
+    settle(store, f"monitoring {experiment.id}")
+    spooled = f" ({len(outcome.spooled)} of them through the spool)" if outcome.spooled else ""
+    console.print(f"monitoring {experiment.id} finished: {len(outcome.stored) + len(outcome.spooled) + outcome.already}"
+                  f" intervals stored{spooled}")
+

@@ -19,8 +19,6 @@ from .run import ScaleOption
 if TYPE_CHECKING:
     from ..analysis.claims import Judgement
 
-from ..analysis.claims import machine_text, needed_command
-
 FAIL_ON = ("contradicted",)
 VERDICT_STYLE = {"holds": "bold green", "contradicted": "bold red", "undecided": "yellow",
                  "not measurable here": "dim"}
@@ -84,6 +82,7 @@ def reproduce(
             runs = _run_claims(store, parsed, path, pool, absent, aside, wheres, repetitions, seed)
     judgements = claim_runs.verdicts(parsed, load_cells(store, runs), absent, aside, alpha=alpha,
                                      slope=memory_slope(store), stored=stored)
+    from ..analysis.claims import machine_text, needed_command
     machine = runs[0].machine if runs else pool_machine()
     if junit is not None:
         from ..report import junit as junit_report
@@ -141,6 +140,7 @@ def pool_machine() -> dict:
 
 def print_claims(judgements: list[Judgement], name: str, alpha: float, machine: dict, command: str,
                  aside: dict[str, str]) -> None:
+    from ..analysis.claims import machine_text, needed_command
     table = Table(title=f"claims of {escape(name)}: published → measured (baseline → cell)", box=box.SIMPLE_HEAD,
                   title_justify="left", pad_edge=False)
     for head in ("claim", "metric", "expect", "published", "measured", "95% interval", "verdict"):

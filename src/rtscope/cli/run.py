@@ -12,7 +12,7 @@ import typer
 
 from .. import paths
 from ..errors import RtscopeError, UsageError
-from .common import DbOption, app, console, err_console, escape, open_store, stats_table
+from .common import DbOption, app, console, err_console, escape, open_store, settle, stats_table
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -52,6 +52,10 @@ class ProgressReporter:
 
     def run_stored(self, p, run_id: int) -> None:
         self.progress.console.print(f"run {run_id}: {escape(p.cell)} #{p.repetition}", highlight=False)
+        self._advance(p)
+
+    def run_spooled(self, p, spooled) -> None:
+        self.progress.console.print(f"run spooled: {escape(p.cell)} #{p.repetition}", highlight=False)
         self._advance(p)
 
     def target_failed(self, name: str, error: str) -> None:
@@ -246,6 +250,7 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a fil
         exp_mod.expect_boots(pool, [p for p in experiment.plan if p.index not in done_now])
         print_machine_warnings(experiment, pool)
         outcome = run_experiment(store, experiment, str(spec), pool)
+    settle(store, f"experiment {experiment.id}")
     print_results(store, outcome, parsed, f"experiment {experiment.id}: {parsed.name}")
     print_next(store, experiment, parsed, db)
 

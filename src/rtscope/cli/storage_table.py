@@ -12,7 +12,6 @@ import typer
 from rich import box
 
 from ..errors import UsageError
-from ..analysis.storage import human_time
 from .common import DbOption, JsonOption, Table, app, console, escape, open_store, print_json
 
 if TYPE_CHECKING:
@@ -37,7 +36,7 @@ def title_of(t: StorageTable) -> str:
 
 
 def render(t: StorageTable, what: str) -> Table:
-    from ..analysis.storage import MODES
+    from ..analysis.storage import MODES, human_time
     heads = {"mean": "mean time per pass", "pass": "per pass p50 / p99", "block": "per block p50 / p99"}
     table = Table(title=heads[what], box=box.SIMPLE_HEAD, title_justify="left")
     table.add_column("")

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import RtscopeError, UsageError, choices
-from .common import DbOption, JsonOption, Table, app, console, err_console, escape, open_store, print_json
+from .common import DbOption, JsonOption, Table, app, console, err_console, escape, open_store, print_json, settle
 from .run import print_warnings, resumable
 
 
@@ -30,8 +30,9 @@ class TuneReporter:
     def run_started(self, tune, slot) -> None:
         pass
 
-    def run_stored(self, tune, slot, run_id: int) -> None:
-        err_console.print(f"run {run_id}: candidate {slot['candidate']} ({slot['phase']}) "
+    def run_stored(self, tune, slot, run_id) -> None:
+        made = f"run {run_id}" if isinstance(run_id, int) else "run spooled"   # spooled: the store unreachable
+        err_console.print(f"{made}: candidate {slot['candidate']} ({slot['phase']}) "
                           f"{escape(slot['request']['cell'])}", highlight=False)
 
 
@@ -168,6 +169,7 @@ def tune(spec: Annotated[Path, typer.Argument(help="Tune spec (TOML with a \\[tu
             tunes = resumable(lambda: tune_mod.work(store, tunes, pool, TuneReporter(), on), what, hint)
         except tune_mod.Discarded as d:
             raise _discarded(d, tunes, spec) from None
+    settle(store, what)
     docs = [t.result for t in tunes]
     if write_spec is not None:
         for t, doc in zip(tunes, docs):

@@ -9,6 +9,10 @@ plan index, so an experiment killed at any moment (even `kill -9`) loses at
 most the run in progress, and resuming runs exactly the missing plan indexes.
 An experiment stopped by Ctrl-C or SIGTERM is marked `interrupted`, one
 stopped by a failed run `failed`; both can be resumed.
+
+While the store is unreachable, each finished run (and the experiment's
+status at its end) goes to the store's spool (store/spool.py) and the runs go
+on; the spool is written to the store, each run once, when it answers again.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from ..settings import undo
 from ..settings.registry import SETTINGS
 from ..signals import Terminated, held_signals, sigterm_raises
 from ..store import DuplicateRun, Store, to_jsonable
+from ..store.spool import Spooled
 from ..targets import LOCAL, Pool, redact_spec, resolve, tracefs
 from .runner import execute as execute_run
 from .spec import Spec
@@ -35,7 +40,8 @@ from .spec import Spec
 BOOTED_KINDS = ("qemu",)  # targets rtscope boots itself: `rtscope check` does not
 
 RUNNING, FINISHED, INTERRUPTED, FAILED = "running", "finished", "interrupted", "failed"
-UNFINISHED = (RUNNING, INTERRUPTED, FAILED)
+INCOMPLETE = "incomplete"   # a monitoring given up on: its board was down too long (experiment/fleet.py)
+UNFINISHED = (RUNNING, INTERRUPTED, FAILED, INCOMPLETE)
 
 
 @dataclass(frozen=True)
@@ -159,9 +165,28 @@ def done_indexes(store: Store, exp_id: int) -> set[int]:
     return store.stored_plan_indexes(exp_id)
 
 
+def stored_meanwhile(store: Store, exp_id: int, index: int) -> bool:
+    """Whether another process stored this plan index meanwhile (False when the store cannot be asked: its
+    unique plan index then refuses a second copy)."""
+    from ..store import unreachable
+    try:
+        return index in done_indexes(store, exp_id)
+    except Exception as e:  # noqa: BLE001
+        if unreachable(e):
+            return False
+        raise
+
+
 def set_status(store: Store, exp_id: int, status: str) -> None:
     with held_signals():
         store.update_experiment(exp_id, status=status, finished_at=_now() if status == FINISHED else None)
+
+
+def keep_status(store: Store, exp_id: int, status: str, board: dict | None = None) -> bool:
+    """set_status, spooled while the store is unreachable (True: written now). board: a fleet board's lease
+    given back with it (target, controller, state, reason)."""
+    with held_signals():
+        return store.keeper.set_status(exp_id, status, _now() if status == FINISHED else None, board)
 
 
 # --- running -------------------------------------------------------------------------------------------
@@ -171,6 +196,7 @@ class Reporter(Protocol):
     def run_started(self, planned: PlannedRun) -> None: ...
     def run_stored(self, planned: PlannedRun, run_id: int) -> None: ...
     def run_skipped(self, planned: PlannedRun, reason: str) -> None: ...
+    def run_spooled(self, planned: PlannedRun, spooled: Spooled) -> None: ...
 
 
 def target_of(req: RunRequest) -> str:
@@ -274,6 +300,7 @@ class Outcome:
     experiment: Experiment
     stored: list[tuple[PlannedRun, int]] = field(default_factory=list)
     skipped: list[tuple[PlannedRun, str]] = field(default_factory=list)
+    spooled: list[PlannedRun] = field(default_factory=list)   # kept in the spool: the store was unreachable
     already: int = 0            # runs stored before this invocation (resume)
 
     @property
@@ -317,7 +344,7 @@ def execute(store: Store, exp: Experiment, reporter: Reporter | None = None, poo
                 status = INTERRUPTED
                 raise
             finally:
-                set_status(store, exp.id, status)
+                keep_status(store, exp.id, status)
                 exp.status = status
     finally:
         if own_pool:
@@ -342,15 +369,20 @@ def _execute_on(store: Store, exp: Experiment, name: str, planned: list[PlannedR
             if reporter:
                 reporter.run_skipped(p, why)
             continue
-        if p.index in done_indexes(store, exp.id):
+        if stored_meanwhile(store, exp.id, p.index):
             continue  # stored meanwhile by another `--resume` of the same experiment
         if reporter:
             reporter.run_started(p)
         try:
-            run_id = execute_run(p.request, store, timeout=p.timeout_s, target=target, store_lock=lock,
+            run_id = execute_run(p.request, store.keeper, timeout=p.timeout_s, target=target, store_lock=lock,
                                  experiment_id=exp.id, plan_index=p.index, cell=p.cell, repetition=p.repetition)
         except DuplicateRun:
             continue  # another `--resume` of the same experiment stored it while this one measured
+        if isinstance(run_id, Spooled):
+            outcome.spooled.append(p)
+            if reporter and hasattr(reporter, "run_spooled"):
+                reporter.run_spooled(p, run_id)
+            continue
         outcome.stored.append((p, run_id))
         if reporter:
             reporter.run_stored(p, run_id)

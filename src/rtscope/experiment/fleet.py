@@ -24,7 +24,15 @@ one started later takes over what nobody watches without grabbing every board at
 
 A board's monitoring is the one its lease row names while that is unfinished (whoever started it); a controller
 that finds none starts one with its own plan. A controller is done when each of its boards' monitorings, the
-ones it saw or started, has finished.
+ones it saw or started, has finished, or was given up on: a board down for `give_up_after` intervals (2 by
+default; 0: never) has its monitoring marked `incomplete` with the reason, and its lease given back.
+
+While the store is unreachable (docs/store.md), a board's interval goes to the store's spool with the board and
+controller whose lease row it updates, and the board goes on while this controller can prove its lease: once
+its last renewal is older than 0.9 of a lease, the controller stops watching it (the interval under way is not
+kept). When the store answers again, the spool is written first (an interval's lease row only if this
+controller still holds the board), then the controller claims the boards it can: whoever holds a lease wins, and
+a board is never watched by two controllers, since each stopped before its lease could run out.
 """
 
 from __future__ import annotations
@@ -35,13 +43,14 @@ import os
 import socket
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from ..errors import RtscopeError, UsageError
 from ..signals import Terminated, held_signals, sigterm_raises
 from ..store import DuplicateRun, Run, Store
-from ..store.leases import DOWN, FINISHED, RELEASED, WATCHING, held_now
+from ..store.leases import DOWN, FINISHED, INCOMPLETE, RELEASED, WATCHING, held_now
+from ..store.spool import Spooled
 from ..targets import Pool
 from . import execute as exp_mod
 from . import monitor as mon
@@ -49,6 +58,7 @@ from .runner import execute as execute_run
 
 LEASE_MIN_S = 2.0         # a lease is half an interval, at least this long (a renewal every quarter of it)
 RETRY_MAX_S = 30.0        # a board that is down is asked again after min(interval, this)
+GIVE_UP_AFTER = 2         # intervals a board may be down before its monitoring is given up on (0: never)
 
 
 class Reporter(Protocol):
@@ -58,6 +68,8 @@ class Reporter(Protocol):
     def up(self, board: str) -> None: ...
     def lost(self, board: str, why: str) -> None: ...
     def finished(self, board: str, experiment_id: int) -> None: ...
+    def kept(self, board: str, planned: exp_mod.PlannedRun, total: int, note: str) -> None: ...
+    def gave_up(self, board: str, experiment_id: int, reason: str) -> None: ...
 
 
 class LeaseLost(RtscopeError):
@@ -66,6 +78,13 @@ class LeaseLost(RtscopeError):
 
 def controller_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def store_gone(e: BaseException) -> bool:
+    """Whether an error is the store's being unreachable (a board then goes on, or stops while the lease
+    cannot be proven; never a failure of the board)."""
+    from ..store import unreachable
+    return unreachable(e)
 
 
 def lease_seconds(interval_s: float) -> float:
@@ -81,15 +100,22 @@ class LeasedSink:
     def __init__(self, store: Store, board: "Board"):
         self.store, self.board = store, board
 
-    def add_run(self, sf, environment, **kw) -> int:
+    def add_run(self, sf, environment, **kw) -> int | Spooled:
+        """The interval stored (its id), or spooled while the store is unreachable (with its lease row's update,
+        written later only if this controller still holds the board)."""
         b = self.board
-        with b.ctl.write_lock, self.store.transaction() as c:
-            run_id = self.store.add_run(sf, environment, conn=c, **kw)
-            if not self.store.leases.hold(c, b.name, b.ctl.name, b.ctl.lease_s, state=WATCHING, reason=None,
-                                          last_run_id=run_id, intervals=b.done + 1,
-                                          last_interval_at=sf.trailer.get("finished_at")):
-                raise LeaseLost(f"board {b.name}: another controller holds it now; interval not stored")
-        return run_id
+        keeper = self.store.keeper
+
+        def write() -> int:
+            with b.ctl.write_lock, self.store.transaction() as c:
+                run_id = self.store.add_run(sf, environment, conn=c, **kw)
+                if not self.store.leases.hold(c, b.name, b.ctl.name, b.ctl.lease_s, state=WATCHING, reason=None,
+                                              last_run_id=run_id, intervals=b.done + 1,
+                                              last_interval_at=sf.trailer.get("finished_at")):
+                    raise LeaseLost(f"board {b.name}: another controller holds it now; interval not stored")
+            return run_id
+        lease = {"target": b.name, "controller": b.ctl.name, "intervals": b.done + 1}
+        return keeper.guarded(write, lambda: keeper.spool.add_runs([(sf, environment, kw)], lease=lease))
 
 
 class Board:
@@ -106,6 +132,7 @@ class Board:
         self.pool: Pool | None = None
         self.held_until = 0.0             # monotonic: past this without a renewal, the lease may be gone
         self.delay_s = 0.0                # before its first interval (start)
+        self.incomplete: str | None = None  # why its monitoring was given up on (the board down too long)
 
     @property
     def working(self) -> bool:
@@ -171,6 +198,8 @@ class Board:
         ctl, store = self.ctl, self.ctl.store
         try:
             row = ctl.claimed_rows.pop(self.name)
+            if store.keeper.spool.files():
+                store.keeper.flush()   # what was spooled first: its intervals are not made again
             exp, planned_run, total = self._experiment(row)
             if exp.status != exp_mod.RUNNING:
                 ctl.write(exp_mod.set_status, store, exp.id, exp_mod.RUNNING)
@@ -179,6 +208,7 @@ class Board:
             ctl.reporter.claimed(self.name, exp.id, self.done, total)
             sink = LeasedSink(store, self)
             down_since: float | None = None
+            reason = ""
             self.pool = Pool()
             availability: exp_mod.Availability | None = None
             todo_iter = (i for r in todo for i in r)
@@ -196,47 +226,91 @@ class Board:
                         raise RtscopeError(why)
                     if down_since is not None:
                         down_since = None
-                        ctl.write(store.leases.update, self.name, ctl.name, ctl.lease_s, state=WATCHING, reason=None)
+                        ctl.try_write(store.leases.update, self.name, ctl.name, ctl.lease_s, state=WATCHING,
+                                      reason=None)
                         ctl.reporter.up(self.name)
                     if self.stop.is_set():
                         return
                     run_id = execute_run(p.request, sink, timeout=p.timeout_s, target=target,
                                          experiment_id=exp.id, plan_index=p.index, cell=p.cell,
                                          repetition=p.repetition)
-                except (LeaseLost, DuplicateRun) as e:
+                except LeaseLost as e:
                     self.lose(str(e))
                     return
+                except DuplicateRun:   # stored meanwhile: the spool of this board's previous controller
+                    self.done += 1
+                    ctl.reporter.kept(self.name, p, total, "stored already (by its previous controller)")
+                    i = next(todo_iter, None)
+                    continue
                 except Exception as e:  # noqa: BLE001  (any failure of the board: down, asked again later)
                     if self.stop.is_set():
                         return
+                    if store_gone(e):
+                        raise
                     if down_since is None:
                         reason = self._reason(e)
                         down_since = time.monotonic()
-                        ctl.write(store.leases.update, self.name, ctl.name, ctl.lease_s, state=DOWN,
-                                  reason=reason[:500])
+                        ctl.try_write(store.leases.update, self.name, ctl.name, ctl.lease_s, state=DOWN,
+                                      reason=reason[:500])
                         ctl.reporter.down(self.name, reason)
                     else:
                         _close(self.pool)
+                    if self._give_up(exp.id, down_since, reason):
+                        return
                     self.pool, availability = Pool(), None
                     self.stop.wait(min(self.plan.interval_s, RETRY_MAX_S))
                     continue
                 self.done += 1
                 self.made += 1
-                ctl.reporter.stored(self.name, p, total, store.get_run(run_id))
+                self._report(p, total, run_id)
                 give_back_freed_memory()
                 i = next(todo_iter, None)
             if i is None and not self.stop.is_set():
-                ctl.write(exp_mod.set_status, store, exp.id, exp_mod.FINISHED)
-                ctl.write(store.leases.release, self.name, ctl.name, FINISHED)
+                ctl.write(exp_mod.keep_status, store, exp.id, exp_mod.FINISHED,
+                          {"target": self.name, "controller": ctl.name, "state": FINISHED, "reason": None})
                 self.done_for_us = True
                 ctl.reporter.finished(self.name, exp.id)
         except BaseException as e:  # noqa: BLE001  (the board stops; the controller reports it and goes on)
             if not self.stop.is_set():
-                ctl.failures[self.name] = e
-                self.lose(f"stopped: {e}")
+                if store_gone(e):   # its lease cannot be proven: the controller claims it again later
+                    self.lose(f"store {store.keeper.shown_url} unreachable ({store.keeper.error or e}); "
+                              "taken again when it answers")
+                else:
+                    ctl.failures[self.name] = e
+                    self.lose(f"stopped: {e}")
         finally:
             pool, self.pool = self.pool, None
             _close(pool)
+
+
+    def _report(self, p: exp_mod.PlannedRun, total: int, run_id: int | Spooled) -> None:
+        """An interval stored (its figures, read back) or spooled."""
+        ctl = self.ctl
+        if isinstance(run_id, Spooled):
+            ctl.reporter.kept(self.name, p, total, "measured, kept in the spool (the store is unreachable)")
+            return
+        try:
+            ctl.reporter.stored(self.name, p, total, ctl.store.get_run(run_id))
+        except Exception as e:  # noqa: BLE001
+            if not store_gone(e):
+                raise
+            ctl.reporter.kept(self.name, p, total, f"stored as run {run_id} (its figures are not shown: the store "
+                                                   "stopped answering)")
+
+    def _give_up(self, exp_id: int, down_since: float, reason: str) -> bool:
+        """A board down for give_up_after intervals: its monitoring marked incomplete with the reason, its lease
+        given back. True when given up on."""
+        ctl = self.ctl
+        n = ctl.give_up_after
+        if not n or time.monotonic() - down_since < n * self.plan.interval_s:
+            return False
+        why = f"down for {n} interval{'s' if n > 1 else ''} ({n * self.plan.interval_s} s), given up: {reason}"
+        ctl.write(exp_mod.keep_status, ctl.store, exp_id, exp_mod.INCOMPLETE,
+                  {"target": self.name, "controller": ctl.name, "state": INCOMPLETE, "reason": why[:500]})
+        self.incomplete = why
+        self.done_for_us = True
+        ctl.reporter.gave_up(self.name, exp_id, why)
+        return True
 
 
 def give_back_freed_memory() -> None:
@@ -285,16 +359,20 @@ def _missing(stored: set[int], total: int) -> list[range]:
 @dataclass
 class Outcome:
     finished: list[str]   # boards whose monitoring finished
-    stored: int           # intervals this controller stored
+    stored: int           # intervals this controller stored (or spooled)
+    incomplete: dict[str, str] = field(default_factory=dict)   # boards given up on, and why
 
 
 class Controller:
     """Watches every board of `names` whose lease it gets; plan_for(name) is the Plan of a new monitoring."""
 
     def __init__(self, store: Store, names: list[str], plan_for: Callable[[str], mon.Plan], reporter: Reporter,
-                 name: str | None = None):
+                 name: str | None = None, give_up_after: int = GIVE_UP_AFTER):
         if not names:
             raise UsageError("a fleet needs at least one board")
+        if give_up_after < 0:
+            raise UsageError(f"--give-up-after must be an integer >= 0 (intervals; 0 = never), got {give_up_after}")
+        self.give_up_after = give_up_after
         self.store, self.reporter = store, reporter
         self.name = name or controller_name()
         self.boards = {n: Board(self, n, plan_for(n)) for n in names}
@@ -326,28 +404,48 @@ class Controller:
                     leases.leave(self.name)
                 except Exception:  # noqa: BLE001  (the store is gone: the row runs out by itself)
                     pass
-        return Outcome([n for n, b in self.boards.items() if b.done_for_us], sum(b.made for b in self.boards.values()))
+        return Outcome([n for n, b in self.boards.items() if b.done_for_us and b.incomplete is None],
+                       sum(b.made for b in self.boards.values()),
+                       {n: b.incomplete for n, b in self.boards.items() if b.incomplete is not None})
 
     def write(self, call, *args, **kw):
         """A write of this controller's, one at a time (a SQLite store has one writer)."""
         with self.write_lock:
             return call(*args, **kw)
 
+    def try_write(self, call, *args, **kw):
+        """write(), skipped while the store is unreachable (a board's state: written again with its next change)."""
+        try:
+            return self.write(call, *args, **kw)
+        except Exception as e:  # noqa: BLE001
+            if not store_gone(e):
+                raise
+            self.store.keeper.down(e)
+            return None
+
     def _tick(self, names: list[str]) -> bool:
-        """One round: renew, notice finished monitorings, claim a share of the unwatched boards. True when done."""
-        leases = self.store.leases
+        """One round: renew, notice finished monitorings, claim a share of the unwatched boards. True when done.
+        While the store is unreachable: each board whose lease cannot be proven any more stops."""
         working = [n for n, b in self.boards.items() if b.working]
         try:
-            with self.write_lock:
-                held = leases.renew(self.name, working, self.lease_s)
+            return self._round(names, working)
         except Exception as e:  # noqa: BLE001  (the store unreachable: past its lease, a board stops)
-            from ..store import unreachable
-            if not unreachable(e):
+            if not store_gone(e):
                 raise
+            keeper = self.store.keeper
+            since = time.strftime("%H:%M:%S", time.localtime(keeper.down(e)))
             for n in working:
                 if time.monotonic() > self.boards[n].held_until:
-                    self.boards[n].lose(f"lease not renewed (store unreachable: {e})")
+                    self.boards[n].lose(f"its lease cannot be proven: store {keeper.shown_url} unreachable since "
+                                        f"{since}; watched again once it answers and the board is free")
             return False
+
+    def _round(self, names: list[str], working: list[str]) -> bool:
+        leases = self.store.leases
+        with self.write_lock:
+            held = leases.renew(self.name, working, self.lease_s)
+        if self.store.keeper.spool.files():
+            self.store.keeper.flush()   # the store answers again: what waits in the spool goes first
         for n in working:
             b = self.boards[n]
             if n in held:
@@ -430,7 +528,7 @@ def lab_status(store: Store) -> dict:
     boards = []
     for r in rows:
         held = held_now(r, now)
-        state = r["state"] if held else (FINISHED if r["state"] == FINISHED else "unwatched")
+        state = r["state"] if held else (r["state"] if r["state"] in (FINISHED, INCOMPLETE) else "unwatched")
         reason = r["reason"]
         if r["controller"] is not None and not held:
             reason = f"the lease of {r['controller']} ran out {now - (r['lease_until'] or now):.0f} s ago"

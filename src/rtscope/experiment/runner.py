@@ -29,10 +29,11 @@ PROBE_STDERR_TAIL = 2000  # characters of a failed probe's output kept in the er
 
 
 class RunSink(Protocol):
-    """Where a finished run goes (the Store, handed down by the layer above): it returns the run's id."""
+    """Where a finished run goes (the Store, or its keeper, handed down by the layer above): it returns the run's
+    id (the keeper: or what it spooled while the store was unreachable)."""
 
     def add_run(self, sf: samplefile.SampleFile, environment: dict, *, tags: list[str] | None = None,
-                source: str | None = None, **kwargs: Any) -> int: ...
+                source: str | None = None, **kwargs: Any) -> Any: ...
 
 
 def check_probe(argv: list[str], proc: Completed, name: str | None = None) -> None:
@@ -65,8 +66,9 @@ def _fetch_through_environment(rt, req: RunRequest, ctx: RunContext, out: str) -
 
 
 def execute(req: RunRequest, store: RunSink, *, timeout: float | None = None, target: Target | None = None,
-            store_lock: threading.Lock | None = None, **store_kwargs) -> int:
-    """Run one request end to end on `target` (this machine by default) and store it; return the run id.
+            store_lock: threading.Lock | None = None, **store_kwargs) -> Any:
+    """Run one request end to end on `target` (this machine by default) and store it; return what the sink
+    returned (the run id).
     Nothing is stored on failure; every setting is undone on the target, also on Ctrl-C and SIGTERM."""
     target = target or LocalTarget()
     for setting in SETTINGS.values():

@@ -13,7 +13,10 @@ Its state at a given time:
 
 When a fleet controller (`rtscope monitor --target FLEET`) holds a live lease on a board (store/leases.py), the
 board is watched by that controller, and up or down as the controller says; without a lease its controller is
-unknown (None) and the times of its intervals decide.
+unknown (None) and the times of its intervals decide. A board whose monitoring was given up on (its lease row
+`incomplete`, the board down for --give-up-after intervals) is down, unwatched and `incomplete`, with the reason.
+/metrics also shows the boards of the lease table that have no interval stored yet (`silent`: a board that
+died before its first interval), down, with their controller's reason.
 
 Read in two parts: what the store holds (`Lab.read`, cached by the server until the store changes; each
 interval's figures computed once per run, a stored run never changes) and the state at a time (`Board.up`),
@@ -75,34 +78,37 @@ class Interval:
 @dataclass(frozen=True)
 class Lease:
     target: str
-    controller: str
-    state: str             # "up" or "down", as the controller says
+    controller: str | None  # None: nobody holds it (a board given up on)
+    state: str             # "up" or "down", as the controller says; "incomplete": given up on
     reason: str | None = None
 
 
 @dataclass(frozen=True)
 class Board:
     target: str
-    newest: Interval
+    newest: Interval | None  # None: no interval stored yet (a board of the lease table only; /metrics)
     intervals: int         # intervals stored, every monitoring of the target
     stored_at: float       # Unix time the newest interval was stored
     watched: bool
     controller: str | None
     lease_up: bool | None  # the controller's word, when a lease records it
-    reason: str | None = None   # why its controller marked it down
+    reason: str | None = None   # why its controller marked it down (or gave it up)
+    incomplete: bool = False    # its monitoring was given up on (down for --give-up-after intervals)
 
     @property
     def down_after_s(self) -> float:
-        return DOWN_AFTER_INTERVALS * self.newest.length_s + DOWN_GRACE_S
+        return DOWN_AFTER_INTERVALS * (self.newest.length_s if self.newest else 0) + DOWN_GRACE_S
 
     def up(self, now: float) -> bool:
         if self.lease_up is not None:
             return self.lease_up
-        return now - self.stored_at <= self.down_after_s
+        return self.newest is not None and now - self.stored_at <= self.down_after_s
 
     def state(self, now: float) -> str:
-        """up, down (watched but silent) or unwatched."""
-        return "up" if self.up(now) else "down" if self.watched else "unwatched"
+        """up, down (watched but silent), incomplete (given up on) or unwatched."""
+        if self.up(now):
+            return "up"
+        return "down" if self.watched else "incomplete" if self.incomplete else "unwatched"
 
 
 def counts_at(h: dict, bounds_us=BOUNDS_US) -> tuple[int, ...]:
@@ -139,9 +145,27 @@ def timestamp(text: str | None) -> float | None:
 
 
 def leases(store: Store) -> dict[str, Lease]:
-    """The fleet controllers' live leases (store/leases.py), per target."""
-    return {str(x["target"]): Lease(str(x["target"]), str(x["controller"]), str(x.get("state") or "up"),
-                                    x.get("reason")) for x in store.leases.held()}
+    """The fleet controllers' live leases (store/leases.py), and the boards given up on, per target."""
+    from ..store.leases import INCOMPLETE, held_now
+    now, rows = store.leases.rows()
+    out = {}
+    for r in rows:
+        if held_now(r, now):
+            out[r["target"]] = Lease(r["target"], r["controller"], "down" if r["state"] == "down" else "up",
+                                     r["reason"])
+        elif r["state"] == INCOMPLETE:
+            out[r["target"]] = Lease(r["target"], None, INCOMPLETE, r["reason"])
+    return out
+
+
+def lease_board(target: str, lease: Lease | None, **interval) -> Board:
+    """A board's state as its lease row says (no lease: the times of its intervals decide)."""
+    incomplete = lease is not None and lease.state == "incomplete"
+    running = interval.pop("running", False)
+    return Board(target, watched=(lease is not None and not incomplete) or running,
+                 controller=lease.controller if lease else None,
+                 lease_up=None if lease is None else lease.state == "up", reason=lease.reason if lease else None,
+                 incomplete=incomplete, **interval)
 
 
 class Lab:
@@ -212,8 +236,9 @@ class Lab:
                 self.latest[target] = (run_id, found)
             self.fitted += 1
 
-    def read(self, counts: Counts | None = None) -> list[Board]:
-        """Every board, by target name (`counts`: the store's as the caller has read them)."""
+    def read(self, counts: Counts | None = None, silent: bool = False) -> list[Board]:
+        """Every board, by target name (`counts`: the store's as the caller has read them; `silent`: also the
+        boards of the lease table that have no interval stored, newest None)."""
         newest = (self.origins.read() if counts is None else counts).boards
         intervals = self.intervals.get_many([b.run_id for b in newest.values()], lambda missing: (
             (run.id, interval_of(self.store, run)) for run in self.read_runs(missing)))
@@ -221,13 +246,19 @@ class Lab:
         statuses = self.store.experiment_statuses(sorted({iv.experiment_id for iv in found.values()
                                                           if iv.experiment_id is not None}))
         held = leases(self.store)
-        boards = []
-        for target in sorted(newest):
-            iv, lease = found[target], held.get(target)
-            watched = lease is not None or statuses.get(iv.experiment_id) == exp_mod.RUNNING
-            boards.append(Board(target, iv, newest[target].runs, timestamp(newest[target].stored_at) or 0.0, watched,
-                                lease.controller if lease else None,
-                                None if lease is None else lease.state == "up", lease.reason if lease else None))
+        boards = [lease_board(target, held.get(target), newest=found[target], intervals=newest[target].runs,
+                              stored_at=timestamp(newest[target].stored_at) or 0.0,
+                              running=statuses.get(found[target].experiment_id) == exp_mod.RUNNING)
+                  for target in sorted(newest)]
+        if silent:
+            _, rows = self.store.leases.rows()
+            boards += [lease_board(r["target"], held.get(r["target"]), newest=None, intervals=0, stored_at=0.0,
+                                   running=r["experiment_status"] == exp_mod.RUNNING)
+                       if r["target"] in held else
+                       Board(r["target"], None, 0, 0.0, r["experiment_status"] == exp_mod.RUNNING, None, None,
+                             r["reason"])
+                       for r in rows if r["target"] not in newest]
+            boards.sort(key=lambda b: b.target)
         return boards
 
 

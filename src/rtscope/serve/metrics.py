@@ -1,8 +1,10 @@
 """`/metrics`: the store in Prometheus' text format, for a lab's Prometheus, Alertmanager and Grafana
 (docs/serve.md lists every series, docs/lab.md wires them up).
 
-Per board (a target `rtscope monitor` watches, serve/boards.py), labelled `target`, `kernel` and `preemption`
-(and `cpu` for what is per CPU): whether it is up and watched, its controller when the store records one, and
+Per board (a target `rtscope monitor` watches, serve/boards.py, and every board of the lab's lease table, also
+one with no interval stored yet: its kernel and preemption `unknown`), labelled `target`, `kernel` and
+`preemption` (and `cpu` for what is per CPU): whether it is up, watched, and given up on (incomplete), its state
+and the reason as an info series, its controller when the store records one, and
 its newest interval — the latency histogram (buckets in seconds, `le`, from the interval's 1 µs buckets; the
 values beyond the probe's histogram count only in `+Inf`), the maximum, p99.99 and samples per CPU, the
 interval's length, when it was stored and its run id — and the intervals stored. Per target and workload the
@@ -38,7 +40,7 @@ class Snapshot:
 
 def read(lab: Lab) -> Snapshot:
     counts = lab.origins.read()
-    return Snapshot(lab.read(counts), counts.by_workload, counts.last_stored)
+    return Snapshot(lab.read(counts, silent=True), counts.by_workload, counts.last_stored)
 
 
 def states(snap: Snapshot, now: float) -> tuple[bool, ...]:
@@ -52,6 +54,10 @@ BOARD_FAMILIES = [
                                   "lengths + 10 s, or its controller says so), else 0."),
     ("rtscope_board_watched", "gauge", "1 while a controller watches the board (its monitoring runs or a "
                                        "controller holds its lease), else 0."),
+    ("rtscope_board_incomplete", "gauge", "1 when the board's monitoring was given up on: down for --give-up-after "
+                                          "intervals (the reason: rtscope_board_state_info), else 0."),
+    ("rtscope_board_state_info", "gauge", "The board's state (up, down, incomplete, unwatched) and why it is down "
+                                          "or was given up on, as its controller said (reason, empty when none)."),
     ("rtscope_board_controller_info", "gauge", "The controller watching the board (only where the store records "
                                                "it)."),
     ("rtscope_board_intervals_stored", "counter", "Monitoring intervals stored for the board."),
@@ -90,17 +96,26 @@ def _sample(name: str, labels: dict[str, str], value: float) -> str:
 
 
 def board_lines(b: Board, up: bool) -> dict[str, str]:
-    """One board's samples of each board family, as text."""
+    """One board's samples of each board family, as text (a board with no interval stored: only its state)."""
     iv = b.newest
-    board = {"target": b.target, "kernel": iv.kernel, "preemption": iv.preemption}
+    board = {"target": b.target, "kernel": iv.kernel if iv else "unknown",
+             "preemption": iv.preemption if iv else "unknown"}
     per_board = {"rtscope_board_up": 1 if up else 0, "rtscope_board_watched": 1 if b.watched else 0,
-                 "rtscope_board_interval_length_seconds": iv.length_s,
-                 "rtscope_board_interval_stored_timestamp_seconds": b.stored_at,
-                 "rtscope_board_interval_run_id": iv.run_id}
-    out = {name: _sample(name, board, v) for name, v in per_board.items()}
+                 "rtscope_board_incomplete": 1 if b.incomplete else 0}
+    if iv is not None:
+        per_board |= {"rtscope_board_interval_length_seconds": iv.length_s,
+                      "rtscope_board_interval_stored_timestamp_seconds": b.stored_at,
+                      "rtscope_board_interval_run_id": iv.run_id}
+    out = dict.fromkeys((name for name, _, _ in BOARD_FAMILIES), "")
+    out |= {name: _sample(name, board, v) for name, v in per_board.items()}
     out["rtscope_board_intervals_stored"] = _sample("rtscope_board_intervals_stored_total", board, b.intervals)
+    state = "up" if up else "down" if b.watched else "incomplete" if b.incomplete else "unwatched"
+    out["rtscope_board_state_info"] = _sample("rtscope_board_state_info", {**board, "state": state,
+                                                                          "reason": "" if up else b.reason or ""}, 1)
     out["rtscope_board_controller_info"] = "" if b.controller is None else _sample(
         "rtscope_board_controller_info", {**board, "controller": b.controller}, 1)
+    if iv is None:
+        return out
     cpus = [(c, {**board, "cpu": str(c.cpu)}) for c in iv.cpus]
     per_cpu = {"rtscope_board_interval_latency_max_seconds": lambda c: c.max_ns / 1e9,
                "rtscope_board_interval_latency_p9999_seconds": lambda c: c.p9999_ns / 1e9,

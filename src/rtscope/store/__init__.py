@@ -7,6 +7,10 @@ start without SQLAlchemy; everything else (writes, migrations, PostgreSQL) goes 
 
 The only package that speaks SQL (an import-linter contract). It imports only the leaf modules (the sample file,
 errors, the version); the analysis and the layers above read runs through it.
+
+`Store.keeper` (store/spool.py) is how a command that measures writes: to the store, or, while the store is
+unreachable, to a spool on this machine that is written to the store once it answers again (by this command, by
+the next rtscope that opens the store, or by `rtscope db flush-spool`).
 """
 
 from __future__ import annotations
@@ -20,11 +24,13 @@ from .records import DEFAULT_DB, DuplicateRun, Run, resolve_url, to_jsonable
 if TYPE_CHECKING:
     import numpy as np
 
+    from .spool import Keeper
     from .sql import SqlStore
 
 # Names that need SQLAlchemy, imported when first asked for (`from rtscope.store import metadata`).
 _LAZY = {"metadata": "tables", "experiments": "tables", "runs": "tables", "sample_chunks": "tables",
-         "sample_causes": "tables", "bare_engine": "sql", "unreachable": "sql", "SqlStore": "sql", "CHUNK": "sql"}
+         "sample_causes": "tables", "bare_engine": "sql", "unreachable": "sql", "store_error": "sql",
+         "SqlStore": "sql", "CHUNK": "sql"}
 
 
 def __getattr__(name: str) -> Any:
@@ -46,13 +52,26 @@ class Store:
     through SQLAlchemy, which then serves every read too, so a process sees its own writes.
     """
 
-    def __init__(self, db: str | None = None, *, read_only: bool = False):
+    def __init__(self, db: str | None = None, *, read_only: bool = False, flush_spool: bool = True):
+        """flush_spool: write what an earlier rtscope left in this store's spool (store/spool.py) now; what it
+        wrote is `keeper.last`."""
         self.url = resolve_url(db)
         self.read_only = read_only
         self._sql: SqlStore | None = None
+        self._keeper: Keeper | None = None
         self._fast = None if read_only else sqlite_read.open_current(self.url)
         if self._fast is None:
             self.sql  # noqa: B018  (opens, creates or refuses the store now, as it always did)
+        if flush_spool and not read_only and self.keeper.spool.files():
+            self.keeper.flush()
+
+    @property
+    def keeper(self) -> Keeper:
+        """The writes of a command that measures, spooled while the store is unreachable (store/spool.py)."""
+        if self._keeper is None:
+            from .spool import Keeper, Spool, hide_password
+            self._keeper = Keeper(lambda: self.sql, Spool(self.url, hide_password(self.url)))
+        return self._keeper
 
     @property
     def sql(self) -> SqlStore:

@@ -25,8 +25,8 @@ import sqlalchemy as sa
 
 metadata = sa.MetaData()
 
-WATCHING, DOWN, FINISHED, RELEASED = "watching", "down", "finished", "released"
-STATES = (WATCHING, DOWN, FINISHED, RELEASED)
+WATCHING, DOWN, FINISHED, RELEASED, INCOMPLETE = "watching", "down", "finished", "released", "incomplete"
+STATES = (WATCHING, DOWN, FINISHED, RELEASED, INCOMPLETE)
 
 controllers = sa.Table(
     "lab_controllers", metadata,
@@ -43,8 +43,8 @@ boards = sa.Table(
     sa.Column("target", sa.String, primary_key=True),         # the board: a defined target's name
     sa.Column("controller", sa.String),                       # the holder of the lease (None: nobody)
     sa.Column("lease_until", sa.Float),                       # epoch seconds (database clock)
-    sa.Column("state", sa.String, nullable=False),            # watching / down / finished / released
-    sa.Column("reason", sa.String),                           # why it is down
+    sa.Column("state", sa.String, nullable=False),            # watching / down / finished / released / incomplete
+    sa.Column("reason", sa.String),                           # why it is down (incomplete: why given up)
     sa.Column("experiment_id", sa.Integer),                   # the board's monitoring experiment
     sa.Column("last_run_id", sa.Integer),                     # its last stored interval
     sa.Column("last_interval_at", sa.String),                 # when that interval ended (ISO 8601, UTC)
@@ -159,7 +159,20 @@ class LeaseTables:
             return self.hold(c, target, controller, lease_s, **values)
 
     def release(self, target: str, controller: str, state: str, reason: str | None = None) -> None:
-        """Give the board up (finished, or released for another controller to take)."""
+        """Give the board up (finished, incomplete, or released for another controller to take)."""
         with self.engine.begin() as c:
-            c.execute(boards.update().where(boards.c.target == target, boards.c.controller == controller)
-                      .values(controller=None, lease_until=None, state=state, reason=reason, updated_at=db_now(c)))
+            self.give_back(c, target, controller, state, reason)
+
+    @staticmethod
+    def give_back(c: sa.Connection, target: str, controller: str, state: str, reason: str | None = None) -> None:
+        """release() in the caller's transaction (a spooled release, store/spool.py)."""
+        c.execute(boards.update().where(boards.c.target == target, boards.c.controller == controller)
+                  .values(controller=None, lease_until=None, state=state, reason=reason, updated_at=db_now(c)))
+
+    @staticmethod
+    def record(c: sa.Connection, target: str, controller: str, last_run_id: int, **values: Any) -> bool:
+        """A spooled interval's board row (its last run, intervals), written later: only while this controller
+        still holds the board and nothing newer is recorded, without renewing its lease (it may be gone)."""
+        newer = sa.or_(boards.c.last_run_id.is_(None), boards.c.last_run_id < last_run_id)
+        return c.execute(boards.update().where(boards.c.target == target, boards.c.controller == controller, newer)
+                         .values(updated_at=db_now(c), last_run_id=last_run_id, **values)).rowcount == 1

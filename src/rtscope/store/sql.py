@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # numpy (and the sample file, which needs it) only where samp
     from ..samplefile import SampleFile
 
 CHUNK = 1 << 20  # values per stored blob
+CONNECT_TIMEOUT_S = 10
 
 
 def _now() -> str:
@@ -67,7 +68,10 @@ class SqlStore:
                                                                          if found == 0 else
                                                                          ": run `rtscope db migrate --db ...`"))
             else:
-                self.engine = sa.create_engine(url)
+                # A server that does not answer is given up on after a while (a spool keeps what is measured
+                # meanwhile, store/spool.py), rather than after the system's TCP timeout of minutes.
+                connect = {"connect_timeout": CONNECT_TIMEOUT_S} if url.get_backend_name() == "postgresql" else {}
+                self.engine = sa.create_engine(url, connect_args=connect)
                 if url.get_backend_name() == "sqlite":
                     sa.event.listen(self.engine, "connect", _sqlite_pragmas)
                 migrations.migrate(self.engine, metadata, create_only=True)
@@ -90,15 +94,16 @@ class SqlStore:
     def add_run(self, sf: SampleFile, environment: dict, *, tags: list[str] | None = None,
                 experiment_id: int | None = None, plan_index: int | None = None, cell: str | None = None,
                 repetition: int | None = None, source: str | None = None, conn: sa.Connection | None = None,
-                causes: list[dict] | None = None) -> int:
+                causes: list[dict] | None = None, stored_at: str | None = None) -> int:
         """Insert one run and all its samples (and the causes of its explained samples) in one transaction;
-        return its id."""
+        return its id. stored_at: when it was first stored (a spooled run keeps its own, store/spool.py)."""
         h = sf.header
         row = {
             "experiment_id": experiment_id, "plan_index": plan_index, "cell": cell, "repetition": repetition,
             "workload": h["workload"], "variant": h["variant"], "runtime": h["runtime"],
             "tool": h["tool"], "tool_version": h["tool_version"], "rtscope_version": __version__,
-            "started_at": h["started_at"], "finished_at": sf.trailer.get("finished_at"), "stored_at": _now(),
+            "started_at": h["started_at"], "finished_at": sf.trailer.get("finished_at"),
+            "stored_at": stored_at or _now(),
             "settings": h["settings"], "params": h["params"], "columns": h["columns"], "header": h,
             "trailer": sf.trailer, "environment": environment, "tags": sorted(set(tags or [])),
             "n_samples": sf.n, "source": source,
@@ -125,6 +130,16 @@ class SqlStore:
                                "data": arr[start:start + CHUNK].tobytes()})
         conn.execute(sample_chunks.insert(), chunks)
         return run_id
+
+    @staticmethod
+    def has_run_like(conn: sa.Connection, sf: SampleFile, stored_at: str, source: str | None) -> bool:
+        """A run of no experiment with this identity is stored (a spooled import written before, store/spool.py)."""
+        h = sf.header
+        q = sa.select(runs.c.id).where(runs.c.experiment_id.is_(None), runs.c.started_at == h["started_at"],
+                                       runs.c.stored_at == stored_at, runs.c.workload == h["workload"],
+                                       runs.c.variant == h["variant"], runs.c.n_samples == sf.n,
+                                       runs.c.source.is_(None) if source is None else runs.c.source == source)
+        return conn.execute(q.limit(1)).first() is not None
 
     @staticmethod
     def _insert_causes(conn: sa.Connection, run_id: int, causes: list[dict] | None) -> int:
@@ -245,15 +260,17 @@ class SqlStore:
             return [dict(r) for r in c.execute(q).mappings()]
 
     def fingerprint(self) -> tuple:
-        """Changes whenever a run, an experiment or a monitoring interval's running bound is stored, or an
-        experiment changes state: a cheap poll."""
+        """Changes whenever a run, an experiment or a monitoring interval's running bound is stored, an
+        experiment changes state, or a board of the lab's lease table does (down, up, given up): a cheap poll."""
+        from .leases import boards
         with self.engine.connect() as c:
             r = c.execute(sa.select(sa.func.count(), sa.func.max(runs.c.id))).one()
             e = c.execute(sa.select(sa.func.count(), sa.func.max(experiments.c.id),
                                     sa.func.max(experiments.c.finished_at),
                                     sa.func.sum(sa.case((experiments.c.status == "running", 1), else_=0)))).one()
             b = c.execute(sa.select(sa.func.count()).select_from(running_bounds)).scalar_one()
-        return (*r, *e, b)
+            lab = c.execute(sa.select(sa.func.count(), sa.func.max(boards.c.updated_at))).one()
+        return (*r, *e, b, *lab)
 
     def chunks(self, run_id: int, columns: list[str] | None = None) -> dict[str, list[np.ndarray]]:
         """The raw samples of a run as stored: column name -> list of arrays, in measurement order."""
@@ -331,6 +348,11 @@ def _sqlite_read_pragmas(dbapi_conn, _record) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA mmap_size=268435456")
     cur.close()
+
+
+def store_error(exc: BaseException) -> bool:
+    """Whether an exception is the store's (SQLAlchemy's: the database refused or failed something)."""
+    return isinstance(exc, sa.exc.SQLAlchemyError)
 
 
 def unreachable(exc: BaseException) -> bool:

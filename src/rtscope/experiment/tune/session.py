@@ -34,6 +34,7 @@ from .space import Space
 RUNNING, INTERRUPTED, FAILED = "running", "interrupted", "failed"
 LEASE_S = 3600.0          # a claim older than this (its process killed with -9) may be taken over
 POLL_S = 0.5              # how often a process waiting for others' runs looks again
+STORE_RETRY_S = 2.0       # how often an unreachable store is asked again
 
 
 @dataclass
@@ -154,30 +155,50 @@ def work_one(store: Store, tune: Tune, pool: Pool, reporter: Reporter | None, wo
     target = pool.get(on or tune.target)
     _release_dead(store, tune)
     while not (stop is not None and stop.is_set()):
-        refresh(store, tune)
-        if tune.finished:
-            return tune
-        slot = None
         try:
-            with held_signals():          # a signal is taken only once the claimed slot is known, to give back
-                slot = store.tunes.claim(tune.id, worker, time.time(), LEASE_S)
-            if slot is not None:
-                _make(store, tune, slot, target, reporter, on)
-                continue
-        except DuplicateRun:
+            done = _step(store, tune, target, reporter, worker, on)
+        except Exception as e:  # noqa: BLE001  (the store unreachable: the run made is spooled; asked again)
+            from ...store import unreachable
+            if not unreachable(e):
+                raise
+            store.keeper.spooled(e)
+            time.sleep(STORE_RETRY_S)
             continue
-        except BaseException:
-            if slot is not None:
-                with held_signals():
-                    store.tunes.release(tune.id, slot["plan_index"], worker)
-            raise
-        step = rounds.next_step(store, tune)
-        if step is None:                   # others' runs still in progress
-            time.sleep(POLL_S)
-            continue
-        if rounds.commit(store, tune, step) and reporter:
-            reporter.planned(tune, step)
+        if done:
+            return tune
     return tune
+
+
+def _step(store: Store, tune: Tune, target, reporter: Reporter | None, worker: str, on: str | None) -> bool:
+    """One step of work_one: a run made (or its slot found taken), a round planned, or a wait for others' runs.
+    True when the tune is finished."""
+    if store.keeper.spool.files():
+        store.keeper.flush()   # runs spooled while the store was unreachable: their slots done
+    refresh(store, tune)
+    if tune.finished:
+        return True
+    slot = None
+    try:
+        with held_signals():          # a signal is taken only once the claimed slot is known, to give back
+            slot = store.tunes.claim(tune.id, worker, time.time(), LEASE_S)
+        if slot is not None:
+            _make(store, tune, slot, target, reporter, on)
+            return False
+    except DuplicateRun:
+        return False
+    except BaseException as e:
+        from ...store import unreachable
+        if slot is not None and not unreachable(e):
+            with held_signals():
+                store.tunes.release(tune.id, slot["plan_index"], worker)
+        raise
+    step = rounds.next_step(store, tune)
+    if step is None:                   # others' runs still in progress
+        time.sleep(POLL_S)
+        return False
+    if rounds.commit(store, tune, step) and reporter:
+        reporter.planned(tune, step)
+    return False
 
 
 def _make(store: Store, tune: Tune, slot: dict, target, reporter: Reporter | None, on: str | None) -> None:
@@ -190,7 +211,7 @@ def _make(store: Store, tune: Tune, slot: dict, target, reporter: Reporter | Non
         planned = replace(planned, request=replace(planned.request, settings=settings))
     if reporter:
         reporter.run_started(tune, slot)
-    run_id = execute_run(planned.request, store, timeout=planned.timeout_s, target=target,
+    run_id = execute_run(planned.request, store.keeper, timeout=planned.timeout_s, target=target,
                          experiment_id=tune.experiment_id, plan_index=planned.index,
                          cell=planned.cell, repetition=planned.repetition)
     if reporter:
