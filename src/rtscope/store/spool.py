@@ -336,11 +336,16 @@ def one_line(e: BaseException) -> str:
     return text[0] if text else type(e).__name__
 
 
+SUMMARY_S = 30.0   # while runs go to the spool, a line saying so at most this often
+
+
 class Keeper:
     """The writes of a command that measures (runs, a monitoring's intervals, an experiment's status): to the
     store, or to its spool while the store is unreachable, the spool written first whenever the store answers
-    again (so runs reach the store in the order they were made). `say` gets a line for each change: spooled
-    (with since when and how many wait), written again."""
+    again (so runs reach the store in the order they were made). `say` gets a line for each change (the first
+    run spooled, with since when; the spool written when the store answers again) and, while runs keep going to
+    the spool, one line every SUMMARY_S with how many wait: a fleet of 100 boards says 2 lines a minute, not one
+    per interval per board."""
 
     def __init__(self, sql_of: Callable[[], SqlStore], spool: Spool):
         self._sql_of, self.spool = sql_of, spool
@@ -348,6 +353,8 @@ class Keeper:
         self.say: Callable[[str], None] | None = None
         self.last: Flushed | None = None          # the last flush that wrote something
         self.error = ""                           # the store's last error, on one line
+        self.clock: Callable[[], float] = time.monotonic
+        self._next_line: float | None = None      # clock: the next "still unreachable" line (None: none said yet)
         self._state = threading.Lock()
 
     @property
@@ -369,7 +376,7 @@ class Keeper:
             self.down(e)
             return None
         with self._state:
-            was_down, self.since = self.since is not None, None
+            was_down, self.since, self._next_line = self.since is not None, None, None
         for line in done.corrupt:
             self._said(f"spool of store {self.shown_url}: {line}")
         if done.entries or done.corrupt:
@@ -388,10 +395,17 @@ class Keeper:
             return self.since
 
     def spooled(self, e: BaseException | None) -> Spooled:
-        """Say that a write went to the spool (e: the store's error; None: the one seen last)."""
+        """A write went to the spool (e: the store's error; None: the one seen last): said for the first since
+        the store went away, then at most once every SUMMARY_S."""
         since = self.down(e)
         out = Spooled(since, self.spool.pending_runs(), self.spool.dir, self.error)
-        self._said(out.text(self.shown_url))
+        with self._state:
+            now = self.clock()
+            due = self._next_line is None or now >= self._next_line
+            if due:
+                self._next_line = now + SUMMARY_S
+        if due:
+            self._said(out.text(self.shown_url))
         return out
 
     def guarded(self, write: Callable[[], Any], spool: Callable[[], Any], say: bool = True) -> Any:
