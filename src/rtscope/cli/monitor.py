@@ -71,6 +71,15 @@ class LiveView:
     def run_skipped(self, p, reason: str) -> None:
         err_console.print(f"[yellow]skipped interval {p.index + 1}:[/] {escape(reason)}")
 
+    def target_down(self, name: str, reason: str, outage) -> None:
+        after = (f", given up after {outage.give_up_after} interval{'s' if outage.give_up_after > 1 else ''} down"
+                 if outage.give_up_after else "")
+        console.print(f"{escape(name)} [red]down[/]: {escape(reason)} (asked again every {outage.retry_s:g} s"
+                      f"{after})", highlight=False, soft_wrap=True)
+
+    def target_up(self, name: str) -> None:
+        console.print(f"{escape(name)} answers again: its intervals resume", highlight=False)
+
 
 def store_gone(e: BaseException) -> bool:
     """Whether an error is the store's being unreachable (the monitor goes on: its intervals are spooled)."""
@@ -169,7 +178,16 @@ class FleetView:
                   note=reason[:60])
 
 
-EXIT_INCOMPLETE = 3   # a fleet's monitoring ended with some boards given up on (--give-up-after)
+EXIT_INCOMPLETE = 3   # a monitoring ended with some boards given up on (--give-up-after)
+
+
+def raise_incomplete(incomplete: dict[str, str]) -> None:
+    """The end of a monitoring some of whose boards were given up on: their names and why, exit 3."""
+    from ..errors import RtscopeError
+    raise RtscopeError("incomplete monitorings (each board's stored intervals are kept; the same command "
+                       "continues them once the board answers):\n  "
+                       + "\n  ".join(f"{n}: {why}" for n, why in sorted(incomplete.items())),
+                       exit_code=EXIT_INCOMPLETE)
 
 
 def monitor_fleet(names: list[str], plan_for, db: Optional[str], give_up_after: int) -> None:
@@ -201,10 +219,7 @@ def monitor_fleet(names: list[str], plan_for, db: Optional[str], give_up_after: 
     if failed:
         raise RtscopeError("boards stopped: " + "; ".join(f"{n}: {e}" for n, e in sorted(failed.items())))
     if outcome.incomplete:
-        raise RtscopeError("incomplete monitorings (each board's stored intervals are kept; the same command "
-                           "continues them once the board answers):\n  "
-                           + "\n  ".join(f"{n}: {why}" for n, why in sorted(outcome.incomplete.items())),
-                           exit_code=EXIT_INCOMPLETE)
+        raise_incomplete(outcome.incomplete)
 
 
 def raise_stopped(what: str, code: int) -> None:
@@ -235,15 +250,17 @@ def monitor(target: Annotated[list[str], typer.Option(
             resume: Annotated[bool, typer.Option("--resume", help="Continue the latest unfinished monitoring of "
                                                  "this target (after a crash or a reboot of the target).")] = False,
             give_up_after: Annotated[int, typer.Option(
-                "--give-up-after", metavar="N", help="Several targets or a fleet: a board down for N intervals has "
-                "its monitoring marked incomplete (with the reason) and the command ends when the others are done, "
-                "exit 3. 0 = keep asking until it answers.")] = 2,
+                "--give-up-after", metavar="N", help="A board that stops answering is asked again; down for N "
+                "intervals, its monitoring is marked incomplete (with the reason) and the command ends when the "
+                "other boards are done, exit 3. 0 = keep asking until it answers.")] = 2,
             db: DbOption = None) -> None:
     """Watch a target's timer latency for hours: one histogram run per interval and CPU, stored as it ends.
     Several targets (or a fleet) are watched from this one process, shared with other controllers of the lab
     through the store (see `rtscope lab`)."""
     from ..experiment import execute as exp_mod, monitor as mon
+    from ..experiment.outage import Outage, check_give_up_after
     from ..targets import FLEETS, Pool, expand, resolve
+    check_give_up_after(give_up_after)
     names = expand(target)
     if len(names) > 1 or target[0] in FLEETS:
         if resume:
@@ -271,12 +288,20 @@ def monitor(target: Annotated[list[str], typer.Option(
         if not resume:
             refuse_unavailable(plan, pool)
             experiment = mon.start(store, plan, identity)
+        mon.alone_watches(store, target)
         print_machine_warnings(experiment, pool)
         phases = len({q.request.settings.get("load") for q in experiment.plan}) > 1
+        outage = Outage(target, mon.interval_s_of(experiment), give_up_after)
         outcome = execute_resumable(store, experiment, LiveView(store, len(experiment.plan), phases), pool,
-                                    f"resume with `rtscope monitor --target {target} --resume`")
+                                    f"resume with `rtscope monitor --target {target} --resume`", outage)
+    if outcome.incomplete:
+        mon.alone_gave_up(store, target, experiment.id, outcome.incomplete)
     settle(store, f"monitoring {experiment.id}")
     spooled = f" ({len(outcome.spooled)} of them through the spool)" if outcome.spooled else ""
-    console.print(f"monitoring {experiment.id} finished: {len(outcome.stored) + len(outcome.spooled) + outcome.already}"
-                  f" intervals stored{spooled}")
+    stored = len(outcome.stored) + len(outcome.spooled) + outcome.already
+    if outcome.incomplete:
+        console.print(f"monitoring {experiment.id} incomplete: {stored} of {len(experiment.plan)} intervals stored"
+                      f"{spooled}; target {escape(target)} given up on", highlight=False)
+        raise_incomplete({target: outcome.incomplete})
+    console.print(f"monitoring {experiment.id} finished: {stored} intervals stored{spooled}")
 

@@ -104,10 +104,12 @@ def run_experiment(store: Store, experiment: exp_mod.Experiment, spec_arg: str, 
 
 
 def execute_resumable(store: Store, experiment: exp_mod.Experiment, reporter, pool: Pool,
-                      hint: str) -> exp_mod.Outcome:
-    """exp_mod.execute, its interruptions and failures said in one line each, with how to resume."""
+                      hint: str, outage=None) -> exp_mod.Outcome:
+    """exp_mod.execute, its interruptions and failures said in one line each, with how to resume (`outage`: a
+    monitoring's target asked again while it is down, experiment/outage.py)."""
     from ..experiment import execute as exp_mod
-    return resumable(lambda: exp_mod.execute(store, experiment, reporter, pool), f"experiment {experiment.id}", hint)
+    return resumable(lambda: exp_mod.execute(store, experiment, reporter, pool, outage), f"experiment {experiment.id}",
+                     hint)
 
 
 def resumable(call, what: str, hint: str):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import random
 import secrets
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,9 +32,10 @@ from ..runtimes.base import RunRequest
 from ..settings import undo
 from ..settings.registry import SETTINGS
 from ..signals import Terminated, held_signals, sigterm_raises
-from ..store import DuplicateRun, Store, to_jsonable
+from ..store import DuplicateRun, Store, to_jsonable, unreachable
 from ..store.spool import Spooled
 from ..targets import LOCAL, Pool, redact_spec, resolve, tracefs
+from .outage import GaveUp, Outage
 from .runner import execute as execute_run
 from .spec import Spec
 
@@ -302,18 +304,22 @@ class Outcome:
     skipped: list[tuple[PlannedRun, str]] = field(default_factory=list)
     spooled: list[PlannedRun] = field(default_factory=list)   # kept in the spool: the store was unreachable
     already: int = 0            # runs stored before this invocation (resume)
+    incomplete: str | None = None   # a monitoring given up on: why (its target down too long)
 
     @property
     def status(self) -> str:
         return self.experiment.status
 
 
-def execute(store: Store, exp: Experiment, reporter: Reporter | None = None, pool: Pool | None = None) -> Outcome:
+def execute(store: Store, exp: Experiment, reporter: Reporter | None = None, pool: Pool | None = None,
+            outage: Outage | None = None) -> Outcome:
     """Make every planned run that is not stored yet, in plan order per target; mark the experiment's status.
 
     Runs on one target are made one at a time (they would disturb each other); different targets work in
     parallel, one thread each. A target that fails (gone mid-experiment, a run that failed) stops its own
-    runs; the others finish, and the experiment is then marked failed and resumable."""
+    runs; the others finish, and the experiment is then marked failed and resumable. With `outage` (a
+    monitoring of one target), a target that fails once it has answered is asked again instead, and given up on
+    after the outage's intervals: the experiment is then marked incomplete (Outcome.incomplete says why)."""
     done = done_indexes(store, exp.id)
     todo = [p for p in exp.plan if p.index not in done]
     outcome = Outcome(exp, already=len(exp.plan) - len(todo))
@@ -336,10 +342,13 @@ def execute(store: Store, exp: Experiment, reporter: Reporter | None = None, poo
                     set_status(store, exp.id, RUNNING)
                 if len(by_target) <= 1:
                     for name, runs_ in by_target.items():
-                        _execute_on(store, exp, name, runs_, pool, availability, outcome, reporter, None, None)
+                        _execute_on(store, exp, name, runs_, pool, availability, outcome, reporter, None, None,
+                                    outage)
                 else:
                     _execute_fleet(store, exp, by_target, pool, availability, outcome, reporter)
                 status = FINISHED
+            except GaveUp as e:
+                status, outcome.incomplete = INCOMPLETE, str(e)
             except (KeyboardInterrupt, Terminated):
                 status = INTERRUPTED
                 raise
@@ -354,38 +363,66 @@ def execute(store: Store, exp: Experiment, reporter: Reporter | None = None, poo
 
 def _execute_on(store: Store, exp: Experiment, name: str, planned: list[PlannedRun], pool: Pool,
                 availability: Availability, outcome: Outcome, reporter: Reporter | None,
-                stop: threading.Event | None, lock: threading.Lock | None) -> None:
-    """The runs of one target, in plan order."""
-    target = pool.get(name)
+                stop: threading.Event | None, lock: threading.Lock | None, outage: Outage | None = None) -> None:
+    """The runs of one target, in plan order (with `outage`: each asked again while the target is down)."""
+    pool.get(name)   # connect (or fail) before the first run
     for p in planned:
         if stop is not None and stop.is_set():
             return
-        why = availability.reason(p.request)
-        if why:
-            if p.on_unavailable == "fail":
-                raise RtscopeError(f"run {p.index + 1} ({p.cell}) cannot run here: {why} "
-                                   "(the spec says on_unavailable = \"fail\")")
-            outcome.skipped.append((p, why))
-            if reporter:
-                reporter.run_skipped(p, why)
+        if outage is None:
+            _execute_one(store, exp, name, p, pool, availability, outcome, reporter, lock)
             continue
-        if stored_meanwhile(store, exp.id, p.index):
-            continue  # stored meanwhile by another `--resume` of the same experiment
+        while True:
+            try:
+                _execute_one(store, exp, name, p, pool, availability, outcome, reporter, lock)
+            except (UsageError, DuplicateRun):
+                raise
+            except Exception as e:  # noqa: BLE001  (the target failed: down, asked again; the store's: raised)
+                if unreachable(e):
+                    raise
+                reason = outage.failed(e, pool)
+                if reason is not None and reporter and hasattr(reporter, "target_down"):
+                    reporter.target_down(name, reason, outage)
+                why = outage.given_up()
+                if why is not None:
+                    raise GaveUp(why) from None
+                time.sleep(outage.retry_s)
+                continue
+            if outage.answered() and reporter and hasattr(reporter, "target_up"):
+                reporter.target_up(name)
+            break
+
+
+def _execute_one(store: Store, exp: Experiment, name: str, p: PlannedRun, pool: Pool, availability: Availability,
+                 outcome: Outcome, reporter: Reporter | None, lock: threading.Lock | None) -> None:
+    """One planned run on its target: made and stored (or spooled), skipped when it cannot run there."""
+    target = pool.get(name)
+    why = availability.reason(p.request)
+    if why:
+        if p.on_unavailable == "fail":
+            raise RtscopeError(f"run {p.index + 1} ({p.cell}) cannot run here: {why} "
+                               "(the spec says on_unavailable = \"fail\")")
+        outcome.skipped.append((p, why))
         if reporter:
-            reporter.run_started(p)
-        try:
-            run_id = execute_run(p.request, store.keeper, timeout=p.timeout_s, target=target, store_lock=lock,
-                                 experiment_id=exp.id, plan_index=p.index, cell=p.cell, repetition=p.repetition)
-        except DuplicateRun:
-            continue  # another `--resume` of the same experiment stored it while this one measured
-        if isinstance(run_id, Spooled):
-            outcome.spooled.append(p)
-            if reporter and hasattr(reporter, "run_spooled"):
-                reporter.run_spooled(p, run_id)
-            continue
-        outcome.stored.append((p, run_id))
-        if reporter:
-            reporter.run_stored(p, run_id)
+            reporter.run_skipped(p, why)
+        return
+    if stored_meanwhile(store, exp.id, p.index):
+        return  # stored meanwhile by another `--resume` of the same experiment
+    if reporter:
+        reporter.run_started(p)
+    try:
+        run_id = execute_run(p.request, store.keeper, timeout=p.timeout_s, target=target, store_lock=lock,
+                             experiment_id=exp.id, plan_index=p.index, cell=p.cell, repetition=p.repetition)
+    except DuplicateRun:
+        return  # another `--resume` of the same experiment stored it while this one measured
+    if isinstance(run_id, Spooled):
+        outcome.spooled.append(p)
+        if reporter and hasattr(reporter, "run_spooled"):
+            reporter.run_spooled(p, run_id)
+        return
+    outcome.stored.append((p, run_id))
+    if reporter:
+        reporter.run_stored(p, run_id)
 
 
 def _execute_fleet(store: Store, exp: Experiment, by_target: dict[str, list[PlannedRun]], pool: Pool,

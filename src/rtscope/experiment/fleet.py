@@ -54,11 +54,10 @@ from ..store.spool import Spooled
 from ..targets import Pool
 from . import execute as exp_mod
 from . import monitor as mon
+from .outage import GIVE_UP_AFTER, Outage, check_give_up_after, close as _close
 from .runner import execute as execute_run
 
 LEASE_MIN_S = 2.0         # a lease is half an interval, at least this long (a renewal every quarter of it)
-RETRY_MAX_S = 30.0        # a board that is down is asked again after min(interval, this)
-GIVE_UP_AFTER = 2         # intervals a board may be down before its monitoring is given up on (0: never)
 
 
 class Reporter(Protocol):
@@ -181,19 +180,6 @@ class Board:
         _, cells = mon.cells(plan)
         return exp, lambda i: mon.planned_run(plan, cells, i), plan.intervals
 
-    def _reason(self, e: Exception) -> str:
-        """Why the board is down: its connection asked again (a fresh one), else what failed there."""
-        said = _one_line(e)
-        _close(self.pool)
-        probe = Pool()
-        try:
-            probe.get(self.name)
-        except Exception as again:  # noqa: BLE001
-            said = f"{_one_line(again)} (the interval under way: {said})"
-        finally:
-            _close(probe)
-        return said if self.name in said else f"target {self.name}: {said}"
-
     def _work(self) -> None:
         ctl, store = self.ctl, self.ctl.store
         try:
@@ -207,8 +193,7 @@ class Board:
             self.done = total - sum(len(r) for r in todo)
             ctl.reporter.claimed(self.name, exp.id, self.done, total)
             sink = LeasedSink(store, self)
-            down_since: float | None = None
-            reason = ""
+            outage = Outage(self.name, self.plan.interval_s, ctl.give_up_after)
             self.pool = Pool()
             availability: exp_mod.Availability | None = None
             todo_iter = (i for r in todo for i in r)
@@ -224,8 +209,7 @@ class Board:
                     why = availability.reason(p.request)
                     if why:
                         raise RtscopeError(why)
-                    if down_since is not None:
-                        down_since = None
+                    if outage.answered():
                         ctl.try_write(store.leases.update, self.name, ctl.name, ctl.lease_s, state=WATCHING,
                                       reason=None)
                         ctl.reporter.up(self.name)
@@ -247,18 +231,17 @@ class Board:
                         return
                     if store_gone(e):
                         raise
-                    if down_since is None:
-                        reason = self._reason(e)
-                        down_since = time.monotonic()
+                    reason = outage.failed(e, self.pool)
+                    if reason is not None:
                         ctl.try_write(store.leases.update, self.name, ctl.name, ctl.lease_s, state=DOWN,
                                       reason=reason[:500])
                         ctl.reporter.down(self.name, reason)
-                    else:
-                        _close(self.pool)
-                    if self._give_up(exp.id, down_since, reason):
+                    why = outage.given_up()
+                    if why is not None:
+                        self._give_up(exp.id, why)
                         return
                     self.pool, availability = Pool(), None
-                    self.stop.wait(min(self.plan.interval_s, RETRY_MAX_S))
+                    self.stop.wait(outage.retry_s)
                     continue
                 self.done += 1
                 self.made += 1
@@ -297,20 +280,15 @@ class Board:
             ctl.reporter.kept(self.name, p, total, f"stored as run {run_id} (its figures are not shown: the store "
                                                    "stopped answering)")
 
-    def _give_up(self, exp_id: int, down_since: float, reason: str) -> bool:
+    def _give_up(self, exp_id: int, why: str) -> None:
         """A board down for give_up_after intervals: its monitoring marked incomplete with the reason, its lease
-        given back. True when given up on."""
+        given back."""
         ctl = self.ctl
-        n = ctl.give_up_after
-        if not n or time.monotonic() - down_since < n * self.plan.interval_s:
-            return False
-        why = f"down for {n} interval{'s' if n > 1 else ''} ({n * self.plan.interval_s} s), given up: {reason}"
         ctl.write(exp_mod.keep_status, ctl.store, exp_id, exp_mod.INCOMPLETE,
                   {"target": self.name, "controller": ctl.name, "state": INCOMPLETE, "reason": why[:500]})
         self.incomplete = why
         self.done_for_us = True
         ctl.reporter.gave_up(self.name, exp_id, why)
-        return True
 
 
 def give_back_freed_memory() -> None:
@@ -328,20 +306,6 @@ def give_back_freed_memory() -> None:
 
 
 _malloc_trim = None
-
-
-def _one_line(e: Exception) -> str:
-    """An exception's message on one line; its type where it has none (a timeout says nothing)."""
-    return " ".join(str(e).split()) or type(e).__name__
-
-
-def _close(pool: Pool | None) -> None:
-    """Close a board's connection; one that is gone has nothing to close."""
-    if pool is not None:
-        try:
-            pool.close()
-        except Exception:  # noqa: BLE001  (a board gone away: its connection is dead already)
-            pass
 
 
 def _missing(stored: set[int], total: int) -> list[range]:
@@ -370,9 +334,7 @@ class Controller:
                  name: str | None = None, give_up_after: int = GIVE_UP_AFTER):
         if not names:
             raise UsageError("a fleet needs at least one board")
-        if give_up_after < 0:
-            raise UsageError(f"--give-up-after must be an integer >= 0 (intervals; 0 = never), got {give_up_after}")
-        self.give_up_after = give_up_after
+        self.give_up_after = check_give_up_after(give_up_after)
         self.store, self.reporter = store, reporter
         self.name = name or controller_name()
         self.boards = {n: Board(self, n, plan_for(n)) for n in names}

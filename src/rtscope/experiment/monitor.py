@@ -149,6 +149,35 @@ def plan_of(spec: dict) -> Plan | None:
     return Plan(**recorded) if isinstance(recorded, dict) else None
 
 
+def interval_s_of(exp: exp_mod.Experiment) -> float:
+    """A monitoring's interval length: its recorded Plan's, else its first interval's duration."""
+    plan = plan_of(exp.spec)
+    if plan is not None:
+        return float(plan.interval_s)
+    return float(exp.plan[0].request.params.get("duration_s") or 60) if exp.plan else 60.0
+
+
+def alone_gave_up(store, target: str, experiment_id: int, why: str) -> None:
+    """A monitoring of one target given up on (its target down too long): the board's lab row says so, as a
+    fleet's does, for `rtscope lab`, /metrics (rtscope_board_incomplete) and the lab page. Skipped while the
+    store is unreachable (the monitoring's status is spooled)."""
+    from ..store import unreachable
+    from ..store.leases import INCOMPLETE
+    try:
+        store.leases.ensure([target])
+        store.leases.mark(target, INCOMPLETE, why[:500], experiment_id=experiment_id)
+    except Exception as e:  # noqa: BLE001
+        if not unreachable(e):
+            raise
+
+
+def alone_watches(store, target: str) -> None:
+    """A monitoring of one target starts (or resumes): a lab row left `incomplete` by an earlier one is set back
+    (the board is watched again, not given up on)."""
+    from ..store.leases import INCOMPLETE, RELEASED
+    store.leases.mark(target, RELEASED, None, only=INCOMPLETE)
+
+
 def per_cpu(run: Run) -> list[dict]:
     """Each thread's CPU, max and p99.99 of one interval (from its histogram), in µs."""
     rows = []

@@ -163,6 +163,20 @@ class LeaseTables:
         with self.engine.begin() as c:
             self.give_back(c, target, controller, state, reason)
 
+    def mark(self, target: str, state: str, reason: str | None = None, only: str | None = None,
+             **values: Any) -> bool:
+        """Set a board's state where no live lease holds it (a monitoring of that target alone holds none): its
+        monitoring given up on (incomplete, the reason), or an `only`-state row set back when it is watched
+        again. True if a row was written."""
+        with self.engine.begin() as c:
+            now = db_now(c)
+            q = boards.update().where(boards.c.target == target,
+                                      sa.or_(boards.c.controller.is_(None), boards.c.lease_until < now))
+            if only is not None:
+                q = q.where(boards.c.state == only)
+            return c.execute(q.values(controller=None, lease_until=None, state=state, reason=reason, updated_at=now,
+                                      **values)).rowcount == 1
+
     @staticmethod
     def give_back(c: sa.Connection, target: str, controller: str, state: str, reason: str | None = None) -> None:
         """release() in the caller's transaction (a spooled release, store/spool.py)."""
