@@ -201,10 +201,11 @@ def test_a_store_error_is_one_line_naming_the_store(cli, tmp_path, monkeypatch):
     assert "Traceback" not in r.err
 
 
-# --- what /metrics says of boards with no interval, or given up on ------------------------------------------
+# --- what /metrics and the lab page say of boards with no interval, or given up on ---------------------------
 
-def test_boards_of_the_lease_table_without_an_interval_are_in_metrics(tmp_path):
-    from rtscope.serve import boards, metrics
+def silent_lab(tmp_path) -> str:
+    """A lab whose boards have no interval stored: `dead` died before its first (down, watched), `given` was
+    given up on (incomplete), `quit` is nobody's."""
     from rtscope.store.leases import INCOMPLETE
     db = str(tmp_path / "lab.db")
     store = Store(db)
@@ -213,6 +214,12 @@ def test_boards_of_the_lease_table_without_an_interval_are_in_metrics(tmp_path):
     store.leases.update("dead", "ctl-a", 600, state="down", reason="target dead: unreachable: connection refused")
     assert store.leases.claim("given", "ctl-a", 600)          # given up on
     store.leases.release("given", "ctl-a", INCOMPLETE, "down for 2 intervals (4 s), given up: refused")
+    return db
+
+
+def test_boards_of_the_lease_table_without_an_interval_are_in_metrics(tmp_path):
+    from rtscope.serve import boards, metrics
+    db = silent_lab(tmp_path)
     snap = metrics.read(boards.Lab(Store(db, read_only=True)))
     text = metrics.exposition(snap)[0].decode()
     from prometheus_client.parser import text_string_to_metric_families
@@ -229,3 +236,30 @@ def test_boards_of_the_lease_table_without_an_interval_are_in_metrics(tmp_path):
     assert info["quit"]["state"] == "unwatched" and info["quit"]["kernel"] == "unknown"
     assert ("rtscope_board_interval_run_id", "dead") not in got
     assert got[("rtscope_board_controller_info", "dead")].labels["controller"] == "ctl-a"
+
+
+def test_the_lab_page_lists_boards_without_an_interval_and_given_up_ones(tmp_path):
+    """The lab page (`/`) lists the boards /metrics does: one that died before its first interval (down, the
+    controller's reason), one given up on (incomplete, why), one nobody watches; each with no figures yet."""
+    import re
+    import time
+    from rtscope.serve import boards, routes_pages
+    from rtscope.serve.access import Access
+    from rtscope.serve.shared import Server
+    db = silent_lab(tmp_path)
+    store = Store(db, read_only=True)
+    rows = {r["target"]: r for r in boards.page_rows(boards.Lab(store), time.time())}
+    assert {t: (r["state"], r["reason"]) for t, r in rows.items()} == {
+        "dead": ("down", "target dead: unreachable: connection refused"),
+        "given": ("incomplete", "down for 2 intervals (4 s), given up: refused"), "quit": ("unwatched", None)}
+    assert rows["dead"]["controller"] == "ctl-a" and rows["given"]["controller"] == "-"
+    assert all(r["intervals"] == 0 and r["run"] is None and r["bound_reason"] == boards.NO_INTERVAL
+               for r in rows.values())
+    html = routes_pages.lab_page(Server(store, Access(None))).body.decode()
+    table = html[html.index('id="boards-table"'):html.index("</table>", html.index('id="boards-table"'))]
+    cells = {m.group(1): m.group(2) for m in re.finditer(r'<tr class="board-\w+"><td class="l">(\w+)</td>(.*?)</tr>',
+                                                            table, re.S)}
+    assert set(cells) == {"dead", "given", "quit"}, table
+    assert 'class="l problem">down: target dead: unreachable: connection refused' in cells["dead"]
+    assert 'class="l problem">incomplete: down for 2 intervals (4 s), given up: refused' in cells["given"]
+    assert ">unwatched<" in cells["quit"] and "none" in cells["quit"]

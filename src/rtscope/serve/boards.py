@@ -15,8 +15,8 @@ When a fleet controller (`rtscope monitor --target FLEET`) holds a live lease on
 board is watched by that controller, and up or down as the controller says; without a lease its controller is
 unknown (None) and the times of its intervals decide. A board whose monitoring was given up on (its lease row
 `incomplete`, the board down for --give-up-after intervals) is down, unwatched and `incomplete`, with the reason.
-/metrics also shows the boards of the lease table that have no interval stored yet (`silent`: a board that
-died before its first interval), down, with their controller's reason.
+/metrics and the lab page also show the boards of the lease table that have no interval stored yet (`silent`: a
+board that died before its first interval), down, with their controller's reason.
 
 Read in two parts: what the store holds (`Lab.read`, cached by the server until the store changes; each
 interval's figures computed once per run, a stored run never changes) and the state at a time (`Board.up`),
@@ -280,16 +280,27 @@ def running_bound(store: Store, run: Run) -> RunningBound:
     return RunningBound(*bound_or_reason(wc.level.value if wc.level is not None else None, wc.short_reason))
 
 
+NO_INTERVAL = "no interval stored yet"
+
+
 def page_rows(lab: Lab, now: float) -> list[dict]:
-    """The lab page's boards table: per board its kernel and preemption model, state (and why it is down), its
-    newest interval's worst CPU (max and p99.99, µs), the running tail bound at p = 1e-9 per sample (or why
-    none), the top cause when that interval was explained, the intervals stored, who watches it, and its
-    monitoring (the per-board page with its history)."""
+    """The lab page's boards table: per board its kernel and preemption model, state (and why it is down or was
+    given up on), its newest interval's worst CPU (max and p99.99, µs), the running tail bound at p = 1e-9 per
+    sample (or why none), the top cause when that interval was explained, the intervals stored, who watches it,
+    and its monitoring (the per-board page with its history). As in /metrics, the boards of the lease table that
+    have no interval yet (died before their first) are listed too, with their state and reason."""
     rows = []
-    boards = lab.read()
-    lab.read_recorded([b.newest.run_id for b in boards])
+    boards = lab.read(silent=True)
+    lab.read_recorded([b.newest.run_id for b in boards if b.newest is not None])
     for b in boards:
         iv = b.newest
+        controller = b.controller or ("-" if not b.watched else "?")
+        if iv is None:
+            rows.append({"target": b.target, "kernel": "-", "preemption": "-", "state": b.state(now),
+                         "reason": b.reason, "max_us": None, "p9999_us": None, "bound_us": None,
+                         "bound_reason": NO_INTERVAL, "top_cause": None, "intervals": 0, "controller": controller,
+                         "finished_at": "", "experiment": None, "run": None})
+            continue
         worst = max(iv.cpus, key=lambda c: c.max_ns, default=None)
         bound = lab.bound(b, now) or RunningBound(None, FITTING)
         rows.append({"target": b.target, "kernel": iv.kernel, "preemption": iv.preemption, "state": b.state(now),
@@ -298,6 +309,6 @@ def page_rows(lab: Lab, now: float) -> list[dict]:
                      "bound_us": None if bound.value_ns is None else bound.value_ns / 1000,
                      "bound_reason": bound.reason,
                      "top_cause": iv.top_cause,
-                     "intervals": b.intervals, "controller": b.controller or ("-" if not b.watched else "?"),
+                     "intervals": b.intervals, "controller": controller,
                      "finished_at": iv.finished_at or "", "experiment": iv.experiment_id, "run": iv.run_id})
     return rows
