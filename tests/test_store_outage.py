@@ -228,3 +228,36 @@ def test_tune_goes_on_while_postgresql_restarts(pg, url, tmp_path, rtprobe):
     indexes = [x["plan_index"] for x in stored(url)]
     assert len(indexes) == len(set(indexes)) and len(indexes) <= 14, indexes
     assert spooled_files(tmp_path / "state") == []
+
+
+def test_import_while_postgresql_is_down(pg, url, tmp_path):
+    """`rtscope import` with the server down (a store it has opened before): the imported runs are spooled
+    together, the command says so on one line (no traceback), waits, and writes them once the server is back
+    (started 3 s later): each run once; a flush afterwards finds nothing."""
+    files = [str(Path(__file__).parent / "fixtures" / "cyclictest" / n) for n in ("hist.json", "two_threads.json")]
+    Store(url)                        # the store made (its schema), as a lab's store is before an import
+    state = tmp_path / "state"
+    pg.pause()
+    try:
+        r = Rtscope(["import", "cyclictest", *files, "--db", url], state)
+        with r:
+            r.wait_for("unreachable since")
+            assert len(spooled_files(state)) == 1   # the runs of one import: one entry, written in one transaction
+            time.sleep(3)
+            pg.resume()
+            code = r.finish()
+    finally:
+        if not (pg.data / "postmaster.pid").exists():
+            pg.resume()
+    assert code == 0, r.said
+    assert "Traceback" not in r.said
+    assert sum("unreachable since" in line for line in r.err) == 1, r.err
+    assert "imported 2 run(s) through the spool" in r.said and "2 spooled runs written" in r.said, r.said
+    runs = stored(url)
+    assert sorted(x.source for x in runs) == sorted(files), [x.source for x in runs]
+    assert spooled_files(state) == []
+    env = {**os.environ, "RTSCOPE_STATE_DIR": str(state)}
+    again = subprocess.run([sys.executable, "-m", "rtscope", "db", "flush-spool", "--db", url], capture_output=True,
+                           text=True, env=env, timeout=120)
+    assert again.returncode == 0 and "is empty" in again.stdout, again.stdout + again.stderr
+    assert len(stored(url)) == 2

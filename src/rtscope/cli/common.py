@@ -75,11 +75,12 @@ STORE_WAIT_S = 60.0  # at a command's end, how long the spool is retried ($RTSCO
 OPENED: list = []    # the stores this process opened: a store error is said naming them (cli.main)
 
 
-def open_store(db: Optional[str]) -> Store:
+def open_store(db: Optional[str], open_later: bool = False) -> Store:
     """The store, its spool's news said on stderr: what an earlier rtscope left in it and this open wrote, and
-    from now on each run spooled while the store is unreachable, and the spool written when it answers."""
+    from now on each run spooled while the store is unreachable, and the spool written when it answers.
+    open_later: a server that does not answer yet is not an error (Store's open_later)."""
     from ..store import Store
-    store = Store(db)
+    store = Store(db, open_later=open_later)
     OPENED.append(store)
     keeper = store.keeper
     keeper.say = lambda text: err_console.print(f"[yellow]{escape(text)}[/]", soft_wrap=True)

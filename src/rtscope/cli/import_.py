@@ -54,7 +54,7 @@ def import_cmd(
     extra = dict(parse_assignment(s) for s in set_ or [])
     convert = importer(kind).convert
     converted = [(f, sf) for f in files for sf in _converted(convert, f, variant, extra)]  # all or nothing
-    store = open_store(db)
+    store = open_store(db, open_later=True)   # a server that does not answer: the runs wait in the spool
     ids = store.keeper.add_runs([(sf, sf.header.get("environment") or {"note": f"imported from {f}"},
                                   {"tags": tag, "source": str(f)}) for f, sf in converted])
     if not isinstance(ids, list):   # spooled, all together: the store is unreachable

@@ -52,16 +52,24 @@ class Store:
     through SQLAlchemy, which then serves every read too, so a process sees its own writes.
     """
 
-    def __init__(self, db: str | None = None, *, read_only: bool = False, flush_spool: bool = True):
+    def __init__(self, db: str | None = None, *, read_only: bool = False, flush_spool: bool = True,
+                 open_later: bool = False):
         """flush_spool: write what an earlier rtscope left in this store's spool (store/spool.py) now; what it
-        wrote is `keeper.last`."""
+        wrote is `keeper.last`. open_later: a store whose server does not answer now is opened by its first
+        use, its keeper's writes spooled until it answers (`rtscope import`); else that is an error now."""
         self.url = resolve_url(db)
         self.read_only = read_only
         self._sql: SqlStore | None = None
         self._keeper: Keeper | None = None
         self._fast = None if read_only else sqlite_read.open_current(self.url)
         if self._fast is None:
-            self.sql  # noqa: B018  (opens, creates or refuses the store now, as it always did)
+            try:
+                self.sql  # noqa: B018  (opens, creates or refuses the store now, as it always did)
+            except Exception as e:
+                from .sql import unreachable
+                if not (open_later and unreachable(e)):
+                    raise
+                return
         if flush_spool and not read_only and self.keeper.spool.files():
             self.keeper.flush()
 

@@ -78,7 +78,8 @@ class SqlStore:
             self.tunes = TuneTables(self.engine, runs, experiments)
             self.leases = LeaseTables(self.engine)
         except SQLAlchemyError as e:
-            raise RtscopeError(f"cannot open store {self.shown_url}: {e.orig if hasattr(e, 'orig') else e}") from None
+            raise (StoreUnreachable if unreachable(e) else RtscopeError)(
+                f"cannot open store {self.shown_url}: {e.orig if hasattr(e, 'orig') else e}") from None
 
     @property
     def shown_url(self) -> str:
@@ -355,10 +356,15 @@ def store_error(exc: BaseException) -> bool:
     return isinstance(exc, sa.exc.SQLAlchemyError)
 
 
+class StoreUnreachable(RtscopeError):
+    """The store cannot be opened: its server does not answer (a command whose writes can wait in the spool,
+    store/spool.py, goes on; the others stop with this one line)."""
+
+
 def unreachable(exc: BaseException) -> bool:
     """Whether an error raised by a store's method means the database cannot be reached (server down,
     connection lost) rather than a mistake: the caller may say so and try again later."""
-    return isinstance(exc, (sa.exc.OperationalError, sa.exc.InterfaceError)) or \
+    return isinstance(exc, (sa.exc.OperationalError, sa.exc.InterfaceError, StoreUnreachable)) or \
         (isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated)
 
 
