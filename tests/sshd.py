@@ -39,6 +39,17 @@ def keygen(path: Path) -> str:
     return path.with_suffix(".pub").read_text().strip() if path.suffix else Path(f"{path}.pub").read_text().strip()
 
 
+def run_dirs(workdir: Path, wait: float = 5.0) -> list[str]:
+    """The run directories left in a target's workdir, once they are gone or `wait` seconds have passed: the
+    last one is removed by a request rtscope sends as it closes the target and does not wait for."""
+    deadline = time.monotonic() + wait
+    while True:
+        left = sorted(p.name for p in workdir.iterdir() if p.name.startswith("rtscope-run-"))
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
+
+
 def available() -> str | None:
     """None when the tests can start a namespaced sshd here, else why not."""
     if os.geteuid() != 0:

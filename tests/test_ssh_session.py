@@ -13,12 +13,16 @@ import subprocess
 import sys
 import threading
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
 
 import sshd
+from rtscope import targets
 from rtscope.errors import RtscopeError
+from rtscope.experiment.runner import execute
+from rtscope.experiment.spec import build_request
 from rtscope.store import Store
 from rtscope.targets.ssh import SshTarget
 from test_ssh_target import fake_governors, no_leftovers, signal_mid_run
@@ -144,6 +148,52 @@ def test_an_agent_killed_on_the_target_is_started_again(slow):
     assert no_leftovers(slow) == {}
 
 
+def test_a_run_with_load_takes_no_channel_and_no_login_shell(slow, tmp_path, clean_targets):
+    """Load runs as a job of the agent: started, asked and stopped by requests; the killed rtscope's settings
+    were looked for in the request that connected."""
+    targets.define("slowload", tomllib.loads(slow.table("slowload"))["targets"]["slowload"], replace=True)
+    store = Store(str(tmp_path / "s.db"))
+    req = build_request("timer", "absolute", "native", {"interval_us": 1000, "loops": 300},
+                        {"target": "slowload", "load": "cpu"})
+    with targets.Pool() as pool:
+        t = pool.get("slowload")
+        assert t.answers.get("undo") is not None  # the check for a killed rtscope's settings came with it
+        execute(req, store, target=t)  # deploys, asks the version
+        assert "undo" not in t.answers  # taken by the first run
+        before, requests, seen = shells_started(slow), t.session.requests, []
+        real_run = t.run
+        t.run = lambda argv, **kw: (seen.append(slow.namespace_processes()) if "timer" in argv else None,
+                                    real_run(argv, **kw))[1]
+        run = store.get_run(execute(req, store, target=t))
+        assert shells_started(slow) == before and not t._channels  # no login shell, no channel of its own
+        assert any("stress-ng" in c for c in seen[0].values()) and t.session.requests - requests >= 3
+        assert any(n.startswith("load cpu") for n in run["trailer"]["notes"])
+    assert no_leftovers(slow) == {}
+
+
+def test_a_job_dies_with_its_agent(slow):
+    """However the agent ends (here killed on the target), its background jobs' watchers kill them."""
+    with target_of(slow) as t:
+        job = t.spawn(["sleep", "300"], cwd=str(slow.workdir / "jobs"), log=str(slow.workdir / "jobs" / "log"))
+        assert job.running() and job.members() == 1 and job.exit_code() is None
+        other = t.spawn(["sh", "-c", "echo said; exit 3"], cwd=str(slow.workdir / "jobs"),
+                        log=str(slow.workdir / "jobs" / "log2"))
+        deadline = time.monotonic() + 5
+        while other.exit_code() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (other.exit_code(), other.log_tail()) == (3, "said")
+        other.stop()
+        os.kill(t.session.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while any("sleep 300" in c for c in slow.namespace_processes().values()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any("sleep 300" in c for c in slow.namespace_processes().values())
+        assert t.run(["echo", "back"]).stdout == "back\n"  # a new agent
+        assert not job.running()
+        job.stop()
+    assert no_leftovers(slow) == {}
+
+
 # ---- the fallback ---------------------------------------------------------------------------------------
 
 def test_where_the_agent_cannot_run_each_command_gets_a_channel_with_a_warning(tmp_path, cli, clean_targets):
@@ -189,7 +239,7 @@ def test_stopped_mid_run_over_a_slow_link_leaves_nothing_and_resumes_exactly(far
     assert "Traceback" not in err
     assert no_leftovers(far, wait=20) == {}
     assert [(cpu / f"cpu{c}/cpufreq/scaling_governor").read_text().strip() for c in (0, 1)] == ["schedutil"] * 2
-    assert [p.name for p in far.workdir.iterdir() if p.name.startswith("rtscope-run-")] == []
+    assert sshd.run_dirs(far.workdir) == []
     if sig != signal.SIGTERM:
         return  # one of the two is resumed: that is slow over this link
     done = subprocess.run([sys.executable, "-m", "rtscope", "run", str(spec), "--db", db, "--resume"],

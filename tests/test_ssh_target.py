@@ -154,7 +154,7 @@ def test_each_runtime_runs_on_the_target(board, tmp_path, clean_targets, runtime
     assert env["hostname"] == "rtscope-board-1" and env["target"] == name and env["target_kind"] == "ssh"
     assert no_leftovers(board) == {}
     # Run directories are removed; deployed tools stay in the cache for the next run.
-    assert [p.name for p in board.workdir.iterdir() if p.name.startswith("rtscope-run-")] == []
+    assert sshd.run_dirs(board.workdir) == []
 
 
 def test_a_run_takes_one_request_and_records_the_state_of_its_time(board, tmp_path, clean_targets, monkeypatch):
@@ -182,9 +182,13 @@ def test_a_run_takes_one_request_and_records_the_state_of_its_time(board, tmp_pa
                 {k: v for k, v in whole.items() if k not in ("loadavg", "timestamp", "probe_version")}
             assert env["loadavg"] and env["timestamp"] >= whole["timestamp"] and env["probe_version"]
         assert per_run[1:] == [(0, 1), (0, 1)]  # the first run also deploys and asks the probe's version
-    # The run directories are removed by the next command and, for the last one, when the target closes.
-        assert len([p for p in board.workdir.iterdir() if p.name.startswith("rtscope-run-")]) == 1
-    assert [p.name for p in board.workdir.iterdir() if p.name.startswith("rtscope-run-")] == []
+        # A run directory is removed after the next command's reply (which makes the next run's ahead): the
+        # last run's and the next one are left, until the target closes.
+        deadline = time.monotonic() + 5
+        while len(left := sshd.run_dirs(board.workdir, wait=0)) > 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(left) == 2
+    assert sshd.run_dirs(board.workdir) == []
     samples = store.samples(store.runs()[-1].id)["duration"]
     assert len(samples) == 10 and (samples > 0).all()
 
@@ -352,7 +356,7 @@ def test_killing_rtscope_mid_run_leaves_nothing_on_the_target(board, tmp_path, s
     assert Store(db).runs() == []
     if sig == signal.SIGTERM:
         assert "marked interrupted" in err
-        assert [p.name for p in board.workdir.iterdir() if p.name.startswith("rtscope-run-")] == []
+        assert sshd.run_dirs(board.workdir) == []
 
 
 # ---- errors: one clear line naming the target, nothing stored -----------------------------------------

@@ -20,7 +20,7 @@ from typing import Callable, Iterator
 
 from ..errors import RtscopeError
 from ..signals import held_signals
-from ..targets import Target
+from ..targets import Target, at_open
 from ..targets.tracefs import Owner, host_tag
 from .base import RunContext
 
@@ -38,6 +38,8 @@ done
 _LIST = r"""
 for f in "$1"/*.undo; do [ -f "$f" ] || continue; echo "== ${f##*/}"; cat "$f"; done; true
 """
+_LIST_ARGV = ["sh", "-c", _LIST, "sh", JOURNAL_DIR]
+at_open(_CHECKED[0], _LIST_ARGV)  # listed in the request that connects (an SSH target's): no round trip of its own
 
 
 def write_many(target: Target, pairs: list[tuple[str, str]]) -> list[str | None]:
@@ -109,7 +111,9 @@ def restore(target: Target, originals: list[tuple[str, str]]) -> list[str]:
 def stale(target: Target) -> list[tuple[str, Owner | None, list[tuple[str, str]]]]:
     """The journals on the target: (name, owner, [(path, original)]) of each one whose rtscope is not running
     (or cannot be told: made on another host)."""
-    out = target.check(["sh", "-c", _LIST, "sh", JOURNAL_DIR], "listing the undo journals").stdout
+    ahead = target.opened(_CHECKED[0])
+    out = ahead.stdout if ahead is not None and ahead.returncode == 0 else \
+        target.check(_LIST_ARGV, "listing the undo journals").stdout
     found: list[tuple[str, Owner | None, list[tuple[str, str]]]] = []
     for line in out.splitlines():
         if line.startswith("== "):

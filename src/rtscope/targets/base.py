@@ -23,6 +23,17 @@ from ..sysinfo import ARCHES
 
 OUTPUT_TAIL = 2000  # characters of a failed command's output kept in errors
 
+# Commands a layer above asks every target to run as it connects (name -> argv), registered with at_open(): a
+# kind that connects with a request of its own (an SSH target's first request to its session agent) runs them
+# in it, so that they cost no round trip; the layer takes the answer with Target.opened() and runs the command
+# itself when there is none (another kind, an older connection, a failure).
+AT_OPEN: dict[str, list[str]] = {}
+
+
+def at_open(name: str, argv: list[str]) -> None:
+    """Run `argv` on every target as it connects, where that is free; its answer: Target.opened(name)."""
+    AT_OPEN[name] = list(argv)
+
 def parse_url(url: str) -> tuple[str | None, str, int]:
     """ssh://[user@]host[:port] -> (user, host, port)."""
     parts = urlsplit(url)
@@ -94,6 +105,8 @@ class Target:
     # The machine record as last read whole (snapshot()): what cannot change during a connection is taken from
     # it for each run, with the state read at that run (run_probe); a kind that reconnects clears it.
     record: dict | None = field(default=None, repr=False)
+    # The answers of the AT_OPEN commands run as this connection was made (by name), until taken.
+    answers: dict = field(default_factory=dict, repr=False)
 
     # -- lifecycle
     def open(self) -> None:
@@ -117,6 +130,10 @@ class Target:
         if self.runtimes is None or runtime in self.runtimes:
             return None
         return f"target {self.name} ({self.kind}) runs runtime {', '.join(self.runtimes)} only, not {runtime}"
+
+    def opened(self, name: str) -> "Completed | None":
+        """The answer of the AT_OPEN command `name` run as this connection was made (once), else None."""
+        return self.answers.pop(name, None)
 
     # -- commands
     def run(self, argv: list[str], *, timeout: float | None = None, stdin: bytes | None = None,

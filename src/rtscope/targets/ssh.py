@@ -16,18 +16,23 @@ these cases. No polling crosses the network while a command runs: the supervisor
 
 Round trips and the login shell's start-up are what a remote command costs, so every command goes through
 one channel kept for the whole connection, the session agent (ssh_session.py): the login shell starts once,
-and a command costs one round trip. A run is one command (run_probe): the run directory is made and the
-previous one removed at its head (mkdtemp and remove_tree only note what to do, see `_pending`), the
+and a command costs one round trip. A run is one command (run_probe): the run directory is made at its head
+(mkdtemp and remove_tree only note what to do, see `_pending` and `_later`; with the session the directory
+was made ahead, after the previous request's reply, and the previous one is removed after this one's), the
 machine's state is read just before the probe starts, and the probe's output files come back after it ends
-(ssh_shell.BATCH_FUNCTION). Where the agent cannot run (a login shell that is not POSIX, no `env`), or with
-`session = false` in the target's table, each command opens a channel of its own as before, with a warning.
-Background processes (spawn: load generators) keep a channel each, which their supervisor watches.
+(ssh_shell.BATCH_FUNCTION). Background processes (spawn: load generators, PM QoS holders) are jobs of the
+agent (SessionJob), started, asked and stopped by requests. The commands other layers ask for at connection
+(base.AT_OPEN: the check for a killed rtscope's settings) run in the request that connects, and the last run
+directory is removed by a request sent as the target closes and not waited for. Where the agent cannot run
+(a login shell that is not POSIX, no `env`), or with `session = false` in the target's table, each command
+and each background process opens a channel of its own as before, with a warning.
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
+import re
 import select
 import secrets
 import shlex
@@ -45,7 +50,7 @@ import paramiko
 from .. import sysinfo
 from ..errors import ProbeError
 from . import ssh_session
-from .base import Completed, ProbeRun, Target, TargetError, parse_url
+from .base import AT_OPEN, Completed, ProbeRun, Target, TargetError, parse_url
 from .ssh_shell import BATCH, MEMBERS_FUNCTION, READ_FUNCTION, SUPERVISOR, parse_read, printf_format, unbatch
 
 CHANNEL_OPEN_TIMEOUT_S = 60.0  # a target that does not open a channel in this time is not answering
@@ -54,6 +59,8 @@ STOP_WAIT = 15.0        # seconds for a stopped command's supervisor to report b
 KEEPALIVE = 5           # seconds between keepalives: a dead connection is noticed within a few of them
 EXIT_DRAIN = 2.0        # seconds without output after a command's exit status before its output counts as whole
 INLINE_STDIN = 4096     # bytes of a command's stdin the session writes in the command's own request (more: SFTP)
+JOB_FDS = range(4, 10)  # the session agent's fds for its background jobs (a POSIX sh has 0..9; 3 is supervise's)
+JOB_FRESH = 0.1         # seconds a background job's state from a reply is taken as current
 
 
 def _fingerprint(key: paramiko.PKey) -> str:
@@ -145,9 +152,13 @@ class SshTarget(Target):
         self._uname: dict | None = None
         self._channels: set[paramiko.Channel] = set()
         self._lock = threading.Lock()
-        # Shell commands owed to the target (remove a run directory, make the next one), sent at the head of
-        # the next command rather than in a round trip of their own; close() sends what is left.
+        # Shell commands owed to the target, sent with the next command rather than in a round trip of their own:
+        # at its head what must come first (make a run directory), after its reply what need not delay it
+        # (remove the last run directory, make the next one ahead: `_spare`); close() sends what is left.
         self._pending: list[str] = []
+        self._later: list[str] = []
+        self._spare: str | None = None  # a run directory made ahead, mkdtemp's next answer
+        self._job_fds: set[int] = set()  # the session agent's fds that hold its background jobs
         self._which: dict[str, str | None] = {}
         self.use_session = session
         self._session: ssh_session.Session | None = None
@@ -173,6 +184,7 @@ class SshTarget(Target):
         self._client = client
         # Another connection: maybe a rebooted or reinstalled board.
         self._pending, self._uname, self.record, self._which, self._record_ahead = [], None, None, {}, None
+        self._later, self._spare, self._job_fds, self.answers = [], None, set(), {}
         self._session = None
         basics, token = self._basics_command()
         checked = self._start_session(basics) if self.use_session else None
@@ -192,14 +204,22 @@ class SshTarget(Target):
         return Completed(["sh", "-c", first], rc, out.decode(errors="replace"), err.decode(errors="replace"))
 
     def _basics_command(self) -> tuple[str, str]:
-        """The check of the target (setsid there, the workdir writable), uname and the machine record's files."""
+        """The check of the target (setsid there, the workdir writable), uname and the machine record's files,
+        then the commands of AT_OPEN (each framed by the token; its status after it); the check's status."""
         record, token = self._record_command()
-        return ("command -v setsid >/dev/null && command -v mktemp >/dev/null && "
+        extra = "".join(f"printf '\\n@@%s:%s\\n' {token} {shlex.quote(name)}; {shlex.join(argv)} 2>/dev/null; "
+                        f"printf '\\n@@%s;%s\\n' {token} $?; " for name, argv in AT_OPEN.items())
+        return ("{ command -v setsid >/dev/null && command -v mktemp >/dev/null && "
                 f"mkdir -p {shlex.quote(self.workdir)} && test -w {shlex.quote(self.workdir)} "
-                "&& echo ok && uname -s && uname -n && uname -r && uname -v && uname -m && " + record), token
+                "&& echo ok && uname -s && uname -n && uname -r && uname -v && uname -m && " + record
+                + "; }; rc=$?; " + extra + "exit $rc"), token
 
     def _check_basics(self, proc: Completed, token: str) -> None:
-        """_basics_command's answer: uname and the record's files kept, or a clear error."""
+        """_basics_command's answer: uname, the record's files and the AT_OPEN answers kept, or a clear error."""
+        text, _, extra = proc.stdout.partition(f"\n@@{token}:")
+        for name, out, rc in re.findall(rf"(.*?)\n(.*?)\n@@{token};(\d+)\n(?:\n@@{token}:|$)", extra, re.S):
+            self.answers[name] = Completed(AT_OPEN.get(name, []), int(rc), out, "")
+        proc = Completed(proc.argv, proc.returncode, text, proc.stderr)
         head, mark, _ = proc.stdout.partition(f"\n@@{token} ")
         if mark:
             self._record_ahead = self._record_parse(proc.stdout, token)
@@ -215,13 +235,16 @@ class SshTarget(Target):
                              f"{self.user or 'this user'}: {proc.said()}; set workdir in the target's table")
 
     def close(self) -> None:
-        if self._pending and self._client is not None and self._client.get_transport() \
-                and self._client.get_transport().is_active():
-            self._exec_quietly(":")  # what is owed: the last run directory removed
+        # What is owed: the last run directory removed (a directory owed at a head was never made).
         with self._lock:
-            self._pending = []
+            last = "".join(self._later) + (f"rm -rf -- {shlex.quote(self._spare)}; " if self._spare else "")
+            self._pending, self._later, self._spare = [], [], None
+        if last and self._session is None and self._client is not None and self._client.get_transport() \
+                and self._client.get_transport().is_active():
+            self._exec_quietly(last)
+        with self._lock:
             if self._session is not None:
-                self._session.close()
+                self._session.close(last)  # sent, not waited for: no round trip
                 self._session = None
             if self._sftp is not None:
                 try:
@@ -267,7 +290,7 @@ class SshTarget(Target):
     # -- commands
     def _open_channel(self, command: str) -> paramiko.Channel:
         with self._lock:
-            owed, self._pending = self._pending, []
+            owed, self._pending, self._later = self._pending + self._later, [], []
         try:
             chan = self.transport.open_session(timeout=CHANNEL_OPEN_TIMEOUT_S)
             chan.exec_command("".join(owed) + command)
@@ -335,12 +358,15 @@ class SshTarget(Target):
             session.lock.release()
 
     def _through(self, session: ssh_session.Session, text: str, *, supervised: bool, timeout: float | None,
-                 what: str) -> tuple[bytes, bytes, int]:
+                 what: str, main: bool = False) -> tuple[bytes, bytes, int]:
         """`text` through the session, what is owed first; TimeoutError once a supervised command is stopped."""
         with self._lock:
-            owed, self._pending = self._pending, []
+            owed, later, self._pending, self._later = self._pending, self._later, [], []
         try:
-            return session.call("".join(owed) + text, supervised=supervised,
+            head = "".join(owed)
+            if main and head:  # the agent's own shell: what is owed runs in a subshell, whose exit ends only it
+                head = f"( {head}) </dev/null; "
+            return session.call(head + text, supervised=supervised, later="".join(later), main=main,
                                 deadline=time.monotonic() + timeout if timeout else None)
         except ssh_session.Lost:
             t = self._client.get_transport() if self._client else None
@@ -450,7 +476,23 @@ class SshTarget(Target):
         except TargetError:
             pass
 
-    def spawn(self, argv, *, cwd, log) -> "SshProcess":
+    def spawn(self, argv, *, cwd, log) -> "SshProcess | SessionJob":
+        """A background process group: a job of the session agent (one request, no channel), else on a channel
+        of its own whose supervisor watches it."""
+        fd = next((n for n in JOB_FDS if n not in self._job_fds), None)
+        if self._session is not None and fd is not None:
+            self._job_fds.add(fd)
+            try:
+                out = self._job_call(f"jobstart {fd} {shlex.join([cwd, log, *argv])}", "starting " + argv[0])
+            except BaseException:
+                self._job_fds.discard(fd)
+                raise
+            words = out.stdout.split()
+            if out.returncode == 0 and len(words) == 4 and words[0] == "rtscope-pid":
+                with self._lock:
+                    self._later.append(f"rm -f -- {shlex.quote(words[3])}; ")  # its FIFO: open, no longer named
+                return SessionJob(self, self._session, fd, list(argv), int(words[1]), int(words[2]), log)
+            self._job_fds.discard(fd)  # (no mkfifo there?) a channel of its own, which says what is wrong
         self.check(["mkdir", "-p", cwd], "creating the directory of a background process")
         chan = self._supervised(list(argv), cwd, "/dev/null", log)
         first = b""
@@ -468,6 +510,19 @@ class SshTarget(Target):
             self._release(chan)
             raise self._fail(f"cannot start {argv[0]} in the background: {err.strip() or 'no answer'}")
         return SshProcess(self, chan, list(argv), int(words[1]), log)
+
+    def _job_call(self, text: str, what: str) -> Completed:
+        """A request about the session's background jobs, in the agent's own shell; it waits for the session
+        when another thread holds it (a job has no channel to go by instead)."""
+        session = self._session
+        if session is None or not session.alive:
+            raise self._fail(f"the session agent ended before {what}")
+        with session.lock:
+            try:
+                out, err, rc = self._through(session, text, supervised=False, timeout=60, what=what, main=True)
+            except TimeoutError:
+                raise self._fail(f"no answer within 60 s while {what}") from None
+        return Completed(["sh", "-c", text], rc, out.decode(errors="replace"), err.decode(errors="replace"))
 
     # -- files
     def _put_bytes(self, data: bytes, path: str) -> None:
@@ -545,20 +600,28 @@ class SshTarget(Target):
     def mkdtemp(self, prefix="rtscope-run-", parent=None):
         """A new directory's name (random, as mktemp's); it is made, mode 700, by the next command sent, so that
         it exists before anything uses it, without a round trip of its own. That command fails (exit 125,
-        the reason on stderr) when it cannot be made."""
+        the reason on stderr) when it cannot be made. With the session, a run directory is made ahead, after
+        the reply of the request that follows (`_later`), so that a run's head usually finds it made (a test,
+        no process)."""
+        default = parent is None and prefix == "rtscope-run-"
         parent = parent or self.workdir
-        made = posixpath.join(parent, prefix + secrets.token_hex(6))
+        made = (self._spare if default else None) or posixpath.join(parent, prefix + secrets.token_hex(6))
         quoted = shlex.quote(made)
         with self._lock:
-            self._pending.append(f"{{ mkdir -m 700 -- {quoted} 2>/dev/null || {{ mkdir -p -- {shlex.quote(parent)} "
-                                 f"&& mkdir -m 700 -- {quoted}; }}; }} || {{ echo 'rtscope: cannot create the run "
-                                 f"directory {made} on the target' >&2; exit 125; }}; ")
+            self._pending.append(f"[ -d {quoted} ] || {{ mkdir -m 700 -- {quoted} 2>/dev/null || {{ mkdir -p -- "
+                                 f"{shlex.quote(parent)} && mkdir -m 700 -- {quoted}; }}; }} || {{ echo 'rtscope: "
+                                 f"cannot create the run directory {made} on the target' >&2; exit 125; }}; ")
+            self._spare = None
+            if default and self._session is not None:
+                self._spare = posixpath.join(parent, prefix + secrets.token_hex(6))
+                self._later.append(f"mkdir -m 700 -- {shlex.quote(self._spare)} 2>/dev/null; ")
         return made
 
     def remove_tree(self, path) -> None:
-        """Removed by the head of the next command sent (the next run's), or when the target is closed."""
+        """Removed by the next command sent (after its reply with the session, else at its head), or when the
+        target is closed."""
         with self._lock:
-            self._pending.append(f"rm -rf -- {shlex.quote(path)}; ")
+            self._later.append(f"rm -rf -- {shlex.quote(path)}; ")
 
     def free_bytes(self, path):
         proc = self._exec_plain(f"df -Pk {shlex.quote(path)}")
@@ -602,6 +665,62 @@ class SshProcess:
         self.target._release(self.chan)
         if "survived" in err:
             raise self.target._fail(err.strip().splitlines()[-1])
+
+    def log_tail(self, chars: int = 600) -> str:
+        text = self.target.read_files([self.log]).get(self.log) or ""
+        return text.strip()[-chars:]
+
+
+class SessionJob:
+    """A background process group on an SSH target, a job of the session agent: started, asked and stopped by
+    requests (ssh_shell.JOBS_FUNCTION); killed by its watcher when the agent ends, however it ends."""
+
+    def __init__(self, target: SshTarget, session: ssh_session.Session, fd: int, argv: list[str], pid: int,
+                 watcher: int, log: str):
+        self.target, self.session, self.fd, self.argv, self.pid, self.watcher, self.log = \
+            target, session, fd, argv, pid, watcher, log
+        self._state: tuple[float, int | None] | None = None  # (when, exit status or None while it runs)
+        self._stopped = False
+
+    def _ask(self, text: str, what: str) -> str:
+        """`text` after the job's state (kept); the rest of the answer. A job whose agent ended was killed."""
+        if self._stopped or self.session is not self.target.session:
+            self._state = (time.monotonic(), self._state[1] if self._state and self._state[1] is not None else -1)
+            return ""
+        out = self.target._job_call(f"jobstate {self.pid}; {text}", what).stdout
+        state, _, rest = out.partition("\n")
+        self._state = (time.monotonic(), None if state.strip() == "-" else int(state or -1))
+        return rest
+
+    def running(self) -> bool:
+        if self._state is None or time.monotonic() - self._state[0] > JOB_FRESH:
+            self._ask(":", f"asking about {self.argv[0]}")
+        return self._state[1] is None
+
+    def exit_code(self) -> int | None:
+        if self._state is None or self._state[1] is None:
+            self._ask(":", f"asking about {self.argv[0]}")
+        return self._state[1]
+
+    def members(self) -> int:
+        try:
+            return int(self._ask(f"members {self.pid}", f"counting the processes of {self.argv[0]}").strip() or 0)
+        except ValueError:
+            return 0
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        if self.session is not self.target.session:  # its agent ended: its watcher killed it
+            self._stopped = True
+            return
+        proc = self.target._job_call(f"jobstop {self.fd} {self.pid} {self.watcher}", f"stopping {self.argv[0]}")
+        self._stopped = True
+        state = proc.stdout.strip()
+        self._state = (time.monotonic(), int(state) if state.lstrip("-").isdigit() else -1)
+        self.target._job_fds.discard(self.fd)
+        if proc.returncode != 0:
+            raise self.target._fail(proc.said())
 
     def log_tail(self, chars: int = 600) -> str:
         text = self.target.read_files([self.log]).get(self.log) or ""

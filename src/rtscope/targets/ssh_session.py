@@ -7,12 +7,14 @@ So SshTarget opens one channel when it connects and starts this agent on it: the
 file runs again. The agent reads requests on its standard input and streams each command's output back as
 the command writes it; a command then costs one round trip.
 
-    request:  "@@q TOKEN KIND\n" the shell text "\n@@TOKEN.\n"   (KIND p: a helper, its stdin /dev/null;
-                                                                 s: under supervise, which a "stop" line stops)
+    request:  "@@q TOKEN KIND\n" the shell text ["\n@@TOKEN;\n" text for later] "\n@@TOKEN.\n"
+              (KIND p: a helper, its stdin /dev/null; s: under supervise, which a "stop" line stops;
+               m: the agent's background jobs, in its own shell)
     reply:    stdout: the text's stdout, then "@@TOKEN=STATUS\n"; stderr: the text's stderr, then "@@TOKEN=\n"
 
 Each request's text runs in a subshell (its `cd`, `exit` and variables stay there), with the functions of
-ssh_shell.py defined once. TOKEN is random per request and never seen by the command, so its output cannot
+ssh_shell.py defined once. The text for later runs after the reply, while rtscope takes the result in: what
+need not delay it (the last run directory removed, the next one made ahead). TOKEN is random per request and never seen by the command, so its output cannot
 end the reply early. A command is stopped (a timeout, Ctrl-C, SIGTERM, the fleet's interrupt) by the line
 "stop", which supervise's watcher reads while the command runs (between commands the agent ignores it);
 when the channel ends (rtscope closes it, is killed, the network goes) the watcher reads end of file and
@@ -30,7 +32,7 @@ import time
 
 import paramiko
 
-from .ssh_shell import BATCH_FUNCTION, READ_FUNCTION, SUPERVISE_FUNCTION
+from .ssh_shell import BATCH_FUNCTION, JOBS_FUNCTION, READ_FUNCTION, SUPERVISE_FUNCTION
 
 READY_TIMEOUT = 30.0  # seconds for the login shell (rc files included) to start the agent
 STOP_WAIT = 15.0      # seconds for a stopped command's reply
@@ -38,22 +40,31 @@ HELLO = b"@@rtscope-session "
 
 # $1 TOKEN and $2 a first request's text (optional): run before the loop, so that the check of the target
 # costs no round trip of its own.
-AGENT = SUPERVISE_FUNCTION + READ_FUNCTION + BATCH_FUNCTION + r'''
+AGENT = SUPERVISE_FUNCTION + READ_FUNCTION + BATCH_FUNCTION + JOBS_FUNCTION + r'''
 reply() { printf '@@%s=%s\n' "$1" "$2"; printf '@@%s=\n' "$1" >&2; }
 printf '@@rtscope-session %s\n' "$$"
 if [ $# -ge 2 ]; then ( eval "$2" ) </dev/null; reply "$1" $?; fi
 while IFS= read -r head; do
   case $head in "@@q "*) ;; *) continue ;; esac
   set -f; set -- $head; set +f
-  tok=$2; kind=$3; script=
+  tok=$2; kind=$3; script=; later=; part=script
   while :; do
     IFS= read -r l || exit 0
     [ "$l" = "@@$tok." ] && break
-    script="$script$l
+    if [ "$l" = "@@$tok;" ]; then part=later
+    elif [ $part = script ]; then script="$script$l
 "
+    else later="$later$l
+"
+    fi
   done
-  if [ "$kind" = s ]; then ( eval "$script" ); else ( eval "$script" ) </dev/null; fi
+  case $kind in
+    s) ( closejobs; eval "$script" ) ;;
+    m) eval "$script" ;;
+    *) ( closejobs; eval "$script" ) </dev/null ;;
+  esac
   reply "$tok" $?
+  [ -z "$later" ] || ( closejobs; eval "$later" ) </dev/null >/dev/null 2>&1
 done
 '''
 
@@ -128,8 +139,10 @@ class Session:
         t = self.chan.get_transport()
         return not self.chan.closed and not self.chan.exit_status_ready() and t is not None and t.is_active()
 
-    def call(self, script: str, *, supervised: bool, deadline: float | None) -> tuple[bytes, bytes, int]:
-        """Run `script` (shell text; its stdin /dev/null unless supervised); its stdout, stderr and status.
+    def call(self, script: str, *, supervised: bool, deadline: float | None, later: str = "",
+             main: bool = False) -> tuple[bytes, bytes, int]:
+        """Run `script` (shell text; its stdin /dev/null unless supervised; in the agent's own shell when `main`:
+        the jobs' functions only), and `later` after the reply; its stdout, stderr and status.
         At `deadline`, or on any exception while waiting (Ctrl-C, SIGTERM), a supervised command is stopped
         and its reply awaited, then TimeoutError (or that exception) is raised; a helper cannot be stopped,
         so the session is closed instead. Lost when the channel or the agent ends first."""
@@ -137,7 +150,7 @@ class Session:
         self.requests += 1
         try:
             with self._sending:
-                self.chan.sendall(f"@@q {tok} {'s' if supervised else 'p'}\n{script}\n@@{tok}.\n".encode())
+                self.chan.sendall(_request(tok, "s" if supervised else "m" if main else "p", script, later))
         except (OSError, EOFError, paramiko.SSHException) as e:
             raise Lost(str(e)) from None
         except BaseException:
@@ -187,13 +200,22 @@ class Session:
         except (OSError, EOFError, paramiko.SSHException):
             pass
 
-    def close(self) -> None:
-        """End the agent: its stdin closes, it exits (a command still running is killed by its watcher)."""
+    def close(self, last: str = "") -> None:
+        """End the agent: its stdin closes, it exits (a command still running is killed by its watcher, a job
+        by its own). `last` (shell text: what is owed, the last run directory removed) is sent before, and not
+        waited for: sshd hands it to the agent before the end of its input, and the agent runs it."""
         try:
+            if last and self.alive:
+                with self._sending:
+                    self.chan.sendall(_request(secrets.token_hex(8), "p", last, ""))
             self.chan.shutdown_write()
         except (OSError, EOFError, paramiko.SSHException):
             pass
         self.chan.close()
+
+
+def _request(tok: str, kind: str, script: str, later: str) -> bytes:
+    return (f"@@q {tok} {kind}\n{script}\n" + (f"@@{tok};\n{later}\n" if later else "") + f"@@{tok}.\n").encode()
 
 
 class _Stream:

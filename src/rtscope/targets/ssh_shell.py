@@ -2,7 +2,8 @@
 
 Both ways of reaching the target use these: a command on its own SSH channel (ssh.py's fallback) and the
 session agent that keeps one channel for a whole experiment (ssh_session.py). They are plain POSIX sh (dash,
-busybox ash, bash as sh), with only setsid, cat and grep (optional) besides the shell's builtins.
+busybox ash, bash as sh), with only setsid, cat, mkdir, rm, mkfifo (the agent's background jobs) and grep
+(optional) besides the shell's builtins.
 """
 
 from __future__ import annotations
@@ -26,6 +27,11 @@ members() {
   done
   echo $n
 }
+# alive SID: whether session SID has a live process. Its process group (SID too: setsid made it) is asked first
+# with the builtin kill, so that the common case, the group gone, starts no process; only a group that still
+# has a process (maybe a zombie) is counted by members. A process that left the group for another one of the
+# session (setpgid) is not seen: the stops kill the group, which does not reach it either.
+alive() { kill -0 -$1 2>/dev/null && [ "$(members $1)" != 0 ]; }
 '''
 
 # supervise DIR STDIN LOG COMMAND...: LOG "-" is the channel. In spawn mode (LOG given) the first line of stdout
@@ -43,22 +49,68 @@ supervise() {
   (
     while IFS= read -r l <&3; do [ "$l" = stop ] && break; done
     kill -TERM -$pid 2>/dev/null; n=0
-    while [ "$(members $pid)" != 0 ] && [ $n -lt 20 ]; do sleep 0.1; n=$((n+1)); done
+    while alive $pid && [ $n -lt 20 ]; do sleep 0.1; n=$((n+1)); done
     kill -KILL -$pid 2>/dev/null
   ) 3<&3 &
   watcher=$!
   exec 3<&-
   wait $pid; rc=$?
   kill $watcher 2>/dev/null; wait $watcher 2>/dev/null  # gone before anything reads stdin again
-  if [ "$(members $pid)" != 0 ]; then
+  if alive $pid; then
     kill -TERM -$pid 2>/dev/null; sleep 1; kill -KILL -$pid 2>/dev/null; sleep 0.2
-    [ "$(members $pid)" != 0 ] && echo "rtscope: processes of session $pid survived SIGKILL" >&2
+    alive $pid && echo "rtscope: processes of session $pid survived SIGKILL" >&2
   fi
   return $rc
 }
 '''
 # $1 working directory, $2 stdin file, $3 log file ("-": the channel), then the command.
 SUPERVISOR = SUPERVISE_FUNCTION + 'supervise "$@"; exit $?\n'
+
+# The session agent's background jobs (spawn: load generators, PM QoS holders), in the agent's own shell so that
+# it can wait for them. Each job has a watcher that reads a FIFO whose only writer is the agent's fd FD (4..9):
+# when the agent closes FD (a stop) or ends however it ends (its channel closed, the connection lost, killed),
+# the watcher reads end of file and kills the job's session. `jobfds` lists those fds; every other process the
+# agent starts closes them first (closejobs), so that only the agent holds a job's FIFO open.
+# jobstart FD DIR LOG COMMAND...: prints "rtscope-pid PID WATCHER FIFO".
+# jobstate PID: "-" while the job runs, else its exit status.  jobstop FD PID WATCHER: the stop, then its state
+# (status 1 when processes of its session survived SIGKILL).
+JOBS_FUNCTION = r'''
+jobfds=
+closejobs() { for f in $jobfds; do eval "exec $f>&-"; done; }
+jobstart() {
+  fd=$1; dir=$2; log=$3; shift 3
+  [ -d "$dir" ] || mkdir -p -- "$dir" 2>/dev/null || { echo "rtscope: cannot create directory $dir on the target" >&2; return 125; }
+  ( closejobs; cd "$dir" || exit 125; exec setsid "$@" ) </dev/null >"$log" 2>&1 &
+  pid=$!; fifo=$dir/.rtscope-job-$pid
+  mkfifo -m 600 "$fifo" || { kill -KILL -$pid 2>/dev/null; kill -KILL $pid 2>/dev/null; return 125; }
+  ( closejobs
+    while IFS= read -r l; do [ "$l" = stop ] && break; done
+    kill -TERM -$pid 2>/dev/null; n=0
+    while alive $pid && [ $n -lt 20 ]; do sleep 0.1; n=$((n+1)); done
+    kill -KILL -$pid 2>/dev/null; n=0
+    while alive $pid && [ $n -lt 5 ]; do sleep 0.1; n=$((n+1)); done
+    ! alive $pid ) <"$fifo" >/dev/null 2>&1 &
+  watcher=$!
+  eval "exec $fd>\"\$fifo\""
+  jobfds="$jobfds $fd"
+  echo "rtscope-pid $pid $watcher $fifo"
+}
+jobstate() {
+  eval "rc=\${jobrc_$1-}"
+  if [ -z "$rc" ]; then
+    l=; { read -r l </proc/$1/stat; } 2>/dev/null
+    case ${l##*) } in ""|Z*) wait $1; rc=$?; eval "jobrc_$1=$rc" ;; *) echo -; return 0 ;; esac
+  fi
+  echo "$rc"
+}
+jobstop() {
+  eval "exec $1>&-"
+  l=; for f in $jobfds; do [ "$f" = "$1" ] || l="$l $f"; done; jobfds=$l
+  wait $3; w=$?
+  jobstate $2
+  [ $w = 0 ] || { echo "rtscope: processes of session $2 survived SIGKILL" >&2; return 1; }
+}
+'''
 
 # readfile TOKEN FILE: "\n@@TOKEN FILE\n" and its text, or "\n@@TOKEN!" after it when it cannot be read.
 READ_FUNCTION = r'''
