@@ -36,18 +36,22 @@ def cli(capsys, monkeypatch):
     from rtscope.cli import main
 
     from rtscope import targets
+    from rtscope.settings import environments
 
     def call(*args: str) -> Result:
         monkeypatch.setattr(sys, "argv", ["rtscope", *map(str, args)])
         code = 0
-        defined = dict(targets.TARGETS)   # what a spec defines dies with its process: one call's, with the call
+        # What a spec defines (targets, environments) dies with its process: one call's, with the call.
+        registries = (targets.TARGETS, environments.ENVIRONMENTS)
+        defined = [dict(r) for r in registries]
         try:
             main()
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         finally:
-            targets.TARGETS.clear()
-            targets.TARGETS.update(defined)
+            for registry, before in zip(registries, defined):
+                registry.clear()
+                registry.update(before)
         captured = capsys.readouterr()
         return Result(code, captured.out, captured.err)
 
