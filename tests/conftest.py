@@ -98,13 +98,17 @@ def rtprobe() -> Path:
 
 @pytest.fixture(autouse=True)
 def clean_targets():
-    """Targets defined by a test are forgotten after it (a module's fixture keeps its own for its tests: it is
-    set up first). Every test: a QEMU target left defined made each later `rtscope targets` boot its guest."""
+    """Targets and environments defined by a test are forgotten after it (a module's fixture keeps its own for
+    its tests: it is set up first). Every test: a QEMU target left defined made each later `rtscope targets` boot
+    its guest; a shipped spec parsed (its [environments.pod]) made a later test's own `pod` a redefinition."""
     from rtscope import targets
-    before = dict(targets.TARGETS)
+    from rtscope.settings import environments
+    registries = (targets.TARGETS, environments.ENVIRONMENTS)
+    before = [dict(r) for r in registries]
     yield
-    targets.TARGETS.clear()
-    targets.TARGETS.update(before)
+    for registry, kept in zip(registries, before):
+        registry.clear()
+        registry.update(kept)
 
 
 @pytest.fixture(autouse=True)

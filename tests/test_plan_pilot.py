@@ -30,7 +30,7 @@ def _run_medians(db, experiment: str) -> dict[int, list[float]]:
 
 
 @pytest.mark.timing
-def test_pilot_plan_sized_experiment_detects_the_change(cli, db, tmp_path, rtprobe, capsys):
+def test_pilot_plan_sized_experiment_detects_the_change(cli, db, tmp_path, rtprobe, capsys, record_stall):
     spec = tmp_path / "pilot.toml"
     spec.write_text(PILOT)
     r = cli("run", spec, "--db", db)
@@ -76,6 +76,11 @@ def test_pilot_plan_sized_experiment_detects_the_change(cli, db, tmp_path, rtpro
     r = cli("compare", "--experiment", "plan-pilot-sized", "--baseline", "n=20000", "--json", "--db", db)
     assert r.code == 0, r.err
     rows = {row["metric"]: row for row in json.loads(r.out)["comparisons"][0]["rows"]}
+    # This VM changes speed now and then, up to 3x, for seconds: a whole run then far from its configuration's
+    # others (a CI-like run here: one run's median 14.8 µs among 8.0-8.2 µs) is a recorded stall.
+    shifted = [m for ms in means.values() for m in ms if m > 1.5 * float(np.median(ms))]
+    if shifted:
+        record_stall(f"{len(shifted)} run(s) at over 1.5x their configuration's median run: {shifted}")
     assert rows["median"]["verdict"] == "worse", (rows["median"], means)
     # the run as the unit: Welch's t-test on the per-run medians calls it too
     p = welch(np.asarray(means[32000]), np.asarray(means[20000]))[0]

@@ -12,7 +12,7 @@ import importlib
 import sys
 
 from ..errors import RtscopeError
-from .common import EXIT_SPOOLED, app, err_console, escape, store_error
+from .common import EXIT_SPOOLED, OPENED, app, err_console, escape, store_error
 
 # One module per command, named after it (`import_`: `import` is a keyword; `db`'s sub-commands share `db`), in
 # the order `rtscope --help` lists them.
@@ -39,3 +39,5 @@ def main() -> None:
         from ..store import unreachable
         err_console.print(f"[bold red]rtscope: error:[/] {escape(said)}", soft_wrap=True)
         sys.exit(EXIT_SPOOLED if unreachable(e) else 1)
+    finally:
+        OPENED.clear()   # the command's stores are let go (main called again in one process opens its own)

@@ -75,7 +75,9 @@ def files_changed(setting: str, writes: list[tuple[str, str, str]], ctx: RunCont
     if proc.returncode != 0:
         raise RtscopeError(f"{setting}: cannot keep the original values in {journal} on target {target.name}: "
                            f"{proc.said()}")
-    changed: list[tuple[str, str, str]] = []
+    # Until the writes are known, every one may have happened: a signal that stops them midway (SIGTERM right
+    # after the kernel took a value) must still have it written back.
+    changed: list[tuple[str, str, str]] = list(writes)
     try:
         errors = write_many(target, [(p, new) for p, new, _ in writes])
         changed = [w for w, e in zip(writes, errors) if e is None]  # a refused write changed nothing

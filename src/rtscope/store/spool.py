@@ -174,17 +174,18 @@ class Spool:
 
     # --- what is there ------------------------------------------------------------------------------------
     def files(self) -> list[Path]:
-        """The entries waiting, oldest first (none when the directory does not exist)."""
+        """The entries waiting, oldest first (none when the directory does not exist, or is another user's:
+        a spool this user cannot read is not its own to write)."""
         try:
             names = os.listdir(self.dir)
-        except FileNotFoundError:
+        except (FileNotFoundError, PermissionError):
             return []
         return [self.dir / n for n in sorted(names) if n.endswith(SUFFIX) and not n.startswith(".")]
 
     def corrupt_files(self) -> list[Path]:
         try:
             return [self.dir / n for n in sorted(os.listdir(self.dir)) if n.endswith(CORRUPT)]
-        except FileNotFoundError:
+        except (FileNotFoundError, PermissionError):
             return []
 
     def pending_runs(self) -> int:

@@ -33,7 +33,6 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-import select
 import secrets
 import shlex
 import socket
@@ -321,7 +320,7 @@ class SshTarget(Target):
                 raise self._fail(f"the connection was lost while running {what}")
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError
-            select.select([chan], [], [], 0.05)
+            ssh_session.wait_readable(chan)
 
     def _stop(self, chan: paramiko.Channel) -> None:
         """Close the supervisor's stdin (it kills the group) and wait for its report."""
@@ -503,7 +502,7 @@ class SshTarget(Target):
             elif chan.exit_status_ready():
                 break
             else:
-                select.select([chan], [], [], 0.05)
+                ssh_session.wait_readable(chan)
         words = first.decode(errors="replace").split()
         if len(words) < 2 or words[0] != "rtscope-pid":
             err = chan.recv_stderr(4096).decode(errors="replace") if chan.recv_stderr_ready() else ""

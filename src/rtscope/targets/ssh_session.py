@@ -34,6 +34,14 @@ import paramiko
 
 from .ssh_shell import BATCH_FUNCTION, JOBS_FUNCTION, READ_FUNCTION, SUPERVISE_FUNCTION
 
+
+def wait_readable(chan: paramiko.Channel, timeout_s: float = 0.05) -> None:
+    """Until the channel has something to read (or closes), at most timeout_s. poll, not select: select fails
+    on a descriptor above 1023, which a controller of many boards (a socket and a channel pipe each) reaches."""
+    poller = select.poll()
+    poller.register(chan.fileno(), select.POLLIN)
+    poller.poll(timeout_s * 1000)
+
 READY_TIMEOUT = 30.0  # seconds for the login shell (rc files included) to start the agent
 STOP_WAIT = 15.0      # seconds for a stopped command's reply
 HELLO = b"@@rtscope-session "
@@ -121,7 +129,7 @@ class Session:
             if time.monotonic() > deadline:
                 chan.close()
                 raise Unavailable(f"it did not start within {timeout:.0f} s")
-            select.select([chan], [], [], 0.05)
+            wait_readable(chan)
         session = cls(chan)
         line, _, rest = got[got.index(HELLO) + len(HELLO):].partition(b"\n")
         session.pid = int(line) if line.isdigit() else None
@@ -178,7 +186,7 @@ class Session:
                 raise Lost("the channel ended")
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError
-            select.select([chan], [], [], 0.05)
+            wait_readable(chan)
 
     def _settle(self, reply: "_Reply", supervised: bool) -> None:
         """After a timeout or an exception mid-request: stop the command and take its reply, so that the
