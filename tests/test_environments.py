@@ -22,7 +22,7 @@ from rtscope.experiment.runner import execute
 from rtscope.experiment.spec import build_request
 from rtscope.runtimes import RUNTIMES
 from rtscope.store import Store
-from test_environments_units import clean_registry, storage_request  # noqa: F401  (clean_registry: autouse)
+from test_environments_units import storage_request
 
 pytestmark = pytest.mark.real
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from rtscope.settings import environments as envs
 from rtscope.settings.environments import define_environment, load_environments, load_environments_file, resolve
 from rtscope.errors import RtscopeError, UsageError
 from rtscope.experiment.runner import execute
@@ -17,13 +16,6 @@ from rtscope.store import Store
 
 pytestmark = pytest.mark.fast
 
-
-@pytest.fixture(autouse=True)
-def clean_registry():
-    before = dict(envs.ENVIRONMENTS)
-    yield
-    envs.ENVIRONMENTS.clear()
-    envs.ENVIRONMENTS.update(before)
 
 
 def storage_request(env: str, target: str, variant: str = "write", **params):

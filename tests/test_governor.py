@@ -58,20 +58,24 @@ def test_restored_when_the_run_fails_or_is_interrupted(tmp_path):
 def test_a_signal_right_after_the_kernel_took_the_values_still_restores_them(tmp_path, monkeypatch):
     """SIGTERM (or Ctrl-C) arriving once the values are written but before the setting knows it: they are still
     written back (a CI run once left scaling_min_freq at its maximum after a SIGTERM just then)."""
+    import os
     from rtscope.settings import undo
-    real = undo.write_many
+    real, calls = undo.write_many, []
 
-    def written_then_interrupted(target, writes):
-        real(target, writes)
-        raise KeyboardInterrupt
+    def written_then_interrupted(target, writes):   # the first call (the setting's) interrupted; the undo's not
+        errors = real(target, writes)
+        calls.append(writes)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return errors
 
     monkeypatch.setattr(undo, "write_many", written_then_interrupted)
     root = fake_sysfs(tmp_path)
     with pytest.raises(KeyboardInterrupt):
         with cpufreq_applied("scaling_min_freq", "max", root=root):
             pass
-    monkeypatch.setattr(undo, "write_many", real)
     assert read(root, 0, "scaling_min_freq") == read(root, 1, "scaling_min_freq") == "600000"
+    assert not list(Path(undo.JOURNAL_DIR).glob(f"*-{os.getpid()}-*.undo"))   # its journal went too
 
 
 def test_a_cpu_without_cpufreq_makes_the_setting_unavailable_and_nothing_changes(tmp_path):

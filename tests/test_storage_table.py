@@ -8,7 +8,6 @@ import json
 import numpy as np
 import pytest
 
-from rtscope.settings import environments as envs
 from rtscope.analysis.storage import column_label, column_rank, environment_order, merge_histograms
 from rtscope.analysis.storage import human_time
 from rtscope.paths import repo_file
@@ -20,13 +19,6 @@ pytestmark = pytest.mark.fast
 
 FIXTURES = repo_file("tests", "fixtures", "fio")
 
-
-@pytest.fixture(autouse=True)
-def clean_registry():
-    before = dict(envs.ENVIRONMENTS)
-    yield
-    envs.ENVIRONMENTS.clear()
-    envs.ENVIRONMENTS.update(before)
 
 
 def fake_run(settings: dict, runtime: str = "native") -> Run:

@@ -13,7 +13,7 @@ import pytest
 
 from rtscope.settings.environments import define_environment
 from rtscope.store import Store
-from test_storage_table import clean_registry, run_storage  # noqa: F401  (clean_registry: autouse)
+from test_storage_table import run_storage
 
 pytestmark = pytest.mark.real
 
