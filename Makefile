@@ -4,7 +4,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-# Compiling runs in parallel; the tests run one at a time (they measure timing).
+# Compiling runs in parallel; so do the tests, two at a time, but those marked `alone` (docs/testing.md).
 JOBS   := -j$(shell nproc 2>/dev/null || echo 2)
 STAMP  := $(VENV)/.installed
 
@@ -54,12 +54,19 @@ demo: setup
 # The fast tier (docs/testing.md): Python and the built probes only, no root, tracefs, QEMU, sshd, PostgreSQL,
 # Erlang VM or browser; at most 3 minutes here. `make test` runs it too, with the real tier.
 check: system-deps venv probes check-specs check-imports
-	$(BIN)/python -m pytest -q -rs -m fast --durations=10
+	$(BIN)/python -m pytest -q -rs -m fast -n 2 --durations=10
 
 test: setup test-probes test-cbtask test-cross test-beam check-specs check-imports test-python
 
+# Two phases (docs/testing.md): every test but the `alone` ones, two at a time (pytest-xdist, a file's tests in one
+# process, its module fixtures made once); then the `alone` ones one after the other, with nothing beside them:
+# they judge real timing, load every CPU, or read or change what the whole machine shares.
+# A failure in the first phase fails the target after the second has run too.
 test-python: setup
-	$(BIN)/python -m pytest -q -rs --durations=20
+	status=0; \
+	$(BIN)/python -m pytest -q -rs -m "not alone" -n 2 --dist loadfile --durations=20 || status=$$?; \
+	$(BIN)/python -m pytest -q -rs -m alone -p no:xdist --durations=20 || status=$$?; \
+	exit $$status
 
 # Every shipped spec must validate (runs this machine cannot make are skipped by the specs themselves).
 check-specs: venv probes

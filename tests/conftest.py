@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 # The suite's rules, as hooks: each test's tier, and the one rule for judging real timing (docs/testing.md).
+from registries import definitions_forgotten
 from realtiming import pytest_runtest_protocol, pytest_terminal_summary, record_stall  # noqa: F401
 from tiers import pytest_collection_modifyitems  # noqa: F401
 
@@ -99,16 +100,11 @@ def rtprobe() -> Path:
 @pytest.fixture(autouse=True)
 def clean_targets():
     """Targets and environments defined by a test are forgotten after it (a module's fixture keeps its own for
-    its tests: it is set up first). Every test: a QEMU target left defined made each later `rtscope targets` boot
-    its guest; a shipped spec parsed (its [environments.pod]) made a later test's own `pod` a redefinition."""
-    from rtscope import targets
-    from rtscope.settings import environments
-    registries = (targets.TARGETS, environments.ENVIRONMENTS)
-    before = [dict(r) for r in registries]
-    yield
-    for registry, kept in zip(registries, before):
-        registry.clear()
-        registry.update(kept)
+    its tests: it is set up first; one that parses a spec for its store forgets them itself, tests/registries.py).
+    Every test: a QEMU target left defined made each later `rtscope targets` boot its guest; a shipped spec parsed
+    (its [environments.pod]) made a later test's own `pod` a redefinition."""
+    with definitions_forgotten():
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -21,7 +21,7 @@ from rtscope.analysis.explain_shares import culprit as culprit_name
 from rtscope.store import Store
 from test_explain_units import CPUS, spec
 
-pytestmark = pytest.mark.real
+pytestmark = [pytest.mark.real, pytest.mark.alone]
 
 WHY = culprit.tracing_unavailable()
 needs_tracing = pytest.mark.skipif(WHY is not None, reason=WHY or "")

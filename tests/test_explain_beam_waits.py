@@ -13,7 +13,7 @@ import pytest
 
 import culprit
 
-pytestmark = pytest.mark.real
+pytestmark = [pytest.mark.real, pytest.mark.alone]
 
 HOLD_MS = 20   # above this VM's own noise (~4 ms)
 

@@ -24,7 +24,7 @@ from rtscope.analysis.explain_shares import culprit as culprit_name
 from rtscope.store import Store
 from rtscope.targets import tracefs
 
-pytestmark = pytest.mark.real
+pytestmark = [pytest.mark.real, pytest.mark.alone]
 
 CPUS = sorted(os.sched_getaffinity(0))
 WHY = culprit.tracing_unavailable()

@@ -19,7 +19,7 @@ from rtscope.store import Store
 from proc_helpers import default_signals
 from test_load_units import spec
 
-pytestmark = pytest.mark.real
+pytestmark = [pytest.mark.real, pytest.mark.alone]
 
 needs_stress = pytest.mark.skipif(shutil.which("stress-ng") is None, reason="stress-ng not installed")
 NCPU = len(os.sched_getaffinity(0))

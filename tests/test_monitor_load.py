@@ -11,7 +11,7 @@ import pytest
 from rtscope.experiment import monitor as mon
 from rtscope.store import Store
 
-pytestmark = pytest.mark.real
+pytestmark = [pytest.mark.real, pytest.mark.alone]
 
 
 def test_intervals_alternate_idle_and_load_and_keep_per_cpu_histograms(cli, db, monkeypatch):

@@ -15,7 +15,7 @@ from rtscope.analysis import plan_sizing
 from rtscope.analysis.compare import welch
 from test_plan import PILOT
 
-pytestmark = pytest.mark.real
+pytestmark = [pytest.mark.real, pytest.mark.alone]
 
 
 def _run_medians(db, experiment: str) -> dict[int, list[float]]:

@@ -25,6 +25,7 @@ markers =
     fast: f
     real: r
     timing: t
+    alone: a
 """
 
 
@@ -39,7 +40,7 @@ def test_a_stall_recorded_by_the_test_gives_one_more_measurement(inner, monkeypa
     monkeypatch.setattr(realtiming, "host_steal_ticks", lambda: 0)   # the host stole nothing
     inner.makepyfile(test_inner="""
 import pytest
-pytestmark = [pytest.mark.real, pytest.mark.timing]
+pytestmark = [pytest.mark.real, pytest.mark.alone, pytest.mark.timing]
 TRIES = []
 
 def test_stalls_once(record_stall, tmp_path):
@@ -68,7 +69,7 @@ def test_the_hosts_steal_is_a_recorded_reason_and_a_second_failure_fails(inner, 
     monkeypatch.setattr(realtiming, "host_steal_ticks", lambda: next(ticks))
     inner.makepyfile(test_inner="""
 import pytest
-pytestmark = [pytest.mark.real, pytest.mark.timing]
+pytestmark = [pytest.mark.real, pytest.mark.alone, pytest.mark.timing]
 TRIES = []
 
 def test_always_late():
@@ -81,7 +82,7 @@ def test_always_late():
                             "*AssertionError: try 2*"])
 
 
-def test_a_test_in_no_tier_or_a_fast_timing_test_is_refused(inner):
+def test_a_test_in_no_tier_a_fast_timing_test_or_one_not_alone_is_refused(inner):
     inner.makepyfile(test_untiered="def test_x():\n    pass\n")
     r = inner.runpytest_inprocess()
     assert r.ret == pytest.ExitCode.USAGE_ERROR
@@ -92,6 +93,11 @@ def test_a_test_in_no_tier_or_a_fast_timing_test_is_refused(inner):
     r = inner.runpytest_inprocess()
     assert r.ret == pytest.ExitCode.USAGE_ERROR
     r.stderr.fnmatch_lines(["*judges real timing belongs to the real tier: test_untiered.py::test_x*"])
+    inner.makepyfile(test_untiered="import pytest\npytestmark = [pytest.mark.real, pytest.mark.timing]\n"
+                                   "def test_x():\n    pass\n")
+    r = inner.runpytest_inprocess()
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    r.stderr.fnmatch_lines(["*judges real timing must run alone*test_untiered.py::test_x*"])
 
 
 def test_stalled_and_the_steal_counter():

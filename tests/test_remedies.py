@@ -15,7 +15,7 @@ import sshd
 from rtscope.store import Store
 from test_remedies_units import CPUS
 
-pytestmark = pytest.mark.real
+pytestmark = [pytest.mark.real, pytest.mark.alone]
 
 WHY = culprit.tracing_unavailable()
 needs_tracing = pytest.mark.skipif(WHY is not None or len(CPUS) < 2, reason=WHY or "needs 2 CPUs")

@@ -29,7 +29,7 @@ from proc_helpers import default_signals
 from test_remedy_settings_units import exec_spec
 
 ROOT = os.geteuid() == 0
-pytestmark = [pytest.mark.real, pytest.mark.skipif(not ROOT, reason="needs root: the settings write /proc and /sys")]
+pytestmark = [pytest.mark.real, pytest.mark.alone, pytest.mark.skipif(not ROOT, reason="needs root: the settings write /proc and /sys")]
 
 WQ = Path("/sys/devices/virtual/workqueue/cpumask")
 RT = Path("/proc/sys/kernel/sched_rt_runtime_us")

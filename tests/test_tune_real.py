@@ -8,7 +8,7 @@ import pytest
 
 from rtscope.runtimes import RUNTIMES
 
-pytestmark = pytest.mark.real
+pytestmark = [pytest.mark.real, pytest.mark.alone]
 
 BEAM_SPEC = """name = "beam-sum-tune"
 seed = 3

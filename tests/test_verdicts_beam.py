@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-pytestmark = pytest.mark.real
+pytestmark = [pytest.mark.real, pytest.mark.alone]
 
 
 def need_beam():

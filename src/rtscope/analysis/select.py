@@ -125,9 +125,16 @@ def short_labels(configs: Iterable[Configuration]) -> dict[Configuration, str]:
     setting_names = sorted({k for c in configs for k, _ in c.settings})
     param_names = sorted({k for c in configs for k, _ in c.params})
 
+    kinds = {(c.workload, c.variant, c.runtime) for c in configs}
+
     def varying(names, of, count_absent: bool) -> list[str]:
+        """Names that take different values; unset counts as a value across workloads and runtimes only with
+        count_absent (within one workload, variant and runtime it always does: set on some of its configurations
+        only, such as a governor, it tells them apart)."""
         return [n for n in names
-                if len({value_text(of(c).get(n)) for c in configs if count_absent or n in of(c)}) > 1]
+                if len({value_text(of(c).get(n)) for c in configs if count_absent or n in of(c)}) > 1
+                or any(len({n in of(c) for c in configs if (c.workload, c.variant, c.runtime) == k}) > 1
+                       for k in kinds)]
 
     def labels(count_absent: bool) -> dict[Configuration, str]:
         varying_settings = varying(setting_names, lambda c: c.settings_dict, count_absent)
@@ -143,9 +150,10 @@ def short_labels(configs: Iterable[Configuration]) -> dict[Configuration, str]:
             out[c] = " ".join(parts) or c.label
         return out
 
-    # First only what takes different values where it is set (a runtime's own settings, such as the BEAM's
-    # recorded defaults, do not tell a native and a BEAM configuration apart: the runtime does); then also
-    # what is set on some configurations only; distinct configurations must never share a label.
+    # First only what takes different values where it is set, or is set on some configurations of one workload,
+    # variant and runtime only (a runtime's own settings, such as the BEAM's recorded defaults, do not tell a native and a BEAM
+    # configuration apart: the runtime does); then also what is set on some configurations only; distinct
+    # configurations must never share a label.
     for count_absent in (False, True):
         out = labels(count_absent)
         if len(set(out.values())) == len(out):

@@ -30,7 +30,8 @@ def report(
     figures: Annotated[Optional[Path], typer.Option("--figures", help="Also write every figure as PNG and SVG "
                                                                       "into this directory.")] = None,
     tables: Annotated[Optional[Path], typer.Option("--tables", help="Also write every table as Markdown, LaTeX "
-                                                                    "and CSV into this directory.")] = None,
+                                                                    "and CSV into this directory (a study's own "
+                                                                    "table and its claims too).")] = None,
     dpi: Annotated[int, typer.Option(help="Resolution of the PNG figures (the SVGs are vector).")] = 150,
     title: Annotated[Optional[str], typer.Option(help="Title of the report.")] = None,
     baseline: BaselineOpt = None,

@@ -75,12 +75,14 @@ def unmeasurable(spec: Spec, availability: Availability) -> dict[str, str]:
 
 
 def set_aside(spec: Spec, where: list[tuple[str, str]], command: str) -> dict[str, str]:
-    """Claim id -> why it is not judged in this invocation: claimed at another scale, or outside --where."""
+    """Claim id -> why it is not judged in this invocation: claimed at another scale, or outside --where.
+    command: the reproduce command of this invocation (its `--scale` is replaced by the claim's)."""
     out = {}
+    elsewhere = command.replace(f" --scale {spec.scale}", "") if spec.scale else command
     for claim in spec.claims:
         if claim.scales and spec.scale not in claim.scales:
             out[claim.id] = (f"claimed at scale {' or '.join(claim.scales)} (its configurations exist there only): "
-                             f"`{command} --scale {claim.scales[0]}`")
+                             f"`{elsewhere} --scale {claim.scales[0]}`")
         elif where and not claim.requires and len(cells_of(spec, claim, where)) < len(sides(claim)):
             out[claim.id] = "outside the selection " + " ".join(f"--where {n}={v}" for n, v in where)
     return out

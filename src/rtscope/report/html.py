@@ -35,6 +35,7 @@ from ..fileio import write_atomic
 from ..version import __version__
 from . import lab
 from .model import MAX_OUTLIERS, TAIL_LEVELS, Report, id_ranges, machine_rows
+from .paper_view import claim_rows
 from .template import DRAW_PLOTS, STYLE, TABLES, TEMPLATE
 
 STATS_COLUMNS = tuple((k, h) for k, h in DISPLAY if k in ("n", "mean", "max", "var", "stdev", "p50", "p99", "p999"))
@@ -641,15 +642,7 @@ def paper_section(report: Report, plot) -> dict | None:
                 shown = display_unit(g.unit)[0]
                 hists.append(plot(histogram_figure(g, shown), f"Overlaid latency histograms, samples per {shown} "
                                                               "(log y), as the study drew them."))
-    claims = [{"id": j.claim.id, "text": j.claim.text, "source": j.claim.source, "metric": j.claim.metric,
-               "expect": j.claim.expect.text, "published": j.published_text(), "measured": j.values_text(),
-               "runs": f"{j.runs[1]} vs {j.runs[0]}" if j.claim.two_sided else str(j.runs[0]),
-               "interval": j.interval_text(), "verdict": j.verdict, "css": VERDICT_CSS[j.verdict],
-               "why": "; ".join(x for x in (
-                   f"{j.runs_needed} runs per configuration would decide it at 80 % power"
-                   if j.runs_needed is not None else "", j.reason,
-                   f"`{v.commands[j.claim.id]}`" if j.claim.id in v.commands else "") if x)}
-              for j in v.claims]
+    claims = [row | {"css": VERDICT_CSS[row["verdict"]]} for row in claim_rows(v)]
     return {"view": v, "histograms": hists, "claims": claims,
             "tested": sum(j.p_holm is not None for j in v.claims)}
 

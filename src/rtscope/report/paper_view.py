@@ -6,7 +6,8 @@ histograms; benchee's ips, average, deviation, median, 99th %; mean time per pas
 task with slope, intercept, r and r²), each measured figure with the published one beside it; then the claims
 with their verdicts, judged as `rtscope reproduce SPEC --experiment ID` judges them (experiment/claim_runs.py).
 The spec is the one stored with the experiment, re-read at the experiment's scale. Measured figures pool the
-runs of a configuration, as the study's tables did; the claims' verdicts take the run as the unit.
+runs of a configuration, as the study's tables did; the claims' verdicts take the run as the unit. Each cell
+carries its texts and its numbers, so that `report --tables` writes the same tables as files (report/tables.py).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class PaperRow:
     label: str
     runs: str
     cells: list[tuple[str, str]]       # per column: (measured, published) as shown ("" when none)
+    values: list[tuple[float | None, float | None]]   # the same as numbers in the column's unit (None: none)
 
 
 @dataclass
@@ -41,6 +43,7 @@ class PaperTable:
     heads: list[str]
     rows: list[PaperRow]
     row_head: str = "configuration"
+    value_heads: list[str] | None = None   # the columns with the unit of `values` when `heads` do not say it
 
 
 @dataclass
@@ -130,10 +133,23 @@ def _measured(figure: str, stats: dict) -> float | None:
     return stats.get({"median": "p50"}.get(figure, figure))
 
 
-def _pair(figure: str, measured: float | None, published: Published | None, factor: float) -> tuple[str, str]:
-    pub = "" if published is None else _text(figure, published.stored if published.unit else
-                                             published.value * (1 if figure in UNITLESS else factor), factor)
-    return _text(figure, measured, factor), pub
+def _shown(figure: str, value: float | None, factor: float) -> float | None:
+    """A figure in the stored unit as a number in the shown unit (a variance in its square)."""
+    if value is None or figure in UNITLESS:
+        return value
+    return value / (factor * factor) if figure == "var" else value / factor
+
+
+def _row(label: str, runs: list[Run], figures: list[tuple[str, float | None, Published | None]],
+         factor: float) -> PaperRow:
+    """A row of (figure, measured in the stored unit, published) per column."""
+    cells, values = [], []
+    for figure, measured, published in figures:
+        pub = None if published is None else (published.stored if published.unit else
+                                               published.value * (1 if figure in UNITLESS else factor))
+        cells.append((_text(figure, measured, factor), "" if pub is None else _text(figure, pub, factor)))
+        values.append((_shown(figure, measured, factor), _shown(figure, pub, factor)))
+    return PaperRow(label, _ids(runs), cells, values)
 
 
 def stats_tables(cells: list[Cell], labels: dict, layout: str, unit: str, lookup: Lookup) -> list[PaperTable]:
@@ -149,10 +165,12 @@ def stats_tables(cells: list[Cell], labels: dict, layout: str, unit: str, lookup
         rows = []
         for c in members:
             pub = lookup.of(c.runs)
-            rows.append(PaperRow(labels[c.config], _ids(c.runs),
-                                 [_pair(f, _measured(f, c.stats), pub.get(f), factor) for f, _ in columns]))
+            rows.append(_row(labels[c.config], c.runs, [(f, _measured(f, c.stats), pub.get(f)) for f, _ in columns],
+                             factor))
         rows.sort(key=lambda r: not any(p for _, p in r.cells))     # the study's rows first
-        out.append(PaperTable(f"{members[0].config.workload} {members[0].config.measure}", heads, rows))
+        out.append(PaperTable(f"{members[0].config.workload} {members[0].config.measure}", heads, rows,
+                              value_heads=[f"{h} ({UNITLESS[f]})" if UNITLESS.get(f) else h
+                                           for (f, _), h in zip(columns, heads)]))
     return out
 
 
@@ -166,15 +184,17 @@ def storage_tables(store: Store, runs: list[Run], lookup: Lookup) -> list[PaperT
             cells = [t.cells.get((variant, c)) for c in t.columns]
             if not any(cells):
                 continue
-            pairs = []
-            for cell in cells:
-                pub = lookup.of(cell.runs).get("mean") if cell else None
-                pairs.append(("" if cell is None else human_time(cell.pass_mean),
-                              "" if pub is None else human_time(pub.stored)))
-            rows.append(PaperRow(label, _ids([r for c in cells if c for r in c.runs]), pairs))
+            pubs = [lookup.of(cell.runs).get("mean") if cell else None for cell in cells]
+            measured = [cell.pass_mean if cell else None for cell in cells]
+            published = [pub.stored if pub else None for pub in pubs]
+            rows.append(PaperRow(label, _ids([r for c in cells if c for r in c.runs]),
+                                 [("" if cell is None else human_time(m), "" if p is None else human_time(p))
+                                  for cell, m, p in zip(cells, measured, published)],
+                                 list(zip(measured, published))))
         size = t.params.get(GROUP_PARAMS[0])
         out.append(PaperTable(f"mean time per pass, {size:,} B file" if isinstance(size, int) else
-                              "mean time per pass", list(t.columns), rows, "mode"))
+                              "mean time per pass", list(t.columns), rows, "mode",
+                              [f"{c} (ns)" for c in t.columns]))
     return out
 
 
@@ -188,10 +208,23 @@ def tasks_table(series: list[Series], runs: list[Run], unit: str, lookup: Lookup
         f = s.fit
         measured = {"memory_per_task": f.slope if f else None, "intercept": f.intercept if f else None,
                     "r": f.r if f else None, "r2": f.r2 if f else None}
-        pub = lookup.of([by_id[i] for i in s.run_ids if i in by_id])
-        rows.append(PaperRow(s.label, ", ".join(map(str, s.run_ids)),
-                             [_pair(k, measured[k], pub.get(k), factor) for k, _ in LAYOUTS["tasks"]]))
+        mine = [by_id[i] for i in s.run_ids if i in by_id]
+        pub = lookup.of(mine)
+        rows.append(_row(s.label, mine, [(k, measured[k], pub.get(k)) for k, _ in LAYOUTS["tasks"]], factor))
     return [PaperTable("memory per task: least-squares fits", heads, rows, "task model")]
+
+
+def claim_rows(v: PaperView) -> list[dict]:
+    """The claims as the report's claims table shows them (HTML and table files): texts per column."""
+    return [{"id": j.claim.id, "text": j.claim.text, "source": j.claim.source, "metric": j.claim.metric,
+             "expect": j.claim.expect.text, "published": j.published_text(), "measured": j.values_text(),
+             "runs": f"{j.runs[1]} vs {j.runs[0]}" if j.claim.two_sided else str(j.runs[0]),
+             "interval": j.interval_text(), "verdict": j.verdict,
+             "why": "; ".join(x for x in (
+                 f"{j.runs_needed} runs per configuration would decide it at 80 % power"
+                 if j.runs_needed is not None else "", j.reason,
+                 f"`{v.commands[j.claim.id]}`" if j.claim.id in v.commands else "") if x)}
+            for j in v.claims]
 
 
 def _ids(runs: list[Run]) -> str:

@@ -2,15 +2,21 @@
 
 statistics-<unit>: the study-style table per configuration (AVG MAX VAR STDEV,
 percentiles); comparisons: one row per configuration and metric, with the
-verdict; task-memory: the least-squares fits. Markdown and LaTeX carry the
-display values (µs); CSV carries full-precision numbers in the display unit
-named in each header, for further processing.
+verdict; task-memory: the least-squares fits. A report of a study's
+experiment adds its paper's view (report/paper_view.py): paper-<study> (one
+file per table, numbered when the layout makes several: storage's per file
+size), each measured figure with the published one in brackets (CSV: a
+`published` column beside each), and claims-<study>, each claim with its
+verdict. Markdown and LaTeX carry the display values (µs); CSV carries
+full-precision numbers in the display unit named in each header, for further
+processing.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +27,7 @@ from ..errors import UsageError
 from ..fileio import write_atomic
 from .html import STATS_COLUMNS
 from .model import Report, id_ranges
+from .paper_view import claim_rows
 
 LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
@@ -150,8 +157,66 @@ def task_memory_table(report: Report) -> TableData | None:
     return t
 
 
+def _file_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "study"
+
+
+def paper_tables(report: Report) -> list[TableData]:
+    """The study's own tables: measured figures with the published ones in brackets (CSV: beside them)."""
+    v = report.paper
+    if v is None:
+        return []
+    out = []
+    for i, pt in enumerate(v.tables, 1):
+        name = f"paper-{_file_name(v.spec)}" + (f"-{i}" if len(v.tables) > 1 else "")
+        caption = (f"{v.spec}, the study's table{f' ({v.source})' if v.source else ''}: {pt.title}; measured "
+                   f"on {v.machine}, published figures in brackets (measured on {v.hardware}; shown, never "
+                   "tested); runs of a configuration pooled")
+        t = TableData(name, caption, [pt.row_head, "runs", *pt.heads], [], [],
+                      [False, False] + [True] * len(pt.heads),
+                      [pt.row_head, "runs", *(h for head in pt.value_heads or pt.heads
+                                              for h in (head, f"{head} published"))])
+        for row in pt.rows:
+            t.rows.append([row.label, row.runs, *(f"{m} ({p})" if p else m for m, p in row.cells)])
+            t.raw.append([row.label, row.runs, *("" if x is None else x for pair in row.values for x in pair)])
+        out.append(t)
+    return out
+
+
+def claims_table(report: Report) -> TableData | None:
+    """The study's claims, each with its verdict (as `rtscope reproduce` judges stored runs)."""
+    v = report.paper
+    if v is None or not v.claims:
+        return None
+    heads = ["claim", "metric", "expect", "published", "measured (baseline → cell)", "runs", "95% interval",
+             "verdict", "why"]
+    csv_heads = ["claim", "text", "source", "metric", "expect", "published baseline", "published cell",
+                 "published unit", "measured baseline", "measured cell", "measured unit", "ratio", "baseline runs",
+                 "runs", "interval of", "interval low", "interval high", "p", "p Holm", "verdict", "why"]
+    tested = sum(j.p_holm is not None for j in v.claims)
+    t = TableData(f"claims-{_file_name(v.spec)}", f"Claims of {v.spec} judged on these runs, as `rtscope "
+                  "reproduce` judges stored runs (lower/higher: Welch's t-test on per-run values; same: two one-"
+                  f"sided tests within the margin; Holm over {tested} such claims, α = {v.alpha:g}; ratio and "
+                  "below: the 95% interval)", heads, [], [], [False, False, False, True, True, True, True, False,
+                                                                False], csv_heads)
+    for j, row in zip(v.claims, claim_rows(v)):
+        t.rows.append([f"{row['id']}: {row['text']}", row["metric"], row["expect"], row["published"],
+                       row["measured"], row["runs"], row["interval"], row["verdict"], row["why"]])
+        doc = j.to_json()
+        pub, measured, interval = doc["published"] or {}, doc["measured"], doc["interval"] or {}
+        t.raw.append([row["id"], row["text"], row["source"], row["metric"], row["expect"],
+                      *(pub.get(k, "") for k in ("baseline", "cell", "unit")),
+                      *("" if measured[k] is None else measured[k] for k in ("baseline", "cell")),
+                      measured["unit"], "" if measured["ratio"] is None else measured["ratio"],
+                      measured["baseline_runs"], measured["runs"], interval.get("of", ""),
+                      *("" if interval.get(k) is None else interval[k] for k in ("low", "high")),
+                      *("" if x is None else x for x in (j.p, j.p_holm)), row["verdict"], row["why"]])
+    return t
+
+
 def all_tables(report: Report) -> list[TableData]:
-    return [*statistics_tables(report), *(t for t in (comparison_table(report), task_memory_table(report)) if t)]
+    return [*paper_tables(report), *statistics_tables(report),
+            *(t for t in (claims_table(report), comparison_table(report), task_memory_table(report)) if t)]
 
 
 def write(report: Report, directory: str | Path) -> list[Path]:
