@@ -22,7 +22,7 @@ from proc_helpers import default_signals
 from rtscope.store import Store
 
 WHY = beamnode.available()
-pytestmark = [pytest.mark.real, pytest.mark.alone, pytest.mark.skipif(WHY is not None, reason=WHY or "")]
+pytestmark = [pytest.mark.real, pytest.mark.skipif(WHY is not None, reason=WHY or "")]
 CLEAN = "modules=0 processes=0 old=0"
 
 

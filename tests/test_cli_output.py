@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import culprit
+from spec_texts import native_tune
 from terminal import on_terminal, piped
 from rtscope.cli.common import settings_text
 from rtscope.paths import repo_file
@@ -63,23 +64,7 @@ iterations = 20
 pause_ms = 0
 """
 
-TUNE = """name = "tables-tune"
-seed = 7
-
-[tune]
-goal = "mean"
-budget = 10
-confirm = 2
-
-[[workload]]
-name = "exec"
-variants = "sum"
-runtime = "native"
-params = { iterations = 20, pause_ms = 0 }
-
-[workload.settings]
-mlock = [false, true]
-"""
+TUNE = native_tune("tables-tune", "iterations = 20, pause_ms = 0", "seed = 7")
 
 EXPLAIN = f"""name = "explained"
 

@@ -22,7 +22,7 @@ from rtscope.experiment.runner import execute
 from rtscope.experiment.spec import build_request
 from rtscope.runtimes import RUNTIMES
 from rtscope.store import Store
-from test_environments_units import storage_request
+from test_environments_units import storage_request, via_env
 
 pytestmark = pytest.mark.real
 
@@ -47,11 +47,7 @@ def make_jail(root: Path) -> Path:
 
 @pytest.mark.skipif(RUNTIMES["fio"].unavailable() is not None, reason="fio is not installed")
 def test_fio_through_a_wrapper(tmp_path):
-    inner = tmp_path / "inner"
-    inner.mkdir()
-    target = tmp_path / "target"
-    target.mkdir()
-    define_environment("viaenv", ["env"], workdir=str(inner))
+    inner, target = via_env(tmp_path)
     store = Store(str(tmp_path / "s.db"))
     req = build_request("storage", "read", "fio", {"size": "16K", "repetitions": 3, "dir": str(target)},
                         {"env": "viaenv"})

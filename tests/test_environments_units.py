@@ -23,6 +23,17 @@ def storage_request(env: str, target: str, variant: str = "write", **params):
                          {"env": env})
 
 
+def via_env(tmp_path: Path) -> tuple[Path, Path]:
+    """The wrapper environment `viaenv` (every command through `env`, its work directory `inner`) and a target
+    directory for its runs: (inner, target)."""
+    inner = tmp_path / "inner"
+    inner.mkdir()
+    target = tmp_path / "target"
+    target.mkdir()
+    define_environment("viaenv", ["env"], workdir=str(inner))
+    return inner, target
+
+
 # ---- definitions ---------------------------------------------------------------------------------
 
 def test_local_is_built_in_and_reserved():
@@ -92,11 +103,7 @@ def test_shorthands_and_unknown_names():
 
 def test_wrapper_mode_copies_the_probe_and_brings_the_file_back(tmp_path, rtprobe):
     """No root: everything crosses through the prefix (here `env`), as over ssh or docker exec -i."""
-    inner = tmp_path / "inner"
-    inner.mkdir()
-    target = tmp_path / "target"
-    target.mkdir()
-    define_environment("viaenv", ["env"], workdir=str(inner))
+    inner, target = via_env(tmp_path)
     store = Store(str(tmp_path / "s.db"))
     run = store.get_run(execute(storage_request("viaenv", str(target)), store))
     assert run["settings"]["env"] == "viaenv" and run["n_samples"] == 5

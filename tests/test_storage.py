@@ -14,6 +14,7 @@ from rtscope.experiment.runner import execute
 from rtscope.experiment.spec import build_request
 from rtscope.runtimes import RUNTIMES
 from rtscope.store import Store
+from mounts import mounted
 
 pytestmark = pytest.mark.real
 
@@ -23,16 +24,8 @@ IS_ROOT = os.geteuid() == 0
 @pytest.fixture
 def small_tmpfs(tmp_path):
     """A real 1 MiB tmpfs (root only)."""
-    if not IS_ROOT:
-        pytest.skip("needs root to mount a small tmpfs")
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "rtscope-test", str(mnt)], capture_output=True,
-                         text=True)
-    if res.returncode:
-        pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
-    yield mnt
-    subprocess.run(["umount", str(mnt)], check=True)
+    with mounted(["-t", "tmpfs", "-o", "size=1m", "rtscope-test"], tmp_path / "small", "a small tmpfs") as mnt:
+        yield mnt
 
 
 def test_not_enough_free_space(tmp_path, rtprobe, small_tmpfs):

@@ -5,7 +5,6 @@ native runs: tests/test_storage_table.py."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 
@@ -13,36 +12,27 @@ import pytest
 
 from rtscope.settings.environments import define_environment
 from rtscope.store import Store
+from mounts import mounted
 from test_storage_table import run_storage
 
 pytestmark = pytest.mark.real
 
 
-IS_ROOT = os.geteuid() == 0
-
 
 @pytest.fixture
 def slow_jail(tmp_path):
     """A chroot on a loop-mounted ext2 image mounted `sync`: every write goes to the (loop) disk at once."""
-    if not IS_ROOT:
-        pytest.skip("needs root to mount a loop device and chroot")
     for tool in ("mkfs.ext2", "losetup"):
         if not shutil.which(tool):
             pytest.skip(f"{tool} not found (e2fsprogs / util-linux)")
-    img, mnt = tmp_path / "slow.img", tmp_path / "slow"
-    mnt.mkdir()
+    img = tmp_path / "slow.img"
     with open(img, "wb") as f:
         f.truncate(32 << 20)
     subprocess.run(["mkfs.ext2", "-q", "-F", str(img)], check=True)
-    res = subprocess.run(["mount", "-o", "loop,sync", str(img), str(mnt)], capture_output=True, text=True)
-    if res.returncode:
-        pytest.skip(f"cannot loop-mount an ext2 image here: {res.stderr.strip()}")
-    try:
+    with mounted(["-o", "loop,sync", str(img)], tmp_path / "slow", "a loop device (an ext2 image)") as mnt:
         from test_environments import make_jail
         make_jail(mnt)
         yield mnt
-    finally:
-        subprocess.run(["umount", str(mnt)], check=True)
 
 
 def test_environments_side_by_side(cli, db, tmp_path, rtprobe, slow_jail):

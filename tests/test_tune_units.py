@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from spec_texts import native_tune
 from rtscope.experiment import spec as spec_mod
 from rtscope.store import Store
 
@@ -130,27 +131,9 @@ def test_budget_durations():
 
 # --- the default path on native runs: no seed, a failed start, what it prints --------------------------------
 
-NATIVE = """name = "native-tune"
-{top}
-[tune]
-goal = "mean"
-budget = 10
-confirm = 2
-
-[[workload]]
-name = "exec"
-variants = "sum"
-runtime = "native"
-params = {{ {params} }}
-
-[workload.settings]
-mlock = [false, true]
-"""
-
-
 def native(tmp_path, params: str = "iterations = 100, pause_ms = 0", top: str = "") -> Path:
     """A tune spec without seed on real native exec runs: baseline, mlock=false, mlock=true; 9 or 7 runs."""
-    return write(tmp_path, NATIVE.format(params=params, top=top), "native.toml")
+    return write(tmp_path, native_tune("native-tune", params, top), "native.toml")
 
 
 CONFIRMATION = re.compile(r"confirmation: (6|4) fresh runs \(2 each\) of (candidate \d \(winner\), candidate \d "
@@ -244,7 +227,7 @@ def test_the_pause_text_of_a_pause_set_or_tuned(tmp_path):
     from rtscope.experiment.tune import Space
 
     def text(params: str) -> str | None:
-        parsed = spec_mod.parse(NATIVE.format(params=params, top=""), "n.toml")
+        parsed = spec_mod.parse(native_tune("native-tune", params), "n.toml")
         return pause_text(SimpleNamespace(space=Space.of(parsed), budget=parsed.tune.budget))
 
     assert text("iterations = 2000, pause_ms = 3") == (
