@@ -90,6 +90,10 @@ def test_two_guests_timer_and_storage_runs(tmp_path, cli, guests):
     assert len(runs) == 7  # timer native and cyclictest, storage in /tmp: 3 a guest; one on the disk
     [on_disk] = [r for r in runs if r["params"].get("dir") == "/mnt/disk"]
     assert "virtio-blk" in on_disk["environment"]["vm_disk"] and on_disk["n_samples"] > 0
+    # the guest mounted its disk (ext4 wants crc32c, which its kernel cannot load by itself without modprobe):
+    # otherwise /mnt/disk was the initramfs's memory and write+fsync touched no disk
+    assert any(n.startswith("target filesystem: ext2/ext3/ext4") for n in on_disk["trailer"]["notes"]), \
+        on_disk["trailer"]["notes"]
     for run in runs:
         env, name = run["environment"], run["settings"]["target"]
         arch, kernel = GUESTS[name]

@@ -109,7 +109,9 @@ class Container:
     name: str = field(default_factory=lambda: f"rtscope-run-{secrets.token_hex(4)}")
 
     def start(self) -> None:
-        done = _podman(self.engine, ["run", "-d", "--rm", "--name", self.name, "--network", "none", self.tag,
+        # No --rm: podman mounts a --rm container's overlay with fsync=volatile, which makes fsync a no-op (a
+        # storage run's write+fsync would never reach the disk); remove() deletes the container instead.
+        done = _podman(self.engine, ["run", "-d", "--name", self.name, "--network", "none", self.tag,
                                      "sleep", "infinity"], "starting the container")
         if done.returncode != 0:
             raise RtscopeError(f"podman could not start container {self.name}: {done.stderr.strip()[-600:]}")

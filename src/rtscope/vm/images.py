@@ -38,7 +38,9 @@ PACKAGES = ("openssh-server", "rt-tests", "fio", "stress-ng", "busybox")
 MODULE_PATHS = ("drivers/virtio", "drivers/net/virtio_net.ko", "drivers/net/net_failover.ko",
                 "net/core/failover.ko", "drivers/block/virtio_blk.ko", "fs/ext4", "fs/jbd2", "fs/mbcache.ko",
                 "lib/crc16.ko", "crypto/crc32c_generic.ko", "lib/libcrc32c.ko", "drivers/gpio")
-MODULES = ("virtio_pci", "virtio_mmio", "virtio_net", "virtio_blk", "ext4")
+# crc32c_generic before ext4: ext4 with metadata_csum (mkfs.ext4's default) asks the crypto API for crc32c, whose
+# request_module needs /sbin/modprobe, which the image lacks (busybox only): without it the disk's mount fails.
+MODULES = ("virtio_pci", "virtio_mmio", "virtio_net", "virtio_blk", "crc32c_generic", "ext4")
 ROOTFS_BYTES = 600 << 20     # free space a build needs (rootfs tar + unpacked tree + initramfs)
 HOSTNAME = "rtscope-vm"
 DISK_MOUNT = "/mnt/disk"     # where the guest mounts the target's virtio-blk disk
@@ -58,7 +60,8 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 /bin/busybox mkdir -p /run/sshd
 for m in {' '.join(MODULES)}; do /bin/busybox modprobe $m 2>/dev/null; done
 # A virtio-blk disk (the target's `disk`): an ext4 file system on a host file, for storage runs.
-if [ -b /dev/vda ]; then /bin/busybox mkdir -p {DISK_MOUNT} && /bin/busybox mount -t ext4 /dev/vda {DISK_MOUNT}; fi
+if [ -b /dev/vda ]; then /bin/busybox mkdir -p {DISK_MOUNT} && /bin/busybox mount -t ext4 /dev/vda {DISK_MOUNT} \
+  || echo "rtscope-vm: mounting /dev/vda on {DISK_MOUNT} failed"; fi
 /bin/busybox hostname {HOSTNAME}
 /bin/busybox ip link set lo up
 /bin/busybox ip link set eth0 up
