@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
+import struct
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -377,6 +380,36 @@ def test_unreachable_host(cli, tmp_path, clean_targets):
     err = _error(cli, tmp_path, f'[targets.bad]\nurl = "ssh://root@127.0.0.1:{sshd.free_port()}"\n'
                                f'known_hosts = "{tmp_path / "known_hosts"}"\n')
     assert "target bad" in err and "unreachable: connection refused" in err
+
+
+def test_a_host_that_resets_the_handshake(tmp_path):
+    """A board that accepts the connection and resets it (an sshd killed as it starts, a board powering off):
+    rtscope's own error, never paramiko's traceback from its transport thread."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def reset_each():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))   # close sends RST
+            time.sleep(0.2)   # paramiko has sent its banner and waits for the board's
+            conn.close()
+    threading.Thread(target=reset_each, daemon=True).start()
+    (tmp_path / "known_hosts").write_text("")
+    spec = tmp_path / "bad.toml"
+    spec.write_text(f'name = "bad"\ntarget = "bad"\n[targets.bad]\nurl = "ssh://root@127.0.0.1:{port}"\n'
+                    f'known_hosts = "{tmp_path / "known_hosts"}"\n'
+                    '[[workload]]\nname = "exec"\nvariants = "sum"\n[workload.params]\niterations = 5\n')
+    try:   # a process of its own: in pytest's, its logging handlers would hide a traceback logged to stderr
+        r = subprocess.run([sys.executable, "-m", "rtscope", "run", str(spec), "--db", str(tmp_path / "s.db")],
+                           capture_output=True, text=True, timeout=120)
+    finally:
+        listener.close()
+    assert r.returncode == 1 and "target bad" in r.stderr and "reset by peer" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr, r.stderr
 
 
 def test_wrong_key(board, cli, tmp_path, clean_targets):

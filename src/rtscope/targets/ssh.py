@@ -30,6 +30,7 @@ and each background process opens a channel of its own as before, with a warning
 
 from __future__ import annotations
 
+import logging
 import os
 import posixpath
 import re
@@ -51,6 +52,10 @@ from ..errors import ProbeError
 from . import ssh_session
 from .base import AT_OPEN, Completed, ProbeRun, Target, TargetError, parse_url
 from .ssh_shell import BATCH, MEMBERS_FUNCTION, READ_FUNCTION, SUPERVISOR, parse_read, printf_format, unbatch
+
+# paramiko's transport thread logs a failed handshake (a reset during the banner) with its traceback, which Python
+# prints to stderr when no handler is configured; rtscope reports every such failure itself (connect's fail()).
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 CHANNEL_OPEN_TIMEOUT_S = 60.0  # a target that does not open a channel in this time is not answering
 CONNECT_TIMEOUT = 15.0  # seconds for TCP, banner and authentication
