@@ -186,9 +186,10 @@ def test_a_run_takes_one_request_and_records_the_state_of_its_time(board, tmp_pa
             assert env["loadavg"] and env["timestamp"] >= whole["timestamp"] and env["probe_version"]
         assert per_run[1:] == [(0, 1), (0, 1)]  # the first run also deploys and asks the probe's version
         # A run directory is removed after the next command's reply (which makes the next run's ahead): the
-        # last run's and the next one are left, until the target closes.
+        # last run's and the next one are left, until the target closes. The target does both after it has
+        # replied, so a moment after the run returns it may still hold the one before, or not yet the next.
         deadline = time.monotonic() + 5
-        while len(left := sshd.run_dirs(board.workdir, wait=0)) > 2 and time.monotonic() < deadline:
+        while len(left := sshd.run_dirs(board.workdir, wait=0)) != 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert len(left) == 2
     assert sshd.run_dirs(board.workdir) == []
