@@ -74,7 +74,7 @@ def test_directional_claim_contradicted_fails_the_gate(cli, tmp_path, db):
 
 def test_directional_claim_undecided_says_how_many_runs(cli, tmp_path, db):
     store_runs(db, tmp_path, {0: 99.0, 65535: 100.0}, 3, between=0.02)
-    r, [c] = reproduce(cli, tmp_path, db, claim())
+    r, [c] = reproduce(cli, tmp_path, db, claim(extra="min_effect = 0.005\n"))
     assert r.code == 0, r.err
     assert c["verdict"] == "undecided"
     assert c["runs_needed"] > 3
@@ -82,6 +82,33 @@ def test_directional_claim_undecided_says_how_many_runs(cli, tmp_path, db):
     r = cli("reproduce", tmp_path / "claimed.toml", "--tag", "syn", "--db", db)   # the table, piped
     assert "undecided" in r.out and f"{c['runs_needed']} runs per configuration" in r.out
     assert "published on:" in r.out and "measured on:" in r.out
+
+
+def test_an_absent_effect_contradicts_a_directional_claim(cli, tmp_path, db):
+    """Within ±min_effect (default 5 % without published figures): the effect is absent here."""
+    store_runs(db, tmp_path, {0: 100.0, 65535: 100.0}, 8)
+    r, [c] = reproduce(cli, tmp_path, db, claim())
+    assert r.code == 0, r.err
+    assert c["verdict"] == "contradicted" and c["min_effect"] == 0.05
+    assert "at most" in c["reason"] and "smallest effect of interest" in c["reason"]
+    assert -5 < c["interval"]["low"] < c["interval"]["high"] < 5
+    r, [c] = reproduce(cli, tmp_path, db, claim(extra="min_effect = 0.001\n"))   # a smaller one: undecided
+    assert c["verdict"] == "undecided" and c["min_effect"] == 0.001
+
+
+def test_min_effect_defaults_to_half_the_published_change(cli, tmp_path, db):
+    store_runs(db, tmp_path, {0: 100.0, 65535: 100.0}, 3)
+    pub = 'published = { baseline = 100, cell = 60, unit = "us" }\n'
+    r, [c] = reproduce(cli, tmp_path, db, claim(extra=pub))
+    assert c["min_effect"] == pytest.approx(0.2)
+    r = cli("check", tmp_path / "claimed.toml")
+    assert r.code == 0
+    (tmp_path / "bad.toml").write_text(SPEC + claim(expect='"same"', extra="margin = 0.05\nmin_effect = 0.1\n"))
+    r = cli("check", tmp_path / "bad.toml")
+    assert r.code == 2 and "min_effect belongs to" in r.err
+    (tmp_path / "bad.toml").write_text(SPEC + claim(extra="min_effect = 5\n"))
+    r = cli("check", tmp_path / "bad.toml")
+    assert r.code == 2 and "min_effect must be above 0 and below 1" in r.err
 
 
 def test_same_holds_when_the_truth_is_equal_and_runs_are_enough(cli, tmp_path, db):

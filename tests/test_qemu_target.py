@@ -81,13 +81,24 @@ def test_two_guests_timer_and_storage_runs(tmp_path, cli, guests):
                       '[[workload]]\nname = "storage"\nvariants = "write_sync"\n'
                       '[workload.params]\nsize = "64K"\nrepetitions = 2\ndir = "/tmp"\n'
                       '[[workload]]\nname = "storage"\nvariants = "write_sync"\ntarget = "x86-stock"\n'
-                      '[workload.params]\nsize = "64K"\nrepetitions = 2\ndir = "/mnt/disk"\n')
+                      '[workload.params]\nsize = "64K"\nrepetitions = 2\ndir = "/mnt/disk"\n'
+                      '[[workload]]\nname = "exec"\nvariants = ["sum", "fib", "sleep"]\nruntime = "native"\n'
+                      'target = "local"\n[workload.params]\niterations = 300\n')
     db = str(tmp_path / "s.db")
     r = cli("run", spec, "--db", db)
     assert r.code == 0, r.err
     assert "latencies measure the emulator" in " ".join(r.err.split())
     runs = Store(db).runs()
+    local = [r for r in runs if r["settings"]["target"] == "local"]
+    runs = [r for r in runs if r["settings"]["target"] != "local"]
     assert len(runs) == 7  # timer native and cyclictest, storage in /tmp: 3 a guest; one on the disk
+    # the guests run on this host's CPUs: their runs take turns with the local ones, never overlap them
+    assert len(local) == 3
+    for mine in local:
+        a0, a1 = mine["environment"]["host_window"]
+        for theirs in runs:
+            b0, b1 = theirs["environment"]["host_window"]
+            assert a1 <= b0 or b1 <= a0, (mine.id, theirs.id, (a0, a1), (b0, b1))
     [on_disk] = [r for r in runs if r["params"].get("dir") == "/mnt/disk"]
     assert "virtio-blk" in on_disk["environment"]["vm_disk"] and on_disk["n_samples"] > 0
     # the guest mounted its disk (ext4 wants crc32c, which its kernel cannot load by itself without modprobe):

@@ -8,10 +8,17 @@ tests them; nothing here computes a p-value of its own: every test is compare's 
 
 | expect             | judged by                                                     | holds / contradicted                          |
 | ------------------ | ------------------------------------------------------------- | --------------------------------------------- |
-| lower, higher      | Welch's t-test on per-run values (two-sided), Holm            | significant in the expected / the other way   |
+| lower, higher      | Welch's t-test on per-run values (two-sided), Holm; and two   | significant in the expected / the other way,  |
+|                    | one-sided tests against ±min_effect (TOST), the smaller p     | or the effect within ±min_effect (absent here)|
 | same (margin m)    | two one-sided Welch tests against ±m·baseline (TOST), Holm    | within ±m / significantly beyond ±m           |
 | ratio [lo, hi]     | the 95 % interval of cell / baseline (Welch on log values)    | interval inside [lo, hi] / outside it         |
 | below V            | the 95 % interval of the cell's value (one-sample Welch)      | interval below V / above V                    |
+
+Two configurations measured in one interleaved run are judged on their block-pair differences instead
+(paired.py: the same t machinery on the paired estimate, the paired run as the replicate); `design` says which.
+A directional claim's smallest effect of interest is its `min_effect` (relative), by default half the published
+relative change, else 5 %: an effect shown to lie within ±min_effect of the baseline contradicts the claim, with
+the reason "the effect here is at most X ..., where the study saw Y".
 
 Holm's correction runs over the tested lower/higher/same claims of one invocation (one p-value each: for
 `same`, the smaller of the equivalence test's p and the test of a difference beyond the margin, the one the
@@ -34,7 +41,8 @@ from typing import Callable
 
 import numpy as np
 
-from .compare import Cell, MIN_RUNS, holm, welch
+from .compare import Cell, MIN_RUNS, holm, paired_evidence
+from .paired import Estimate, welch_estimate
 from .defaults import ALPHA, METRICS, TAIL
 from .plan_sizing import MIN_RUNS as PLAN_MIN_RUNS, POWER, runs_needed
 from .select import Configuration, value_matches
@@ -46,6 +54,7 @@ EXPECT_WORDS = (*DIRECTIONS, "same")
 EXPECT_TABLES = ("ratio", "below")
 VERDICTS = ("holds", "contradicted", "undecided", "not measurable here")
 # A unit a claim may state its bound or published figures in, as a factor to the stored unit.
+DEFAULT_MIN_EFFECT = 0.05   # a directional claim's smallest effect of interest without published figures
 UNITS = {"ns": ("ns", 1.0), "us": ("ns", 1e3), "µs": ("ns", 1e3), "ms": ("ns", 1e6), "s": ("ns", 1e9),
          "B": ("bytes", 1.0), "bytes": ("bytes", 1.0), "KB": ("bytes", 1e3), "KiB": ("bytes", 1024.0),
          "MB": ("bytes", 1e6), "MiB": ("bytes", 1024.0 ** 2)}
@@ -94,6 +103,34 @@ class Claim:
     requires: str | None = None                  # what rtscope cannot make (xenomai, solo5, xen)
     scales: tuple[str, ...] = ()                 # the spec's scales whose matrix makes its cells (empty: every one)
     line: int | None = None
+    min_effect: float | None = None              # lower/higher: the smallest effect of interest, relative (None: default)
+
+    @property
+    def smallest_effect(self) -> float | None:
+        """lower/higher: the relative change below which the effect counts as absent: `min_effect`, else half of
+        the published relative change, else DEFAULT_MIN_EFFECT; None for other kinds."""
+        if self.expect.kind not in DIRECTIONS:
+            return None
+        if self.min_effect is not None:
+            return self.min_effect
+        pub = self.published or {}
+        if pub.get("baseline") and pub.get("cell") is not None:
+            return abs(pub["cell"] - pub["baseline"]) / abs(pub["baseline"]) / 2.0
+        return DEFAULT_MIN_EFFECT
+
+    @property
+    def expect_text(self) -> str:
+        """What is expected, with a directional claim's smallest effect of interest: `lower (min_effect 20%)`."""
+        rel = self.smallest_effect
+        return self.expect.text if rel is None else f"{self.expect.text} (min_effect {self.min_effect_text()})"
+
+    def min_effect_of(self, baseline: float | None) -> float | None:
+        rel = self.smallest_effect
+        return None if rel is None or baseline is None else rel * abs(baseline)
+
+    def min_effect_text(self, baseline: float | None = None) -> str:
+        rel = self.smallest_effect
+        return "-" if rel is None else f"{rel:.1%}".replace(".0%", "%")
 
     @property
     def two_sided(self) -> bool:
@@ -123,6 +160,10 @@ class Judgement:
     runs: tuple[int, int] = (0, 0)       # the cell's runs and the baseline's
     runs_needed: int | None = None
     reason: str = ""
+    level: float = 0.95                  # the interval's level (lower on a sequential look: paired.spent)
+    design: str = "runs"                 # runs | interleaved: what the evidence came from (paired.py)
+    block_samples: int | None = None     # interleaved: the samples of a block
+    _absent: str = ""                    # the reason when it is contradicted as an effect below min_effect
     _decide: str = ""                    # which outcome a significant p means: holds | contradicted
     _delta: float | None = None          # distance from the boundary, for runs_needed
     _var: float | None = None            # variance of one run's value (equal-variance two-sample form)
@@ -186,7 +227,7 @@ class Judgement:
         interval = None
         if self.interval is not None:
             lo, hi = self.interval if self.interval_of == "ratio" else map(shown, self.interval)
-            interval = {"of": self.interval_of, "low": lo, "high": hi, "level": 0.95,
+            interval = {"of": self.interval_of, "low": lo, "high": hi, "level": self.level,
                         "unit": None if self.interval_of == "ratio" else name}
         return {"id": c.id, "text": c.text, "source": c.source or None, "metric": c.metric,
                 "expect": c.expect.to_json(), "where": " ".join(f"{n}={v}" for n, v in c.where) or None,
@@ -195,6 +236,7 @@ class Judgement:
                 "measured": {"baseline": shown(self.baseline), "cell": shown(self.value), "ratio": self.ratio,
                              "unit": name, "runs": self.runs[0], "baseline_runs": self.runs[1]},
                 "interval": interval, "p": self.p, "p_holm": self.p_holm, "runs_needed": self.runs_needed,
+                "design": self.design, "block_samples": self.block_samples, "min_effect": c.smallest_effect,
                 "reason": self.reason or None}
 
 
@@ -248,14 +290,16 @@ def find(claim: Claim, side: str, cells: list[Cell], keys: set[str] | None = Non
 def judge(claims: list[Claim], cells: list[Cell], *, alpha: float = ALPHA,
           not_measurable: dict[str, str] | None = None,
           slope: Callable[[object], float | None] | None = None,
-          keys: dict[tuple[str, str], set[str]] | None = None) -> list[Judgement]:
+          keys: dict[tuple[str, str], set[str]] | None = None,
+          interval_alpha: float = 0.05) -> list[Judgement]:
     """Every claim's verdict on these configurations (module doc). not_measurable: claim id -> why this machine
     cannot make its runs (decided by the caller, which knows the targets); slope: a run's memory per task;
-    keys: (claim id, side) -> the spec cells that side names (find)."""
+    keys: (claim id, side) -> the spec cells that side names (find); interval_alpha: the intervals' level
+    (1 − interval_alpha), which a sequential look lowers with alpha (paired.spent)."""
     not_measurable, keys = not_measurable or {}, keys or {}
     out = []
     for claim in claims:
-        j = Judgement(claim)
+        j = Judgement(claim, level=1.0 - interval_alpha)
         out.append(j)
         if claim.id in not_measurable:
             j.verdict, j.reason = "not measurable here", not_measurable[claim.id]
@@ -276,10 +320,12 @@ def judge(claims: list[Claim], cells: list[Cell], *, alpha: float = ALPHA,
         j.p_holm = adjusted
         if adjusted <= alpha:
             j.verdict = j._decide
+            if j.verdict == "contradicted" and j._absent:
+                j.reason = j._absent
     level = alpha / max(1, len(family))
     for j in out:
         if j.verdict == "undecided" and j._var is not None and j._delta is not None:
-            a = alpha if j.claim.expect.kind in EXPECT_TABLES else level
+            a = interval_alpha if j.claim.expect.kind in EXPECT_TABLES else level
             j.runs_needed = runs_needed(j._delta, j._var, min(0.5, a * j._alpha_scale), POWER) if j._delta else None
             if j.runs_needed is None and not j.reason:
                 j.reason = ("the estimate sits on the claim's boundary: no number of runs decides it"
@@ -308,69 +354,109 @@ def _pooled_var(j: Judgement, cell: Cell, base: Cell, mine: list[float], theirs:
     return None if a is None or b is None else (a + b) / 2.0
 
 
-def _direction(j, cell, base, mine, theirs) -> None:
+def _estimate(j: Judgement, cell: Cell, base: Cell, mine: list[float], theirs: list[float],
+              log: bool = False) -> Estimate | None:
+    """The evidence of a two-sided claim: block-pair differences when the two configurations were interleaved
+    (paired.py; the replicate is then the paired run), else Welch on per-run values (on logs for a ratio); None
+    when there is too little to test (the reason set)."""
+    if j.claim.metric in METRICS:
+        res = paired_evidence(cell, base, j.claim.metric)
+        if res is not None:
+            j.value, j.baseline, j.design = res.value, res.baseline, res.design
+            j.runs, j.block_samples = (res.runs, res.runs), res.block_samples
+            j._var = res.estimate.se ** 2 * res.runs / 2.0   # one paired run's, in runs_needed's two-sample form
+            return res.estimate
     _means(j, mine, theirs)
     if _few(j, len(mine), len(theirs)):
+        return None
+    a, b = np.asarray(mine, float), np.asarray(theirs, float)
+    if log:
+        if min(mine) <= 0 or min(theirs) <= 0:
+            j.reason = f"a ratio needs positive values; the {j.claim.metric} of a run is ≤ 0"
+            return None
+        a, b = np.log(a), np.log(b)
+        j._var = (float(np.var(a, ddof=1)) + float(np.var(b, ddof=1))) / 2.0
+    else:
+        j._var = _pooled_var(j, cell, base, mine, theirs)
+    return welch_estimate(a, b)
+
+
+def _direction(j, cell, base, mine, theirs) -> None:
+    """lower/higher: significant in the expected direction holds, in the other contradicts; and an effect shown
+    smaller than the claim's smallest effect of interest (±min_effect × baseline, two one-sided tests) is absent
+    here, which contradicts the claim too. Of the two tests, whose null hypotheses exclude each other, the one
+    with the smaller p is the claim's (as for `same`)."""
+    est = _estimate(j, cell, base, mine, theirs)
+    if est is None:
         return
-    j.p, lo, hi = welch(np.asarray(mine, float), np.asarray(theirs, float))
-    j.interval, j.interval_of = (lo, hi), "difference"
-    diff = j.value - j.baseline
+    lo, hi = est.interval(1.0 - j.level)
+    j.interval, j.interval_of = (est.difference(lo), est.difference(hi)), "difference"
     want = -1 if j.claim.expect.kind == "lower" else 1
-    j._decide = "holds" if np.sign(diff) == want else "contradicted"
+    p_dir = est.p()
+    j._decide = "holds" if np.sign(est.value) == want else "contradicted"
     if not (lo > 0 or hi < 0):   # the interval holds 0: whatever Holm says, no direction is shown
         j._decide = "undecided"
-    j._delta, j._var = abs(diff), _pooled_var(j, cell, base, mine, theirs)
+    rel = j.claim.smallest_effect
+    p_absent = max(est.above(est.relative(-rel, j.baseline)), 1.0 - est.above(est.relative(rel, j.baseline))) \
+        if rel else 1.0
+    m = est.relative(rel, j.baseline) if rel else 0.0
+    lo, hi = j.interval
+    if p_absent < p_dir:
+        j.p, j._decide = p_absent, "contradicted"
+        j._absent = (f"the effect here is at most {_relative(max(abs(lo), abs(hi)), j.baseline)} of the baseline "
+                     f"(interval inside ±{j.claim.min_effect_text(j.baseline)}, the smallest effect of interest)"
+                     f"{_published_change(j.claim)}")
+        j._delta, j._alpha_scale = abs(m - abs(est.value)), 2.0
+    else:
+        j.p = p_dir
+        j._delta = abs(est.value)
+
+
+def _relative(x: float, base: float | None) -> str:
+    return f"{x / abs(base):.1%}" if base else f"{x:g}"
+
+
+def _published_change(claim: Claim) -> str:
+    pub = claim.published or {}
+    if pub.get("baseline") and pub.get("cell") is not None:
+        return f", where the study saw {(pub['cell'] - pub['baseline']) / pub['baseline']:+.0%}"
+    return ""
 
 
 def _same(j, cell, base, mine, theirs) -> None:
     """TOST: the difference is within ±m when both one-sided tests (against −m and +m) reject; it is beyond the
-    margin when the one-sided test on its side does. Each one-sided p is Welch's two-sided p of the values
-    shifted by the margin, halved (or its complement when the difference lies the other way)."""
-    _means(j, mine, theirs)
-    if _few(j, len(mine), len(theirs)):
+    margin when the one-sided test on its side does."""
+    est = _estimate(j, cell, base, mine, theirs)
+    if est is None:
         return
-    a, b = np.asarray(mine, float), np.asarray(theirs, float)
-    m = j.claim.expect.margin * abs(j.baseline)
-    _, lo, hi = welch(a, b)
-    j.interval, j.interval_of = (lo, hi), "difference"
-    diff = j.value - j.baseline
-    above_low = _one_sided(a + m, b)        # H0: diff ≤ −m  against  diff > −m
-    below_high = 1.0 - _one_sided(a - m, b)  # H0: diff ≥ +m  against  diff < +m
+    margin = j.claim.expect.margin
+    m = est.relative(margin, j.baseline)
+    lo, hi = est.interval(1.0 - j.level)
+    j.interval, j.interval_of = (est.difference(lo), est.difference(hi)), "difference"
+    above_low = est.above(est.relative(-margin, j.baseline))   # H0: diff ≤ −m  against  diff > −m
+    below_high = 1.0 - est.above(m)                            # H0: diff ≥ +m  against  diff < +m
     equivalent = max(above_low, below_high)
     beyond = min(1.0 - above_low, 1.0 - below_high)   # H0: |diff| within the margin, on the side it lies
     if equivalent <= beyond:
         j.p, j._decide = equivalent, "holds"
     else:
         j.p, j._decide = beyond, "contradicted"
-    j._delta = abs(m - abs(diff))
-    j._var, j._alpha_scale = _pooled_var(j, cell, base, mine, theirs), 2.0
-
-
-def _one_sided(a: np.ndarray, b: np.ndarray) -> float:
-    """P-value of the one-sided Welch test of mean(a) − mean(b) > 0 (from compare.welch's two-sided p)."""
-    p, lo, hi = welch(a, b)
-    diff = float(np.mean(a) - np.mean(b))
-    return p / 2.0 if diff > 0 else 1.0 - p / 2.0
+    j._delta = abs(m - abs(est.value))
+    j._alpha_scale = 2.0
 
 
 def _ratio(j, cell, base, mine, theirs) -> None:
-    _means(j, mine, theirs)
-    if _few(j, len(mine), len(theirs)):
+    est = _estimate(j, cell, base, mine, theirs, log=True)   # paired evidence is a log ratio already
+    if est is None:
         return
-    if min(mine) <= 0 or min(theirs) <= 0:
-        j.reason = f"a ratio needs positive values; the {j.claim.metric} of a run is ≤ 0"
-        return
-    la, lb = np.log(mine), np.log(theirs)
-    _, lo, hi = welch(la, lb)
+    lo, hi = est.interval(1.0 - j.level)
     j.interval, j.interval_of = (math.exp(lo), math.exp(hi)), "ratio"
     e = j.claim.expect
     if e.low <= j.interval[0] and j.interval[1] <= e.high:
         j.verdict = "holds"
     elif j.interval[1] < e.low or j.interval[0] > e.high:
         j.verdict = "contradicted"
-    point = float(np.mean(la) - np.mean(lb))
-    j._delta = min(abs(point - math.log(e.low)), abs(point - math.log(e.high)))
-    j._var = (float(np.var(la, ddof=1)) + float(np.var(lb, ddof=1))) / 2.0
+    j._delta = min(abs(est.value - math.log(e.low)), abs(est.value - math.log(e.high)))
 
 
 def _below(j, cell, base, mine, theirs) -> None:
@@ -381,7 +467,7 @@ def _below(j, cell, base, mine, theirs) -> None:
         return
     unit, factor = UNITS[j.claim.expect.unit]
     bound = j.claim.expect.bound * factor
-    _, lo, hi = welch(np.asarray(mine, float), np.full(2, bound))
+    lo, hi = welch_estimate(np.asarray(mine, float), np.full(2, bound)).interval(1.0 - j.level)
     j.interval, j.interval_of = (lo + bound, hi + bound), "value"
     if hi < 0:
         j.verdict = "holds"

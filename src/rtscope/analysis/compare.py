@@ -53,6 +53,7 @@ from . import stats
 from . import distribution
 from .defaults import ALPHA, METRICS, ROWS, STAT_KEY, TAIL
 from .variance import Components, components
+from .paired import PAIRED_TEST, PairedResult, paired, pairing, shared_runs
 from .select import CORE_DIMENSIONS, Configuration, group_runs, short_labels, value_matches, value_text
 from .stats import merge_histograms
 
@@ -429,6 +430,7 @@ class Comparison:
     rows: list[Row]
     cliffs_delta: float | None          # of the pooled samples: descriptive
     notes: list[str]
+    design: str = "runs"                # runs | interleaved (paired.py: the rows test block-pair differences)
 
     @property
     def magnitude(self) -> str | None:
@@ -471,7 +473,7 @@ class ComparisonSet:
                 "configuration": labels[k.cell.config], "baseline": labels[k.base.config],
                 "unit": k.cell.config.unit, "runs": len(k.cell.runs), "baseline_runs": len(k.base.runs),
                 "n_samples": int(len(k.cell.samples)), "baseline_n_samples": int(len(k.base.samples)),
-                "cliffs_delta": k.cliffs_delta, "magnitude": k.magnitude,
+                "cliffs_delta": k.cliffs_delta, "magnitude": k.magnitude, "design": k.design,
                 "rows": [r.to_json() for r in k.rows], "notes": k.notes} for k in self.comparisons],
             "unmatched": [{"configuration": labels[c.config], "reason": why} for c, why in self.unmatched],
             "warnings": self.warnings,
@@ -545,10 +547,49 @@ def compare_cells(cell: Cell, base: Cell, *, tail: bool = False) -> Comparison:
     delta = None
     if len(cell.samples) and len(base.samples):
         delta = cliffs_delta(cell.sorted, base.sorted)
-    rows = [run_level_row(m, cell.per_run_values(m), base.per_run_values(m)) for m in METRICS]
+    rows = paired_rows(cell, base)
+    design = "interleaved" if rows else "runs"
+    if rows:
+        notes.append(f"design interleaved: {PAIRED_TEST} ({rows[0].extra['paired_text']}); max, p99, median and "
+                     f"stdev are those of {rows[0].extra['paired']['block_samples']}-sample blocks")
+    else:
+        rows = [run_level_row(m, cell.per_run_values(m), base.per_run_values(m)) for m in METRICS]
     if tail:
         rows.append(tail_row(cell, base))
-    return Comparison(cell, base, rows, delta, notes)
+    return Comparison(cell, base, rows, delta, notes, design)
+
+
+def paired_evidence(cell: Cell, base: Cell, metric: str) -> PairedResult | None:
+    """The paired estimate of a metric from the interleaved runs the two configurations share (paired.py), or
+    None when they share none (each was measured in runs of its own: Welch on per-run values)."""
+    shared = [(a, b) for a, b in shared_runs(cell.sample_runs, base.sample_runs)]
+    if not shared:
+        return None
+    block = pairing(shared[0][0])["block_samples"]
+    arrays = [(cell.run_samples(a), base.run_samples(b)) for a, b in shared
+              if pairing(a)["block_samples"] == block == pairing(b)["block_samples"]]
+    return paired(arrays, block, metric)
+
+
+def paired_rows(cell: Cell, base: Cell) -> list[Row]:
+    """compare's rows from block-pair differences when the two configurations were interleaved; [] otherwise."""
+    rows = []
+    for m in METRICS:
+        res = paired_evidence(cell, base, m)
+        if res is None and m == "stdev" and rows:    # blocks of one sample: no stdev per block
+            row = Row(m, None, None, PAIRED_TEST, runs=rows[0].runs)
+            row.reason = "blocks of one sample have no stdev: set a longer block"
+            rows.append(row)
+            continue
+        if res is None:
+            return []
+        row = Row(m, res.baseline, res.value, PAIRED_TEST, runs=(res.runs, res.runs))
+        row.p = res.estimate.p()
+        row.ci = tuple(res.estimate.difference(x) for x in res.estimate.interval())
+        row.direction = int(np.sign(res.estimate.value))
+        row.extra = {"paired": res.to_json(), "paired_text": res.describe()}
+        rows.append(row)
+    return rows
 
 
 def check_options(alpha: float) -> None:

@@ -40,6 +40,14 @@ def reproduce(
         "--junit", metavar="FILE", help="Write JUnit XML: a test case per claim (contradicted: a failure; "
                                         "undecided or not measurable here: skipped).")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Seed of the runs' random order.")] = None,
+    until_decided: Annotated[bool, typer.Option(
+        "--until-decided", help="Add rounds of runs until every claim is decided or --budget is spent; the claims "
+                                "are judged after rounds 2, 3, 4, 6, 8, 11, ... at levels that keep the "
+                                "false-positive rate at α over every look (docs/reproduction.md).")] = False,
+    budget: Annotated[str, typer.Option(
+        "--budget", metavar="DURATION", help="With --until-decided: the wall time it may take (20m, 1h, 90s).")] = "20m",
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="With --until-decided: continue the latest interrupted one of this spec.")] = False,
     db: DbOption = None, json_out: JsonOption = False,
 ) -> None:
     """Judge a spec's claims: run the configurations they name (only those), or, with --experiment, --tag or
@@ -63,6 +71,11 @@ def reproduce(
                          "shipped studies have them: nerves-rt, kernels, msgq, storage, tasks)")
     wheres = [parse_assignment(w) for w in where or []]
     stored = bool(experiment or tag or run)
+    if (resume or budget != "20m") and not until_decided:
+        raise UsageError("--budget and --resume go with --until-decided")
+    if until_decided and (stored or repetitions is not None):
+        raise UsageError("--until-decided chooses how many runs to make: it takes neither --repetitions nor stored "
+                         "runs (--experiment, --tag, --run)")
     if stored and repetitions is not None:
         raise UsageError("--repetitions runs configurations; with --experiment, --tag or --run stored runs are "
                          "judged and nothing runs")
@@ -78,10 +91,16 @@ def reproduce(
             runs = select_runs(store, Selection(experiment, **core, tags=list(tag or []),
                                                 where=[(n, v) for n, v in wheres if n not in core],
                                                 run_ids=list(run or [])))
+        elif until_decided:
+            from ..experiment.monitor import parse_duration
+            judgements, runs, sequence = _until_decided(store, parsed, path, pool, absent, aside, wheres, seed,
+                                                        alpha, parse_duration(budget, "--budget"), resume)
         else:
             runs = _run_claims(store, parsed, path, pool, absent, aside, wheres, repetitions, seed)
-    judgements = claim_runs.verdicts(parsed, load_cells(store, runs), absent, aside, alpha=alpha,
-                                     slope=memory_slope(store), stored=stored)
+    if not until_decided:
+        sequence = None
+        judgements = claim_runs.verdicts(parsed, load_cells(store, runs), absent, aside, alpha=alpha,
+                                         slope=memory_slope(store), stored=stored)
     from ..analysis.claims import machine_text, needed_command
     machine = runs[0].machine if runs else pool_machine()
     if junit is not None:
@@ -91,10 +110,12 @@ def reproduce(
                           f"{n['skipped']} skipped")
     if json_out:
         print_json({"spec": parsed.name, "scale": parsed.scale, "alpha": alpha, "correction": "holm",
-                    "machine": machine_text(machine), "runs": [r.id for r in runs],
+                    "machine": machine_text(machine), "runs": [r.id for r in runs], "until_decided": sequence,
                     "claims": [j.to_json() | {"command": needed_command(j, command, aside)} for j in judgements]})
     else:
         print_claims(judgements, parsed.name, alpha, machine, command, aside)
+        if sequence:
+            console.print(_sequence_text(sequence, alpha), style="dim", soft_wrap=True)
     if fail_on is not None and any(j.verdict == "contradicted" for j in judgements):
         raise typer.Exit(1)
 
@@ -132,6 +153,77 @@ def _run_claims(store, parsed, path, pool, absent, aside, wheres, repetitions, s
     return store.runs(experiment_id=experiment.id)
 
 
+def _until_decided(store, parsed, path, pool, absent, aside, wheres, seed, alpha, budget_s, resume):
+    """Rounds of the claims' configurations until each is decided or the budget is spent
+    (experiment/sequential.py); the final judgements, the runs and what the sequence did."""
+    from ..analysis.claims import memory_slope
+    from ..analysis.compare import load_cells
+    from ..experiment import claim_runs, execute as exp_mod, sequential
+    from .run import execute_resumable, print_warnings
+    wanted = [c for c in parsed.claims if c.id not in absent and c.id not in aside]
+    identity = exp_mod.spec_identity(path)
+    experiment = exp_mod.latest_unfinished(store, identity) if resume else None
+    if resume and (experiment is None or "until_decided" not in experiment.spec):
+        raise UsageError(f"no interrupted `reproduce --until-decided` of {path} in store {store.url}")
+    if experiment is None:
+        sub = claim_runs.trimmed(parsed, wanted, wheres, 1)
+        print_warnings(parsed)
+        chosen = seed if seed is not None else parsed.seed if parsed.seed is not None else exp_mod.new_seed()
+        planned = exp_mod.plan(sub, chosen)
+        experiment = exp_mod.start(store, sub, planned, chosen, identity,
+                                   record={"until_decided": {"budget_s": budget_s}})
+    err_console.print(f"experiment {experiment.id}: {escape(parsed.name)} until decided (budget {budget_s} s), "
+                      f"{len(wanted)} claims measurable here, design {parsed.design}")
+    hint = f"resume with `rtscope reproduce {path} --until-decided --resume`"
+    slope = memory_slope(store)
+
+    def judge(level):
+        cells = load_cells(store, store.runs(experiment_id=experiment.id))
+        return claim_runs.verdicts(parsed, cells, absent, aside, alpha=level, slope=slope, stored=False,
+                                   interval_alpha=level)
+
+    def on_look(progress, judgements):
+        counts = {v: sum(j.verdict == v for j in judgements) for v in ("holds", "contradicted", "undecided")}
+        err_console.print(f"look {progress.look} after {progress.rounds} rounds "
+                          f"({time_text(progress)}): " + ", ".join(f"{n} {v}" for v, n in counts.items()))
+        for j in judgements:
+            if j.verdict == "undecided" and j.claim.id not in absent and j.claim.id not in aside:
+                err_console.print(f"  {escape(j.claim.id)}: {j.interval_text()} (level {j.level:.4g})",
+                                  highlight=False)
+
+    final, progress = sequential.until_decided(
+        store, parsed, experiment, wanted, budget_s=budget_s, alpha=alpha,
+        run_round=lambda exp: execute_resumable(store, exp, _Quiet(), pool, hint), judge=judge, on_look=on_look)
+    exp_mod.set_status(store, experiment.id, exp_mod.FINISHED)
+    sequence = {"experiment": experiment.id, "rounds": progress.rounds, "looks": progress.look,
+                "budget_s": budget_s, "wall_s": round(time_since(progress), 1),
+                "decided_at": {cid: j.level for cid, j in progress.decided.items()}}
+    return final, store.runs(experiment_id=experiment.id), sequence
+
+
+class _Quiet:
+    """A reporter that says nothing per run (the looks say what matters)."""
+
+    def __getattr__(self, name):
+        return lambda *a, **k: None
+
+
+def time_since(progress) -> float:
+    import time
+    return time.monotonic() - progress.started
+
+
+def time_text(progress) -> str:
+    s = time_since(progress)
+    return f"{int(s // 60)} min {int(s % 60)} s" if s >= 60 else f"{s:.0f} s"
+
+
+def _sequence_text(sequence: dict, alpha: float) -> str:
+    return (f"until decided: experiment {sequence['experiment']}, {sequence['rounds']} rounds, {sequence['looks']} "
+            f"looks in {sequence['wall_s']:g} s (budget {sequence['budget_s']} s); look k tests at α/(k(k+1)), so "
+            f"every look together keeps the false-positive rate at α = {alpha:g}")
+
+
 def pool_machine() -> dict:
     from ..targets import Pool
     with Pool() as pool:
@@ -143,10 +235,12 @@ def print_claims(judgements: list[Judgement], name: str, alpha: float, machine: 
     from ..analysis.claims import machine_text, needed_command
     table = Table(title=f"claims of {escape(name)}: published → measured (baseline → cell)", box=box.SIMPLE_HEAD,
                   title_justify="left", pad_edge=False)
-    for head in ("claim", "metric", "expect", "published", "measured", "95% interval", "verdict"):
+    level = min((j.level for j in judgements), default=0.95)
+    for head in ("claim", "metric", "expect", "published", "measured", f"{level:.4g} interval".replace("0.95 ", "95% "),
+                 "verdict"):
         table.add_column(head)
     for j in judgements:
-        table.add_row(escape(j.claim.id), j.claim.metric, escape(j.claim.expect.text), escape(j.published_text()),
+        table.add_row(escape(j.claim.id), j.claim.metric, escape(j.claim.expect_text), escape(j.published_text()),
                       j.values_text(), j.interval_text(),
                       f"[{VERDICT_STYLE[j.verdict]}]{j.verdict}[/]")
     console.print(table)
@@ -165,6 +259,10 @@ def print_claims(judgements: list[Judgement], name: str, alpha: float, machine: 
                   f"{escape(machine_text(machine))} — published absolute figures are shown, never tested",
                   soft_wrap=True)
     tested = sum(j.p_holm is not None for j in judgements)
-    console.print(f"lower/higher: Welch t-test on per-run values; same: two one-sided tests within the margin; "
-                  f"Holm over {tested} such claims, α = {alpha:g}; ratio, below: the 95 % interval "
-                  "(docs/reproduction.md)", style="dim", soft_wrap=True)
+    paired = [j for j in judgements if j.design == "interleaved"]
+    evidence = ("Welch t-test on per-run values" if not paired else
+                f"interleaved ({len(paired)} claims): paired t-test on block-pair differences, "
+                "else Welch t-test on per-run values")
+    console.print(f"lower/higher: {evidence}, and within ±min_effect the effect is absent (contradicted); same: "
+                  f"two one-sided tests within the margin; Holm over {tested} such claims, α = {alpha:g}; ratio, "
+                  "below: the interval (docs/reproduction.md)", style="dim", soft_wrap=True)

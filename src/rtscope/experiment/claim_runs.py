@@ -96,14 +96,15 @@ def trimmed(spec: Spec, claims: list[Claim], where: list[tuple[str, str]], repet
 
 
 def verdicts(spec: Spec, cells: list, absent: dict[str, str], aside: dict[str, str], *, alpha: float,
-             slope, stored: bool) -> list[Judgement]:
+             slope, stored: bool, interval_alpha: float = 0.05) -> list[Judgement]:
     """The spec's claims judged on these runs' configurations. absent: claim id -> why this machine cannot make
     its runs (on stored runs, a claim whose configurations are all stored is judged anyway: imported, or made
     elsewhere); aside: claim id -> why it is not judged in this invocation (set_aside), for a claim without runs."""
     if stored:
         absent = {cid: why for cid, why in absent.items()
                   if not all(find(c, s, cells)[0] for c in spec.claims if c.id == cid for s in sides(c))}
-    out = judge(spec.claims, cells, alpha=alpha, not_measurable=absent, slope=slope, keys=side_keys(spec))
+    out = judge(spec.claims, cells, alpha=alpha, not_measurable=absent, slope=slope, keys=side_keys(spec),
+                interval_alpha=interval_alpha)
     for j in out:
         if j.claim.id in aside and j.verdict != "not measurable here" and not j.runs[0]:
             j.verdict, j.reason, j.runs_needed = "undecided", aside[j.claim.id], None

@@ -21,6 +21,7 @@ import random
 import secrets
 import threading
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,11 +36,15 @@ from ..signals import Terminated, held_signals, sigterm_raises
 from ..store import DuplicateRun, Store, to_jsonable, unreachable
 from ..store.spool import Spooled
 from ..targets import LOCAL, Pool, redact_spec, resolve, tracefs
+from .design import Group, layout
 from .outage import GaveUp, Outage
-from .runner import execute as execute_run
+from .runner import execute as execute_run, execute_interleaved
 from .spec import Spec
 
 BOOTED_KINDS = ("qemu",)  # targets rtscope boots itself: `rtscope check` does not
+# Targets whose processes run on this host's CPUs: with `local` among an experiment's targets, their runs take
+# turns with local runs instead of overlapping them (a VM's runs would load the CPUs a local run measures on).
+HOSTED_KINDS = ("local", *BOOTED_KINDS)
 
 RUNNING, FINISHED, INTERRUPTED, FAILED = "running", "finished", "interrupted", "failed"
 INCOMPLETE = "incomplete"   # a monitoring given up on: its board was down too long (experiment/fleet.py)
@@ -55,50 +60,66 @@ class PlannedRun:
     request: RunRequest
     timeout_s: float | None = None
     on_unavailable: str = "fail"
+    pair: str | None = None             # an arm of an interleaved run: the run's key in the plan (design.py)
+    block_samples: int | None = None    # its block length
 
     def to_json(self) -> dict:
         r = self.request
         return {"index": self.index, "cell": self.cell, "repetition": self.repetition, "block": self.block,
                 "workload": r.workload, "variant": r.variant, "runtime": r.runtime, "params": r.params,
                 "settings": r.settings, "tags": list(r.tags), "timeout_s": self.timeout_s,
-                "on_unavailable": self.on_unavailable}
+                "on_unavailable": self.on_unavailable,
+                **({"pair": self.pair, "block_samples": self.block_samples} if self.pair else {})}
 
     @classmethod
     def from_json(cls, d: dict) -> "PlannedRun":
         req = RunRequest(d["workload"], d["variant"], d["runtime"], dict(d["params"]), dict(d["settings"]),
                          tuple(d.get("tags", ())))
         return cls(d["index"], d["cell"], d["repetition"], d.get("block", 0), req, d.get("timeout_s"),
-                   d.get("on_unavailable", "fail"))
+                   d.get("on_unavailable", "fail"), d.get("pair"), d.get("block_samples"))
 
 
 def new_seed() -> int:
     return secrets.randbits(32)
 
 
-def plan(spec: Spec, seed: int, order: str | None = None) -> list[PlannedRun]:
-    """The runs of a spec in the order they are made.
+def plan(spec: Spec, seed: int, order: str | None = None, start: int = 0) -> list[PlannedRun]:
+    """The runs of a spec in the order they are made (indexes from `start`).
 
     random (default): rounds; round r holds repetition r of every cell, in a fresh random order, so
       slow drift of the machine (temperature, background load) spreads over all cells alike.
     shuffle: one random permutation of all runs.  sequential: spec order, repetitions back to back.
+    With design interleaved or auto (design.py), the arms of one interleaved run take the place of one cell
+    in that order, with consecutive indexes.
     """
     order = order or spec.order
     rng = random.Random(seed)
+    lay = layout(spec)
+    units: list[Group | Any] = [*lay.groups, *lay.alone]
+    units.sort(key=lambda u: spec.cells.index(u.cells[0] if isinstance(u, Group) else u))
+    reps = {id(u): (u.cells[0] if isinstance(u, Group) else u).repetitions for u in units}
     pairs = []
     if order == "sequential":
-        pairs = [(c, r) for c in spec.cells for r in range(1, c.repetitions + 1)]
+        pairs = [(u, r) for u in units for r in range(1, reps[id(u)] + 1)]
     elif order == "shuffle":
-        pairs = [(c, r) for c in spec.cells for r in range(1, c.repetitions + 1)]
+        pairs = [(u, r) for u in units for r in range(1, reps[id(u)] + 1)]
         rng.shuffle(pairs)
     elif order == "random":
-        for r in range(1, max((c.repetitions for c in spec.cells), default=0) + 1):
-            round_ = [(c, r) for c in spec.cells if c.repetitions >= r]
+        for r in range(1, max(reps.values(), default=0) + 1):
+            round_ = [(u, r) for u in units if reps[id(u)] >= r]
             rng.shuffle(round_)
             pairs += round_
     else:
         raise UsageError(f"unknown order {order!r}; valid: random, shuffle, sequential")
-    return [PlannedRun(i, c.key, r, c.block, c.request, c.timeout_s, c.on_unavailable)
-            for i, (c, r) in enumerate(pairs)]
+    out: list[PlannedRun] = []
+    for u, r in pairs:
+        if isinstance(u, Group):
+            pair = f"{start + len(out)}"
+            out += [PlannedRun(start + len(out) + i, c.key, r, c.block, c.request, c.timeout_s, c.on_unavailable,
+                               pair, u.block) for i, c in enumerate(u.cells)]
+        else:
+            out.append(PlannedRun(start + len(out), u.key, r, u.block, u.request, u.timeout_s, u.on_unavailable))
+    return out
 
 
 # --- the experiments table -----------------------------------------------------------------------------
@@ -138,7 +159,7 @@ def start(store: Store, spec: Spec, planned: list[PlannedRun], seed: int, spec_p
     """Record a new experiment (status running) with its seed, whole plan and the --target choice (and what
     the caller records beside them: a monitoring's Plan)."""
     text, raw = redact_spec(spec.text, spec.raw)  # a node's cookie is never stored
-    doc = {"text": text, "scale": spec.scale, "order": spec.order, "source": spec.source,
+    doc = {"text": text, "scale": spec.scale, "order": spec.order, "design": spec.design, "source": spec.source,
            "parsed": to_jsonable(raw), "targets": targets or None, "baseline": spec.baseline or None,
            **(record or {})}
     row = {"name": spec.name, "spec": doc, "spec_path": spec_path, "seed": seed,
@@ -363,18 +384,21 @@ def execute(store: Store, exp: Experiment, reporter: Reporter | None = None, poo
 
 def _execute_on(store: Store, exp: Experiment, name: str, planned: list[PlannedRun], pool: Pool,
                 availability: Availability, outcome: Outcome, reporter: Reporter | None,
-                stop: threading.Event | None, lock: threading.Lock | None, outage: Outage | None = None) -> None:
-    """The runs of one target, in plan order (with `outage`: each asked again while the target is down)."""
+                stop: threading.Event | None, lock: threading.Lock | None, outage: Outage | None = None,
+                turn: threading.Lock | None = None) -> None:
+    """The runs of one target, in plan order (with `outage`: each asked again while the target is down; with
+    `turn`: each run holds it, so that targets sharing this host's CPUs take turns)."""
     pool.get(name)   # connect (or fail) before the first run
-    for p in planned:
+    for unit in _units(planned):
         if stop is not None and stop.is_set():
             return
         if outage is None:
-            _execute_one(store, exp, name, p, pool, availability, outcome, reporter, lock)
+            with turn or nullcontext():
+                _execute_unit(store, exp, name, unit, pool, availability, outcome, reporter, lock)
             continue
         while True:
             try:
-                _execute_one(store, exp, name, p, pool, availability, outcome, reporter, lock)
+                _execute_unit(store, exp, name, unit, pool, availability, outcome, reporter, lock)
             except (UsageError, DuplicateRun):
                 raise
             except Exception as e:  # noqa: BLE001  (the target failed: down, asked again; the store's: raised)
@@ -393,28 +417,56 @@ def _execute_on(store: Store, exp: Experiment, name: str, planned: list[PlannedR
             break
 
 
-def _execute_one(store: Store, exp: Experiment, name: str, p: PlannedRun, pool: Pool, availability: Availability,
-                 outcome: Outcome, reporter: Reporter | None, lock: threading.Lock | None) -> None:
-    """One planned run on its target: made and stored (or spooled), skipped when it cannot run there."""
-    target = pool.get(name)
-    why = availability.reason(p.request)
-    if why:
-        if p.on_unavailable == "fail":
-            raise RtscopeError(f"run {p.index + 1} ({p.cell}) cannot run here: {why} "
-                               "(the spec says on_unavailable = \"fail\")")
-        outcome.skipped.append((p, why))
-        if reporter:
-            reporter.run_skipped(p, why)
+def _units(planned: list[PlannedRun]) -> list[list[PlannedRun]]:
+    """The planned runs as they are made: a run alone, or the arms of one interleaved run (consecutive, one pair)."""
+    out: list[list[PlannedRun]] = []
+    for p in planned:
+        if p.pair is not None and out and out[-1][0].pair == p.pair:
+            out[-1].append(p)
+        else:
+            out.append([p])
+    return out
+
+
+def _execute_unit(store: Store, exp: Experiment, name: str, unit: list[PlannedRun], pool: Pool,
+                  availability: Availability, outcome: Outcome, reporter: Reporter | None,
+                  lock: threading.Lock | None) -> None:
+    if len(unit) == 1:   # a run alone (or the one arm of an interleaved run not stored yet: it runs alone)
+        _execute_one(store, exp, name, unit[0], pool, availability, outcome, reporter, lock)
         return
-    if stored_meanwhile(store, exp.id, p.index):
-        return  # stored meanwhile by another `--resume` of the same experiment
+    arms = []
+    for p in unit:
+        why = availability.reason(p.request)
+        if why:
+            _unavailable(p, why, outcome, reporter)
+        elif not stored_meanwhile(store, exp.id, p.index):
+            arms.append(p)
+    if len(arms) < 2:
+        for p in arms:
+            _execute_one(store, exp, name, p, pool, availability, outcome, reporter, lock)
+        return
     if reporter:
-        reporter.run_started(p)
-    try:
-        run_id = execute_run(p.request, store.keeper, timeout=p.timeout_s, target=target, store_lock=lock,
-                             experiment_id=exp.id, plan_index=p.index, cell=p.cell, repetition=p.repetition)
-    except DuplicateRun:
-        return  # another `--resume` of the same experiment stored it while this one measured
+        reporter.run_started(arms[0])
+    results = execute_interleaved([p.request for p in arms], store.keeper, block=arms[0].block_samples,
+                                  timeout=arms[0].timeout_s, target=pool.get(name), store_lock=lock,
+                                  store_kwargs=[dict(experiment_id=exp.id, plan_index=p.index, cell=p.cell,
+                                                     repetition=p.repetition) for p in arms])
+    for p, run_id in zip(arms, results):
+        _stored(p, run_id, outcome, reporter)
+
+
+def _unavailable(p: PlannedRun, why: str, outcome: Outcome, reporter: Reporter | None) -> None:
+    if p.on_unavailable == "fail":
+        raise RtscopeError(f"run {p.index + 1} ({p.cell}) cannot run here: {why} "
+                           "(the spec says on_unavailable = \"fail\")")
+    outcome.skipped.append((p, why))
+    if reporter:
+        reporter.run_skipped(p, why)
+
+
+def _stored(p: PlannedRun, run_id: Any, outcome: Outcome, reporter: Reporter | None) -> None:
+    if run_id is None:
+        return   # another `--resume` of the same experiment stored it while this one measured
     if isinstance(run_id, Spooled):
         outcome.spooled.append(p)
         if reporter and hasattr(reporter, "run_spooled"):
@@ -425,12 +477,35 @@ def _execute_one(store: Store, exp: Experiment, name: str, p: PlannedRun, pool: 
         reporter.run_stored(p, run_id)
 
 
+def _execute_one(store: Store, exp: Experiment, name: str, p: PlannedRun, pool: Pool, availability: Availability,
+                 outcome: Outcome, reporter: Reporter | None, lock: threading.Lock | None) -> None:
+    """One planned run on its target: made and stored (or spooled), skipped when it cannot run there."""
+    target = pool.get(name)
+    why = availability.reason(p.request)
+    if why:
+        _unavailable(p, why, outcome, reporter)
+        return
+    if stored_meanwhile(store, exp.id, p.index):
+        return  # stored meanwhile by another `--resume` of the same experiment
+    if reporter:
+        reporter.run_started(p)
+    try:
+        run_id = execute_run(p.request, store.keeper, timeout=p.timeout_s, target=target, store_lock=lock,
+                             experiment_id=exp.id, plan_index=p.index, cell=p.cell, repetition=p.repetition)
+    except DuplicateRun:
+        return  # another `--resume` of the same experiment stored it while this one measured
+    _stored(p, run_id, outcome, reporter)
+
+
 def _execute_fleet(store: Store, exp: Experiment, by_target: dict[str, list[PlannedRun]], pool: Pool,
                    availability: Availability, outcome: Outcome, reporter: Reporter | None) -> None:
     """One thread per target; the main thread waits, and on Ctrl-C/SIGTERM stops every target's run."""
     lock = threading.Lock()
-    jobs = {name: (lambda stop, name=name, planned=planned: _execute_on(store, exp, name, planned, pool, availability,
-                                                                        outcome, reporter, stop, lock))
+    hosted = {name for name in by_target if resolve(name).kind in HOSTED_KINDS}
+    turn = threading.Lock() if len(hosted) > 1 and any(resolve(n).kind == "local" for n in hosted) else None
+    jobs = {name: (lambda stop, name=name, planned=planned: _execute_on(
+                store, exp, name, planned, pool, availability, outcome, reporter, stop, lock,
+                turn=turn if name in hosted else None))
             for name, planned in by_target.items()}
     in_parallel(jobs, pool, reporter.target_failed if reporter and hasattr(reporter, "target_failed") else None)
 

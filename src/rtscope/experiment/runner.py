@@ -11,6 +11,8 @@ from __future__ import annotations
 import posixpath
 import tempfile
 import threading
+import time
+import uuid
 from contextlib import ExitStack, nullcontext, suppress
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,7 +25,9 @@ from ..settings.base import RunContext
 from ..settings import undo as undo_journal
 from ..settings.registry import SETTINGS
 from ..signals import held_signals, sigterm_raises
+from ..store.records import DuplicateRun
 from ..targets import Completed, LocalTarget, Target
+from .design import block_order
 
 PROBE_STDERR_TAIL = 2000  # characters of a failed probe's output kept in the error
 
@@ -70,6 +74,25 @@ def execute(req: RunRequest, store: RunSink, *, timeout: float | None = None, ta
     """Run one request end to end on `target` (this machine by default) and store it; return what the sink
     returned (the run id).
     Nothing is stored on failure; every setting is undone on the target, also on Ctrl-C and SIGTERM."""
+    return _measure([req], store, timeout=timeout, target=target, store_lock=store_lock,
+                    store_kwargs=[store_kwargs])[0]
+
+
+def execute_interleaved(reqs: list[RunRequest], store: RunSink, *, block: int, timeout: float | None = None,
+                        target: Target | None = None, store_lock: threading.Lock | None = None,
+                        store_kwargs: list[dict]) -> list[Any]:
+    """The arms of one interleaved run (experiment/design.py) measured by one process of their runtime, in
+    blocks of `block` samples in a random balanced order; each arm stored as a run of its own with its header's
+    `pairing` (store_kwargs[i]: arm i's plan index and cell). Returns each arm's run id (None: stored already by
+    another process). The arms share their system settings, applied once."""
+    timeout = None if timeout is None else timeout * len(reqs)
+    return _measure(reqs, store, block=block, timeout=timeout, target=target, store_lock=store_lock,
+                    store_kwargs=store_kwargs)
+
+
+def _measure(reqs: list[RunRequest], store: RunSink, *, block: int | None = None, timeout: float | None,
+             target: Target | None, store_lock: threading.Lock | None, store_kwargs: list[dict]) -> list[Any]:
+    req = reqs[0]
     target = target or LocalTarget()
     for setting in SETTINGS.values():
         if setting.prepare is not None:  # a boot the run's settings need (kernel_cmdline), before anything else
@@ -80,7 +103,8 @@ def execute(req: RunRequest, store: RunSink, *, timeout: float | None = None, ta
     missing = rt.unavailable(target)
     if missing:
         raise RtscopeError(f"runtime {req.runtime} is not available: {missing}")
-    rt.prepare(req)
+    for r in reqs:
+        rt.prepare(r)
     with tempfile.TemporaryDirectory(prefix="rtscope-run-") as tmp, ExitStack() as undo, sigterm_raises():
         workdir = Path(tmp)
         run_dir = tmp if target.is_local else target.mkdtemp()
@@ -88,34 +112,72 @@ def execute(req: RunRequest, store: RunSink, *, timeout: float | None = None, ta
             undo.callback(target.remove_tree, run_dir)
         ctx = RunContext(request=req, workdir=workdir, notes=[], target=target, run_dir=run_dir)
         ctx.notes.extend(undo_journal.restore_stale(target))  # what a killed rtscope left changed, once per connection
-        for name, value in req.settings.items():
+        for name, value in req.settings.items():   # the arms differ only in settings of their own processes
             setting = SETTINGS[name]
             if setting.apply is not None:
                 undo.enter_context(setting.apply(value, ctx))
         site = Site(target, dict(ctx.tool_paths))
         probe_version = _version(rt, site, target)
-        out = posixpath.join(ctx.out_dir or run_dir, "run.rts")
-        argv = ctx.command_prefix + rt.command(req, out, site)
+        where = ctx.out_dir or run_dir
+        if block is None:
+            outs, pairing = [posixpath.join(where, "run.rts")], None
+            argv = ctx.command_prefix + rt.command(req, outs[0], site)
+        else:
+            outs = [posixpath.join(where, f"arm{i}.rts") for i in range(len(reqs))]
+            pairing = {"id": uuid.uuid4().hex[:16], "design": "interleaved", "arms": len(reqs), "block_samples": block}
+            order = block_order(len(reqs), int(req.params["iterations"]) // block, pairing["id"])
+            argv = ctx.command_prefix + rt.interleaved_command(reqs, outs, site, block, order)
         undo.push(_clean_up_if_stopped(rt, target))
         # One round trip on a remote target: the machine's state, the command, its output files.
-        probe = target.run_probe(argv, timeout=timeout, cwd=run_dir, outputs=_outputs_on_target(rt, req, ctx, out),
-                                 into=workdir)
+        wanted = [f for r, out in zip(reqs, outs) for f in _outputs_on_target(rt, r, ctx, out)]
+        began = time.time()
+        probe = target.run_probe(argv, timeout=timeout, cwd=run_dir, outputs=wanted, into=workdir)
         proc = probe.proc
         environment = target.record_for_run(probe, probe_version)
+        # When this host saw the run (a target's own clock may differ): how runs of targets that share the host
+        # are seen not to overlap (execute.HOSTED_KINDS).
+        environment = {**environment, "host_window": [began, time.time()]}
         check_probe(argv, proc, ctx.command_name)
-        _fetch_through_environment(rt, req, ctx, out)
-        path = rt.collect(req, workdir / "run.rts", workdir, proc)
-        sf = samplefile.read(path)
-        _check_matches(req, sf, path)
-        if ctx.notes:
-            sf.trailer.setdefault("notes", []).extend(ctx.notes)
-        for name, value in req.settings.items():  # the probe cannot know the system settings
-            if SETTINGS[name].scope == "system":
-                sf.header["settings"].setdefault(name, value)
+        files = []
+        for i, (r, out) in enumerate(zip(reqs, outs)):
+            _fetch_through_environment(rt, r, ctx, out)
+            path = rt.collect(r, workdir / posixpath.basename(out), workdir, proc)
+            sf = samplefile.read(path)
+            _check_matches(r, sf, path)
+            if ctx.notes:
+                sf.trailer.setdefault("notes", []).extend(ctx.notes)
+            for name, value in r.settings.items():  # the probe cannot know the system settings
+                if SETTINGS[name].scope == "system":
+                    sf.header["settings"].setdefault(name, value)
+            if pairing is not None:
+                sf.header["pairing"] = _arm_pairing(sf, pairing, i, order, path)
+            files.append(sf)
+        kwargs = [dict(kw) for kw in store_kwargs]
         if ctx.explain is not None:
-            store_kwargs = {**store_kwargs, "causes": ctx.explain(sf)}
+            kwargs[0]["causes"] = ctx.explain(files[0])
+        ids = []
         with store_lock or nullcontext():
-            return store.add_run(sf, environment, tags=list(req.tags), source=" ".join(argv), **store_kwargs)
+            for r, sf, kw in zip(reqs, files, kwargs):
+                try:
+                    ids.append(store.add_run(sf, environment, tags=list(r.tags), source=" ".join(argv), **kw))
+                except DuplicateRun:
+                    if len(reqs) == 1:
+                        raise
+                    ids.append(None)   # this arm was stored by another `--resume` meanwhile
+        return ids
+
+
+def _arm_pairing(sf: samplefile.SampleFile, pairing: dict, arm: int, order: list[int], path: Path) -> dict:
+    """Arm `arm`'s pairing record: the run's, its arm number and its blocks' positions, as the process wrote them
+    (checked against the order it was given)."""
+    blocks = [k for k, a in enumerate(order) if a == arm]
+    written = sf.header.get("pairing") or {}
+    if written.get("blocks", blocks) != blocks or written.get("block_samples", pairing["block_samples"]) != \
+            pairing["block_samples"] or sf.n != len(blocks) * pairing["block_samples"]:
+        raise ProbeError(f"{path}: arm {arm} was not measured in the blocks it was given "
+                         f"({sf.n} samples, blocks {written.get('blocks')}; expected {blocks} of "
+                         f"{pairing['block_samples']})")
+    return {**pairing, "arm": arm, "blocks": blocks}
 
 
 def _clean_up_if_stopped(rt, target: Target):

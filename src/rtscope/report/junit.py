@@ -100,7 +100,7 @@ def claims_document(judgements: list, name: str, enforced: bool) -> ET.Element:
         counts["tests"] += 1
         tc = ET.SubElement(suite, "testcase", classname=name, name=j.claim.id)
         doc = j.to_json()
-        message = (f"{j.claim.text} ({j.claim.metric}, expect {j.claim.expect.text}): measured "
+        message = (f"{j.claim.text} ({j.claim.metric}, expect {j.claim.expect_text}): measured "
                    f"{doc['measured']['baseline']} → {doc['measured']['cell']} {doc['measured']['unit']}, "
                    f"interval {doc['interval']}, p (Holm) {p_text(j.p_holm)}, verdict {j.verdict}")
         if j.verdict == "contradicted":

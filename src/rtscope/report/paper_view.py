@@ -217,7 +217,7 @@ def tasks_table(series: list[Series], runs: list[Run], unit: str, lookup: Lookup
 def claim_rows(v: PaperView) -> list[dict]:
     """The claims as the report's claims table shows them (HTML and table files): texts per column."""
     return [{"id": j.claim.id, "text": j.claim.text, "source": j.claim.source, "metric": j.claim.metric,
-             "expect": j.claim.expect.text, "published": j.published_text(), "measured": j.values_text(),
+             "expect": j.claim.expect_text, "published": j.published_text(), "measured": j.values_text(),
              "runs": f"{j.runs[1]} vs {j.runs[0]}" if j.claim.two_sided else str(j.runs[0]),
              "interval": j.interval_text(), "verdict": j.verdict,
              "why": "; ".join(x for x in (

@@ -83,7 +83,19 @@ class Runtime:
         """After a run that did not end on its own (an error, a timeout, Ctrl-C, SIGTERM: its processes were
         killed): undo what the tool leaves behind on the target when it is killed."""
 
+    # Interleaved arms (experiment/design.py): several configurations measured in one process, block by block.
+    arm_settings: tuple[str, ...] = ()      # settings the arms of one run may differ in (per process or thread)
+    arm_params: tuple[str, ...] = ()        # parameters they may differ in (besides the variant)
 
+    def arm_unavailable(self, req: RunRequest) -> str | None:
+        """None when `req` can be an arm of an interleaved run of this runtime, else why not."""
+        return f"runtime {self.name} runs one configuration per process"
+
+    def interleaved_command(self, reqs: list[RunRequest], outs: list[str], site: Site, block: int,
+                            order: list[int]) -> list[str]:
+        """The argv of one process that measures every arm: arm order[k] makes block k of `block` samples, and
+        arm i writes its own sample file to outs[i] (with a `pairing` header)."""
+        raise NotImplementedError
 
 
 def printed_version(site: Site | None, argv: list[str], pattern: str) -> str | None:

@@ -39,6 +39,9 @@ from .native import rtprobe
 CLEARED_ENV = ("ERL_FLAGS", "ERL_AFLAGS", "ERL_ZFLAGS", "ELIXIR_ERL_OPTIONS")
 
 SPAWN_SETTINGS = ("fullsweep_after", "min_heap_size", "priority", "message_queue_data")
+# What the harness can measure as interleaved arms of one VM (docs/beam.md, "Interleaved arms"): one timed call
+# per sample, each arm its own measuring process with its own spawn options, n or elements.
+ARM_WORKLOADS = (("exec", "sum"), ("exec", "fib"), ("exec", "sleep"), ("exec", "nothing"), ("msgq", "pmap"))
 
 
 # --- the adapter --------------------------------------------------------------------------------------
@@ -148,18 +151,21 @@ class Beam(Runtime):
 
     def command(self, req: RunRequest, out: str, site: Site) -> list[str]:
         gpio = ["--rtprobe", gpio_port_program(site)] if req.workload == "gpio" else []
+        return self._launch(req, site, [*harness_args(req), *gpio, "--output", out])
+
+    def _launch(self, req: RunRequest, site: Site, args: list[str]) -> list[str]:
+        """The harness with `args` after `--`: in a fresh VM with req's VM settings, or in a running node."""
         if isinstance(site.target, BeamNodeTarget):  # a running node: the harness is loaded there already
             started = sorted(set(req.settings) & set(VM_PROCESS_SETTINGS))
             if started:
                 raise UsageError(f"setting {started[0]} applies to a VM rtscope starts; target {site.target.name} "
                                  "is a running BEAM node (set it where its VM is started, e.g. taskset, chrt)")
-            return [HARNESS, *harness_args(req), *gpio, "--output", out]
+            return [HARNESS, *args]
         env = [*vm_process_prefix(req.settings), "env", *(a for name in CLEARED_ENV for a in ("-u", name)), "ERL_CRASH_DUMP_SECONDS=0"]
         vm = ["--erl", req.settings["vm_flags"]] if req.settings.get("vm_flags") else []
         exe = paths.elixir() if site.target.is_local else "elixir"
         harness = site.tool("beam_ebin", lambda target: paths.beam_ebin(), tree=True)  # BEAM files run on any arch
-        return [*env, exe, *vm, "-pa", harness, "-e", "RtScope.CLI.main(System.argv())", "--",
-                *harness_args(req), *gpio, "--output", out]
+        return [*env, exe, *vm, "-pa", harness, "-e", "RtScope.CLI.main(System.argv())", "--", *args]
 
     def collect(self, req: RunRequest, out: Path, workdir: Path, proc: Any) -> Path:
         """The harness's sample file, with the VM process's settings recorded (the harness does not know them:
@@ -170,6 +176,18 @@ class Beam(Runtime):
             sf.header["settings"].update(applied)
             samplefile.write(out, sf.header, sf.data, sf.trailer)
         return out
+
+    def arm_unavailable(self, req: RunRequest) -> str | None:
+        if (req.workload, req.variant) not in ARM_WORKLOADS:
+            return (f"{req.workload} {req.variant} on runtime beam measures in one loop per process; interleaved "
+                    f"arms: {', '.join(f'{w} {v}' for w, v in ARM_WORKLOADS)}")
+        return None
+
+    def interleaved_command(self, reqs: list[RunRequest], outs: list[str], site: Site, block: int,
+                            order: list[int]) -> list[str]:
+        arms = [a for req, out in zip(reqs, outs) for a in ("--arm", *harness_args(req), "--output", out)]
+        head = ["interleave", "--block", str(block), "--order", ",".join(map(str, order))]
+        return self._launch(reqs[0], site, [*head, *arms])
 
     def version(self, site: Site | None = None) -> str | None:
         try:
@@ -188,4 +206,6 @@ RUNTIME = Beam(
                "msgq": ("pmap", "fan_in"), "tasks": ("memory", "switch"),
                "gpio": ("write", "read", "blink", "genserver_write")},
     settings=(*SPAWN_SETTINGS, "vm_flags", "model", *VM_PROCESS_SETTINGS),
+    arm_settings=SPAWN_SETTINGS,
+    arm_params=("n", "elements"),
 )

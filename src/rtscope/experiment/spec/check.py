@@ -20,12 +20,13 @@ from ...workloads import WORKLOADS
 from .claim_table import check_claims, dimension_names
 from .paper_table import check_paper
 from .locate import Locator
-from .model import Cell, Problem, Spec, cell_key
+from .model import DESIGNS as DESIGN_NAMES, Cell, Problem, Spec, cell_key
 from .request import build_request
 from .tune import check_range, check_tune
 
 TOP_KEYS = ("name", "description", "tags", "repetitions", "seed", "order", "on_unavailable", "timeout_s",
-            "scale", "environments", "targets", "target", "workload", "tune", "baseline", "claim", "paper")
+            "scale", "environments", "targets", "target", "workload", "tune", "baseline", "claim", "paper",
+            "design", "block")
 BLOCK_KEYS = ("name", "variants", "runtime", "params", "settings", "exclude", "repetitions", "tags",
               "on_unavailable", "timeout_s", "scale", "target")
 SCALE_KEYS = ("repetitions", "timeout_s", "params")
@@ -136,6 +137,8 @@ class Checker:
             self.error(("seed",), f"seed must be 0..{MAX_SEED}, not {seed}")
             seed = None
         order = self.one_of(raw, "order", (), ORDERS, "random")
+        self.design = self.one_of(raw, "design", (), DESIGN_NAMES, "runs")
+        self.block_samples = self.positive(raw, "block", (), "int")
         self.positive(raw, "repetitions", (), "int")
         self.positive(raw, "timeout_s", (), "number")
         self.one_of(raw, "on_unavailable", (), ON_UNAVAILABLE, "fail")
@@ -225,7 +228,7 @@ class Checker:
                     source=self.source, text=self.text, raw=raw, scale=scale, scales=tuple(scales), seed=seed,
                     order=order, cells=list(cells), problems=self.problems, warnings=self.warnings,
                     locator=self.loc, tune=tune, knobs=list(knobs), baseline=list(baseline), claims=list(claims),
-                    paper=paper)
+                    paper=paper, design=getattr(self, "design", "runs"), block=getattr(self, "block_samples", None))
 
     def definitions(self, raw: dict, key: str, load) -> None:
         """`[environments.NAME]` / `[targets.NAME]` tables, each defined through its module's loader

@@ -16,7 +16,8 @@ from ...errors import choices
 from ...settings.registry import SETTINGS
 from ...workloads import WORKLOADS
 
-CLAIM_KEYS = ("id", "text", "source", "metric", "where", "baseline", "cell", "expect", "margin", "published",
+CLAIM_KEYS = ("id", "text", "source", "metric", "where", "baseline", "cell", "expect", "margin", "min_effect",
+              "published",
               "requires", "scale")
 PUBLISHED_KEYS = ("baseline", "cell", "unit", "hardware")
 # What a claim may need that rtscope cannot make on any machine, and why its claim is then not measurable.
@@ -81,6 +82,7 @@ def _claim(checker, t: dict, path: tuple, names: list[str], cells: list, scale: 
             checker.error(path + ("scale",), f"claim scale {name!r} is not a scale of this spec; valid scales: "
                           f"{choices(scales) or '(none: drop the key)'}")
     expect = _expect(checker, t, path)
+    min_effect = _min_effect(checker, t, path, expect)
     published = _published(checker, t, path)
     sides = {key: _assignments(checker, t, key, path, names, requires is not None)
              for key in ("where", "baseline", "cell")}
@@ -91,11 +93,28 @@ def _claim(checker, t: dict, path: tuple, names: list[str], cells: list, scale: 
     if len(checker.problems) > bad:
         return None
     claim = Claim(cid, text, metric, expect, sides["baseline"], sides["cell"], sides["where"], source,
-                  published or {}, requires, only, checker.loc.line(path) if checker.loc else None)
+                  published or {}, requires, only, checker.loc.line(path) if checker.loc else None, min_effect)
     if requires is None and cells and (not only or scale in only):
         for side in ("cell", "baseline") if claim.two_sided else ("cell",):
             _one_cell(checker, claim, side, path, cells)
     return claim if len(checker.problems) == bad else None
+
+
+def _min_effect(checker, t: dict, path: tuple, expect: Expect | None) -> float | None:
+    """`min_effect`: a lower/higher claim's smallest effect of interest, a relative change above 0 and below 1."""
+    value = checker.typed(t, "min_effect", path, "number")
+    if value is None:
+        return None
+    if expect is not None and expect.kind not in ("lower", "higher"):
+        checker.error(path + ("min_effect",), f"min_effect belongs to expect = \"lower\" or \"higher\" (the "
+                      f"smallest effect of interest); expect {expect.kind} has "
+                      f"{'its margin' if expect.kind == 'same' else 'its own range'}")
+        return None
+    if not 0 < value < 1:
+        checker.error(path + ("min_effect",), f"min_effect must be above 0 and below 1 (a relative change, e.g. "
+                      f"0.05 for 5 %), not {value}")
+        return None
+    return float(value)
 
 
 def _expect(checker, t: dict, path: tuple) -> Expect | None:

@@ -14,6 +14,9 @@ from ...workloads import WORKLOADS
 from .locate import Locator
 
 
+DESIGNS = ("runs", "interleaved", "auto")   # the spec's `design` (experiment/design.py)
+
+
 @dataclass(frozen=True)
 class Problem:
     line: int | None
@@ -115,6 +118,8 @@ class Spec:
     baseline: list[str] = field(default_factory=list)  # `baseline = {...}`: NAME=VALUE items (compare's --baseline)
     claims: list[Claim] = field(default_factory=list)   # `[[claim]]` tables (claim_table.py), judged by reproduce
     paper: Paper | None = None     # `[paper]`: the study's table layout and published figures (paper_table.py)
+    design: str = "runs"           # runs | interleaved | auto (experiment/design.py)
+    block: int | None = None       # an interleaved block's samples per arm (None: design.default_block)
 
     @property
     def path(self) -> str:

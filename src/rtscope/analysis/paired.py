@@ -1,0 +1,255 @@
+"""Paired tests: configurations measured inside one run (design `interleaved`) judged on block-pair differences.
+
+An interleaved run (experiment/design.py) measures several arms in one process: arm after arm in blocks of
+`block_samples` samples, in a randomized balanced order (each round a fresh permutation of the arms). Each arm
+is stored as an ordinary run whose header says `pairing = {id, design, arm, arms, block_samples, blocks}`.
+Two configurations that have runs of one pairing id are *paired*: the k-th block of one and the k-th block of
+the other lie in the same round, seconds apart, so a drift of the machine hits both alike and cancels in their
+difference.
+
+| step | what |
+| --- | --- |
+| a block's value | the metric (mean, median, p99, max, stdev n−1) of its `block_samples` consecutive samples |
+| a pair's difference | log(cell's block value) − log(baseline's), round by round: this machine's drift is a change of speed, which multiplies every block of a round alike |
+| the estimate | the mean of all differences: the log of the cell's ratio to the baseline; shown as a difference, baseline × (e^x − 1), with the interval mapped the same way |
+| its variance | the largest of (a) the within-run variance of the differences over their count, inflated by the lag-1 serial correlation r1 of the differences, (1+r1)/(1−r1) when r1 > 0, with (N−R)/inflation degrees of freedom, (a') the same from batch means (batches of √m consecutive pairs of a run), which a correlation longer than one pair does not fool, and (b) with R ≥ 2 paired runs, the variance of the runs' mean differences over R (the run as a cluster), with R−1 degrees of freedom |
+| the test | Student's t on estimate / standard error, two-sided; the interval at any level from the same t |
+
+For max, p99, median and stdev the value compared is the statistic of a block (of `block_samples` samples),
+named so wherever it is shown (`max per 20-sample block`): it is not the run's max. The mean of blocks of equal
+length is the run's mean.
+
+`removed` says how much variance the pairing took away: 1 − var(differences) / (var(cell's blocks) + var(the
+baseline's blocks)), the variances over every paired block (so the drift between and within runs counts in the
+unpaired figure, as it would in runs measured apart).
+
+Looking again (`--until-decided`): look k of a sequential judgement tests at level α / (k (k+1)). These levels
+sum to α over any number of looks, so the chance that any look of an A/A comparison calls a difference is at
+most α whatever the data (a union bound: simple, valid, somewhat conservative; docs/analysis.md has the
+figures). `spent(alpha, look)` gives the level.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .defaults import STAT_KEY
+
+DESIGN_RUNS = "runs"
+PAIRED_TEST = "paired t-test on block-pair differences"
+MAX_INFLATION = 10.0      # the serial-correlation factor's cap: beyond it the blocks are too short to follow the drift
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A difference (or a log ratio) with its standard error and degrees of freedom: every p-value and interval
+    of a paired or a Welch test follows from these three numbers."""
+
+    value: float
+    se: float
+    df: float
+    log_of: float | None = None     # a log ratio: the baseline value it multiplies (shown as a difference)
+
+    def difference(self, x: float) -> float:
+        """x (a value of the estimate's scale) as a difference: baseline × (e^x − 1) for a log ratio."""
+        return self.log_of * math.expm1(x) if self.log_of is not None else x
+
+    def relative(self, r: float, baseline: float | None) -> float:
+        """A relative change r (0.05: +5 %) on the estimate's scale."""
+        return math.log1p(r) if self.log_of is not None else r * abs(baseline or 0.0)
+
+    def p(self, shift: float = 0.0) -> float:
+        """Two-sided p of value = shift."""
+        from scipy.special import stdtr
+        if self.se == 0:
+            return 1.0 if self.value == shift else 0.0
+        return min(1.0, float(2.0 * stdtr(self.df, -abs(self.value - shift) / self.se)))
+
+    def above(self, shift: float) -> float:
+        """One-sided p of H0 value ≤ shift against value > shift."""
+        from scipy.special import stdtr
+        if self.se == 0:
+            return 0.0 if self.value > shift else 1.0
+        return float(stdtr(self.df, -(self.value - shift) / self.se))
+
+    def interval(self, alpha: float = 0.05) -> tuple[float, float]:
+        """The two-sided (1 − alpha) interval."""
+        from scipy.special import stdtrit
+        half = float(stdtrit(self.df, 1.0 - alpha / 2.0)) * self.se if self.se else 0.0
+        return self.value - half, self.value + half
+
+
+def welch_estimate(a: np.ndarray, b: np.ndarray) -> Estimate:
+    """mean(a) − mean(b) with Welch's standard error and Welch–Satterthwaite degrees of freedom."""
+    n1, n2 = len(a), len(b)
+    v1, v2 = float(np.var(a, ddof=1)) / n1, float(np.var(b, ddof=1)) / n2
+    diff = float(np.mean(a) - np.mean(b))
+    if v1 + v2 == 0:
+        return Estimate(diff, 0.0, max(1.0, n1 + n2 - 2.0))
+    df = (v1 + v2) ** 2 / (v1 ** 2 / (n1 - 1) + v2 ** 2 / (n2 - 1))
+    return Estimate(diff, math.sqrt(v1 + v2), df)
+
+
+def spent(alpha: float, look: int) -> float:
+    """The level of look `look` (1-based) of a sequential judgement: α / (k (k+1)), summing to α."""
+    if look < 1:
+        raise ValueError("looks are counted from 1")
+    return alpha / (look * (look + 1))
+
+
+# --- block values -----------------------------------------------------------------------------------------
+
+def pairing(run: Any) -> dict | None:
+    """The run's pairing record (its header's), or None for a run measured on its own."""
+    p = (getattr(run, "header", None) or {}).get("pairing")
+    return p if isinstance(p, dict) and p.get("id") else None
+
+
+def design_of(runs: list) -> str:
+    """The design the runs were measured in: the one every run's pairing names, or `runs`."""
+    designs = {(pairing(r) or {}).get("design", DESIGN_RUNS) for r in runs}
+    return designs.pop() if len(designs) == 1 else DESIGN_RUNS
+
+
+def block_values(samples: np.ndarray, block: int, metric: str) -> np.ndarray:
+    """The metric of each full block of `block` consecutive samples."""
+    nb = len(samples) // block
+    x = np.asarray(samples[:nb * block], dtype=np.float64).reshape(nb, block)
+    key = STAT_KEY[metric]
+    if key == "mean":
+        return x.mean(axis=1)
+    if key == "max":
+        return x.max(axis=1)
+    if key == "stdev":
+        return x.std(axis=1, ddof=1) if block > 1 else np.full(nb, np.nan)
+    q = {"p50": 50.0, "p99": 99.0}[key]
+    return np.percentile(x, q, axis=1)   # linear interpolation (type 7), as stats.summarize
+
+
+@dataclass
+class PairedResult:
+    """One metric of a cell against its baseline from their shared interleaved runs."""
+
+    estimate: Estimate
+    value: float                 # the cell's mean block value
+    baseline: float              # the baseline's
+    block_samples: int
+    runs: int                    # paired runs (clusters)
+    pairs: int                   # block pairs
+    serial_r1: float | None      # lag-1 correlation of the differences within runs
+    removed: float | None        # share of the variance the pairing removed
+    cluster: bool                # the run-level variance (b) was the larger
+
+    @property
+    def design(self) -> str:
+        return "interleaved"
+
+    def describe(self) -> str:
+        parts = [f"{self.pairs} block pairs of {self.block_samples} samples in {self.runs} "
+                 f"run{'s' if self.runs != 1 else ''}"]
+        if self.removed is not None:
+            parts.append(f"pairing removed {max(0.0, self.removed):.0%} of the variance")
+        if self.serial_r1 is not None:
+            parts.append(f"serial correlation r1 = {self.serial_r1:.2f}")
+        if self.cluster:
+            parts.append("the run as a cluster")
+        return ", ".join(parts)
+
+    def to_json(self) -> dict:
+        return {"design": self.design, "test": PAIRED_TEST, "block_samples": self.block_samples,
+                "paired_runs": self.runs, "block_pairs": self.pairs, "serial_r1": self.serial_r1,
+                "variance_removed": self.removed, "run_as_cluster": self.cluster,
+                "standard_error": self.estimate.se, "df": self.estimate.df}
+
+
+def shared_runs(cell_runs: list, base_runs: list) -> list[tuple[Any, Any]]:
+    """(cell run, baseline run) of each pairing id the two configurations share, in id order."""
+    theirs = {p["id"]: r for r in base_runs if (p := pairing(r))}
+    out = []
+    for r in cell_runs:
+        p = pairing(r)
+        if p and p["id"] in theirs and theirs[p["id"]].id != r.id:
+            out.append((r, theirs[p["id"]]))
+    return sorted(out, key=lambda pair: pairing(pair[0])["id"])
+
+
+def paired(pairs: list[tuple[np.ndarray, np.ndarray]], block: int, metric: str) -> PairedResult | None:
+    """The paired estimate (a log ratio) from each shared run's (cell samples, baseline samples); None when
+    fewer than two block pairs have a value (blocks of one sample have no stdev; a log needs positive values)."""
+    log = True
+    diffs, mine, theirs = [], [], []
+    for a, b in pairs:
+        va, vb = block_values(a, block, metric), block_values(b, block, metric)
+        k = min(len(va), len(vb))
+        va, vb = va[:k], vb[:k]
+        ok = np.isfinite(va) & np.isfinite(vb)
+        if log:
+            ok &= (va > 0) & (vb > 0)
+        va, vb = va[ok], vb[ok]
+        if len(va):
+            diffs.append(np.log(va) - np.log(vb))
+            mine.append(va)
+            theirs.append(vb)
+    n = sum(len(d) for d in diffs)
+    if n < 2:
+        return None
+    return _estimate(diffs, np.concatenate(mine), np.concatenate(theirs), block)
+
+
+def _batch_means(centred: list[np.ndarray]) -> tuple[float, float] | None:
+    """The variance of the grand mean from batch means (batches of √m consecutive pairs within each run), which a
+    serial correlation longer than one pair does not fool as the lag-1 factor alone can; with its df."""
+    sums, batches, runs = 0.0, 0, 0
+    for c in centred:
+        size = max(1, int(math.isqrt(len(c))))
+        nb = len(c) // size
+        if nb < 2 or size < 2:
+            continue
+        means = c[:nb * size].reshape(nb, size).mean(axis=1)
+        sums += float(np.sum((means - means.mean()) ** 2)) * size
+        batches += nb
+        runs += 1
+    if batches - runs < 1:
+        return None
+    n = sum(len(c) for c in centred)
+    return sums / (batches - runs) / n, float(batches - runs)
+
+
+def _estimate(diffs: list[np.ndarray], mine: np.ndarray, theirs: np.ndarray, block: int) -> PairedResult:
+    runs, n = len(diffs), sum(len(d) for d in diffs)
+    allv = np.concatenate(diffs)
+    grand = float(allv.mean())
+    centred = [d - d.mean() for d in diffs]
+    ss_within = float(sum(np.sum(c * c) for c in centred))
+    df_within = n - runs
+    r1 = None
+    inflation = 1.0
+    lagged = [(c[1:], c[:-1]) for c in centred if len(c) >= 3]
+    if lagged and ss_within > 0:
+        r1 = float(sum(np.sum(x * y) for x, y in lagged) / ss_within)
+        if r1 > 0:
+            inflation = min(MAX_INFLATION, (1 + r1) / (1 - r1) if r1 < 1 else MAX_INFLATION)
+    var_w = (ss_within / df_within) * inflation / n if df_within > 0 else math.inf
+    df_w = max(1.0, df_within / inflation) if df_within > 0 else 1.0
+    batched = _batch_means(centred)
+    if batched is not None and batched[0] > var_w:
+        var_w, df_w = batched
+    var_b, cluster = -1.0, False
+    if runs >= 2:
+        means = np.array([d.mean() for d in diffs])
+        var_b = float(np.var(means, ddof=1)) / runs
+    if var_b > var_w:
+        var, df, cluster = var_b, float(runs - 1), True
+    else:
+        var, df = var_w, df_w
+    if not math.isfinite(var):
+        var, df = 0.0, 1.0
+    unpaired = float(np.var(np.log(mine), ddof=1) + np.var(np.log(theirs), ddof=1)) if len(mine) > 1 else 0.0
+    removed = 1.0 - float(np.var(allv, ddof=1)) / unpaired if unpaired > 0 else None
+    baseline = float(theirs.mean())
+    return PairedResult(Estimate(grand, math.sqrt(max(var, 0.0)), df, baseline), float(mine.mean()), baseline,
+                        block, runs, n, r1, removed, cluster)

@@ -1,0 +1,152 @@
+"""Designs: how the configurations of an experiment are laid out in time (the spec's `design`, docs/spec.md).
+
+| design | what it lays out |
+| --- | --- |
+| `runs` (default) | every configuration in runs of its own, rounds of repetitions in a seeded random order (execute.plan) |
+| `interleaved` | the configurations of one `[[workload]]` block that one process can measure side by side become the *arms* of one run: arm after arm in blocks of `block` samples, each round a fresh random permutation of the arms (balanced: every arm once per round), so a drift of the machine hits every arm alike; configurations that cannot be arms are an error naming why |
+| `auto` | `interleaved` where a block allows it, `runs` for the rest, and says which and why |
+
+Which configurations can be arms of one run is the runtime's to say (`Runtime.arm_unavailable`,
+`arm_settings`, `arm_params`): on the BEAM, exec sum/fib/sleep/nothing and msgq pmap whose configurations
+differ only in the measuring process's spawn options (fullsweep_after, min_heap_size, priority,
+message_queue_data), the variant and n or elements. Everything else of the configurations (target, runtime,
+workload, system and VM settings, iterations, pause, repetitions) must be the same: that is the group.
+
+The block: `block = N` in the spec, else the largest divisor of the arms' iterations that is at most
+iterations / 10 and at most 200 samples (at least 10 blocks per arm where iterations allow, a block a second or
+less at the study's 5 ms pause: short enough to follow the drift, long enough for a block's max). The p99 or max
+of a block of 20 is not the run's: the paired test names what it compares (analysis/paired.py).
+
+Every arm is stored as an ordinary run, with its plan index, and its header's `pairing` names the run it shared
+(`id`), the design, its arm number, the block length and its blocks' positions in the run.
+
+To add a design: a name in DESIGNS, its grouping in `groups`, its schedule beside `block_order`, what executes it
+in execute.py (`_execute_group`) and runner.py, and its test in analysis/paired.py.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from ..errors import UsageError
+from ..runtimes import RUNTIMES
+from .spec import Spec
+from .spec.model import DESIGNS, Cell
+
+RUNS, INTERLEAVED, AUTO = DESIGNS
+MAX_BLOCK = 200          # samples: a default block at most this long
+MIN_BLOCKS = 10          # a default block at most iterations / MIN_BLOCKS long
+
+
+@dataclass(frozen=True)
+class Group:
+    """Cells measured together as the arms of one interleaved run."""
+
+    cells: tuple[Cell, ...]
+    block: int                      # samples of an arm per block
+
+    @property
+    def key(self) -> str:
+        return "|".join(c.key for c in self.cells)
+
+
+@dataclass
+class Layout:
+    """A spec's cells as the design lays them out: interleaved groups, and the cells in runs of their own with
+    why (auto: the reason a cell could not be an arm)."""
+
+    design: str
+    groups: list[Group]
+    alone: list[Cell]
+    reasons: dict[str, str]         # cell key -> why it runs alone (design auto)
+
+    def notes(self) -> list[str]:
+        out = [f"design {self.design}: {len(g.cells)} configurations interleaved in blocks of {g.block} samples"
+               for g in self.groups]
+        by_reason: dict[str, int] = {}
+        for why in self.reasons.values():
+            by_reason[why] = by_reason.get(why, 0) + 1
+        out += [f"design {self.design}: {n} configuration{'s' if n != 1 else ''} in runs of their own: {why}"
+                for why, n in sorted(by_reason.items())]
+        return out
+
+
+def _arm_reason(cell: Cell) -> str | None:
+    req = cell.request
+    rt = RUNTIMES.get(req.runtime)
+    if rt is None:
+        return f"runtime {req.runtime} is not known"
+    if req.settings.get("explain"):
+        return "setting explain traces the samples of one run"
+    return rt.arm_unavailable(req)
+
+
+def _group_key(cell: Cell) -> tuple:
+    """What the arms of one run share: everything but the runtime's arm settings and parameters and the variant."""
+    req = cell.request
+    rt = RUNTIMES[req.runtime]
+    settings = tuple(sorted((k, repr(v)) for k, v in req.settings.items() if k not in rt.arm_settings))
+    params = tuple(sorted((k, repr(v)) for k, v in req.params.items() if k not in rt.arm_params))
+    return (cell.block, req.workload, req.runtime, settings, params, cell.repetitions, cell.timeout_s,
+            cell.on_unavailable)
+
+
+def default_block(iterations: int) -> int:
+    """The largest divisor of `iterations` at most min(MAX_BLOCK, iterations // MIN_BLOCKS) (at least 1)."""
+    cap = max(1, min(MAX_BLOCK, iterations // MIN_BLOCKS))
+    return next(d for d in range(cap, 0, -1) if iterations % d == 0)
+
+
+def iterations_of(cell: Cell) -> int:
+    return int(cell.request.params.get("iterations", 0))
+
+
+def layout(spec: Spec, design: str | None = None, block: int | None = None) -> Layout:
+    """The spec's cells grouped by its design (or `design`), with the block length (or `block`)."""
+    design = design or spec.design
+    block = block or spec.block
+    if design not in DESIGNS:
+        raise UsageError(f"unknown design {design!r}; valid: {', '.join(DESIGNS)}")
+    if design == RUNS:
+        return Layout(design, [], list(spec.cells), {})
+    reasons: dict[str, str] = {}
+    candidates: dict[tuple, list[Cell]] = {}
+    for cell in spec.cells:
+        why = _arm_reason(cell)
+        if why is None and iterations_of(cell) < 2:
+            why = "fewer than 2 samples per run"
+        if why is None:
+            candidates.setdefault(_group_key(cell), []).append(cell)
+        else:
+            reasons[cell.key] = why
+    groups, alone = [], [c for c in spec.cells if c.key in reasons]
+    for cells in candidates.values():
+        if len(cells) < 2:
+            reasons[cells[0].key] = "no other configuration of its block can share its process"
+            alone.append(cells[0])
+            continue
+        n = iterations_of(cells[0])
+        b = block or default_block(n)
+        if n % b:
+            raise UsageError(f"design {design}: block = {b} does not divide the arms' {n} iterations "
+                             f"({cells[0].key} ...); choose a divisor of {n}")
+        groups.append(Group(tuple(cells), b))
+    if design == INTERLEAVED and reasons:
+        key, why = next(iter(reasons.items()))
+        raise UsageError(f"design interleaved: configuration {key} cannot be an arm of an interleaved run: {why}; "
+                         "use design = \"auto\" to run such configurations in runs of their own")
+    alone.sort(key=lambda c: spec.cells.index(c))
+    return Layout(design, groups, alone, reasons)
+
+
+def block_order(arms: int, rounds: int, seed: str) -> list[int]:
+    """The arm of each block: `rounds` rounds, each a fresh random permutation of the arms (seeded by the
+    pairing id, so a repeated run of the same plan index measures in the same order)."""
+    rng = random.Random(seed)
+    order: list[int] = []
+    for _ in range(rounds):
+        round_ = list(range(arms))
+        rng.shuffle(round_)
+        order += round_
+    return order

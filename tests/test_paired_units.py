@@ -1,0 +1,206 @@
+"""Paired verdicts (analysis/paired.py) on data of known truth: A/A false-positive rate (also under repeated
+looks), power where pairing is needed, interval coverage; and the interleaved design's layout (experiment/design.py).
+
+The simulations draw interleaved runs the way this VM drifts: a run-level speed factor and a slow drift within
+the run (shared by the arms measured seconds apart), plus per-call noise with occasional stalls."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rtscope.analysis.paired import Estimate, paired, spent, welch_estimate
+from rtscope.errors import UsageError
+from rtscope.experiment import design
+from rtscope.experiment.execute import plan
+from rtscope.experiment.sequential import LOOK_ROUNDS, look_of
+from rtscope.experiment.spec.parse import analyse
+
+pytestmark = pytest.mark.fast
+
+ALPHA = 0.05
+
+
+def interleaved_run(rng, effect: float, blocks: int = 10, block: int = 20, mean: float = 60_000.0,
+                    between: float = 0.2, drift: float = 0.1, within: float = 0.3, stall: float = 0.01):
+    """One interleaved run of two arms (baseline, cell): per block the machine's speed (a run factor and a random
+    walk), per sample noise and rare 4 ms stalls; the cell is `effect` slower. Returns (cell, baseline) samples."""
+    speed = (1 + rng.normal(0, between)) * np.exp(np.cumsum(rng.normal(0, drift, blocks)))
+    out = []
+    for factor in (1 + effect, 1.0):
+        x = mean * factor * np.repeat(speed, block) * (1 + rng.normal(0, within, blocks * block)).clip(0.2)
+        x += (rng.random(blocks * block) < stall) * 4e6
+        out.append(x)
+    return out[0], out[1]
+
+
+def called(runs, metric="mean", alpha=ALPHA, block=20) -> bool:
+    res = paired(runs, block, metric)
+    return res.estimate.p() <= alpha
+
+
+def test_aa_false_positive_rate_at_most_alpha():
+    rng = np.random.default_rng(1)
+    for metric in ("mean", "median", "max"):
+        hits = sum(called([interleaved_run(rng, 0.0) for _ in range(3)], metric) for _ in range(600))
+        assert hits / 600 <= ALPHA + 0.02, (metric, hits / 600)   # 0.07: alpha plus ~2.5 binomial SEs
+
+
+def test_aa_with_one_run_and_serially_correlated_blocks():
+    """One run: its blocks are the replicates; a drift left in the differences (the arms measured a little apart)
+    is serially correlated, and the inflation by r1 keeps the rate at α."""
+    rng = np.random.default_rng(2)
+    hits = 0
+    for _ in range(600):
+        n = 30
+        common = np.cumsum(rng.normal(0, 0.05, n))                      # a random walk the arms share...
+        lag = np.zeros(n)                                               # ...and an AR(1) wander they do not
+        for t in range(1, n):
+            lag[t] = 0.6 * lag[t - 1] + rng.normal(0, 0.03)
+        a = 60_000 * np.exp(np.repeat(common + lag, 20)) * (1 + rng.normal(0, 0.3, n * 20))
+        b = 60_000 * np.exp(np.repeat(common, 20)) * (1 + rng.normal(0, 0.3, n * 20))
+        hits += called([(a, b)])
+    assert hits / 600 <= ALPHA + 0.02, hits / 600
+
+
+def test_a_paired_ab_that_runs_alone_cannot_see():
+    """A 3 % effect under this machine's between-run spread: interleaved (5 runs × 2 arms × 200 calls) calls it
+    in most trials; the same calls as 5 vs 5 runs of their own (Welch on per-run means) almost never do."""
+    rng = np.random.default_rng(3)
+    paired_hits = welch_hits = 0
+    trials = 200
+    for _ in range(trials):
+        runs = [interleaved_run(rng, 0.03, blocks=10, block=20, within=0.15, stall=0.0) for _ in range(5)]
+        paired_hits += called(runs)
+        alone = [interleaved_run(rng, 0.03, blocks=10, block=20, within=0.15, stall=0.0) for _ in range(10)]
+        cell = np.array([a.mean() for a, _ in alone[:5]])
+        base = np.array([b.mean() for _, b in alone[5:]])
+        welch_hits += welch_estimate(cell, base).p() <= ALPHA
+    assert paired_hits / trials >= 0.8, paired_hits / trials
+    assert welch_hits / trials <= 0.2, welch_hits / trials
+    res = paired(runs, 20, "mean")
+    assert res.removed > 0.9 and "pairing removed" in res.describe()
+
+
+def test_interval_coverage_on_known_differences():
+    rng = np.random.default_rng(4)
+    covered, trials = 0, 600
+    for _ in range(trials):
+        runs = [interleaved_run(rng, 0.05, stall=0.0) for _ in range(3)]
+        res = paired(runs, 20, "mean")
+        lo, hi = res.estimate.interval(0.05)
+        covered += lo <= np.log(1.05) <= hi   # the cell is 5 % slower: the log ratio's truth
+    assert 0.93 <= covered / trials <= 0.99, covered / trials
+
+
+def sequential_aa(rng, spend: bool) -> bool:
+    """An A/A looked at after each round of LOOK_ROUNDS up to 32 rounds: whether any look called it."""
+    runs = []
+    for rounds in range(1, 33):
+        runs.append(interleaved_run(rng, 0.0, blocks=4))
+        look = look_of(rounds)
+        if look is None:
+            continue
+        level = spent(ALPHA, look) if spend else ALPHA
+        if paired(runs, 20, "mean").estimate.p() <= level:
+            return True
+    return False
+
+
+def test_repeated_looks_keep_the_false_positive_rate():
+    """Looks at rounds 2, 3, 4, 6, ... 32 at α/(k(k+1)) keep the rate at α; at α each (no spending) they do not:
+    the check can fail."""
+    rng = np.random.default_rng(5)
+    trials = 400
+    spent_rate = sum(sequential_aa(rng, True) for _ in range(trials)) / trials
+    naive_rate = sum(sequential_aa(rng, False) for _ in range(trials)) / trials
+    assert spent_rate <= ALPHA + 0.02, spent_rate
+    assert naive_rate > ALPHA and naive_rate > 2 * spent_rate, (naive_rate, spent_rate)
+
+
+def test_spent_levels_sum_to_alpha():
+    assert sum(spent(ALPHA, k) for k in range(1, 100_000)) == pytest.approx(ALPHA, rel=1e-4)
+    assert look_of(2) == 1 and look_of(5) is None and LOOK_ROUNDS[:4] == (2, 3, 4, 6)
+    with pytest.raises(ValueError):
+        spent(ALPHA, 0)
+
+
+def test_estimate_agrees_with_scipy_and_welch():
+    from scipy import stats as st
+    rng = np.random.default_rng(6)
+    a, b = rng.normal(10, 2, 8), rng.normal(11, 3, 6)
+    w = welch_estimate(a, b)
+    assert w.p() == pytest.approx(st.ttest_ind(a, b, equal_var=False).pvalue, rel=1e-9)
+    e = Estimate(1.0, 0.5, 10)
+    lo, hi = e.interval(0.05)
+    assert e.p(lo) == pytest.approx(0.05) and e.p(hi) == pytest.approx(0.05)
+    assert e.above(0.0) == pytest.approx(st.t.sf(2.0, 10))
+
+
+def test_blocks_of_one_sample_have_no_stdev():
+    rng = np.random.default_rng(7)
+    assert paired([interleaved_run(rng, 0.0, blocks=10, block=1)], 1, "stdev") is None
+    assert paired([interleaved_run(rng, 0.0, blocks=10, block=1)], 1, "mean") is not None
+
+
+SPEC = """name = "paired"
+design = "{design}"
+{extra}
+[[workload]]
+name = "exec"
+variants = ["sum", "fib"]
+runtime = "beam"
+[workload.params]
+iterations = {iterations}
+pause_ms = 0
+[workload.settings]
+fullsweep_after = [0, 65535]
+[[workload]]
+name = "exec"
+variants = "sum"
+runtime = "native"
+[workload.params]
+iterations = 100
+"""
+
+
+def spec(tmp_path, design_="auto", iterations=200, extra=""):
+    return analyse(SPEC.format(design=design_, iterations=iterations, extra=extra), "paired.toml")
+
+
+def test_auto_interleaves_what_one_process_can_and_says_why_not(tmp_path):
+    lay = design.layout(spec(tmp_path))
+    [group] = lay.groups
+    assert len(group.cells) == 4 and group.block == 20          # 200 iterations: 10 blocks of 20
+    assert [c.key for c in lay.alone] == ["exec/sum/native iterations=100"]
+    assert any("runs one configuration per process" in n for n in lay.notes())
+    planned = plan(spec(tmp_path), seed=1)
+    arms = [p for p in planned if p.pair is not None]
+    assert len(arms) == 4 and len({p.pair for p in arms}) == 1
+    assert [p.index for p in arms] == list(range(arms[0].index, arms[0].index + 4))   # consecutive
+    assert {p.block_samples for p in arms} == {20}
+
+
+def test_design_runs_is_todays_plan(tmp_path):
+    planned = plan(spec(tmp_path, "runs"), seed=1)
+    assert all(p.pair is None for p in planned) and len(planned) == 5
+
+
+def test_interleaved_refuses_what_cannot_be_an_arm(tmp_path):
+    with pytest.raises(UsageError, match="cannot be an arm of an interleaved run.*design = \"auto\""):
+        design.layout(spec(tmp_path, "interleaved"))
+    with pytest.raises(UsageError, match="block = 30 does not divide the arms' 200 iterations"):
+        design.layout(spec(tmp_path, "auto", extra="block = 30"))
+
+
+def test_unknown_design_names_the_valid_ones(tmp_path):
+    s = spec(tmp_path, "duets")
+    assert any("unknown design 'duets'; valid: runs, interleaved, auto" in p.message for p in s.problems)
+
+
+def test_default_block_and_order():
+    assert design.default_block(200) == 20 and design.default_block(5) == 1
+    assert design.default_block(10_000) == 200 and design.default_block(97) == 1
+    order = design.block_order(3, 4, "seed")
+    assert len(order) == 12 and all(sorted(order[i:i + 3]) == [0, 1, 2] for i in range(0, 12, 3))
+    assert order == design.block_order(3, 4, "seed") != design.block_order(3, 4, "other")
