@@ -183,8 +183,11 @@ defmodule RtScope.CLI do
     end
   end
 
-  defp interleave_arm({[workload, variant | rest], _i}) when workload in @measured do
-    with {:ok, opts} <- measured(workload, variant, rest), do: {:ok, {workload, variant, opts}}
+  defp interleave_arm({[workload, variant | rest], i}) when workload in @measured do
+    case measured(workload, variant, rest) do
+      {:ok, opts} -> {:ok, {workload, variant, opts}}
+      {:error, msg} -> {:error, "arm #{i}: #{msg}"}
+    end
   end
 
   defp interleave_arm({argv, i}),

@@ -264,11 +264,11 @@ defmodule RtScope.Interleave do
 
           arm ->
             n = arm.cfg.iterations
+            c = Map.get(counts, arm.index, 0)
 
             invalid(
-              "#{arm.label} has #{Map.get(counts, arm.index, 0)} blocks in the order, but its " <>
-                "iterations #{n} / block #{block} make #{div(n, block)}: each arm must appear " <>
-                "iterations / block times"
+              "#{arm.label} appears #{c} #{if c == 1, do: "time", else: "times"} in the order, " <>
+                "it must appear iterations #{n} / block #{block} = #{div(n, block)} times"
             )
         end
     end
