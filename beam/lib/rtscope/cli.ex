@@ -12,7 +12,8 @@ defmodule RtScope.CLI do
   `execute/1` prints nothing: it returns the status and the text for stdout
   and stderr, for a node that runs the harness on rtscope's behalf
   (`RtScope.Remote`), whose standard error is the device's console.
-  See `usage/0` for the commands and options.
+  See `usage/0` for the commands and options; `interleave` runs several
+  arms in one VM, taking turns in blocks (`RtScope.Interleave`).
   """
 
   alias RtScope.{Exec, Gpio, Harness, Interleave, MsgQ, Timer, VmFlags, VmInfo}
@@ -56,7 +57,7 @@ defmodule RtScope.CLI do
     ]
   }
 
-  @workloads ["exec", "timer", "msgq", "gpio", "tasks", "interleave"]
+  @workloads ["exec", "timer", "msgq", "gpio", "tasks"]
   @measured ["exec", "timer", "msgq", "gpio"]
 
   @doc "Runs the command line in `argv` and halts the VM with its exit status."

@@ -425,6 +425,7 @@ defmodule RtScope.Interleave do
     end)
 
     drain(st)
+    flush(st.tag)
     label = Enum.at(st.plan.arms, failed).label
     {:error, {:failed, "#{label}: #{msg}"}}
   end
@@ -447,6 +448,15 @@ defmodule RtScope.Interleave do
 
       {:done, _, _, _} ->
         drain(st)
+    end
+  end
+
+  # A block's done sent just before its arm was killed may arrive after the arm's end.
+  defp flush(tag) do
+    receive do
+      {^tag, _, _, _, _} -> flush(tag)
+    after
+      0 -> :ok
     end
   end
 
