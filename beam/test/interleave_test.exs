@@ -209,6 +209,11 @@ defmodule RtScope.InterleaveTest do
       {two ++ arm0 ++ ~w(--arm exec sum --iterations 4 --cycles 3 --output #{o1}),
        "arm 1: unknown option --cycles for exec sum"},
       {two ++ arm0 ++ ~w(--arm exec sum --iterations 4), "arm 1: missing --output FILE"},
+      {two ++
+         ["--arm", "exec", "sum", "--iterations", "4", "--vm-flags", "+sbwt very_long"] ++
+         ["--output", o0, "--arm", "exec", "sum", "--iterations", "4"] ++
+         ["--vm-flags", "+sbwt very_long", "--output", o1],
+       "arm 0 (exec sum): VM flags not in force in this VM: +sbwt very_long"},
       {two ++ arm0 ++ ~w(--arm iot x), "arm 1: expected WORKLOAD VARIANT OPTIONS"},
       {~w(--order 0,1,1,0) ++ arm0 ++ arm1, "missing block: the samples of one block"},
       {~w(--block 2) ++ arm0 ++ arm1, "missing order: one arm index per block"},
@@ -225,6 +230,18 @@ defmodule RtScope.InterleaveTest do
       assert err =~ "rtscope-beam: error: " <> msg, "#{inspect(args)}: #{err}"
       assert File.ls!(dir) == []
     end
+  end
+
+  test "Collector.sync returns once the collector has taken every sample sent before" do
+    {collector, cref} = RtScope.Collector.start(3)
+    for i <- 1..20_000, do: send(collector, {:s, i, 0, 0})
+    assert :ok = RtScope.Collector.sync(collector)
+    assert {:message_queue_len, 0} = Process.info(collector, :message_queue_len)
+    tag = make_ref()
+    RtScope.Collector.finish(collector, self(), tag)
+    assert_receive {^tag, :records, records, 20_000}
+    assert byte_size(records) == 20_000 * 24
+    assert_receive {:DOWN, ^cref, :process, ^collector, :normal}
   end
 
   test "an arm whose measuring process dies: exit 1, no file, no process left", %{tmp_dir: dir} do
