@@ -12,10 +12,11 @@ defmodule RtScope.CLI do
   `execute/1` prints nothing: it returns the status and the text for stdout
   and stderr, for a node that runs the harness on rtscope's behalf
   (`RtScope.Remote`), whose standard error is the device's console.
-  See `usage/0` for the commands and options.
+  See `usage/0` for the commands and options; `interleave` runs several
+  arms in one VM, taking turns in blocks (`RtScope.Interleave`).
   """
 
-  alias RtScope.{Exec, Gpio, Harness, MsgQ, Timer, VmFlags, VmInfo}
+  alias RtScope.{Exec, Gpio, Harness, Interleave, MsgQ, Timer, VmFlags, VmInfo}
 
   @common [
     output: :string,
@@ -92,13 +93,18 @@ defmodule RtScope.CLI do
     end
   end
 
-  def execute([workload, variant | rest]) when workload in @measured do
-    with {:ok, switches} <- switches(workload, variant),
-         {:ok, opts} <- parse(rest, switches, "#{workload} #{variant}"),
-         :ok <- require_output(opts) do
-      opts = opts |> rename(:vm_flags, :expect_vm_flags)
-      report(workload, variant, call(workload, variant, opts))
+  def execute(["interleave" | rest]) do
+    with {:ok, opts, arms} <- interleave_args(rest),
+         {:ok, arms} <- map_ok(Enum.with_index(arms), &interleave_arm/1) do
+      report_interleave(arms, Interleave.run(arms, opts))
     else
+      {:error, msg} -> usage_error(msg)
+    end
+  end
+
+  def execute([workload, variant | rest]) when workload in @measured do
+    case measured(workload, variant, rest) do
+      {:ok, opts} -> report(workload, variant, call(workload, variant, opts))
       {:error, msg} -> usage_error(msg)
     end
   end
@@ -117,6 +123,91 @@ defmodule RtScope.CLI do
 
   def execute([]),
     do: usage_error("missing workload: valid choices are #{Enum.join(@workloads, ", ")}")
+
+  # The options of one measured run (or of one interleaved arm), as the API takes them.
+  defp measured(workload, variant, rest) do
+    with {:ok, switches} <- switches(workload, variant),
+         {:ok, opts} <- parse(rest, switches, "#{workload} #{variant}"),
+         :ok <- require_output(opts) do
+      {:ok, rename(opts, :vm_flags, :expect_vm_flags)}
+    end
+  end
+
+  # interleave --block B --order I,J,... --arm ARGV... --arm ARGV...
+  defp interleave_args(args) do
+    {own, arms} = Enum.split_while(args, &(&1 != "--arm"))
+
+    with {:ok, opts} <- parse(own, [block: :integer, order: :string], "interleave"),
+         {:ok, opts} <- interleave_order(opts) do
+      arms = arms |> Enum.chunk_by(&(&1 == "--arm")) |> Enum.reject(&(&1 == ["--arm"]))
+
+      cond do
+        own == args ->
+          {:error,
+           "missing --arm: interleave needs at least 2 arms, each --arm WORKLOAD VARIANT OPTIONS"}
+
+        length(arms) < Enum.count(args, &(&1 == "--arm")) ->
+          {:error, "an --arm without WORKLOAD VARIANT OPTIONS"}
+
+        Enum.any?(arms, &Enum.any?(&1, fn a -> a in ["--block", "--order"] end)) ->
+          {:error, "--block and --order go before the first --arm"}
+
+        true ->
+          {:ok, opts, arms}
+      end
+    end
+  end
+
+  defp interleave_order(opts) do
+    case Keyword.fetch(opts, :order) do
+      :error ->
+        {:ok, opts}
+
+      {:ok, text} ->
+        parts = String.split(text, ",")
+
+        case map_ok(parts, &arm_index/1) do
+          {:ok, order} ->
+            {:ok, Keyword.put(opts, :order, order)}
+
+          {:error, _} ->
+            {:error,
+             "invalid value #{inspect(text)} for --order: expected arm indexes separated by commas, like 0,1,1,0"}
+        end
+    end
+  end
+
+  defp arm_index(s) do
+    case Integer.parse(s) do
+      {i, ""} when i >= 0 -> {:ok, i}
+      _ -> {:error, s}
+    end
+  end
+
+  defp interleave_arm({[workload, variant | rest], i}) when workload in @measured do
+    case measured(workload, variant, rest) do
+      {:ok, opts} -> {:ok, {workload, variant, opts}}
+      {:error, msg} -> {:error, "arm #{i}: #{msg}"}
+    end
+  end
+
+  defp interleave_arm({argv, i}),
+    do:
+      {:error,
+       "arm #{i}: expected WORKLOAD VARIANT OPTIONS with a workload of #{Enum.join(@measured, ", ")}, got #{inspect(Enum.join(argv, " "))}"}
+
+  defp map_ok(list, fun) do
+    Enum.reduce_while(list, {:ok, []}, fn x, {:ok, acc} ->
+      case fun.(x) do
+        {:ok, y} -> {:cont, {:ok, [y | acc]}}
+        {:error, _} = e -> {:halt, e}
+      end
+    end)
+    |> case do
+      {:ok, acc} -> {:ok, Enum.reverse(acc)}
+      e -> e
+    end
+  end
 
   defp variants("exec"), do: Exec.variants()
   defp variants("timer"), do: Timer.variants()
@@ -200,6 +291,23 @@ defmodule RtScope.CLI do
   defp report(workload, variant, {:error, {:failed, msg}}),
     do: {1, "", "#{Harness.tool()}: #{workload} #{variant} failed: #{msg}\n"}
 
+  defp report_interleave(arms, {:ok, results}) do
+    lines =
+      for {{{workload, variant, _}, result}, i} <- Enum.with_index(Enum.zip(arms, results)) do
+        notes = Enum.map(result.trailer[:notes], &"#{Harness.tool()}: note: arm #{i}: #{&1}\n")
+
+        {"#{Harness.tool()}: interleave arm #{i}: #{workload} #{variant}: #{result.count} samples written to #{result.output}\n",
+         notes}
+      end
+
+    {0, Enum.map_join(lines, &elem(&1, 0)), lines |> Enum.flat_map(&elem(&1, 1)) |> Enum.join()}
+  end
+
+  defp report_interleave(_arms, {:error, {:invalid, msg}}), do: usage_error(msg)
+
+  defp report_interleave(_arms, {:error, {:failed, msg}}),
+    do: {1, "", "#{Harness.tool()}: interleave failed: #{msg}\n"}
+
   defp say(text), do: {0, text <> "\n", ""}
 
   defp usage_error(msg),
@@ -238,6 +346,12 @@ defmodule RtScope.CLI do
       --priority #{Enum.join(RtScope.SpawnOpts.priorities(), "|")}
       --message-queue-data #{Enum.join(RtScope.SpawnOpts.message_queue_data_values(), "|")}
       --vm-flags "FLAGS"    flags this VM must have been started with (checked, recorded)
+
+    interleaved arms (RtScope.Interleave): one VM, the arms take turns in blocks
+      #{Harness.tool()} interleave --block B --order I,J,... --arm ARM0... --arm ARM1... [--arm ...]
+            each ARM is the WORKLOAD VARIANT [OPTIONS] --output FILE.rts of one run
+            (exec sum, fib, sleep, nothing, spawn_each, spawn_recursive; msgq pmap);
+            --order: the arm measuring in each block; arm i appears iterations_i / B times
 
     other commands: help, version, vm-flags (the allowed VM flags, JSON)
     exit status: 0 done, 1 measurement failed, 2 bad usage

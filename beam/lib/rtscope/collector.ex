@@ -13,6 +13,10 @@ defmodule RtScope.Collector do
   its last sample, it arrives after all of them (messages between two
   processes keep their order); the collector replies
   `{tag, :records, binary, count}` to `reply_to` and exits.
+
+  `sync/1` waits until the collector has taken every sample sent before it
+  (an interleaved arm calls it at the end of each block, so no arm's
+  packing runs in another arm's block; `RtScope.Interleave`).
   """
 
   @doc """
@@ -31,10 +35,22 @@ defmodule RtScope.Collector do
     :ok
   end
 
+  @doc "Returns once `collector` has taken every sample the caller sent before."
+  @spec sync(pid()) :: :ok
+  def sync(collector) do
+    ref = make_ref()
+    send(collector, {:sync, self(), ref})
+
+    receive do
+      {^ref, :synced} -> :ok
+    end
+  end
+
   defp loop(1, acc, n) do
     receive do
       {:s, a} -> loop(1, <<acc::binary, a::little-signed-64>>, n + 1)
       {:finish, to, tag} -> send(to, {tag, :records, acc, n})
+      {:sync, from, ref} -> synced(from, ref, fn -> loop(1, acc, n) end)
       other -> bad_sample(1, other)
     end
   end
@@ -43,6 +59,7 @@ defmodule RtScope.Collector do
     receive do
       {:s, a, b} -> loop(2, <<acc::binary, a::little-signed-64, b::little-signed-64>>, n + 1)
       {:finish, to, tag} -> send(to, {tag, :records, acc, n})
+      {:sync, from, ref} -> synced(from, ref, fn -> loop(2, acc, n) end)
       other -> bad_sample(2, other)
     end
   end
@@ -59,6 +76,9 @@ defmodule RtScope.Collector do
       {:finish, to, tag} ->
         send(to, {tag, :records, acc, n})
 
+      {:sync, from, ref} ->
+        synced(from, ref, fn -> loop(3, acc, n) end)
+
       other ->
         bad_sample(3, other)
     end
@@ -74,9 +94,17 @@ defmodule RtScope.Collector do
         [:s | values] = Tuple.to_list(sample)
         loop(ncols, Enum.reduce(values, acc, &<<&2::binary, &1::little-signed-64>>), n + 1)
 
+      {:sync, from, ref} ->
+        synced(from, ref, fn -> loop(ncols, acc, n) end)
+
       other ->
         bad_sample(ncols, other)
     end
+  end
+
+  defp synced(from, ref, continue) do
+    send(from, {ref, :synced})
+    continue.()
   end
 
   # A sample of the wrong shape is a bug in a workload: stop loudly (the

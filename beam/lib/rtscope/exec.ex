@@ -52,13 +52,15 @@ defmodule RtScope.Exec do
   Trailer counters: `warmup_calls` (1) and `loop_ns`, the wall time of the
   whole measuring loop; `loop_ns / iterations − mean duration` is what
   recording one sample costs (clock reads, `Process.info/2`, the send to
-  the output process, and the pause when there is one).
+  the output process, and the pause when there is one). In an interleaved
+  arm (`RtScope.Interleave`) `loop_ns` counts only the arm's own blocks,
+  not the waits between them.
 
   Returns `{:ok, result}` (see `RtScope.Harness.result/0`; also `:output`
   and `:csv` paths) or `{:error, {:invalid | :failed, message}}`.
   """
 
-  alias RtScope.{Exec.CSV, Exec.Workloads, Explain, Harness, Options, SpawnOpts}
+  alias RtScope.{Exec.CSV, Exec.Workloads, Explain, Harness, Interleave.Gate, Options, SpawnOpts}
 
   @variants [
     :sum,
@@ -153,7 +155,9 @@ defmodule RtScope.Exec do
 
   defp distributed(_variant), do: :ok
 
-  defp spec(cfg) do
+  @doc false
+  # The run's `RtScope.Harness.spec/0`, for `run/2` and `RtScope.Interleave`.
+  def spec(cfg) do
     variant = cfg.variant
     arg = cfg.arg
     iterations = cfg.iterations
@@ -172,12 +176,19 @@ defmodule RtScope.Exec do
         {fun, after_call, finish} = workload(variant, arg)
 
         try do
+          # nil in an ordinary run; an interleaved arm waits here for its first block.
+          gate = Gate.open(collector)
           _warmup = fun.()
           after_call.()
           {mark, explained} = explaining(explain)
           t0 = :erlang.monotonic_time(:nanosecond)
-          loop(fun, after_call, collector, iterations, pause_ms, mark)
-          loop_ns = :erlang.monotonic_time(:nanosecond) - t0
+
+          {:ok, waited} =
+            Gate.blocks(gate, iterations, :ok, fn n, :ok ->
+              loop(fun, after_call, collector, n, pause_ms, mark)
+            end)
+
+          loop_ns = :erlang.monotonic_time(:nanosecond) - t0 - waited
           info = %{process: observed, counters: %{warmup_calls: 1, loop_ns: loop_ns}, notes: []}
           if explain > 0, do: Map.put(info, :explain, explained.()), else: info
         after

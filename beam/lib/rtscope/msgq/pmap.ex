@@ -30,7 +30,7 @@ defmodule RtScope.MsgQ.Pmap do
       the pmap (`RtScope.GcCounter`)
   """
 
-  alias RtScope.{GcCounter, Options, SpawnOpts}
+  alias RtScope.{GcCounter, Interleave.Gate, Options, SpawnOpts}
 
   @keys [:elements, :iterations]
 
@@ -73,13 +73,17 @@ defmodule RtScope.MsgQ.Pmap do
   end
 
   defp drive(collector, elements, iterations, mqd, receiver_opts) do
+    # nil in an ordinary run; an interleaved arm waits here for its first block.
+    gate = Gate.open(collector)
     {_, observed} = call(elements, mqd, receiver_opts)
 
-    {max_q, max_mem} =
-      Enum.reduce(1..iterations, {0, 0}, fn _, {max_q, max_mem} ->
-        {{d, md, rm, q, minor, major}, _} = call(elements, mqd, receiver_opts)
-        send(collector, {:s, d, md, rm, q, minor, major})
-        {max(max_q, q), max(max_mem, rm)}
+    {{max_q, max_mem}, _waited} =
+      Gate.blocks(gate, iterations, {0, 0}, fn calls, acc ->
+        Enum.reduce(1..calls, acc, fn _, {max_q, max_mem} ->
+          {{d, md, rm, q, minor, major}, _} = call(elements, mqd, receiver_opts)
+          send(collector, {:s, d, md, rm, q, minor, major})
+          {max(max_q, q), max(max_mem, rm)}
+        end)
       end)
 
     %{
