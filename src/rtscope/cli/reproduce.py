@@ -14,7 +14,7 @@ from ..analysis.defaults import ALPHA
 from ..errors import UsageError, choices
 from .compare import AlphaOpt, Experiment, RunIds, Tag, Where
 from .common import DbOption, JsonOption, Table, app, console, err_console, escape, open_store, print_json
-from .run import ScaleOption
+from .run import DesignOption, ScaleOption, with_design
 
 if TYPE_CHECKING:
     from ..analysis.claims import Judgement
@@ -48,6 +48,7 @@ def reproduce(
         "--budget", metavar="DURATION", help="With --until-decided: the wall time it may take (20m, 1h, 90s).")] = "20m",
     resume: Annotated[bool, typer.Option(
         "--resume", help="With --until-decided: continue the latest interrupted one of this spec.")] = False,
+    design: DesignOption = None,
     db: DbOption = None, json_out: JsonOption = False,
 ) -> None:
     """Judge a spec's claims: run the configurations they name (only those), or, with --experiment, --tag or
@@ -65,7 +66,7 @@ def reproduce(
         raise UsageError(f"--repetitions must be at least 1, got {repetitions}")
     _check_junit(junit)
     path = paths.find_spec(spec)
-    parsed = spec_mod.load(path, scale)
+    parsed = with_design(spec_mod.load(path, scale), design)
     if not parsed.claims:
         raise UsageError(f"{path} has no [[claim]] tables: nothing to reproduce (docs/spec.md, \"Claims\"; the "
                          "shipped studies have them: nerves-rt, kernels, msgq, storage, tasks)")

@@ -26,6 +26,21 @@ EXIT_SIGINT, EXIT_SIGTERM = 130, 143
 
 ScaleOption = Annotated[Optional[str], typer.Option(
     "--scale", help="Which scale.NAME table of the spec to use (default: quick, when the spec has it).")]
+DesignOption = Annotated[Optional[str], typer.Option(
+    "--design", metavar="runs|interleaved|auto", help="How the configurations are laid out in time, replacing the "
+    "spec's `design`: interleaved measures those one process can hold as arms of one run, in blocks "
+    "(docs/spec.md, \"Designs\").")]
+
+
+def with_design(parsed, design: str | None):
+    """The spec with --design in place of its own `design` (checked against the valid ones)."""
+    import dataclasses
+    from ..experiment.spec.model import DESIGNS
+    if design is None:
+        return parsed
+    if design not in DESIGNS:
+        raise UsageError(f"unknown --design {design!r}; valid: {', '.join(DESIGNS)}")
+    return dataclasses.replace(parsed, design=design)
 
 
 class ProgressReporter:
@@ -197,6 +212,7 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a fil
         wait_for_place: Annotated[float, typer.Option(
             "--wait-for-place", metavar="SECONDS", help="A labgrid place held by someone else: wait this long for "
                                                         "it instead of failing (docs/lab.md).")] = 0,
+        design: DesignOption = None,
         db: DbOption = None) -> None:
     """Run the experiment a spec describes: every run in random order, each stored as it finishes."""
     from ..experiment import execute as exp_mod, spec as spec_mod
@@ -211,8 +227,9 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a fil
     text = spec_mod.read_text(spec)
     identity = exp_mod.spec_identity(spec)
     if resume:
-        if target:
-            raise UsageError("--target cannot change a resumed experiment: its plan names its targets")
+        if target or design:
+            raise UsageError(f"--{'target' if target else 'design'} cannot change a resumed experiment: its plan "
+                             "is recorded")
         store = open_store(db)
         experiment = _resume_target(store, experiment_id, identity, spec)
         tune = store.tunes.of_experiment(experiment.id)
@@ -236,6 +253,7 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a fil
                           "runs already stored")
     else:
         parsed = spec_mod.parse(text, str(spec), scale, target)  # every problem reported before anything runs
+        parsed = with_design(parsed, design)
         if parsed.tune is not None:
             raise UsageError(f"{spec} is a tune spec (it has a [tune] table): `rtscope tune {spec}` searches it")
         print_warnings(parsed)
@@ -248,6 +266,7 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a fil
             experiment = exp_mod.start(store, parsed, planned, chosen, identity, targets=target)
             err_console.print(f"experiment {experiment.id}: {escape(parsed.name)}, scale {parsed.scale or '-'}, "
                               f"{len(parsed.cells)} cells, {len(planned)} runs, order {parsed.order}, seed {chosen}")
+            print_design(parsed)
         done_now = exp_mod.done_indexes(store, experiment.id)
         exp_mod.expect_boots(pool, [p for p in experiment.plan if p.index not in done_now])
         print_machine_warnings(experiment, pool)
@@ -255,6 +274,14 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a fil
     settle(store, f"experiment {experiment.id}")
     print_results(store, outcome, parsed, f"experiment {experiment.id}: {parsed.name}")
     print_next(store, experiment, parsed, db)
+
+
+def print_design(parsed) -> None:
+    """What an interleaved or auto design made of the spec's cells, a line each (nothing for design runs)."""
+    from ..experiment.design import layout
+    if parsed.design != "runs":
+        for line in layout(parsed).notes():
+            err_console.print(escape(line), soft_wrap=True)
 
 
 def baseline_of(cells: list) -> str | None:
@@ -288,8 +315,8 @@ def print_next(store: Store, experiment: exp_mod.Experiment, spec: spec_mod.Spec
     baseline = baseline_of([c for c in spec.cells if c.key in stored])
     if baseline is not None:
         lines.append(f"rtscope compare --experiment {experiment.id} --baseline {shlex.quote(baseline)}{on}")
-        per_cell = Counter(r.cell for r in runs)
-        if min(per_cell.values()) < 2:
+        per_cell = Counter(r.cell for r in runs if "pairing" not in r.header)   # an interleaved run tests its blocks
+        if per_cell and min(per_cell.values()) < 2:
             lines.append("(one run of a configuration: compare shows its values but can test nothing, the run being "
                          "the unit; `repetitions = 5` in the spec, or `rtscope plan SPEC --detect 10%`, fixes that)")
     lines.append(f"rtscope report --experiment {experiment.id} -o report.html{on}")
