@@ -76,6 +76,11 @@ def test_arms_of_one_vm_are_stored_as_runs_and_compared_in_pairs(cli, db, tmp_pa
     for pid in ids:
         a, b = (run.header["pairing"]["blocks"] for run in beam if run.header["pairing"]["id"] == pid)
         assert sorted(a + b) == list(range(20)) and all({a[k], b[k]} <= {2 * k, 2 * k + 1} for k in range(10))
+    r = cli("export", beam[0].id, "--db", db)             # each sample says its block
+    rows = [line.split(",") for line in r.out.splitlines()]
+    assert rows[0][-1] == "block" and len(rows) == 61
+    blocks = beam[0].header["pairing"]["blocks"]
+    assert [int(row[-1]) for row in rows[1:]] == [b for b in blocks for _ in range(6)]
     r = cli("compare", "--db", db, "--runtime", "beam", "--baseline", "fullsweep_after=65535", "--json")
     assert r.code == 0, r.err
     (k,) = json.loads(r.out)["comparisons"]

@@ -129,8 +129,13 @@ def print_comparisons(cs: ComparisonSet) -> None:
         console.print(comparison_table(cs, k))
     if not cs.comparisons:
         console.print("nothing to compare: every selected configuration is a baseline or has no baseline")
-    console.print("Δ = value − baseline; n.s. = no significant difference; the run is the unit: every metric is "
-                  f"tested with a {RUN_TEST} (docs/analysis.md)", style="dim")
+    designs = {k.design for k in cs.comparisons}
+    tests = (f"the run is the unit: every metric is tested with a {RUN_TEST}" if designs <= {"runs"} else
+             "design interleaved: the block pair is the unit, every metric tested with a paired t-test on the "
+             "log ratios of block pairs (the run as a cluster)"
+             + (f"; the others, measured in runs of their own, with a {RUN_TEST}" if "runs" in designs else ""))
+    console.print(f"Δ = value − baseline; n.s. = no significant difference; {tests} (docs/analysis.md)",
+                  style="dim")
     if cs.tail:
         console.print("tail: the latency exceeded with p = 1e-9 per sample, each run's own bound (rtscope tail RUN); "
                       "refused: a run's tail failed a check, so its configuration has no bound", style="dim")

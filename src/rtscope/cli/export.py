@@ -45,7 +45,14 @@ def export_columns(run: Run, data: dict, units: Units) -> tuple[list[str], list]
             return ["count", "time", *cols[1:]], [np.arange(1, n + 1), first, *arrays[1:]]
         return (["count", *(f"time_for_{c}" for c in cols[:times]), *cols[times:]],
                 [np.arange(1, n + 1), *(a / 1000.0 for a in arrays[:times]), *arrays[times:]])
-    return ["index", *cols], [np.arange(n), *arrays]
+    names, out = ["index", *cols], [np.arange(n), *arrays]
+    pairing = run.header.get("pairing") if isinstance(run.header, dict) else None
+    if pairing and n:   # an arm of an interleaved run: each sample's block, its position in the run
+        block = int(pairing["block_samples"])
+        names.append("block")
+        out.append(np.asarray(pairing["blocks"], dtype=np.int64)[np.minimum(np.arange(n) // block,
+                                                                            len(pairing["blocks"]) - 1)])
+    return names, out
 
 
 @app.command()

@@ -14,7 +14,7 @@ from ..analysis.defaults import ALPHA
 from ..errors import UsageError, choices
 from .compare import AlphaOpt, Experiment, RunIds, Tag, Where
 from .common import DbOption, JsonOption, Table, app, console, err_console, escape, open_store, print_json
-from .run import DesignOption, ScaleOption, with_design
+from .run import DesignOption, ScaleOption, until_decided_runs, with_design
 
 if TYPE_CHECKING:
     from ..analysis.claims import Judgement
@@ -94,8 +94,9 @@ def reproduce(
                                                 run_ids=list(run or [])))
         elif until_decided:
             from ..experiment.monitor import parse_duration
-            judgements, runs, sequence = _until_decided(store, parsed, path, pool, absent, aside, wheres, seed,
-                                                        alpha, parse_duration(budget, "--budget"), resume)
+            judgements, runs, sequence = until_decided_runs(
+                store, parsed, path, pool, absent, aside, wheres, seed, alpha, parse_duration(budget, "--budget"),
+                resume, f"rtscope reproduce {path} --until-decided --resume")
         else:
             runs = _run_claims(store, parsed, path, pool, absent, aside, wheres, repetitions, seed)
     if not until_decided:
@@ -152,71 +153,6 @@ def _run_claims(store, parsed, path, pool, absent, aside, wheres, repetitions, s
             if c.key in skipped:
                 absent.setdefault(claim.id, skipped[c.key])
     return store.runs(experiment_id=experiment.id)
-
-
-def _until_decided(store, parsed, path, pool, absent, aside, wheres, seed, alpha, budget_s, resume):
-    """Rounds of the claims' configurations until each is decided or the budget is spent
-    (experiment/sequential.py); the final judgements, the runs and what the sequence did."""
-    from ..analysis.claims import memory_slope
-    from ..analysis.compare import load_cells
-    from ..experiment import claim_runs, execute as exp_mod, sequential
-    from .run import execute_resumable, print_warnings
-    wanted = [c for c in parsed.claims if c.id not in absent and c.id not in aside]
-    identity = exp_mod.spec_identity(path)
-    experiment = exp_mod.latest_unfinished(store, identity) if resume else None
-    if resume and (experiment is None or "until_decided" not in experiment.spec):
-        raise UsageError(f"no interrupted `reproduce --until-decided` of {path} in store {store.url}")
-    if experiment is None:
-        sub = claim_runs.trimmed(parsed, wanted, wheres, 1)
-        print_warnings(parsed)
-        chosen = seed if seed is not None else parsed.seed if parsed.seed is not None else exp_mod.new_seed()
-        planned = exp_mod.plan(sub, chosen)
-        experiment = exp_mod.start(store, sub, planned, chosen, identity,
-                                   record={"until_decided": {"budget_s": budget_s}})
-    err_console.print(f"experiment {experiment.id}: {escape(parsed.name)} until decided (budget {budget_s} s), "
-                      f"{len(wanted)} claims measurable here, design {parsed.design}")
-    hint = f"resume with `rtscope reproduce {path} --until-decided --resume`"
-    slope = memory_slope(store)
-
-    def judge(level):
-        cells = load_cells(store, store.runs(experiment_id=experiment.id))
-        return claim_runs.verdicts(parsed, cells, absent, aside, alpha=level, slope=slope, stored=False,
-                                   interval_alpha=level)
-
-    def on_look(progress, judgements):
-        counts = {v: sum(j.verdict == v for j in judgements) for v in ("holds", "contradicted", "undecided")}
-        err_console.print(f"look {progress.look} after {progress.rounds} rounds "
-                          f"({time_text(progress)}): " + ", ".join(f"{n} {v}" for v, n in counts.items()))
-        for j in judgements:
-            if j.verdict == "undecided" and j.claim.id not in absent and j.claim.id not in aside:
-                err_console.print(f"  {escape(j.claim.id)}: {j.interval_text()} (level {j.level:.4g})",
-                                  highlight=False)
-
-    final, progress = sequential.until_decided(
-        store, parsed, experiment, wanted, budget_s=budget_s, alpha=alpha,
-        run_round=lambda exp: execute_resumable(store, exp, _Quiet(), pool, hint), judge=judge, on_look=on_look)
-    exp_mod.set_status(store, experiment.id, exp_mod.FINISHED)
-    sequence = {"experiment": experiment.id, "rounds": progress.rounds, "looks": progress.look,
-                "budget_s": budget_s, "wall_s": round(time_since(progress), 1),
-                "decided_at": {cid: j.level for cid, j in progress.decided.items()}}
-    return final, store.runs(experiment_id=experiment.id), sequence
-
-
-class _Quiet:
-    """A reporter that says nothing per run (the looks say what matters)."""
-
-    def __getattr__(self, name):
-        return lambda *a, **k: None
-
-
-def time_since(progress) -> float:
-    import time
-    return time.monotonic() - progress.started
-
-
-def time_text(progress) -> str:
-    s = time_since(progress)
-    return f"{int(s // 60)} min {int(s % 60)} s" if s >= 60 else f"{s:.0f} s"
 
 
 def _sequence_text(sequence: dict, alpha: float) -> str:

@@ -213,6 +213,12 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a fil
             "--wait-for-place", metavar="SECONDS", help="A labgrid place held by someone else: wait this long for "
                                                         "it instead of failing (docs/lab.md).")] = 0,
         design: DesignOption = None,
+        until_decided: Annotated[bool, typer.Option(
+            "--until-decided", help="Add rounds of runs until each configuration is decided against the spec's "
+                                    "baseline (better, worse, or the same within ±5 %) or --budget is spent "
+                                    "(docs/analysis.md, \"Until decided\").")] = False,
+        budget: Annotated[str, typer.Option(
+            "--budget", metavar="DURATION", help="With --until-decided: the wall time it may take.")] = "20m",
         db: DbOption = None) -> None:
     """Run the experiment a spec describes: every run in random order, each stored as it finishes."""
     from ..experiment import execute as exp_mod, spec as spec_mod
@@ -226,6 +232,15 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a fil
     spec = paths.find_spec(spec)
     text = spec_mod.read_text(spec)
     identity = exp_mod.spec_identity(spec)
+    if budget != "20m" and not until_decided:
+        raise UsageError("--budget goes with --until-decided")
+    if until_decided:
+        if experiment_id is not None:
+            raise UsageError("--until-decided --resume continues the latest interrupted one of the spec; it takes "
+                             "no experiment id")
+        _run_until_decided(spec, with_design(spec_mod.parse(text, str(spec), scale, target), design), seed, resume,
+                           budget, wait_for_place, db)
+        return
     if resume:
         if target or design:
             raise UsageError(f"--{'target' if target else 'design'} cannot change a resumed experiment: its plan "
@@ -361,3 +376,109 @@ def refuse_unrunnable(planned: list, source: str, pool: Pool) -> None:
         reasons = sorted({why for _, why in failing})
         raise RtscopeError(f"{len(failing)} of {len(planned)} runs of {source} cannot run on this machine "
                            f"(on_unavailable = \"fail\"; set it to \"skip\" to run the rest):\n  " + "\n  ".join(reasons))
+
+
+def _run_until_decided(spec: Path, parsed, seed, resume: bool, budget: str, wait_for_place: float,
+                       db: str | None) -> None:
+    """`rtscope run SPEC --until-decided`: the spec's comparisons with its baseline, as claims (mean lower, smallest
+    effect of interest 5 %), decided round by round; a table of each configuration's verdict."""
+    import dataclasses
+    from ..analysis.defaults import ALPHA
+    from ..experiment import claim_runs, execute as exp_mod
+    from ..experiment.monitor import parse_duration
+    from ..targets import Pool
+    from .common import Table
+    parsed = dataclasses.replace(parsed, claims=claim_runs.comparison_claims(parsed))
+    budget_s = parse_duration(budget, "--budget")
+    with Pool(wait_for_place) as pool:
+        absent = claim_runs.unmeasurable(parsed, exp_mod.Availability(pool, boot=False))
+        store = open_store(db)
+        judgements, runs, sequence = until_decided_runs(store, parsed, spec, pool, absent, {}, [], seed, ALPHA,
+                                                        budget_s, resume, f"rtscope run {spec} --until-decided --resume")
+    table = Table(title=f"{escape(parsed.name)}: each configuration against the baseline ({' '.join(parsed.baseline)}), "
+                        "mean", title_justify="left")
+    for head in ("configuration", "baseline → value", "interval of Δ", "verdict"):
+        table.add_column(head)
+    for j in judgements:
+        table.add_row(escape(j.claim.id), j.values_text(), j.interval_text(), decided_word(j))
+    console.print(table)
+    console.print(f"until decided: experiment {sequence['experiment']}, {sequence['rounds']} rounds, "
+                  f"{sequence['looks']} looks in {sequence['wall_s']:g} s (budget {budget_s} s); look k tests at "
+                  f"α/(k(k+1)), α = {ALPHA:g} over every look; same: within ±5 % of the baseline", style="dim",
+                  soft_wrap=True)
+
+
+def decided_word(j) -> str:
+    """A comparison decided as a claim that the configuration is lower: better, worse, same (within ±min_effect),
+    or the claim's own word when it is not decided."""
+    if j.verdict == "holds":
+        return "better"
+    if j.verdict == "contradicted":
+        return f"same (±{j.claim.min_effect_text()})" if j._absent else "worse"
+    return j.verdict
+
+
+def until_decided_runs(store, parsed, path, pool, absent, aside, wheres, seed, alpha, budget_s, resume,
+                       resume_command: str):
+    """Rounds of the claims' configurations until each is decided or the budget is spent
+    (experiment/sequential.py; `reproduce --until-decided`, and `run --until-decided` with the spec's comparisons
+    as claims); the final judgements, the runs and what the sequence did."""
+    from ..analysis.claims import memory_slope
+    from ..analysis.compare import load_cells
+    from ..experiment import claim_runs, execute as exp_mod, sequential
+    wanted = [c for c in parsed.claims if c.id not in absent and c.id not in aside]
+    identity = exp_mod.spec_identity(path)
+    experiment = exp_mod.latest_unfinished(store, identity) if resume else None
+    if resume and (experiment is None or "until_decided" not in experiment.spec):
+        raise UsageError(f"no interrupted `--until-decided` of {path} in store {store.url}")
+    if experiment is None:
+        sub = claim_runs.trimmed(parsed, wanted, wheres, 1)
+        print_warnings(parsed)
+        chosen = seed if seed is not None else parsed.seed if parsed.seed is not None else exp_mod.new_seed()
+        planned = exp_mod.plan(sub, chosen)
+        experiment = exp_mod.start(store, sub, planned, chosen, identity,
+                                   record={"until_decided": {"budget_s": budget_s}})
+    err_console.print(f"experiment {experiment.id}: {escape(parsed.name)} until decided (budget {budget_s} s), "
+                      f"{len(wanted)} claims measurable here, design {parsed.design}")
+    hint = f"resume with `{resume_command}`"
+    slope = memory_slope(store)
+
+    def judge(level):
+        cells = load_cells(store, store.runs(experiment_id=experiment.id))
+        return claim_runs.verdicts(parsed, cells, absent, aside, alpha=level, slope=slope, stored=False,
+                                   interval_alpha=level)
+
+    def on_look(progress, judgements):
+        counts = {v: sum(j.verdict == v for j in judgements) for v in ("holds", "contradicted", "undecided")}
+        err_console.print(f"look {progress.look} after {progress.rounds} rounds "
+                          f"({time_text(progress)}): " + ", ".join(f"{n} {v}" for v, n in counts.items()))
+        for j in judgements:
+            if j.verdict == "undecided" and j.claim.id not in absent and j.claim.id not in aside:
+                err_console.print(f"  {escape(j.claim.id)}: {j.interval_text()} (level {j.level:.4g})",
+                                  highlight=False)
+
+    final, progress = sequential.until_decided(
+        store, parsed, experiment, wanted, budget_s=budget_s, alpha=alpha,
+        run_round=lambda exp: execute_resumable(store, exp, _Quiet(), pool, hint), judge=judge, on_look=on_look)
+    exp_mod.set_status(store, experiment.id, exp_mod.FINISHED)
+    sequence = {"experiment": experiment.id, "rounds": progress.rounds, "looks": progress.look,
+                "budget_s": budget_s, "wall_s": round(time_since(progress), 1),
+                "decided_at": {cid: j.level for cid, j in progress.decided.items()}}
+    return final, store.runs(experiment_id=experiment.id), sequence
+
+
+class _Quiet:
+    """A reporter that says nothing per run (the looks say what matters)."""
+
+    def __getattr__(self, name):
+        return lambda *a, **k: None
+
+
+def time_since(progress) -> float:
+    import time
+    return time.monotonic() - progress.started
+
+
+def time_text(progress) -> str:
+    s = time_since(progress)
+    return f"{int(s // 60)} min {int(s % 60)} s" if s >= 60 else f"{s:.0f} s"

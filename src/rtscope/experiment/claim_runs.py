@@ -43,6 +43,46 @@ def side_keys(spec: Spec) -> dict[tuple[str, str], set[str]]:
             for claim in spec.claims for side in sides(claim)}
 
 
+def comparison_claims(spec: Spec, min_effect: float = 0.05) -> list[Claim]:
+    """`rtscope run --until-decided`: each configuration against the spec's `baseline` as a claim that its mean is
+    lower, with a smallest effect of interest: holds = better, contradicted = worse, or the same within
+    ±min_effect (its reason says so). A side names every dimension of its cell, so it selects that cell."""
+    from ..analysis.claims import Expect
+    from ..analysis.select import value_text
+    from ..errors import UsageError
+    if not spec.baseline:
+        raise UsageError(f"--until-decided decides the spec's comparisons against its baseline: {spec.source} has "
+                         "no `baseline = { NAME = VALUE }` (docs/spec.md)")
+    items = [tuple(i.split("=", 1)) for i in spec.baseline]
+    named = {n for n, _ in items}
+
+    def assignment(cell) -> tuple:
+        r = cell.request
+        values = {"workload": r.workload, "variant": r.variant, "runtime": r.runtime, **r.params, **r.settings}
+        return tuple(sorted((k, value_text(v)) for k, v in values.items()))
+
+    def is_base(cell) -> bool:
+        return all(value_matches(request_value(cell.request, n), v) for n, v in items)
+
+    bases = [c for c in spec.cells if is_base(c)]
+    out = []
+    for cell in spec.cells:
+        if is_base(cell):
+            continue
+        mine = dict(assignment(cell))
+        fits = [b for b in bases if all(dict(assignment(b)).get(k) == v for k, v in mine.items()
+                                        if k not in named and k not in cell.request.settings)]
+        if not fits:
+            continue
+        base = max(fits, key=lambda b: sum(dict(assignment(b)).get(k) == v for k, v in mine.items()))
+        out.append(Claim(cell.key, f"{cell.key} against {base.key}", "mean", Expect("lower"),
+                         baseline=assignment(base), cell=assignment(cell), min_effect=min_effect))
+    if not out:
+        raise UsageError(f"--until-decided: no configuration of {spec.source} has a baseline configuration "
+                         f"({' '.join(spec.baseline)}) to be compared with")
+    return out
+
+
 def emulated(req) -> str | None:
     """Why a run on a QEMU target would measure the emulator here (TCG), or None."""
     d = resolve(target_of(req))
