@@ -16,7 +16,7 @@ defmodule RtScope.CLI do
   arms in one VM, taking turns in blocks (`RtScope.Interleave`).
   """
 
-  alias RtScope.{Exec, Gpio, Harness, Interleave, MsgQ, Timer, VmFlags, VmInfo}
+  alias RtScope.{Exec, Gpio, Harness, Interleave, MsgQ, Options, Timer, VmFlags, VmInfo}
 
   @common [
     output: :string,
@@ -95,7 +95,7 @@ defmodule RtScope.CLI do
 
   def execute(["interleave" | rest]) do
     with {:ok, opts, arms} <- interleave_args(rest),
-         {:ok, arms} <- map_ok(Enum.with_index(arms), &interleave_arm/1) do
+         {:ok, arms} <- Options.map_ok(Enum.with_index(arms), &interleave_arm/1) do
       report_interleave(arms, Interleave.run(arms, opts))
     else
       {:error, msg} -> usage_error(msg)
@@ -166,7 +166,7 @@ defmodule RtScope.CLI do
       {:ok, text} ->
         parts = String.split(text, ",")
 
-        case map_ok(parts, &arm_index/1) do
+        case Options.map_ok(parts, &arm_index/1) do
           {:ok, order} ->
             {:ok, Keyword.put(opts, :order, order)}
 
@@ -195,19 +195,6 @@ defmodule RtScope.CLI do
     do:
       {:error,
        "arm #{i}: expected WORKLOAD VARIANT OPTIONS with a workload of #{Enum.join(@measured, ", ")}, got #{inspect(Enum.join(argv, " "))}"}
-
-  defp map_ok(list, fun) do
-    Enum.reduce_while(list, {:ok, []}, fn x, {:ok, acc} ->
-      case fun.(x) do
-        {:ok, y} -> {:cont, {:ok, [y | acc]}}
-        {:error, _} = e -> {:halt, e}
-      end
-    end)
-    |> case do
-      {:ok, acc} -> {:ok, Enum.reverse(acc)}
-      e -> e
-    end
-  end
 
   defp variants("exec"), do: Exec.variants()
   defp variants("timer"), do: Timer.variants()

@@ -136,7 +136,7 @@ defmodule RtScope.Interleave do
   defp kinds(arms) do
     arms
     |> Enum.with_index()
-    |> map_while(fn
+    |> Options.map_ok(fn
       {{w, v, o}, i} when is_list(o) ->
         with {:ok, w, v} <- kind(w, v, i) do
           {:ok, %{index: i, workload: w, variant: v, opts: o, label: "arm #{i} (#{w} #{v})"}}
@@ -192,7 +192,7 @@ defmodule RtScope.Interleave do
   defp vm_flags(other), do: other
 
   defp configs(arms) do
-    map_while(arms, fn arm ->
+    Options.map_ok(arms, fn arm ->
       case config(arm) do
         {:ok, cfg} -> {:ok, Map.put(arm, :cfg, cfg)}
         {:error, {:invalid, msg}} -> invalid("#{arm.label}: #{msg}")
@@ -271,19 +271,6 @@ defmodule RtScope.Interleave do
                 "it must appear iterations #{n} / block #{block} = #{div(n, block)} times"
             )
         end
-    end
-  end
-
-  defp map_while(list, fun) do
-    Enum.reduce_while(list, {:ok, []}, fn x, {:ok, acc} ->
-      case fun.(x) do
-        {:ok, y} -> {:cont, {:ok, [y | acc]}}
-        error -> {:halt, error}
-      end
-    end)
-    |> case do
-      {:ok, acc} -> {:ok, Enum.reverse(acc)}
-      error -> error
     end
   end
 

@@ -143,6 +143,30 @@ defmodule RtScope.Options do
       else: :ok
   end
 
+  @doc """
+  Maps `fun` over `list` while it returns `{:ok, value}`: `{:ok, values}`,
+  or the first other return.
+
+      iex> RtScope.Options.map_ok([1, 2], &{:ok, &1 * 2})
+      {:ok, [2, 4]}
+
+      iex> RtScope.Options.map_ok([1, -2, -3], &if(&1 > 0, do: {:ok, &1}, else: {:error, &1}))
+      {:error, -2}
+  """
+  @spec map_ok(list(), (term() -> {:ok, term()} | term())) :: {:ok, list()} | term()
+  def map_ok(list, fun) do
+    Enum.reduce_while(list, {:ok, []}, fn x, {:ok, acc} ->
+      case fun.(x) do
+        {:ok, y} -> {:cont, {:ok, [y | acc]}}
+        other -> {:halt, other}
+      end
+    end)
+    |> case do
+      {:ok, acc} -> {:ok, Enum.reverse(acc)}
+      other -> other
+    end
+  end
+
   defp wrap({:error, msg}) when is_binary(msg), do: {:error, {:invalid, msg}}
   defp wrap(ok), do: ok
 
