@@ -117,7 +117,7 @@ def reproduce(
     else:
         print_claims(judgements, parsed.name, alpha, machine, command, aside)
         if sequence:
-            console.print(_sequence_text(sequence, alpha), style="dim", soft_wrap=True)
+            console.print(_sequence_text(sequence, alpha), style="dim")
     if fail_on is not None and any(j.verdict == "contradicted" for j in judgements):
         raise typer.Exit(1)
 

@@ -404,8 +404,7 @@ def _run_until_decided(spec: Path, parsed, seed, resume: bool, budget: str, wait
     console.print(table)
     console.print(f"until decided: experiment {sequence['experiment']}, {sequence['rounds']} rounds, "
                   f"{sequence['looks']} looks in {sequence['wall_s']:g} s (budget {budget_s} s); look k tests at "
-                  f"α/(k(k+1)), α = {ALPHA:g} over every look; same: within ±5 % of the baseline", style="dim",
-                  soft_wrap=True)
+                  f"α/(k(k+1)), α = {ALPHA:g} over every look; same: within ±5 % of the baseline", style="dim")
 
 
 def decided_word(j) -> str:

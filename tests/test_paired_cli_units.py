@@ -1,0 +1,74 @@
+"""The CLI of designs and sequential stopping: bad input refused before anything runs, each with a clear error
+(the runs themselves: tests/test_paired.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rtscope.store import Store
+from terminal import on_terminal, piped
+
+pytestmark = pytest.mark.fast
+
+SPEC = """name = "d"
+[[workload]]
+name = "exec"
+variants = "sum"
+runtime = "native"
+[workload.params]
+iterations = 50
+n = [4000, 8000]
+"""
+
+CLAIM = """
+[[claim]]
+id = "c"
+text = "a claim"
+metric = "mean"
+baseline = { n = 4000 }
+cell = { n = 8000 }
+expect = "higher"
+"""
+
+
+@pytest.fixture
+def spec(tmp_path):
+    p = tmp_path / "d.toml"
+    p.write_text(SPEC + CLAIM)
+    return p
+
+
+@pytest.mark.parametrize("args, message", [
+    (("run", "{spec}", "--design", "duets"), "unknown --design 'duets'; valid: runs, interleaved, auto"),
+    (("run", "{spec}", "--budget", "5m"), "--budget goes with --until-decided"),
+    (("run", "{spec}", "--until-decided"), "has no `baseline = { NAME = VALUE }`"),
+    (("run", "{spec}", "--until-decided", "--budget", "soon"), "has no `baseline"),
+    (("reproduce", "{spec}", "--budget", "5m"), "--budget and --resume go with --until-decided"),
+    (("reproduce", "{spec}", "--until-decided", "--repetitions", "3"), "--until-decided chooses how many runs"),
+    (("reproduce", "{spec}", "--until-decided", "--budget", "soon"), "invalid --budget 'soon'"),
+    (("reproduce", "{spec}", "--until-decided", "--resume"), "no interrupted `--until-decided` of"),
+    (("reproduce", "{spec}", "--design", "interleaved"), "cannot be an arm of an interleaved run"),
+])
+def test_bad_input_is_refused_with_the_valid_choices(cli, db, spec, args, message):
+    r = cli(*(a.format(spec=spec) for a in args), "--db", db)
+    assert r.code == 2, (r.code, r.out, r.err)
+    assert message in " ".join(r.err.split()), r.err
+    assert not Store(db).runs()             # nothing ran, nothing half-written
+
+
+def test_run_until_decided_piped_at_80_columns(tmp_path):
+    """The spec's comparisons with its baseline decided round by round: a 10x larger sum is `worse`, piped (a fresh
+    process, as a user runs it; the store is ./rtscope.db, the default); on an 80-column terminal the table fits."""
+    p = tmp_path / "b.toml"
+    p.write_text(SPEC.replace("n = [4000, 8000]", "n = [4000, 40000]")
+                 .replace('name = "d"', 'name = "b"\nbaseline = { n = 4000 }'))
+    r = piped(tmp_path, "run", p, "--until-decided", "--budget", "2m")
+    db = str(tmp_path / "rtscope.db")
+    assert r.code == 0, r.err
+    assert "worse" in r.out and "until decided: experiment 1" in " ".join(r.out.split())
+    assert "look 1 after 2 rounds" in r.err
+    runs = Store(db).runs()
+    assert len(runs) >= 4 and {run.experiment_id for run in runs} == {1}
+    t = on_terminal(tmp_path, "run", p, "--until-decided", "--budget", "2m")
+    assert t.code == 0 and "worse" in t.out
+    assert max(len(line) for line in t.out.splitlines()) <= 80, t.out
