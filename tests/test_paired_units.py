@@ -111,7 +111,7 @@ def test_repeated_looks_keep_the_false_positive_rate():
     """Looks at rounds 2, 3, 4, 6, ... 32 at α/(k(k+1)) keep the rate at α; at α each (no spending) they do not:
     the check can fail."""
     rng = np.random.default_rng(5)
-    trials = 400
+    trials = 200
     spent_rate = sum(sequential_aa(rng, True) for _ in range(trials)) / trials
     naive_rate = sum(sequential_aa(rng, False) for _ in range(trials)) / trials
     assert spent_rate <= ALPHA + 0.02, spent_rate
