@@ -395,12 +395,13 @@ def _run_until_decided(spec: Path, parsed, seed, resume: bool, budget: str, wait
         store = open_store(db)
         judgements, runs, sequence = until_decided_runs(store, parsed, spec, pool, absent, {}, [], seed, ALPHA,
                                                         budget_s, resume, f"rtscope run {spec} --until-decided --resume")
-    table = Table(title=f"{escape(parsed.name)}: each configuration against the baseline ({' '.join(parsed.baseline)}), "
+    labels, common = short_labels([j.claim.id for j in judgements])
+    table = Table(title=f"{escape(parsed.name)}: {escape(common)} against the baseline ({' '.join(parsed.baseline)}), "
                         "mean", title_justify="left")
     for head in ("configuration", "baseline → value", "interval of Δ", "verdict"):
         table.add_column(head)
     for j in judgements:
-        table.add_row(escape(j.claim.id), j.values_text(), j.interval_text(), decided_word(j))
+        table.add_row(escape(labels[j.claim.id]), j.values_text(), j.interval_text(), decided_word(j))
     console.print(table)
     console.print(f"until decided: experiment {sequence['experiment']}, {sequence['rounds']} rounds, "
                   f"{sequence['looks']} looks in {sequence['wall_s']:g} s (budget {budget_s} s); look k tests at "
