@@ -116,7 +116,7 @@ static int check_equal(const struct interleave_config *cfg)
         else if (a->start_times != a0->start_times)
             what = "--start-times";
         if (what)
-            return usage("arm %d and arm 0 differ in %s: arms may differ only in the workload, --n/--ms, "
+            return usage("arm 0 and arm %d differ in %s: arms may differ only in the workload, --n/--ms, "
                          "--priority and --cpu; give every arm the same %s", i, what, what);
         for (int j = 0; j < i; j++)
             if (strcmp(a->output, cfg->arms[j].output) == 0)
@@ -211,7 +211,7 @@ int interleave_parse_args(int argc, char **argv, struct interleave_config *cfg)
     if (!order)
         return usage("--order is required: the arm of each block (--order 0,1,1,0,...)");
     if (cfg->narms < 2)
-        return usage("interleave needs at least 2 arms (--arm exec ...), got %d", cfg->narms);
+        return usage("needs at least 2 arms (--arm exec ...), got %d", cfg->narms);
     int rc = check_equal(cfg);
     return rc ? rc : parse_order(order, cfg);
 }
