@@ -41,7 +41,8 @@ def test_native_arms_are_stored_as_runs_and_compared_in_pairs(cli, db, tmp_path)
         assert len(p["blocks"]) == 10 and run.n_samples == 60
         assert run.params["n"] == run.header["params"]["n"] in (4000, 4120)
     for pid in ids:
-        arms = sorted((run for run in runs if run.header["pairing"]["id"] == pid), key=lambda r: r.header["pairing"]["arm"])
+        arms = sorted((run for run in runs if run.header["pairing"]["id"] == pid),
+                      key=lambda run: run.header["pairing"]["arm"])
         assert [run.params["n"] for run in arms] in ([4000, 4120], [4120, 4000])
         a, b = (run.header["pairing"]["blocks"] for run in arms)
         assert sorted(a + b) == list(range(20)) and all({a[k], b[k]} == {2 * k, 2 * k + 1} for k in range(10))
