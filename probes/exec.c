@@ -189,6 +189,12 @@ static const struct exec_variant variants[] = {
 
 static const struct rtp_choices choices = {"exec", "workload", variants, NVARIANTS, sizeof variants[0]};
 
+const struct exec_variant *exec_variants(size_t *count)
+{
+    *count = NVARIANTS;
+    return variants;
+}
+
 const struct exec_variant *exec_find_variant(const char *name)
 {
     int k = rtp_choice_find(&choices, name);
@@ -317,6 +323,44 @@ static const struct rtp_sf_column exec_columns[] = {
 static volatile uint64_t n_source; /* the workload's n, read anew per call */
 static volatile uint64_t sink;     /* every result lands here */
 
+void exec_describe(const struct exec_config *cfg, struct rtp_run *r, struct rtp_sf_header *h)
+{
+    rtp_json_begin_object(&r->settings, NULL);
+    rtp_rt_settings_json(&cfg->rt, &r->settings);
+    rtp_json_end_object(&r->settings);
+    rtp_json_begin_object(&r->params, NULL);
+    rtp_json_i64(&r->params, "n", cfg->n);
+    rtp_json_i64(&r->params, "iterations", cfg->iterations);
+    rtp_json_f64(&r->params, "pause_ms", cfg->pause_ms);
+    rtp_json_end_object(&r->params);
+    memset(h, 0, sizeof *h);
+    h->workload = "exec";
+    h->variant = cfg->variant->name;
+    h->columns = exec_columns;
+    h->ncolumns = sizeof exec_columns / sizeof exec_columns[0] - (cfg->start_times ? 0 : 1);
+}
+
+void exec_warm_up(const struct exec_config *cfg)
+{
+    uint64_t (*volatile call)(uint64_t) = cfg->variant->fn;
+    n_source = (uint64_t)cfg->n;
+    sink = call(n_source);
+}
+
+void exec_timed_call(const struct exec_config *cfg, union rtp_sf_value rec[EXEC_NCOLUMNS])
+{
+    uint64_t (*volatile call)(uint64_t) = cfg->variant->fn;
+    n_source = (uint64_t)cfg->n;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t result = call(n_source);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    sink = result;
+    rec[0].i = rtp_ts_diff_ns(t1, t0);
+    rec[1].i = sched_getcpu();
+    rec[2].i = rtp_ts_to_ns(t0);
+}
+
 static int run(const void *arg)
 {
     const struct exec_config *cfg = arg;
@@ -333,20 +377,8 @@ static int run(const void *arg)
     if (rc != RTP_EXIT_OK || (rc = rtp_rt_apply(&cfg->rt)) != RTP_EXIT_OK)
         goto out;
 
-    rtp_json_begin_object(&sf.settings, NULL);
-    rtp_rt_settings_json(&cfg->rt, &sf.settings);
-    rtp_json_end_object(&sf.settings);
-    rtp_json_begin_object(&sf.params, NULL);
-    rtp_json_i64(&sf.params, "n", cfg->n);
-    rtp_json_i64(&sf.params, "iterations", cfg->iterations);
-    rtp_json_f64(&sf.params, "pause_ms", cfg->pause_ms);
-    rtp_json_end_object(&sf.params);
-    const struct rtp_sf_header header = {
-        .workload = "exec",
-        .variant = cfg->variant->name,
-        .columns = exec_columns,
-        .ncolumns = sizeof exec_columns / sizeof exec_columns[0] - (cfg->start_times ? 0 : 1),
-    };
+    struct rtp_sf_header header;
+    exec_describe(cfg, &sf, &header);
     if ((rc = rtp_run_open(&sf, cfg->output, &header, RTP_SF_BUFFER)) != RTP_EXIT_OK)
         goto out;
     rc = RTP_EXIT_FAILURE;
@@ -356,26 +388,16 @@ static int run(const void *arg)
         goto out;
     }
 
-    uint64_t (*volatile call)(uint64_t) = cfg->variant->fn;
     const int64_t pause_ns = llround(cfg->pause_ms * 1e6);
-    n_source = (uint64_t)cfg->n;
-
-    if (cfg->variant->prepare && cfg->variant->prepare(n_source, cfg->iterations + 1) != 0)
+    if (cfg->variant->prepare && cfg->variant->prepare((uint64_t)cfg->n, cfg->iterations + 1) != 0)
         goto out;
-    sink = call(n_source); /* warm-up, not recorded */
+    exec_warm_up(cfg); /* not recorded */
     if (rtp_sleep_ns(pause_ns) != 0)
         goto interrupted;
 
     for (int64_t k = 0; k < cfg->iterations; k++) {
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        uint64_t result = call(n_source);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        sink = result;
-        union rtp_sf_value rec[3];
-        rec[0].i = rtp_ts_diff_ns(t1, t0);
-        rec[1].i = sched_getcpu();
-        rec[2].i = rtp_ts_to_ns(t0);
+        union rtp_sf_value rec[EXEC_NCOLUMNS];
+        exec_timed_call(cfg, rec);
         rtp_sf_append(sf.w, rec); /* errors are reported by rtp_sf_finish */
         if (marker_fd >= 0 && rtp_worst_offer(&worst, rec[0].i))
             rtp_mark_window(marker_fd, rec[2].i, rec[2].i + rec[0].i);

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "samplefile.h"
+#include "subcommand.h"
 #include "util.h"
 
 struct exec_variant {
@@ -35,11 +37,30 @@ struct exec_config {
 /* The subcommand: rtprobe exec ... */
 int rtp_cmd_exec(int argc, char **argv);
 
+/* The table of variants, *count entries. */
+const struct exec_variant *exec_variants(size_t *count);
+
 /* The variant called name, or NULL. */
 const struct exec_variant *exec_find_variant(const char *name);
 
 /* Parse argv (argv[0] is "exec"). Returns 0, or RTP_EXIT_USAGE after printing
  * the problem to stderr. */
 int exec_parse_args(int argc, char **argv, struct exec_config *cfg);
+
+/* What one run of cfg is, as its sample file says it: the settings and params
+ * documents into r (after rtp_run_start), workload, variant and columns into h
+ * (the rest zero). */
+void exec_describe(const struct exec_config *cfg, struct rtp_run *r, struct rtp_sf_header *h);
+
+/* The values of one record: duration ns, cpu, start (CLOCK_MONOTONIC ns; a
+ * column only with --start-times). */
+#define EXEC_NCOLUMNS 3
+
+/* The untimed warm-up call of cfg's workload. A variant with a prepare
+ * function needs it called first. */
+void exec_warm_up(const struct exec_config *cfg);
+
+/* One timed call of cfg's workload with cfg's n: its record into rec. */
+void exec_timed_call(const struct exec_config *cfg, union rtp_sf_value rec[EXEC_NCOLUMNS]);
 
 #endif

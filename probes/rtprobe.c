@@ -10,6 +10,7 @@
  * builds every .c file in this folder). */
 #define SUBCOMMANDS(X) \
     X(exec, "time repeated calls of a workload (sum, fib, sleep, nothing)") \
+    X(interleave, "several exec runs in one process, taking turns in blocks (paired arms)") \
     X(timer, "timer wake-up latency: clock_nanosleep on an absolute schedule (absolute, relative)") \
     X(storage, "time passes of block reads/writes over one file (write_sync, write, read)") \
     X(gpio, "GPIO write/read latency and an LED blink loop, GPIO character device (write, read, blink, port)")

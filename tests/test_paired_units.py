@@ -173,7 +173,7 @@ def test_auto_interleaves_what_one_process_can_and_says_why_not(tmp_path):
     [group] = lay.groups
     assert len(group.cells) == 4 and group.block == 20          # 200 iterations: 10 blocks of 20
     assert [c.key for c in lay.alone] == ["exec/sum/native iterations=100"]
-    assert any("runs one configuration per process" in n for n in lay.notes())
+    assert any("no other configuration of its block can share its process" in n for n in lay.notes())
     planned = plan(spec(tmp_path), seed=1)
     arms = [p for p in planned if p.pair is not None]
     assert len(arms) == 4 and len({p.pair for p in arms}) == 1

@@ -127,6 +127,8 @@ static char *build_header(const struct rtp_sf_header *h)
     rtp_json_string(&j, "started_at", h->started_at);
     rtp_json_raw(&j, "settings", h->settings_json ? h->settings_json : "{}");
     rtp_json_raw(&j, "params", h->params_json ? h->params_json : "{}");
+    if (h->pairing_json)
+        rtp_json_raw(&j, "pairing", h->pairing_json);
     rtp_json_begin_array(&j, "columns");
     for (size_t c = 0; c < h->ncolumns; c++) {
         rtp_json_begin_object(&j, NULL);

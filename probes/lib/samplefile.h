@@ -38,6 +38,7 @@ struct rtp_sf_header {
     const char *started_at;    /* RFC 3339 UTC */
     const char *settings_json; /* a JSON object; NULL means {} */
     const char *params_json;   /* a JSON object; NULL means {} */
+    const char *pairing_json;  /* a JSON object: key "pairing" (an interleaved arm); NULL: no key */
     const struct rtp_sf_column *columns;
     size_t ncolumns; /* >= 1; the first column is the primary measurement */
 };

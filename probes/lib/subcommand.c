@@ -122,7 +122,7 @@ int rtp_run_open(struct rtp_run *r, const char *path, const struct rtp_sf_header
 {
     char err[512];
     if (!rtp_json_result(&r->settings) || !rtp_json_result(&r->params) ||
-        rtp_now_rfc3339(r->started_at, sizeof r->started_at) != 0) {
+        (!r->started_at[0] && rtp_now_rfc3339(r->started_at, sizeof r->started_at) != 0)) {
         fprintf(stderr, RTPROBE_NAME ": cannot build the header\n");
         return RTP_EXIT_FAILURE;
     }

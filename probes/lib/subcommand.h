@@ -73,8 +73,9 @@ struct rtp_run {
  * RTP_EXIT_FAILURE after printing why. */
 int rtp_run_start(struct rtp_run *r);
 
-/* Stamp started_at and open path with the header: the caller sets workload,
- * variant and the columns; the rest comes from r and the tool. RTP_EXIT_OK,
+/* Stamp started_at (unless the caller did) and open path with the header: the
+ * caller sets workload, variant and the columns (and pairing_json); the rest
+ * comes from r and the tool. RTP_EXIT_OK,
  * or RTP_EXIT_FAILURE after printing why. */
 int rtp_run_open(struct rtp_run *r, const char *path, const struct rtp_sf_header *h,
                  enum rtp_sf_mode mode);

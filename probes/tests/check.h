@@ -63,6 +63,8 @@ extern int check_failures; /* failed CHECKs in the current test */
     X(test_exec_defaults)                                                              \
     X(test_exec_variants_and_n)                                                        \
     X(test_exec_bad_arguments)                                                        \
+    X(test_interleave_arms_and_order)                                                  \
+    X(test_interleave_bad_arguments)                                                   \
     X(test_worst_keeps_the_k_largest)                                                  \
     X(test_worst_keeps_entries_and_sorts_them)                                         \
     X(test_worst_marks_to_the_marks_file)

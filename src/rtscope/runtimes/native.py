@@ -49,6 +49,28 @@ def taskmem_command(req: RunRequest, out: str, site: Site) -> list[str]:
     return argv + ["--output", out]
 
 
+# What rtprobe interleave measures as the arms of one process (probes/README.md, "interleave"): exec variants that
+# make one timed call per sample with nothing of their own running between calls (touch's reservation and lock's
+# holder thread would go on in the other arms' blocks). The arms may differ in the variant, n and the measuring
+# thread's CPU and SCHED_FIFO priority, set before each of an arm's blocks; mlock is the process's.
+ARM_VARIANTS = ("sum", "fib", "sleep", "nothing")
+ARM_SETTINGS = ("rt_priority", "cpu")
+
+
+def exec_args(req: RunRequest, out: str) -> list[str]:
+    """What `rtprobe exec` takes for one run of `req` (without the explain flags), from the word exec on."""
+    argv = [req.workload, req.variant]
+    for name, value in req.params.items():
+        argv += [param_flag(name), str(value).lower() if isinstance(value, bool) else str(value)]
+    return argv + probe_flags(req.settings) + ["--output", out]
+
+
+def interleave_args(reqs: list[RunRequest], outs: list[str], block: int, order: list[int]) -> list[str]:
+    """`rtprobe interleave`'s arguments: arm i is reqs[i], writing outs[i]; block k is arm order[k]'s."""
+    head = ["interleave", "--block", str(block), "--order", ",".join(map(str, order))]
+    return head + [a for req, out in zip(reqs, outs) for a in ("--arm", *exec_args(req, out))]
+
+
 def rtprobe(site: Site) -> str:
     return site.tool("rtprobe", lambda t: paths.for_arch("rtprobe", t.arch, t.is_local))
 
@@ -74,13 +96,21 @@ class Native(Runtime):
     def command(self, req: RunRequest, out: str, site: Site) -> list[str]:
         if req.workload == "tasks":
             return taskmem_command(req, out, site)
-        argv = [rtprobe(site), req.workload, req.variant]
-        for name, value in req.params.items():
-            argv += [param_flag(name), str(value).lower() if isinstance(value, bool) else str(value)]
+        argv = [rtprobe(site), *exec_args(req, out)]
         if req.settings.get("explain") and req.workload in EXPLAINED[self.name]:
             # What setting explain matches kernel events against, and the worst samples' windows it keeps.
-            argv += ["--start-times", "--mark-worst", str(req.settings["explain"])]
-        return argv + probe_flags(req.settings) + ["--output", out]
+            argv[-2:-2] = ["--start-times", "--mark-worst", str(req.settings["explain"])]
+        return argv
+
+    def arm_unavailable(self, req: RunRequest) -> str | None:
+        if req.workload != "exec" or req.variant not in ARM_VARIANTS:
+            return (f"{req.workload} {req.variant} on runtime native is not one timed call per sample with nothing "
+                    f"of its own between calls; interleaved arms: exec {', '.join(ARM_VARIANTS)}")
+        return None
+
+    def interleaved_command(self, reqs: list[RunRequest], outs: list[str], site: Site, block: int,
+                            order: list[int]) -> list[str]:
+        return [rtprobe(site), *interleave_args(reqs, outs, block, order)]
 
     def version(self, site: Site | None = None) -> str | None:
         site = site or Site(LocalTarget())
@@ -98,4 +128,6 @@ RUNTIME = Native(
                "storage": ("write_sync", "write", "read"), "timer": ("absolute", "relative"),
                "gpio": ("write", "read", "blink")},
     settings=("rt_priority", "cpu", "mlock", "model"),
+    arm_settings=ARM_SETTINGS,
+    arm_params=("n",),
 )
