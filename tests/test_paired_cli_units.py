@@ -47,13 +47,21 @@ def spec(tmp_path):
     (("reproduce", "{spec}", "--until-decided", "--repetitions", "3"), "--until-decided chooses how many runs"),
     (("reproduce", "{spec}", "--until-decided", "--budget", "soon"), "invalid --budget 'soon'"),
     (("reproduce", "{spec}", "--until-decided", "--resume"), "no interrupted `--until-decided` of"),
-    (("reproduce", "{spec}", "--design", "interleaved"), "cannot be an arm of an interleaved run"),
 ])
 def test_bad_input_is_refused_with_the_valid_choices(cli, db, spec, args, message):
     r = cli(*(a.format(spec=spec) for a in args), "--db", db)
     assert r.code == 2, (r.code, r.out, r.err)
     assert message in " ".join(r.err.split()), r.err
     assert not Store(db).runs()             # nothing ran, nothing half-written
+
+
+def test_interleaved_refuses_a_configuration_that_cannot_be_an_arm(cli, db, tmp_path):
+    p = tmp_path / "t.toml"
+    p.write_text('name = "t"\n[[workload]]\nname = "timer"\nvariants = "absolute"\nruntime = "native"\n'
+                 '[workload.params]\nloops = 100\ninterval_us = [1000, 2000]\n')
+    r = cli("run", p, "--design", "interleaved", "--db", db)
+    assert r.code == 2 and "cannot be an arm of an interleaved run" in " ".join(r.err.split()), r.err
+    assert 'design = "auto"' in r.err and not Store(db).runs()
 
 
 def test_run_until_decided_piped_at_80_columns(tmp_path):

@@ -113,9 +113,10 @@ def reproduce(
     if json_out:
         print_json({"spec": parsed.name, "scale": parsed.scale, "alpha": alpha, "correction": "holm",
                     "machine": machine_text(machine), "runs": [r.id for r in runs], "until_decided": sequence,
-                    "claims": [j.to_json() | {"command": needed_command(j, command, aside)} for j in judgements]})
+                    "claims": [j.to_json() | {"command": next_command(j, command, aside, sequence)}
+                               for j in judgements]})
     else:
-        print_claims(judgements, parsed.name, alpha, machine, command, aside)
+        print_claims(judgements, parsed.name, alpha, machine, command, aside, sequence)
         if sequence:
             console.print(_sequence_text(sequence, alpha), style="dim")
     if fail_on is not None and any(j.verdict == "contradicted" for j in judgements):
@@ -167,9 +168,19 @@ def pool_machine() -> dict:
         return pool.get("local").snapshot()
 
 
+def next_command(j: Judgement, command: str, aside: dict[str, str], sequence: dict | None) -> str | None:
+    """The command that would decide an undecided claim: more runs, or after --until-decided, a longer budget for
+    the rounds it would need at this pace."""
+    from ..analysis.claims import needed_command
+    if sequence is None or j.verdict != "undecided" or j.runs_needed is None or not sequence["rounds"]:
+        return needed_command(j, command, aside)
+    minutes = max(1, -(-j.runs_needed * sequence["wall_s"] // sequence["rounds"] // 60))
+    return f"{command} --until-decided --budget {int(minutes)}m"
+
+
 def print_claims(judgements: list[Judgement], name: str, alpha: float, machine: dict, command: str,
-                 aside: dict[str, str]) -> None:
-    from ..analysis.claims import machine_text, needed_command
+                 aside: dict[str, str], sequence: dict | None = None) -> None:
+    from ..analysis.claims import machine_text
     table = Table(title=f"claims of {escape(name)}: published → measured (baseline → cell)", box=box.SIMPLE_HEAD,
                   title_justify="left", pad_edge=False)
     level = min((j.level for j in judgements), default=0.95)
@@ -185,10 +196,11 @@ def print_claims(judgements: list[Judgement], name: str, alpha: float, machine: 
         if j.verdict in ("undecided", "not measurable here"):
             line = f"{j.claim.id}: {j.verdict}"
             if j.runs_needed is not None:
-                line += f": {j.runs_needed} runs per configuration would decide it at 80 % power"
+                line += (f": about {j.runs_needed} rounds in all would decide it at 80 % power at the next look's level"
+                         if sequence else f": {j.runs_needed} runs per configuration would decide it at 80 % power")
             if j.reason:
                 line += f": {j.reason}"
-            if (cmd := needed_command(j, command, aside)):
+            if (cmd := next_command(j, command, aside, sequence)):
                 line += f"; `{cmd}`"
             console.print(escape(line), style="yellow" if j.verdict == "undecided" else "dim", soft_wrap=True)
     hardware = sorted({j.claim.published.get("hardware") for j in judgements if j.claim.published} - {None})

@@ -7,9 +7,10 @@
 | `auto` | `interleaved` where a block allows it, `runs` for the rest, and says which and why |
 
 Which configurations can be arms of one run is the runtime's to say (`Runtime.arm_unavailable`,
-`arm_settings`, `arm_params`): on the BEAM, exec sum/fib/sleep/nothing and msgq pmap whose configurations
-differ only in the measuring process's spawn options (fullsweep_after, min_heap_size, priority,
-message_queue_data), the variant and n or elements. Everything else of the configurations (target, runtime,
+`arm_settings`, `arm_params`): on the BEAM, exec sum/fib/sleep/nothing/spawn_each/spawn_recursive and msgq
+pmap whose configurations differ only in the measuring process's spawn options (fullsweep_after,
+min_heap_size, priority, message_queue_data), the variant and n or elements; natively (`rtprobe interleave`),
+exec sum/fib/sleep/nothing that differ only in the variant, n and the measuring thread's rt_priority and cpu. Everything else of the configurations (target, runtime,
 workload, system and VM settings, iterations, pause, repetitions) must be the same: that is the group.
 
 The block: `block = N` in the spec, else the largest divisor of the arms' iterations that is at most

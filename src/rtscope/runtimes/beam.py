@@ -41,7 +41,8 @@ CLEARED_ENV = ("ERL_FLAGS", "ERL_AFLAGS", "ERL_ZFLAGS", "ELIXIR_ERL_OPTIONS")
 SPAWN_SETTINGS = ("fullsweep_after", "min_heap_size", "priority", "message_queue_data")
 # What the harness can measure as interleaved arms of one VM (docs/beam.md, "Interleaved arms"): one timed call
 # per sample, each arm its own measuring process with its own spawn options, n or elements.
-ARM_WORKLOADS = (("exec", "sum"), ("exec", "fib"), ("exec", "sleep"), ("exec", "nothing"), ("msgq", "pmap"))
+ARM_WORKLOADS = (("exec", "sum"), ("exec", "fib"), ("exec", "sleep"), ("exec", "nothing"), ("exec", "spawn_each"),
+                 ("exec", "spawn_recursive"), ("msgq", "pmap"))
 
 
 # --- the adapter --------------------------------------------------------------------------------------
