@@ -14,7 +14,7 @@ from ..analysis.defaults import ALPHA
 from ..errors import UsageError, choices
 from .compare import AlphaOpt, Experiment, RunIds, Tag, Where
 from .common import DbOption, JsonOption, Table, app, console, err_console, escape, open_store, print_json
-from .run import DesignOption, ScaleOption, until_decided_runs, with_design
+from .run import BudgetOption, DesignOption, ScaleOption, until_decided_runs, with_design
 
 if TYPE_CHECKING:
     from ..analysis.claims import Judgement
@@ -44,8 +44,7 @@ def reproduce(
         "--until-decided", help="Add rounds of runs until every claim is decided or --budget is spent; the claims "
                                 "are judged after rounds 2, 3, 4, 6, 8, 11, ... at levels that keep the "
                                 "false-positive rate at α over every look (docs/reproduction.md).")] = False,
-    budget: Annotated[str, typer.Option(
-        "--budget", metavar="DURATION", help="With --until-decided: the wall time it may take (20m, 1h, 90s).")] = "20m",
+    budget: BudgetOption = "20m",
     resume: Annotated[bool, typer.Option(
         "--resume", help="With --until-decided: continue the latest interrupted one of this spec.")] = False,
     design: DesignOption = None,

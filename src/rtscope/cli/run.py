@@ -32,6 +32,10 @@ DesignOption = Annotated[Optional[str], typer.Option(
     "(docs/spec.md, \"Designs\").")]
 
 
+BudgetOption = Annotated[str, typer.Option(
+    "--budget", metavar="DURATION", help="With --until-decided: the wall time it may take (20m, 1h, 90s).")]
+
+
 def with_design(parsed, design: str | None):
     """The spec with --design in place of its own `design` (checked against the valid ones)."""
     import dataclasses
@@ -217,8 +221,7 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a fil
             "--until-decided", help="Add rounds of runs until each configuration is decided against the spec's "
                                     "baseline (better, worse, or the same within ±5 %) or --budget is spent "
                                     "(docs/analysis.md, \"Until decided\").")] = False,
-        budget: Annotated[str, typer.Option(
-            "--budget", metavar="DURATION", help="With --until-decided: the wall time it may take.")] = "20m",
+        budget: BudgetOption = "20m",
         db: DbOption = None) -> None:
     """Run the experiment a spec describes: every run in random order, each stored as it finishes."""
     from ..experiment import execute as exp_mod, spec as spec_mod
