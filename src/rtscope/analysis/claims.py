@@ -54,6 +54,14 @@ EXPECT_WORDS = (*DIRECTIONS, "same")
 EXPECT_TABLES = ("ratio", "below")
 VERDICTS = ("holds", "contradicted", "undecided", "not measurable here")
 # A unit a claim may state its bound or published figures in, as a factor to the stored unit.
+# Why a tested claim is still undecided, per expectation (the runs that would decide it follow).
+UNDECIDED_BECAUSE = {
+    "lower": "the interval holds 0 and reaches beyond ±min_effect: neither a difference nor its absence is shown",
+    "higher": "the interval holds 0 and reaches beyond ±min_effect: neither a difference nor its absence is shown",
+    "same": "the interval reaches beyond the margin, and the difference is not shown to be beyond it",
+    "ratio": "the interval of the ratio reaches across an end of the range",
+    "below": "the interval of the value reaches across the bound",
+}
 DEFAULT_MIN_EFFECT = 0.05   # a directional claim's smallest effect of interest without published figures
 UNITS = {"ns": ("ns", 1.0), "us": ("ns", 1e3), "µs": ("ns", 1e3), "ms": ("ns", 1e6), "s": ("ns", 1e9),
          "B": ("bytes", 1.0), "bytes": ("bytes", 1.0), "KB": ("bytes", 1e3), "KiB": ("bytes", 1024.0),
@@ -324,6 +332,8 @@ def judge(claims: list[Claim], cells: list[Cell], *, alpha: float = ALPHA,
                 j.reason = j._absent
     level = alpha / max(1, len(family))
     for j in out:
+        if j.verdict == "undecided" and not j.reason and j.interval is not None:
+            j.reason = UNDECIDED_BECAUSE[j.claim.expect.kind]
         if j.verdict == "undecided" and j._var is not None and j._delta is not None:
             a = interval_alpha if j.claim.expect.kind in EXPECT_TABLES else level
             j.runs_needed = runs_needed(j._delta, j._var, min(0.5, a * j._alpha_scale), POWER) if j._delta else None
