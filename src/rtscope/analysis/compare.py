@@ -53,7 +53,8 @@ from . import stats
 from . import distribution
 from .defaults import ALPHA, METRICS, ROWS, STAT_KEY, TAIL
 from .variance import Components, components
-from .select import CORE_DIMENSIONS, Configuration, group_runs, short_labels, value_matches, value_text
+from .select import (CORE_DIMENSIONS, Configuration, group_runs, not_in_force_text, short_labels, value_matches,
+                     value_text)
 from .stats import merge_histograms
 
 RUN_TEST = "Welch t-test on per-run values"
@@ -542,6 +543,8 @@ def compare_cells(cell: Cell, base: Cell, *, tail: bool = False) -> Comparison:
     if cell.hist_runs or base.hist_runs:
         notes.append("histogram-only runs take part with their histogram's values: percentiles are bucket upper "
                      "edges, stdev from bucket midpoints")
+    if cell.config.not_in_force and cell.config.ran_as(base.config):
+        notes.append(same_as_baseline(cell.config))
     delta = None
     if len(cell.samples) and len(base.samples):
         delta = cliffs_delta(cell.sorted, base.sorted)
@@ -549,6 +552,12 @@ def compare_cells(cell: Cell, base: Cell, *, tail: bool = False) -> Comparison:
     if tail:
         rows.append(tail_row(cell, base))
     return Comparison(cell, base, rows, delta, notes)
+
+
+def same_as_baseline(config: Configuration) -> str:
+    """The note of a configuration that ran with its baseline's settings (what it asked for was not in force)."""
+    return (f"ran with the baseline's settings ({not_in_force_text(config.not_in_force)}): an A/A comparison, "
+            "not a test of " + ", ".join(f"{k}={value_text(r)}" for k, r, _ in config.not_in_force))
 
 
 def check_options(alpha: float) -> None:

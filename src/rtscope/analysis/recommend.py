@@ -135,7 +135,9 @@ def recommend(cs: ComparisonSet, goal: str) -> list[Recommendation]:
         groups.setdefault(id(k.base), []).append(k)
     out = []
     for comps in groups.values():
-        better = sorted((k for k in comps if k.row(goal).verdict == "better"),
+        # A configuration that ran with its baseline's settings is no setting to recommend (an A/A comparison).
+        better = sorted((k for k in comps if k.row(goal).verdict == "better"
+                         and not k.cell.config.ran_as(k.base.config)),
                         key=lambda k: k.row(goal).value)
         rec = Recommendation(goal, comps[0].base, comps, better[0] if better else None)
         if len(better) >= 2:
