@@ -1,0 +1,166 @@
+"""What ran is what is shown: settings the runtime did not put in force, as the run recorded them, in every
+command that labels, groups, compares, recommends, reproduces or reports.
+
+The runs come from the synthetic runtime acting as the BEAM does with spawn options (tests/synthetic.py with
+SYNTHETIC_IN_FORCE=1: fullsweep_after kept in 16 bits, min_heap_size rounded up to a heap size of at least 233
+words; the header's `process` records what the process got) through the real runner and store; the CLI is
+called in this process, piped at 80 columns. The real BEAM's own clamping is tests/test_in_force_beam.py's.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+import synthetic
+
+pytestmark = pytest.mark.fast
+
+SPEC = """
+name = "in-force"
+repetitions = 2
+[[workload]]
+name = "exec"
+variants = "sum"
+runtime = "synthetic"
+[workload.params]
+iterations = 60
+pause_ms = 0
+[workload.settings]
+fullsweep_after = [65535, 131071]
+[[workload]]
+name = "exec"
+variants = "sum"
+runtime = "synthetic"
+[workload.params]
+iterations = 60
+pause_ms = 0
+[workload.settings]
+min_heap_size = [34, 233, 6765]
+
+[[claim]]
+id = "sweep-never"
+text = "fullsweep_after 131071 lowers sum's STDEV"
+metric = "stdev"
+baseline = { fullsweep_after = 65535 }
+cell = { fullsweep_after = 131071 }
+expect = "lower"
+
+[[claim]]
+id = "heap-never"
+text = "min_heap_size 34 raises sum's AVG"
+metric = "mean"
+baseline = { min_heap_size = 233 }
+cell = { min_heap_size = 34 }
+expect = "higher"
+
+[[claim]]
+id = "heap-rounded"
+text = "min_heap_size 6765 lowers sum's AVG"
+metric = "mean"
+baseline = { min_heap_size = 233 }
+cell = { min_heap_size = 6765 }
+expect = "lower"
+"""
+
+
+def _cli(*args):
+    from rtscope.cli import main
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sys, "argv", ["rtscope", *map(str, args)])
+        try:
+            main()
+        except SystemExit as e:
+            return e.code
+    return 0
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    d = tmp_path_factory.mktemp("in-force")
+    db, spec = str(d / "store.db"), d / "in-force.toml"
+    spec.write_text(SPEC)
+    with pytest.MonkeyPatch.context() as mp:
+        synthetic.enable(mp)
+        mp.setenv("SYNTHETIC_IN_FORCE", "1")
+        assert _cli("run", spec, "--db", db, "--seed", 3) == 0
+    return db, spec
+
+
+@pytest.fixture
+def run80(cli, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+
+    def call(*args):
+        r = cli(*args)
+        assert r.code == 0, r.err
+        return r
+    return call
+
+
+def test_check_warns_about_values_beyond_the_beams_limits(run80, tmp_path):
+    spec = tmp_path / "beam.toml"
+    spec.write_text(SPEC.replace('"synthetic"', '"beam"'))
+    err = " ".join(run80("check", spec).err.split())
+    assert "fullsweep_after 131071 is beyond the runtime's limits: its runs will have 65535 in force" in err
+    assert "min_heap_size 34 is beyond the runtime's limits: its runs will have 233 in force" in err
+    assert "6765" not in err and "fullsweep_after 0 " not in err     # a heap size rounded up is honoured
+
+
+def test_compare_labels_what_was_in_force_and_compares_a_twin_as_an_a_a(run80, store):
+    db, _ = store
+    out = " ".join(run80("compare", "--experiment", "in-force", "--baseline", "fullsweep_after=65535",
+                         "--where", "fullsweep_after=131071", "--where", "fullsweep_after=65535", "--db", db).out.split())
+    assert "fullsweep_after=131071 (in force: 65535)" in out
+    assert ("ran with the baseline's settings (fullsweep_after 131071 requested, 65535 in force): an A/A "
+            "comparison, not a test of fullsweep_after=131071") in out
+    doc = json.loads(run80("compare", "--experiment", "in-force", "--baseline", "min_heap_size=233",
+                           "--where", "fullsweep_after=65535", "--where", "min_heap_size=34", "--where", "min_heap_size=233",
+                           "--where", "min_heap_size=6765", "--db", db, "--json").out)
+    by_heap = {c["configuration"]["settings"]["min_heap_size"]: c for c in doc["configurations"]}
+    assert by_heap[34]["configuration"]["not_in_force"] == [
+        {"setting": "min_heap_size", "requested": 34, "in_force": 233}]
+    assert by_heap[6765]["configuration"]["not_in_force"] == [
+        {"setting": "min_heap_size", "requested": 6765, "in_force": 6772}]
+    assert by_heap[233]["configuration"]["not_in_force"] == []
+    assert by_heap[34]["label"] == "min_heap_size=34 (in force: 233)"
+    notes = {k["configuration"]: k["notes"] for k in doc["comparisons"]}
+    assert any("A/A" in n for n in notes["min_heap_size=34 (in force: 233)"])
+    assert not any("A/A" in n for n in notes["min_heap_size=6765 (in force: 6772)"])
+
+
+def test_recommend_never_picks_a_setting_that_was_not_in_force(run80, store):
+    db, _ = store
+    doc = json.loads(run80("recommend", "--experiment", "in-force", "--goal", "mean",
+                           "--baseline", "min_heap_size=233", "--where", "fullsweep_after=65535",
+                           "--where", "min_heap_size=34",
+                           "--where", "min_heap_size=233", "--db", db, "--json").out)
+    [rec] = doc["recommendations"]
+    assert rec["recommended"] == "min_heap_size=233"
+
+
+def test_reproduce_a_claim_whose_cell_never_had_its_setting_is_not_measurable(run80, store, monkeypatch):
+    db, spec = store
+    synthetic.enable(monkeypatch)
+    doc = json.loads(run80("reproduce", spec, "--experiment", "in-force", "--db", db, "--json").out)
+    claims = {c["id"]: c for c in doc["claims"]}
+    for cid, text in (("sweep-never", "fullsweep_after 131071 requested, 65535 in force"),
+                      ("heap-never", "min_heap_size 34 requested, 233 in force")):
+        assert claims[cid]["verdict"] == "not measurable here", claims[cid]
+        assert text in claims[cid]["reason"] and "never had the setting" in claims[cid]["reason"]
+    rounded = claims["heap-rounded"]
+    assert rounded["verdict"] != "not measurable here"
+    assert "measured as in force" in rounded["reason"] and "6772 in force" in rounded["reason"]
+    out = " ".join(run80("reproduce", spec, "--experiment", "in-force", "--db", db).out.split())
+    assert "not measurable here" in out
+
+
+def test_report_and_runs_show_the_settings_in_force(run80, store, tmp_path):
+    db, _ = store
+    html = tmp_path / "r.html"
+    run80("report", "--experiment", "in-force", "--baseline", "fullsweep_after=65535", "--db", db, "-o", html)
+    text = html.read_text()
+    assert "fullsweep_after=131071 (in force: 65535)" in text
+    assert "min_heap_size=34 (in force: 233)" in text
