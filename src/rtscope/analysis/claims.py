@@ -35,7 +35,7 @@ from typing import Callable
 import numpy as np
 
 from .compare import Cell, MIN_RUNS, holm, welch
-from .defaults import ALPHA, METRICS, TAIL
+from .defaults import ALPHA, METRICS, TAIL, per_run_name
 from .plan_sizing import MIN_RUNS as PLAN_MIN_RUNS, POWER, runs_needed
 from .select import Configuration, not_in_force_text, value_matches
 
@@ -143,6 +143,11 @@ class Judgement:
         if published in UNITS and UNITS[published][0] == self.unit:
             return published, UNITS[published][1]
         return ("us", 1e3) if self.unit == "ns" else (self.unit, 1.0)
+
+    @property
+    def metric_text(self) -> str:
+        """The metric as the claims tables name it: the mean of its per-run values (defaults.per_run_name)."""
+        return per_run_name(self.claim.metric)
 
     def values_text(self) -> str:
         """The measured values as shown: `baseline → cell unit`, or the cell's alone for a bound."""

@@ -146,7 +146,7 @@ def print_claims(judgements: list[Judgement], name: str, alpha: float, machine: 
     for head in ("claim", "metric", "expect", "published", "measured", "95% interval", "verdict"):
         table.add_column(head)
     for j in judgements:
-        table.add_row(escape(j.claim.id), j.claim.metric, escape(j.claim.expect.text), escape(j.published_text()),
+        table.add_row(escape(j.claim.id), j.metric_text, escape(j.claim.expect.text), escape(j.published_text()),
                       j.values_text(), j.interval_text(),
                       f"[{VERDICT_STYLE[j.verdict]}]{j.verdict}[/]")
     console.print(table)
