@@ -164,3 +164,13 @@ def test_report_and_runs_show_the_settings_in_force(run80, store, tmp_path):
     text = html.read_text()
     assert "fullsweep_after=131071 (in force: 65535)" in text
     assert "min_heap_size=34 (in force: 233)" in text
+
+
+def test_show_and_runs_say_what_was_in_force(run80, store, monkeypatch):
+    db, _ = store
+    from rtscope.store import Store
+    [run_id] = [r.id for r in Store(db).runs() if r.settings.get("fullsweep_after") == 131071][:1]
+    assert "fullsweep_after=131071 (in force: 65535)" in " ".join(run80("show", run_id, "--db", db).out.split())
+    monkeypatch.setenv("COLUMNS", "250")     # a wide table: the settings column on one line
+    listed = " ".join(run80("runs", "--db", db).out.split())
+    assert "fullsweep_after=131071 (in force: 65535)" in listed

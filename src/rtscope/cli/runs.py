@@ -27,7 +27,7 @@ def list_runs(
     for col in ("id", "workload", "variant", "runtime", "settings", "samples", "started (UTC)", "experiment"):
         table.add_column(col, justify="right" if col in ("id", "samples") else "left")
     for r in found:
-        table.add_row(str(r.id), r.workload, r.variant, r.runtime, escape(settings_text(r.settings)),
+        table.add_row(str(r.id), r.workload, r.variant, r.runtime, escape(settings_text(r.settings, r)),
                       f"{r.n_measured:,}", r.started_at, str(r.experiment_id or ""))
     console.print(table)
     if not found:

@@ -31,7 +31,7 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
     parts = threads.breakdown(store, run)
     env = run.machine
     console.print(f"[bold]run {run.id}[/]: {escape(run.label)}  tool {escape(run['tool'])} {escape(run['tool_version'])}")
-    console.print(f"settings: {escape(settings_text(run['settings']))}")
+    console.print(f"settings: {escape(settings_text(run['settings'], run))}")
     console.print(f"params:   {escape(settings_text(run['params']))}")
     if "kernel_release" in env:
         console.print(f"machine:  {escape(env.get('cpu_model', '?'))} × {env.get('cpu_count')}, kernel "
