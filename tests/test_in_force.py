@@ -164,6 +164,7 @@ def test_report_and_runs_show_the_settings_in_force(run80, store, tmp_path):
     text = html.read_text()
     assert "fullsweep_after=131071 (in force: 65535)" in text
     assert "min_heap_size=34 (in force: 233)" in text
+    assert "an A/A comparison, not a test of fullsweep_after=131071" in text
 
 
 def test_show_and_runs_say_what_was_in_force(run80, store, monkeypatch):
