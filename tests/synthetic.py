@@ -42,6 +42,20 @@ def expected_ns(fullsweep_after: int | None, min_heap_size: int | None, priority
     return BASE_NS * f_heap * f_sweep * f_prio
 
 
+def spec_text(name: str, repetitions: int, axes: list[str], claims: list[tuple[str, str, str, str, str, str]] = (),
+              extra: str = "", iterations: int = 60) -> str:
+    """A spec of exec sum blocks on this runtime, one per setting axis (`min_heap_size = [233, 46422]`), with claims
+    (id, text, metric, baseline, cell, expect; baseline and cell as `NAME = VALUE`) and extra top-level text."""
+    out = [f'name = "{name}"', f"repetitions = {repetitions}"]
+    for axis in axes:
+        out += ["[[workload]]", 'name = "exec"', 'variants = "sum"', 'runtime = "synthetic"', "[workload.params]",
+                f"iterations = {iterations}", "pause_ms = 0", "[workload.settings]", axis]
+    for cid, text, metric, baseline, cell, expect in claims:
+        out += ["[[claim]]", f'id = "{cid}"', f'text = "{text}"', f'metric = "{metric}"',
+                f"baseline = {{ {baseline} }}", f"cell = {{ {cell} }}", f'expect = "{expect}"']
+    return "\n".join(out) + "\n" + extra
+
+
 def enable(monkeypatch) -> None:
     from rtscope.runtimes import RUNTIMES
     monkeypatch.setitem(RUNTIMES, "synthetic", SyntheticRuntime())
@@ -78,7 +92,8 @@ def main(out: str, arg: str) -> None:
     if os.environ.get("SYNTHETIC_IN_FORCE") == "1":
         from rtscope.settings.registry import beam_fullsweep_after, beam_min_heap_size
         ran = {"fullsweep_after": beam_fullsweep_after(s.get("fullsweep_after", 65535)),
-               "min_heap_size": beam_min_heap_size(s.get("min_heap_size", 233)), "priority": s.get("priority", "normal")}
+               "min_heap_size": beam_min_heap_size(s.get("min_heap_size", 233)),
+               "priority": s.get("priority", "normal")}
         extra["process"] = ran
         notes = [f"{k} {s[k]} requested, the process runs with {v}" for k, v in ran.items() if k in s and s[k] != v]
         s = {**{k: v for k, v in ran.items() if k != "priority"}, **s}   # unset: the defaults in force, as the BEAM

@@ -15,66 +15,16 @@ import sys
 import pytest
 
 import synthetic
+from test_gate import _cli
 
 pytestmark = pytest.mark.fast
 
-SPEC = """
-name = "in-force"
-repetitions = 2
-[[workload]]
-name = "exec"
-variants = "sum"
-runtime = "synthetic"
-[workload.params]
-iterations = 60
-pause_ms = 0
-[workload.settings]
-fullsweep_after = [65535, 131071]
-[[workload]]
-name = "exec"
-variants = "sum"
-runtime = "synthetic"
-[workload.params]
-iterations = 60
-pause_ms = 0
-[workload.settings]
-min_heap_size = [34, 233, 6765]
-
-[[claim]]
-id = "sweep-never"
-text = "fullsweep_after 131071 lowers sum's STDEV"
-metric = "stdev"
-baseline = { fullsweep_after = 65535 }
-cell = { fullsweep_after = 131071 }
-expect = "lower"
-
-[[claim]]
-id = "heap-never"
-text = "min_heap_size 34 raises sum's AVG"
-metric = "mean"
-baseline = { min_heap_size = 233 }
-cell = { min_heap_size = 34 }
-expect = "higher"
-
-[[claim]]
-id = "heap-rounded"
-text = "min_heap_size 6765 lowers sum's AVG"
-metric = "mean"
-baseline = { min_heap_size = 233 }
-cell = { min_heap_size = 6765 }
-expect = "lower"
-"""
-
-
-def _cli(*args):
-    from rtscope.cli import main
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(sys, "argv", ["rtscope", *map(str, args)])
-        try:
-            main()
-        except SystemExit as e:
-            return e.code
-    return 0
+SPEC = synthetic.spec_text("in-force", 2, ["fullsweep_after = [65535, 131071]", "min_heap_size = [34, 233, 6765]"], [
+    ("sweep-never", "fullsweep_after 131071 lowers sum's STDEV", "stdev", "fullsweep_after = 65535",
+     "fullsweep_after = 131071", "lower"),
+    ("heap-never", "min_heap_size 34 raises sum's AVG", "mean", "min_heap_size = 233", "min_heap_size = 34", "higher"),
+    ("heap-rounded", "min_heap_size 6765 lowers sum's AVG", "mean", "min_heap_size = 233", "min_heap_size = 6765",
+     "lower")])
 
 
 @pytest.fixture(scope="module")
@@ -111,14 +61,14 @@ def test_check_warns_about_values_beyond_the_beams_limits(run80, tmp_path):
 
 def test_compare_labels_what_was_in_force_and_compares_a_twin_as_an_a_a(run80, store):
     db, _ = store
-    out = " ".join(run80("compare", "--experiment", "in-force", "--baseline", "fullsweep_after=65535",
-                         "--where", "fullsweep_after=131071", "--where", "fullsweep_after=65535", "--db", db).out.split())
+    out = " ".join(run80("compare", "--experiment", "in-force", "--baseline", "fullsweep_after=65535", "--where",
+                         "fullsweep_after=131071", "--where", "fullsweep_after=65535", "--db", db).out.split())
     assert "fullsweep_after=131071 (in force: 65535)" in out
     assert ("ran with the baseline's settings (fullsweep_after 131071 requested, 65535 in force): an A/A "
             "comparison, not a test of fullsweep_after=131071") in out
     doc = json.loads(run80("compare", "--experiment", "in-force", "--baseline", "min_heap_size=233",
-                           "--where", "fullsweep_after=65535", "--where", "min_heap_size=34", "--where", "min_heap_size=233",
-                           "--where", "min_heap_size=6765", "--db", db, "--json").out)
+                           "--where", "fullsweep_after=65535", "--where", "min_heap_size=34",
+                           "--where", "min_heap_size=233", "--where", "min_heap_size=6765", "--db", db, "--json").out)
     by_heap = {c["configuration"]["settings"]["min_heap_size"]: c for c in doc["configurations"]}
     assert by_heap[34]["configuration"]["not_in_force"] == [
         {"setting": "min_heap_size", "requested": 34, "in_force": 233}]

@@ -192,28 +192,9 @@ def test_show_says_one_percentile_definition(cli, runs, kind):
     assert doc["run"]["percentile_definition"] in text
 
 
-STUDY = """
-name = "one-stdev"
-repetitions = 3
-[[workload]]
-name = "exec"
-variants = "sum"
-runtime = "synthetic"
-[workload.params]
-iterations = 60
-pause_ms = 0
-[workload.settings]
-min_heap_size = [233, 46422]
-[[claim]]
-id = "heap-stdev"
-text = "a large heap lowers sum's STDEV"
-metric = "stdev"
-baseline = { min_heap_size = 233 }
-cell = { min_heap_size = 46422 }
-expect = "lower"
-[paper]
-layout = "stats"
-"""
+STUDY = synthetic.spec_text("one-stdev", 3, ["min_heap_size = [233, 46422]"], [
+    ("heap-stdev", "a large heap lowers sum's STDEV", "stdev", "min_heap_size = 233", "min_heap_size = 46422",
+     "lower")], extra='[paper]\nlayout = "stats"\n')
 
 
 def test_a_reports_stdev_has_one_value_per_name(cli, tmp_path, monkeypatch):
