@@ -37,7 +37,7 @@ import numpy as np
 from .compare import Cell, MIN_RUNS, holm, welch
 from .defaults import ALPHA, METRICS, TAIL, per_run_name
 from .plan_sizing import MIN_RUNS as PLAN_MIN_RUNS, POWER, runs_needed
-from .select import Configuration, not_in_force_text, value_matches, value_text
+from .select import Configuration, not_in_force_text, setting_text, value_matches
 
 MEMORY_PER_TASK = "memory_per_task"   # study 5: the least-squares slope of memory against tasks, per run
 CLAIM_METRICS = (*METRICS, TAIL, MEMORY_PER_TASK)
@@ -313,7 +313,7 @@ def never_in_force(claim: Claim, sides: list[Cell | None], cells: list[Cell]) ->
             continue
         twin = next((d for d in cells if d is not c and c.config.ran_as(d.config)), None)
         if twin is not None:
-            ran = ", ".join(f"{k}={value_text(f)}" for k, _, f in items)
+            ran = ", ".join(setting_text(k, f) for k, _, f in items)
             why.append(f"{not_in_force_text(items)}: its runs ran as those with {ran}, so they never had the "
                        "setting the claim is about")
         else:

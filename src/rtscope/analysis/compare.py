@@ -53,8 +53,8 @@ from . import stats
 from . import distribution
 from .defaults import ALPHA, METRICS, ROWS, STAT_KEY, TAIL
 from .variance import Components, components
-from .select import (CORE_DIMENSIONS, Configuration, group_runs, not_in_force_text, short_labels, value_matches,
-                     value_text)
+from .select import (CORE_DIMENSIONS, Configuration, group_runs, not_in_force_text, setting_text, short_labels,
+                     value_matches, value_text)
 from .stats import merge_histograms
 
 RUN_TEST = "Welch t-test on per-run values"
@@ -557,7 +557,7 @@ def compare_cells(cell: Cell, base: Cell, *, tail: bool = False) -> Comparison:
 def same_as_baseline(config: Configuration) -> str:
     """The note of a configuration that ran with its baseline's settings (what it asked for was not in force)."""
     return (f"ran with the baseline's settings ({not_in_force_text(config.not_in_force)}): an A/A comparison, "
-            "not a test of " + ", ".join(f"{k}={value_text(r)}" for k, r, _ in config.not_in_force))
+            "not a test of " + ", ".join(setting_text(k, r) for k, r, _ in config.not_in_force))
 
 
 def check_options(alpha: float) -> None:
