@@ -88,7 +88,9 @@ def test_recommend_never_picks_a_setting_that_was_not_in_force(run80, store):
                            "--where", "min_heap_size=34",
                            "--where", "min_heap_size=233", "--db", db, "--json").out)
     [rec] = doc["recommendations"]
-    assert rec["recommended"] == "min_heap_size=233"
+    assert rec["recommended"] == "min_heap_size=233" and rec["not_in_force"] == []
+    assert [o["not_in_force"] for o in rec["others"]] == [
+        [{"setting": "min_heap_size", "requested": 34, "in_force": 233}]]
 
 
 def test_reproduce_a_claim_whose_cell_never_had_its_setting_is_not_measurable(run80, store, monkeypatch):
@@ -125,3 +127,30 @@ def test_show_and_runs_say_what_was_in_force(run80, store, monkeypatch):
     monkeypatch.setenv("COLUMNS", "250")     # a wide table: the settings column on one line
     listed = " ".join(run80("runs", "--db", db).out.split())
     assert "fullsweep_after=131071 (in force: 65535)" in listed
+
+
+def test_a_configuration_that_ran_as_its_baseline_is_never_recommended_even_when_it_tests_better():
+    """An A/A pair whose runs happen to differ: compare may call it better (runs of one configuration differ
+    from run to run), recommend must not offer a setting that was never in force."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from rtscope.analysis.compare import Baseline, cells_from_samples, compare
+    from rtscope.analysis.recommend import recommend
+    rng = np.random.default_rng(1)
+    base, twin, other = cells_from_samples({
+        "a": [rng.normal(100_000, 500, 200) for _ in range(5)],
+        "b": [rng.normal(80_000, 500, 200) for _ in range(5)],
+        "c": [rng.normal(90_000, 500, 200) for _ in range(5)]})
+    base.config = replace(base.config, settings=(("fullsweep_after", 65535),))
+    twin.config = replace(twin.config, settings=(("fullsweep_after", 131071),),
+                          not_in_force=(("fullsweep_after", 131071, 65535),))
+    other.config = replace(other.config, settings=(("fullsweep_after", 0),))
+    assert twin.config.ran_as(base.config) and not other.config.ran_as(base.config)
+    cs = compare([base, twin, other], Baseline.parse(["fullsweep_after=65535"]))
+    assert {cs.labels[k.cell.config]: k.row("mean").verdict for k in cs.comparisons} == {
+        "fullsweep_after=131071 (in force: 65535)": "better", "fullsweep_after=0": "better"}
+    [rec] = recommend(cs, "mean")
+    assert rec.best.cell is other
+    assert any("an A/A comparison" in n for k in cs.comparisons if k.cell is twin for n in k.notes)

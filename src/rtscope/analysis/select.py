@@ -168,7 +168,12 @@ class Configuration:
         return {"workload": self.workload, "variant": self.variant, "runtime": self.runtime,
                 "settings": dict(self.settings), "params": dict(self.params), "measure": self.measure,
                 "unit": self.unit,
-                "not_in_force": [{"setting": k, "requested": r, "in_force": f} for k, r, f in self.not_in_force]}
+                "not_in_force": self.not_in_force_json}
+
+    @property
+    def not_in_force_json(self) -> list[dict]:
+        """`[{"setting", "requested", "in_force"}]`: what `--json` says of the settings the runs did not get."""
+        return [{"setting": k, "requested": r, "in_force": f} for k, r, f in self.not_in_force]
 
 
 def _hashable(v: Any) -> Any:
