@@ -35,8 +35,9 @@ from typing import Callable
 import numpy as np
 
 from .compare import Cell, MIN_RUNS, holm, welch
-from .defaults import ALPHA, METRICS, TAIL, per_run_name
+from .defaults import ALPHA, METRICS, TAIL
 from .plan_sizing import MIN_RUNS as PLAN_MIN_RUNS, POWER, runs_needed
+from .defaults import per_run_name
 from .select import Configuration, not_in_force_text, setting_text, value_matches
 
 MEMORY_PER_TASK = "memory_per_task"   # study 5: the least-squares slope of memory against tasks, per run

@@ -53,9 +53,9 @@ from . import stats
 from . import distribution
 from .defaults import ALPHA, METRICS, ROWS, STAT_KEY, TAIL
 from .variance import Components, components
-from .select import (CORE_DIMENSIONS, Configuration, group_runs, not_in_force_text, setting_text, short_labels,
-                     value_matches, value_text)
+from .select import CORE_DIMENSIONS, Configuration, group_runs, short_labels, value_matches, value_text
 from .stats import merge_histograms
+from .select import not_in_force_text, setting_text
 
 RUN_TEST = "Welch t-test on per-run values"
 TAIL_TEST = "Welch t-test on per-run bounds at p = 1e-9"
