@@ -5,6 +5,10 @@ sample file: its times follow a known function of fullsweep_after, min_heap_size
 study 1 measured on the BEAM: a small heap costs most, fullsweep_after matters only with a small heap), with
 seeded noise within and between runs. It goes through the real runner and store; only the probe is made up,
 because the BEAM's own timings cannot be known in advance. Tests enable it with `enable(monkeypatch)`.
+
+With SYNTHETIC_IN_FORCE=1 in its environment it does what the BEAM does with spawn options it cannot honour
+(fullsweep_after kept in 16 bits, min_heap_size rounded up to a heap size of at least 233 words): its times
+follow the values in force, its header's `process` records them, and its trailer notes the difference.
 """
 
 from __future__ import annotations
@@ -36,6 +40,20 @@ def expected_ns(fullsweep_after: int | None, min_heap_size: int | None, priority
     f_sweep = 1.0 + 0.3 * (1.0 - min(1.0, math.log10(sweep + 1) / math.log10(65536))) * (heap < 20000)
     f_prio = {"low": 1.15, "high": 0.98}.get(priority or "normal", 1.0)
     return BASE_NS * f_heap * f_sweep * f_prio
+
+
+def spec_text(name: str, repetitions: int, axes: list[str], claims: list[tuple[str, str, str, str, str, str]] = (),
+              extra: str = "", iterations: int = 60) -> str:
+    """A spec of exec sum blocks on this runtime, one per setting axis (`min_heap_size = [233, 46422]`), with claims
+    (id, text, metric, baseline, cell, expect; baseline and cell as `NAME = VALUE`) and extra top-level text."""
+    out = [f'name = "{name}"', f"repetitions = {repetitions}"]
+    for axis in axes:
+        out += ["[[workload]]", 'name = "exec"', 'variants = "sum"', 'runtime = "synthetic"', "[workload.params]",
+                f"iterations = {iterations}", "pause_ms = 0", "[workload.settings]", axis]
+    for cid, text, metric, baseline, cell, expect in claims:
+        out += ["[[claim]]", f'id = "{cid}"', f'text = "{text}"', f'metric = "{metric}"',
+                f"baseline = {{ {baseline} }}", f"cell = {{ {cell} }}", f'expect = "{expect}"']
+    return "\n".join(out) + "\n" + extra
 
 
 def enable(monkeypatch) -> None:
@@ -70,6 +88,17 @@ def main(out: str, arg: str) -> None:
     from rtscope import samplefile
     a = json.loads(arg)
     s = a["settings"]
+    extra, notes = {}, []
+    if os.environ.get("SYNTHETIC_IN_FORCE") == "1":
+        from rtscope.settings.registry import beam_fullsweep_after, beam_min_heap_size
+        ran = {"fullsweep_after": beam_fullsweep_after(s.get("fullsweep_after", 65535)),
+               "min_heap_size": beam_min_heap_size(s.get("min_heap_size", 233)),
+               "priority": s.get("priority", "normal")}
+        extra["process"] = ran
+        notes = [f"{k} {s[k]} requested, the process runs with {v}" for k, v in ran.items() if k in s and s[k] != v]
+        s = {**{k: v for k, v in ran.items() if k != "priority"}, **s}   # unset: the defaults in force, as the BEAM
+        a["settings"] = s
+        s = {**s, **{k: v for k, v in ran.items()}}                       # the times follow what is in force
     rng = np.random.default_rng(a["seed"])
     mean = (expected_ns(s.get("fullsweep_after"), s.get("min_heap_size"), s.get("priority"))
             * a["params"].get("n", SUM_N) / SUM_N)
@@ -78,9 +107,9 @@ def main(out: str, arg: str) -> None:
     times = np.maximum(1, rng.normal(mean + run_offset, 0.10 * mean, n)).astype(np.int64)
     cols = [samplefile.Column("time", "ns", "i64")]
     header = samplefile.make_header("exec", "sum", "synthetic", "synthetic", "1", "2026-01-01T00:00:00Z", cols,
-                                    settings=s, params=a["params"])
+                                    settings=a["settings"], params=a["params"], **extra)
     time.sleep(float(os.environ.get("SYNTHETIC_RUN_S", "0")))   # a longer run, for tests that interrupt one
-    samplefile.write(out, header, {"time": times}, {"finished_at": "2026-01-01T00:00:01Z"})
+    samplefile.write(out, header, {"time": times}, {"finished_at": "2026-01-01T00:00:01Z", "notes": notes})
 
 
 if __name__ == "__main__":

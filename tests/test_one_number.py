@@ -1,5 +1,7 @@
-"""One number everywhere: show, show --json, export, compare, recommend and histogram give the same
-n, min, max, mean and percentiles for the same run, with its threads kept apart.
+"""One number everywhere: show, show --json, runs, export, compare, recommend and histogram give the same
+n, min, max, mean and percentiles for the same run, with its threads kept apart; a report's tables give one
+value per name (a STDEV of pooled samples and a mean of per-run STDEVs are two names, each table says which);
+show's title and footer give one definition of its percentiles.
 
 Runs of every kind: raw samples of one thread (native timer), raw samples of two threads (native timer
 -t on two CPUs), histogram-only runs of two threads (a real `cyclictest -t 2 --json` and its `-h` text).
@@ -20,6 +22,8 @@ from rtscope.analysis import stats
 from rtscope.store import Store
 
 from test_timer import spec
+
+import synthetic
 
 pytestmark = pytest.mark.fast
 
@@ -76,7 +80,7 @@ def test_every_command_gives_the_same_figures(cli, runs, kind):
         assert hist[key] == pytest.approx(st[key], rel=1e-12), key
         assert config["stats"][key] == pytest.approx(st[key], rel=1e-12), key
     assert recommended["unmatched"] or recommended["recommendations"] is not None
-    if shown["run"]["n_samples"]:
+    if shown["run"]["stored_samples"]:
         assert shown["resolution"] is None
         text = cli("export", run_id, "--db", db).out
         rows = list(csv.DictReader(io.StringIO(text)))
@@ -159,3 +163,73 @@ def test_report_draws_each_cpu_of_multi_thread_runs(cli, runs, tmp_path):
     for s in per_cpu:
         assert [tr["name"] for tr in s["data"]] in (["CPU 0", "CPU 1"], [f"CPU {c}" for c in CPUS[:2]])
         assert s["layout"]["yaxis"]["type"] == "log"
+
+
+@pytest.mark.parametrize("kind", ["raw", "json", "text"])
+def test_runs_counts_the_samples_show_counts(cli, runs, monkeypatch, kind):
+    """An imported histogram stores no samples: `runs` counts what its histograms hold, as `show` does."""
+    db, ids = runs
+    n = _json(cli, "show", ids[kind], "--db", db, "--json")["stats"]["n"]
+    listed = {r["id"]: r for r in _json(cli, "runs", "--db", db, "--json")}
+    assert listed[ids[kind]]["n_samples"] == n > 0
+    assert listed[ids[kind]]["stored_samples"] == (n if kind == "raw" else 0)
+    monkeypatch.setenv("COLUMNS", "80")
+    row = next(line for line in cli("runs", "--db", db).out.splitlines() if re.match(rf"\W*{ids[kind]}\b", line))
+    assert f"{n:,}" in row
+
+
+@pytest.mark.parametrize("kind", ["raw", "text"])
+def test_show_says_one_percentile_definition(cli, runs, kind):
+    db, ids = runs
+    text = " ".join(cli("show", ids[kind], "--db", db).out.split())
+    doc = _json(cli, "show", ids[kind], "--db", db, "--json")
+    if kind == "raw":
+        assert f"percentiles: {stats.PERCENTILE_DEFINITION}" in text and "upper edge" not in text
+    else:
+        assert f"percentiles: {stats.HISTOGRAM_PERCENTILE_DEFINITION}" in text
+        assert "linear interpolation" not in text
+        assert f"percentiles are {stats.HISTOGRAM_PERCENTILE_DEFINITION}" in text
+    assert doc["run"]["percentile_definition"] in text
+
+
+STUDY = synthetic.spec_text("one-stdev", 3, ["min_heap_size = [233, 46422]"], [
+    ("heap-stdev", "a large heap lowers sum's STDEV", "stdev", "min_heap_size = 233", "min_heap_size = 46422",
+     "lower")], extra='[paper]\nlayout = "stats"\n')
+
+
+def test_a_reports_stdev_has_one_value_per_name(cli, tmp_path, monkeypatch):
+    """The study table's STDEV pools the runs' samples (it holds the spread between runs too); the claims and
+    compare test the mean of the per-run STDEVs: two quantities, two names, one value each."""
+    synthetic.enable(monkeypatch)
+    db, spec_file = str(tmp_path / "s.db"), tmp_path / "one-stdev.toml"
+    spec_file.write_text(STUDY)
+    assert cli("run", spec_file, "--db", db, "--seed", 1).code == 0
+    r = cli("report", "--experiment", "one-stdev", "--baseline", "min_heap_size=233", "--db", db,
+            "-o", tmp_path / "r.html", "--tables", tmp_path / "t")
+    assert r.code == 0, r.err
+    store = Store(db)
+    base_runs = [x for x in store.runs() if x.settings["min_heap_size"] == 233]
+    per_run = [float(np.std(store.primary_samples(x), ddof=1)) for x in base_runs]
+    pooled = float(np.std(np.concatenate([store.primary_samples(x) for x in base_runs]), ddof=1))
+    assert pooled > np.mean(per_run) * 1.01        # the synthetic runs differ from each other: two numbers
+
+    [paper] = [p for p in (tmp_path / "t").glob("paper-*.csv")]
+    rows = list(csv.DictReader(io.StringIO(paper.read_text())))
+    row = next(x for x in rows if x["configuration"].endswith("min_heap_size=233"))
+    stdev_head = next(h for h in rows[0] if h.startswith("STDEV") and not h.endswith("published"))
+    assert float(row[stdev_head]) == pytest.approx(pooled / 1000, rel=1e-9)
+    caption = (tmp_path / "t" / paper.name.replace(".csv", ".md")).read_text()
+    assert "pooled" in caption
+
+    [claims] = list((tmp_path / "t").glob("claims-*.csv"))
+    [claim] = list(csv.DictReader(io.StringIO(claims.read_text())))
+    assert claim["metric"] == "mean of per-run STDEV"
+    assert float(claim["measured baseline"]) == pytest.approx(np.mean(per_run) / 1000, rel=1e-9)
+
+    compared = _json(cli, "compare", "--experiment", "one-stdev", "--baseline", "min_heap_size=233", "--db", db,
+                     "--json")
+    [row] = [x for k in compared["comparisons"] for x in k["rows"] if x["metric"] == "stdev"]
+    assert row["baseline"] == pytest.approx(np.mean(per_run), rel=1e-9)
+    monkeypatch.setenv("COLUMNS", "80")
+    text = " ".join(cli("reproduce", spec_file, "--experiment", "one-stdev", "--db", db).out.split())
+    assert "mean of per-run STDEV" in text

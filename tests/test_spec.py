@@ -318,6 +318,11 @@ def test_shipped_spec_is_valid_at_every_scale(path):
     assert first.description
     for scale in first.scales or [None]:
         s = spec_mod.load(path, scale)
-        assert s.cells and not s.warnings, [w.text(str(path)) for w in s.warnings]
+        warnings = [w.text(str(path)) for w in s.warnings]
+        if path.name == "nerves-rt.toml":   # the study's own values, which the BEAM clamps (docs/reproduction.md)
+            clamped = [w for w in warnings if "is beyond the runtime's limits" in w]
+            assert len(clamped) == 2 and "fullsweep_after 131071" in clamped[0] and "min_heap_size 34" in clamped[1]
+            warnings = [w for w in warnings if w not in clamped]
+        assert s.cells and not warnings, warnings
     if first.scales:
         assert first.scale == "quick" and "full" in first.scales

@@ -45,7 +45,8 @@ from .compare import Cell, MIN_RUNS, holm, paired_evidence
 from .paired import Estimate, welch_estimate
 from .defaults import ALPHA, METRICS, TAIL
 from .plan_sizing import MIN_RUNS as PLAN_MIN_RUNS, POWER, runs_needed
-from .select import Configuration, value_matches
+from .defaults import per_block_name, per_run_name
+from .select import Configuration, not_in_force_text, setting_text, value_matches
 
 MEMORY_PER_TASK = "memory_per_task"   # study 5: the least-squares slope of memory against tasks, per run
 CLAIM_METRICS = (*METRICS, TAIL, MEMORY_PER_TASK)
@@ -176,6 +177,7 @@ class Judgement:
     _delta: float | None = None          # distance from the boundary, for runs_needed
     _var: float | None = None            # variance of one run's value (equal-variance two-sample form)
     _alpha_scale: float = 1.0            # a TOST's one-sided level, 2 × α in the two-sided power formula
+    _in_force: str = ""                  # what a side had in force instead of a named setting (never_in_force)
 
     @property
     def ratio(self) -> float | None:
@@ -191,6 +193,14 @@ class Judgement:
         if published in UNITS and UNITS[published][0] == self.unit:
             return published, UNITS[published][1]
         return ("us", 1e3) if self.unit == "ns" else (self.unit, 1.0)
+
+    @property
+    def metric_text(self) -> str:
+        """The metric as the claims tables name it: the mean of its per-run values (defaults.per_run_name), or of
+        its blocks' values when the claim was judged on interleaved block pairs."""
+        if self.design == "interleaved" and self.block_samples:
+            return per_block_name(self.claim.metric, self.block_samples)
+        return per_run_name(self.claim.metric)
 
     def values_text(self) -> str:
         """The measured values as shown: `baseline → cell unit`, or the cell's alone for a bound."""
@@ -319,6 +329,10 @@ def judge(claims: list[Claim], cells: list[Cell], *, alpha: float = ALPHA,
             j.reason = "; ".join(w for w in (why, why_base) if w)
             continue
         j.unit = cell.config.unit
+        unmet, j._in_force = never_in_force(claim, [cell, base], cells)
+        if unmet:
+            j.verdict, j.reason = "not measurable here", unmet
+            continue
         mine = per_run_values(cell, claim.metric, slope)
         theirs = per_run_values(base, claim.metric, slope) if base is not None else []
         {"lower": _direction, "higher": _direction, "same": _same, "ratio": _ratio, "below": _below}[
@@ -340,7 +354,31 @@ def judge(claims: list[Claim], cells: list[Cell], *, alpha: float = ALPHA,
             if j.runs_needed is None and not j.reason:
                 j.reason = ("the estimate sits on the claim's boundary: no number of runs decides it"
                             if not j._delta else "more than 100,000 runs per configuration would be needed")
+    for j in out:
+        if j._in_force:
+            j.reason = "; ".join(x for x in (j.reason, f"measured as in force: {j._in_force}") if x)
     return out
+
+
+def never_in_force(claim: Claim, sides: list[Cell | None], cells: list[Cell]) -> tuple[str, str]:
+    """(why the claim is not measurable, a note): a setting the claim names that a side did not get in force makes
+    it not measurable when the side ran the same as another configuration (as its baseline, or as the cell that
+    asked for the value it got: `min_heap_size=34` ran as `min_heap_size=233`), else a note that says what was in
+    force (`min_heap_size 6765 requested, 6772 in force`: the VM's next heap size)."""
+    named = {n for n, _ in (*claim.where, *claim.cell, *claim.baseline)}
+    why, notes = [], []
+    for c in (s for s in sides if s is not None):
+        items = [x for x in c.config.not_in_force if x[0] in named]
+        if not items:
+            continue
+        twin = next((d for d in cells if d is not c and c.config.ran_as(d.config)), None)
+        if twin is not None:
+            ran = ", ".join(setting_text(k, f) for k, _, f in items)
+            why.append(f"{not_in_force_text(items)}: its runs ran as those with {ran}, so they never had the "
+                       "setting the claim is about")
+        else:
+            notes.append(not_in_force_text(items))
+    return "; ".join(why), "; ".join(notes)
 
 
 def _few(j: Judgement, n_cell: int, n_base: int, two_sided: bool = True) -> bool:

@@ -56,6 +56,7 @@ from .variance import Components, components
 from .paired import PAIRED_TEST, PairedResult, paired, pairing, shared_runs
 from .select import CORE_DIMENSIONS, Configuration, group_runs, short_labels, value_matches, value_text
 from .stats import merge_histograms
+from .select import not_in_force_text, setting_text
 
 RUN_TEST = "Welch t-test on per-run values"
 TAIL_TEST = "Welch t-test on per-run bounds at p = 1e-9"
@@ -544,6 +545,8 @@ def compare_cells(cell: Cell, base: Cell, *, tail: bool = False) -> Comparison:
     if cell.hist_runs or base.hist_runs:
         notes.append("histogram-only runs take part with their histogram's values: percentiles are bucket upper "
                      "edges, stdev from bucket midpoints")
+    if cell.config.not_in_force and cell.config.ran_as(base.config):
+        notes.append(same_as_baseline(cell.config))
     delta = None
     if len(cell.samples) and len(base.samples):
         delta = cliffs_delta(cell.sorted, base.sorted)
@@ -590,6 +593,12 @@ def paired_rows(cell: Cell, base: Cell) -> list[Row]:
         row.extra = {"paired": res.to_json(), "paired_text": res.describe()}
         rows.append(row)
     return rows
+
+
+def same_as_baseline(config: Configuration) -> str:
+    """The note of a configuration that ran with its baseline's settings (what it asked for was not in force)."""
+    return (f"ran with the baseline's settings ({not_in_force_text(config.not_in_force)}): an A/A comparison, "
+            "not a test of " + ", ".join(setting_text(k, r) for k, r, _ in config.not_in_force))
 
 
 def check_options(alpha: float) -> None:

@@ -38,6 +38,11 @@ class Distribution:
         return self.samples is not None
 
     @property
+    def percentile_definition(self) -> str:
+        """How this distribution's percentiles are computed: from samples or from histogram buckets."""
+        return stats.PERCENTILE_DEFINITION if self.histogram is None else stats.HISTOGRAM_PERCENTILE_DEFINITION
+
+    @property
     def resolution(self) -> float | None:
         """The bucket width when the figures come from a histogram; None when they are exact."""
         return None if self.histogram is None else float(self.histogram["bucket_width"])

@@ -15,7 +15,8 @@ if TYPE_CHECKING:  # `runs --json` needs none of the numbers: numpy and scipy ar
 def run_summary(run: Run) -> dict:
     """One run's identity and metadata (a row of `runs --json`)."""
     return {"id": run.id, "workload": run.workload, "variant": run.variant, "runtime": run.runtime,
-            "settings": run.settings, "params": run.params, "n_samples": run.n_samples,
+            "settings": run.settings, "params": run.params, "n_samples": run.n_measured,
+            "stored_samples": run.n_samples,
             "started_at": run.started_at, "finished_at": run.finished_at, "tags": run.tags,
             "experiment_id": run.experiment_id, "cell": run.cell, "repetition": run.repetition}
 
@@ -29,7 +30,8 @@ def show_document(store: Store, run: Run, dist: Distribution | None = None, *, w
     dist = distribution.of_run(store, run) if dist is None else dist
     summary = run_summary(run)
     summary.update(environment=run.machine, trailer=run.trailer, tool=run.tool, tool_version=run.tool_version,
-                   columns=run.columns, percentile_definition=stats.PERCENTILE_DEFINITION, unit=run.primary["unit"])
+                   columns=run.columns, unit=run.primary["unit"],
+                   percentile_definition=dist.percentile_definition if dist else stats.PERCENTILE_DEFINITION)
     return {"run": summary, "settings": run.settings, "stats": dist.stats if dist else stats.summarize([]),
             "resolution": dist.resolution if dist else None,
             "threads": [p.to_json() for p in threads.breakdown(store, run)],

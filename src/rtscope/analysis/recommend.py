@@ -115,6 +115,7 @@ class Recommendation:
         return {
             "goal": self.goal, "baseline": labels[self.baseline.config],
             "recommended": labels[best.cell.config] if best else labels[self.baseline.config],
+            "not_in_force": (best.cell if best else self.baseline).config.not_in_force_json,
             "keep_baseline": best is None and not self.untested, "not_tested_because": self.untested or None,
             "summary": self.summary(labels),
             "evidence": ({**best.row(self.goal).to_json(), "cliffs_delta": best.cliffs_delta,
@@ -122,7 +123,8 @@ class Recommendation:
             "cost": {m: best.row(m).to_json() for m in METRICS if m != self.goal} if best else None,
             "runner_up": ({"configuration": labels[self.runner_up.cell.config], "p_uncorrected": self.runner_up_p,
                            "tied": self.tied} if self.runner_up else None),
-            "others": [{"configuration": labels[k.cell.config], **k.row(self.goal).to_json()}
+            "others": [{"configuration": labels[k.cell.config], "not_in_force": k.cell.config.not_in_force_json,
+                        **k.row(self.goal).to_json()}
                        for k in self.comparisons if k is not best],
         }
 
@@ -135,7 +137,9 @@ def recommend(cs: ComparisonSet, goal: str) -> list[Recommendation]:
         groups.setdefault(id(k.base), []).append(k)
     out = []
     for comps in groups.values():
-        better = sorted((k for k in comps if k.row(goal).verdict == "better"),
+        # A configuration that ran with its baseline's settings is no setting to recommend (an A/A comparison).
+        better = sorted((k for k in comps if k.row(goal).verdict == "better"
+                         and not k.cell.config.ran_as(k.base.config)),
                         key=lambda k: k.row(goal).value)
         rec = Recommendation(goal, comps[0].base, comps, better[0] if better else None)
         if len(better) >= 2:

@@ -10,6 +10,15 @@ twice combine with OR (`--where governor=performance --where governor=powersave`
 A value matches when its text is the same, or both parse as equal numbers
 (`65535` matches 65535.0); an empty value matches runs that do not have the
 setting at all.
+
+What ran is what is shown: a run records the settings it asked for and, where
+the runtime reports them, the values in force (the BEAM harness's header
+`process`: what `Process.info/2` gave the measuring process). A setting whose
+value in force differs (the VM clamps `fullsweep_after` to 16 bits and rounds
+`min_heap_size` up to a heap size) is part of the configuration's identity
+(`not_in_force`), every label says it (`min_heap_size=34 (in force: 233)`,
+made here and nowhere else: `setting_text`), and `ran_as` tells two
+configurations that ran the same apart from what they asked for.
 """
 
 from __future__ import annotations
@@ -59,6 +68,39 @@ def value_matches(stored: Any, text: str) -> bool:
         return False
 
 
+def not_in_force(run: Run) -> tuple[tuple[str, Any, Any], ...]:
+    """(setting, requested, in force) for each setting of the run whose value in force, as the run recorded it
+    (the header's `process` object), differs from the value it asked for."""
+    observed = run.header.get("process") if isinstance(run.header, dict) else None
+    if not isinstance(observed, dict):
+        return ()
+    return tuple((k, _hashable(v), _hashable(observed[k])) for k, v in sorted(run.settings.items())
+                 if k in observed and observed[k] is not None and not value_matches(v, value_text(observed[k])))
+
+
+def setting_text(name: str, value: Any, in_force: dict[str, Any] | None = None) -> str:
+    """`name=value`, and what was in force instead when the run did not get it: `min_heap_size=34 (in force:
+    233)`. The one place a setting is put in words for a label."""
+    text = f"{name}={value_text(value)}"
+    if in_force and name in in_force:
+        text += f" (in force: {value_text(in_force[name])})"
+    return text
+
+
+def not_in_force_text(items: Iterable[tuple[str, Any, Any]]) -> str:
+    """`fullsweep_after 131071 requested, 65535 in force; ...` (empty when every setting was in force)."""
+    return "; ".join(f"{k} {value_text(r)} requested, {value_text(f)} in force" for k, r, f in items)
+
+
+def in_force_label(label: str, run: Run) -> str:
+    """A label made elsewhere of `name=value` words (a spec cell's key) with what `run` had in force instead
+    (setting_text)."""
+    words = label.split(" ")
+    for k, r, f in not_in_force(run):
+        words = [setting_text(k, r, {k: f}) if w == f"{k}={value_text(r)}" else w for w in words]
+    return " ".join(words)
+
+
 @dataclass(frozen=True)
 class Configuration:
     """The identity of a cell: runs with equal Configuration are repetitions."""
@@ -70,6 +112,9 @@ class Configuration:
     params: tuple[tuple[str, Any], ...]
     measure: str   # primary column name
     unit: str      # primary column unit
+    # (setting, requested, in force) for the settings the runs did not get (not_in_force()): runs that asked
+    # for the same but got different values are different configurations.
+    not_in_force: tuple[tuple[str, Any, Any], ...] = ()
 
     @classmethod
     def of(cls, run: Run) -> "Configuration":
@@ -77,7 +122,26 @@ class Configuration:
         return cls(run.workload, run.variant, run.runtime,
                    tuple(sorted((k, _hashable(v)) for k, v in run.settings.items())),
                    tuple(sorted((k, _hashable(v)) for k, v in run.params.items() if k not in COUNT_PARAMS)),
-                   primary["name"], primary.get("unit", ""))
+                   primary["name"], primary.get("unit", ""), not_in_force(run))
+
+    @property
+    def in_force(self) -> dict[str, Any]:
+        """The settings whose value in force differs from the one asked for: name -> value in force."""
+        return {k: f for k, _, f in self.not_in_force}
+
+    @property
+    def settings_in_force(self) -> dict[str, Any]:
+        """The settings as they were in force (the requested value where nothing else was recorded)."""
+        return {**self.settings_dict, **self.in_force}
+
+    def ran_as(self, other: "Configuration") -> bool:
+        """Whether the two ran the same (same workload, parameters, measure and settings in force), whatever
+        they asked for: a comparison of the two is an A/A comparison, not one of a setting."""
+        def norm(d: dict) -> dict:
+            return {k: value_text(v) for k, v in d.items()}
+        return (self.workload, self.variant, self.runtime, self.params, self.measure, self.unit) == \
+            (other.workload, other.variant, other.runtime, other.params, other.measure, other.unit) and \
+            norm(self.settings_in_force) == norm(other.settings_in_force)
 
     @property
     def settings_dict(self) -> dict[str, Any]:
@@ -96,14 +160,20 @@ class Configuration:
 
     @property
     def label(self) -> str:
-        knobs = " ".join(f"{k}={value_text(v)}" for k, v in self.settings) or "defaults"
+        knobs = " ".join(setting_text(k, v, self.in_force) for k, v in self.settings) or "defaults"
         return f"{self.workload} {self.variant} ({self.runtime}) {knobs}"
 
     def key(self) -> dict:
         """JSON form."""
         return {"workload": self.workload, "variant": self.variant, "runtime": self.runtime,
                 "settings": dict(self.settings), "params": dict(self.params), "measure": self.measure,
-                "unit": self.unit}
+                "unit": self.unit,
+                "not_in_force": self.not_in_force_json}
+
+    @property
+    def not_in_force_json(self) -> list[dict]:
+        """`[{"setting", "requested", "in_force"}]`: what `--json` says of the settings the runs did not get."""
+        return [{"setting": k, "requested": r, "in_force": f} for k, r, f in self.not_in_force]
 
 
 def _hashable(v: Any) -> Any:
@@ -143,7 +213,7 @@ def short_labels(configs: Iterable[Configuration]) -> dict[Configuration, str]:
         for c in configs:
             parts = [getattr(c, d) if d != "runtime" else f"({c.runtime})" for d in varying_core]
             s, p = c.settings_dict, c.params_dict
-            parts += [f"{n}={value_text(s[n])}" for n in varying_settings if n in s]
+            parts += [setting_text(n, s[n], c.in_force) for n in varying_settings if n in s]
             parts += [f"{n}={value_text(p[n])}" for n in varying_params if n in p]
             if varying_settings and not any(n in s for n in varying_settings):
                 parts.append("defaults")

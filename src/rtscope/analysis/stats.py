@@ -19,6 +19,7 @@ import numpy as np
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9, "p9999": 99.99}
 STAT_KEYS = ("n", "min", "mean", "max", "var", "stdev", *PERCENTILES)
 PERCENTILE_DEFINITION = "linear interpolation (Hyndman & Fan type 7)"
+HISTOGRAM_PERCENTILE_DEFINITION = "the upper edge of the bucket that holds the rank"   # a histogram-only run's
 
 # Integer selection: values are counted in 2^16 buckets per level, sorted below
 # 2^15, and passed over in blocks of 2^18 that stay in cache and in reused heap

@@ -139,8 +139,14 @@ def print_json(obj: Any) -> None:
     typer.echo(json.dumps(to_jsonable(obj), indent=2, sort_keys=False))
 
 
-def settings_text(settings: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(settings.items())) or "defaults"
+def settings_text(settings: dict, run=None) -> str:
+    """`k=v, ...`; with the run they are of, a setting it did not get says what was in force (select.setting_text)."""
+    in_force = {}
+    if run is not None:
+        from ..analysis.select import not_in_force, setting_text
+        in_force = {k: f for k, _, f in not_in_force(run)}
+    return ", ".join(setting_text(k, v, in_force) if k in in_force else f"{k}={v}"
+                     for k, v in sorted(settings.items())) or "defaults"
 
 
 __all__ = ["app", "console", "err_console", "DbOption", "JsonOption", "open_store", "print_json", "escape",

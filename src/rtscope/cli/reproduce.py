@@ -187,7 +187,7 @@ def print_claims(judgements: list[Judgement], name: str, alpha: float, machine: 
                  "verdict"):
         table.add_column(head)
     for j in judgements:
-        table.add_row(escape(j.claim.id), j.claim.metric, escape(j.claim.expect_text), escape(j.published_text()),
+        table.add_row(escape(j.claim.id), j.metric_text, escape(j.claim.expect_text), escape(j.published_text()),
                       j.values_text(), j.interval_text(),
                       f"[{VERDICT_STYLE[j.verdict]}]{j.verdict}[/]")
     console.print(table)

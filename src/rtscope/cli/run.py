@@ -168,6 +168,7 @@ def print_results(store: Store, outcome: exp_mod.Outcome, spec: spec_mod.Spec, t
     """One table per workload block, one row per cell: its repetitions' samples pooled (histogram-only runs:
     one row each). What every cell of a block shares goes into the table's title."""
     from ..analysis.results import pooled_stats, run_stats
+    from ..analysis.select import in_force_label
     by_cell: dict[str, list] = {}
     for run in store.runs(experiment_id=outcome.experiment.id):
         by_cell.setdefault(run.cell or run.label, []).append(run)
@@ -178,6 +179,8 @@ def print_results(store: Store, outcome: exp_mod.Outcome, spec: spec_mod.Spec, t
         blocks.setdefault(block_of.get(cell, -1), []).append(cell)
     for block, cells in blocks.items():
         labels, shared = short_labels(cells)
+        labels = {c: in_force_label(label, by_cell[c][0]) for c, label in labels.items()}
+        shared = in_force_label(shared, by_cell[cells[0]][0])
         head = title + (f", block {block + 1}" if len(blocks) > 1 and block >= 0 else "")
         by_unit: dict[str, list] = {}
         for cell in cells:

@@ -27,8 +27,8 @@ def list_runs(
     for col in ("id", "workload", "variant", "runtime", "settings", "samples", "started (UTC)", "experiment"):
         table.add_column(col, justify="right" if col in ("id", "samples") else "left")
     for r in found:
-        table.add_row(str(r.id), r.workload, r.variant, r.runtime, escape(settings_text(r.settings)),
-                      f"{r.n_samples:,}", r.started_at, str(r.experiment_id or ""))
+        table.add_row(str(r.id), r.workload, r.variant, r.runtime, escape(settings_text(r.settings, r)),
+                      f"{r.n_measured:,}", r.started_at, str(r.experiment_id or ""))
     console.print(table)
     if not found:
         console.print("no runs yet: try `rtscope demo`")

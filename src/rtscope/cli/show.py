@@ -31,13 +31,14 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
     parts = threads.breakdown(store, run)
     env = run.machine
     console.print(f"[bold]run {run.id}[/]: {escape(run.label)}  tool {escape(run['tool'])} {escape(run['tool_version'])}")
-    console.print(f"settings: {escape(settings_text(run['settings']))}")
+    console.print(f"settings: {escape(settings_text(run['settings'], run))}")
     console.print(f"params:   {escape(settings_text(run['params']))}")
     if "kernel_release" in env:
         console.print(f"machine:  {escape(env.get('cpu_model', '?'))} × {env.get('cpu_count')}, kernel "
                       f"{escape(env['kernel_release'])} ({env.get('preemption')}), board {escape(str(env.get('board') or '-'))}")
     shown, scale = display_unit(run.primary["unit"])
-    table = Table(title=f"{run.primary['name']} in {shown}; percentiles: {stats.PERCENTILE_DEFINITION}")
+    table = Table(title=f"{run.primary['name']} in {shown}; percentiles: "
+                        f"{dist.percentile_definition if dist else stats.PERCENTILE_DEFINITION}")
     table.add_column("statistic")
     table.add_column("value", justify="right")
     reported = dist.reported if dist else None
@@ -50,8 +51,8 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
         stated = ", ".join(dict(DISPLAY)[k] for k in REPORTED_KEYS if reported.get(k) is not None)
         console.print(f"{stated}: {escape(run.tool)}'s own figures ({escape(str(reported.get('source', 'its output')))})")
     if bucket is not None:
-        console.print(f"resolution: histogram buckets of {fmt('min', bucket, scale)} {shown}; percentiles are the "
-                      "upper edge of the bucket that holds the rank, variance from bucket midpoints")
+        console.print(f"resolution: histogram buckets of {fmt('min', bucket, scale)} {shown}; percentiles are "
+                      f"{dist.percentile_definition}, variance from bucket midpoints")
     if run.primary["unit"] == "ns":
         from ..analysis.tail_bound import run_worst_case
         from .tail import worst_case_text

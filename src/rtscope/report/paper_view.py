@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ..analysis.claims import UNITS, Judgement, machine_text, memory_slope, needed_command
 from ..analysis.compare import Cell, load_cells
-from ..analysis.defaults import ALPHA
+from ..analysis.defaults import ALPHA, POOLED
 from ..analysis.fit import Series
 from ..analysis.paper_published import LAYOUTS, UNITLESS, Published, hardware_of, published_figures
 from ..analysis.results import display_unit, fmt, id_ranges
@@ -168,7 +168,7 @@ def stats_tables(cells: list[Cell], labels: dict, layout: str, unit: str, lookup
             rows.append(_row(labels[c.config], c.runs, [(f, _measured(f, c.stats), pub.get(f)) for f, _ in columns],
                              factor))
         rows.sort(key=lambda r: not any(p for _, p in r.cells))     # the study's rows first
-        out.append(PaperTable(f"{members[0].config.workload} {members[0].config.measure}", heads, rows,
+        out.append(PaperTable(f"{members[0].config.workload} {members[0].config.measure}, {POOLED}", heads, rows,
                               value_heads=[f"{h} ({UNITLESS[f]})" if UNITLESS.get(f) else h
                                            for (f, _), h in zip(columns, heads)]))
     return out
@@ -216,7 +216,7 @@ def tasks_table(series: list[Series], runs: list[Run], unit: str, lookup: Lookup
 
 def claim_rows(v: PaperView) -> list[dict]:
     """The claims as the report's claims table shows them (HTML and table files): texts per column."""
-    return [{"id": j.claim.id, "text": j.claim.text, "source": j.claim.source, "metric": j.claim.metric,
+    return [{"id": j.claim.id, "text": j.claim.text, "source": j.claim.source, "metric": j.metric_text,
              "expect": j.claim.expect_text, "published": j.published_text(), "measured": j.values_text(),
              "runs": f"{j.runs[1]} vs {j.runs[0]}" if j.claim.two_sided else str(j.runs[0]),
              "interval": j.interval_text(), "verdict": j.verdict,

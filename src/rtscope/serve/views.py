@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from .. import sysinfo
 from ..analysis.recommend import GOALS, recommend
 from ..analysis.results import DISPLAY, display_unit, fmt
-from ..analysis.select import value_text
+from ..analysis.select import not_in_force, setting_text, value_text
 from ..errors import UsageError
 from ..experiment import execute as experiment, monitor
 from ..report import html as report_html, lab, model
@@ -27,8 +27,10 @@ class NotFound(LookupError):
     """An id the store does not hold: 404."""
 
 
-def settings_text(settings: dict) -> str:
-    return ", ".join(f"{k}={value_text(v)}" for k, v in sorted(settings.items())) or "defaults"
+def settings_text(settings: dict, run: Run | None = None) -> str:
+    """`k=v, ...`; with the run they are of, a setting it did not get says what was in force."""
+    in_force = {k: f for k, _, f in not_in_force(run)} if run is not None else {}
+    return ", ".join(setting_text(k, v, in_force) for k, v in sorted(settings.items())) or "defaults"
 
 
 def target_of(settings: dict) -> str:
@@ -113,7 +115,7 @@ def latest_results(runs: list[Run], docs: list[dict]) -> tuple[list[dict], str]:
     """The lab page's latest results: each row with the settings that differ between the listed runs, and
     the settings common to all of them as one text ('' when there are none)."""
     common = common_settings(runs)
-    return [headline(r, d, common) for r, d in zip(runs, docs)], settings_text(common) if common else ""
+    return [headline(r, d, common) for r, d in zip(runs, docs)], settings_text(common, runs[0]) if common else ""
 
 
 def headline(run: Run, doc: dict, common: dict | None = None) -> dict:
@@ -121,7 +123,7 @@ def headline(run: Run, doc: dict, common: dict | None = None) -> dict:
     shown, scale = display_unit(run.primary["unit"])
     st = doc["stats"]
     own = {k: v for k, v in run.settings.items() if k not in (common or {})}
-    settings = settings_text(own) if own or not run.settings else "only the common ones"
+    settings = settings_text(own, run) if own or not run.settings else "only the common ones"
     return {"id": run.id, "label": run.label, "target": target_of(run.settings), "settings": settings,
             "stored_at": run.stored_at, "experiment_id": run.experiment_id, "unit": shown,
             "n": fmt("n", st.get("n"), scale), "p99": fmt("p99", st.get("p99"), scale),

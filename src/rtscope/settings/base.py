@@ -19,6 +19,10 @@ class Setting(Option):
     # Called before every run on a target, before anything is made there, with the run's value or None when the
     # run does not set it: a change that needs the target booted again (kernel_cmdline). prepare(value, target).
     prepare: Callable[[Any, Any], None] | None = None
+    # The value the runtime runs with instead of a requested one beyond its limits, where that is known before
+    # running (the BEAM clamps some spawn options): clamped(value), None when the value is honoured (rounding to
+    # the runtime's granularity, a heap size, counts as honoured; the run records what it got either way).
+    clamped: Callable[[Any], Any] | None = None
 
 
 def without_shell(setting: str, target: Any) -> str | None:

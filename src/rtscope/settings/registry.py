@@ -40,11 +40,49 @@ MODEL = Setting("model", one_of(*TASK_MODELS), f"one of {', '.join(TASK_MODELS)}
                 "tasks: the task model measured (" + "; ".join(f"{rt}: {', '.join(ms)}"
                                                                for rt, ms in _BY_RUNTIME.items()) + ")")
 
+
+
+def beam_fullsweep_after(value: int) -> int:
+    """The fullsweep_after a BEAM process runs with: ERTS keeps it in 16 bits (131071 runs as 65535, 65536 as 0;
+    what `spawn_opt/2` and `process_info/2` give on OTP 25)."""
+    return int(value) & 0xFFFF
+
+
+BEAM_MIN_HEAP = 233   # ERTS's smallest heap (H_MIN_SIZE), words
+
+
+def beam_heap_sizes() -> list[int]:
+    """ERTS's heap sizes in words (erl_gc.c: Fibonacci-like with one word for the block header, then +20 % from
+    the 23rd on), as `erlang:system_info(heap_sizes)` lists them."""
+    sizes = [12, 38]
+    while len(sizes) < 23:
+        sizes.append(sizes[-1] + sizes[-2] + 1)
+    while sizes[-1] < MAX_SMALL:
+        sizes.append(sizes[-1] + sizes[-1] // 5)
+    return sizes
+
+
+def beam_min_heap_size(value: int) -> int:
+    """The min_heap_size a BEAM process gets: the next heap size, at least 233 words (34 -> 233, 6765 -> 6772)."""
+    want = max(int(value), BEAM_MIN_HEAP)
+    return next(s for s in beam_heap_sizes() if s >= want)
+
+
+def _clamped_fullsweep_after(value: int) -> int | None:
+    return beam_fullsweep_after(value) if value > 0xFFFF else None
+
+
+def _clamped_min_heap_size(value: int) -> int | None:
+    return BEAM_MIN_HEAP if value < BEAM_MIN_HEAP else None    # above it, a heap size near the value: honoured
+
+
 BEAM_SETTINGS = (
     Setting("fullsweep_after", integer(0, MAX_SMALL), "an integer >= 0 (minor collections)",
-            "beam: full-sweep GC after this many minor collections (VM default 65535)"),
+            "beam: full-sweep GC after this many minor collections (VM default 65535; the VM keeps 16 bits, so "
+            "larger values run modulo 65536)", clamped=_clamped_fullsweep_after),
     Setting("min_heap_size", integer(0, MAX_SMALL), "an integer >= 0 (words)",
-            "beam: minimum heap of the measuring process; the VM rounds up to its next heap size (default 233)"),
+            "beam: minimum heap of the measuring process; the VM rounds up to its next heap size (default 233)",
+            clamped=_clamped_min_heap_size),
     Setting("priority", one_of("low", "normal", "high", "max"), "one of low, normal, high, max",
             "beam: process priority of the measuring process"),
     Setting("message_queue_data", one_of("on_heap", "off_heap"), "on_heap or off_heap",

@@ -101,6 +101,19 @@ class Run:
         return self.columns[0]
 
     @property
+    def n_measured(self) -> int:
+        """How many samples the run measured: its tool's stated count (an import's summary), else its stored
+        samples, else what its histograms count (a histogram-only run stores no samples: n_samples is 0)."""
+        summary = self.trailer.get("summary") if isinstance(self.trailer, dict) else None
+        if isinstance(summary, dict) and isinstance(summary.get("n"), (int, float)):
+            return int(summary["n"])
+        if self.n_samples:
+            return self.n_samples
+        hists = (self.trailer.get("histograms") if isinstance(self.trailer, dict) else None) or {}
+        return sum(int(h["n"]) if "n" in h else int(sum(h.get("counts", ())) + h.get("overflow", 0))
+                   for h in hists.values() if isinstance(h, dict))   # as analysis.stats.summarize_histogram
+
+    @property
     def label(self) -> str:
         return f"{self.workload} {self.variant} ({self.runtime})"
 

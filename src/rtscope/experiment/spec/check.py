@@ -399,6 +399,7 @@ class Checker:
                            f"{refusing[0]}: {choices(_accepted(refusing[:1]))}); put such runs in a block of their own")
                 continue
             axes.append(self.axis(value, sp, key, "setting", lambda v, s=s: s.value(v)))
+            self.clamped(s, axes[-1])
 
         excludes = self.excludes(block, path, axes, w)
         self.block_axes[i] = axes
@@ -460,6 +461,17 @@ class Checker:
             seen.append(parsed)
             out.append((raw, parsed, p))
         return _Axis(name, kind, out, path)
+
+    def clamped(self, setting, axis: _Axis) -> None:
+        """A warning for each value the runtime will not put in force as asked (known before running)."""
+        from ...analysis.select import setting_text
+        if setting.clamped is None or axis.range is not None:
+            return
+        for _, parsed, p in axis.values:
+            ran = setting.clamped(parsed)
+            if ran is not None:
+                self.warn(p, f"{setting.name} {parsed} is beyond the runtime's limits: its runs will have {ran} in "
+                          f"force, shown as {setting_text(setting.name, parsed, {setting.name: ran})}")
 
     def excludes(self, block: dict, path: tuple, axes: list[_Axis], w) -> list[dict[str, list]]:
         if "exclude" not in block:
