@@ -66,10 +66,11 @@ def _fetch_through_environment(rt, req: RunRequest, ctx: RunContext, out: str) -
 
 
 def execute(req: RunRequest, store: RunSink, *, timeout: float | None = None, target: Target | None = None,
-            store_lock: threading.Lock | None = None, **store_kwargs) -> Any:
+            store_lock: threading.Lock | None = None, notes: list[str] | None = None, **store_kwargs) -> Any:
     """Run one request end to end on `target` (this machine by default) and store it; return what the sink
     returned (the run id).
-    Nothing is stored on failure; every setting is undone on the target, also on Ctrl-C and SIGTERM."""
+    Nothing is stored on failure; every setting is undone on the target, also on Ctrl-C and SIGTERM. `notes` go
+    into the run's trailer (an attempt repeated after its target was lost)."""
     target = target or LocalTarget()
     for setting in SETTINGS.values():
         if setting.prepare is not None:  # a boot the run's settings need (kernel_cmdline), before anything else
@@ -86,7 +87,7 @@ def execute(req: RunRequest, store: RunSink, *, timeout: float | None = None, ta
         run_dir = tmp if target.is_local else target.mkdtemp()
         if not target.is_local:
             undo.callback(target.remove_tree, run_dir)
-        ctx = RunContext(request=req, workdir=workdir, notes=[], target=target, run_dir=run_dir)
+        ctx = RunContext(request=req, workdir=workdir, notes=list(notes or []), target=target, run_dir=run_dir)
         ctx.notes.extend(undo_journal.restore_stale(target))  # what a killed rtscope left changed, once per connection
         for name, value in req.settings.items():
             setting = SETTINGS[name]
