@@ -451,14 +451,13 @@ def _execute_one(store: Store, exp: Experiment, name: str, p: PlannedRun, pool: 
                 raise
             if reporter and hasattr(reporter, "run_repeated"):
                 reporter.run_repeated(p, f"{e}; reconnecting (for up to {bounds.reconnect_for:g} s)")
-            rebooted = pool.get(name).reconnect(bounds.reconnect_for)
+            rebooted = target.reconnect(bounds.reconnect_for)
             how = "it rebooted (a new boot id)" if rebooted else "it answered again (the same boot)"
             note = f"attempt 2 of this run: attempt 1 was interrupted ({e}); {how}"
             _record_attempt(store, exp, p, attempt, "interrupted", note, lock)
             if stored_meanwhile(store, exp.id, p.index):
                 return
             notes = [note]
-            target = pool.get(name)
     bounds.took(p.cell, time.monotonic() - started)
     if isinstance(run_id, Spooled):
         outcome.spooled.append(p)
