@@ -390,7 +390,7 @@ def _execute_on(store: Store, exp: Experiment, name: str, planned: list[PlannedR
             continue
         while True:
             try:
-                _execute_one(store, exp, name, p, pool, availability, outcome, reporter, lock)
+                _execute_one(store, exp, name, p, pool, availability, outcome, reporter, lock, outage.gap_note())
             except (UsageError, DuplicateRun):
                 raise
             except Exception as e:  # noqa: BLE001  (the target failed: down, asked again; the store's: raised)
@@ -410,8 +410,10 @@ def _execute_on(store: Store, exp: Experiment, name: str, planned: list[PlannedR
 
 
 def _execute_one(store: Store, exp: Experiment, name: str, p: PlannedRun, pool: Pool, availability: Availability,
-                 outcome: Outcome, reporter: Reporter | None, lock: threading.Lock | None) -> None:
-    """One planned run on its target: made and stored (or spooled), skipped when it cannot run there."""
+                 outcome: Outcome, reporter: Reporter | None, lock: threading.Lock | None,
+                 note: str | None = None) -> None:
+    """One planned run on its target: made and stored (or spooled), skipped when it cannot run there. `note`
+    goes with the run (a monitoring's interval made after its target was down: the gap)."""
     target = pool.get(name)
     why = availability.reason(p.request)
     if why:
@@ -426,7 +428,7 @@ def _execute_one(store: Store, exp: Experiment, name: str, p: PlannedRun, pool: 
         return  # stored meanwhile by another `--resume` of the same experiment
     if reporter:
         reporter.run_started(p)
-    bounds, notes = outcome.bounds, []
+    bounds, notes = outcome.bounds, [note] if note else []
     timeout = bounds.deadline(p.cell, p.request, p.timeout_s)
     what = f"run {p.index + 1} ({p.cell} #{p.repetition})"
     for attempt in (1, 2):
@@ -439,7 +441,7 @@ def _execute_one(store: Store, exp: Experiment, name: str, p: PlannedRun, pool: 
         except DuplicateRun:
             return  # another `--resume` of the same experiment stored it while this one measured
         except CommandTimedOut as e:
-            why = f"{what} failed: {e} (its deadline: {_deadline_said(p, bounds, timeout)})"
+            why = f"{what} failed: {e}; its deadline: {_deadline_said(p, bounds, timeout)}"
             _record_attempt(store, exp, p, attempt, "failed", why, lock)
             raise CommandTimedOut(why) from None
         except TargetSilent as e:
@@ -457,7 +459,7 @@ def _execute_one(store: Store, exp: Experiment, name: str, p: PlannedRun, pool: 
             _record_attempt(store, exp, p, attempt, "interrupted", note, lock)
             if stored_meanwhile(store, exp.id, p.index):
                 return
-            notes = [note]
+            notes = [*notes, note]
     bounds.took(p.cell, time.monotonic() - started)
     if isinstance(run_id, Spooled):
         outcome.spooled.append(p)
@@ -474,7 +476,8 @@ def _deadline_said(p: PlannedRun, bounds: Bounds, timeout: float | None) -> str:
         return "timeout_s in the spec"
     if bounds.run_timeout is not None:
         return "--run-timeout"
-    return f"{timeout:.0f} s from its expected duration with a margin; timeout_s in the spec or --run-timeout set it"
+    return f"{timeout:.0f} s, from its expected duration with a margin (timeout_s in the spec or --run-timeout " \
+           "set it)"
 
 
 def _record_attempt(store: Store, exp: Experiment, p: PlannedRun, attempt: int, result: str, why: str,

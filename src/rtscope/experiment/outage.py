@@ -72,6 +72,12 @@ class Outage:
         self.since = time.monotonic()
         return self.reason
 
+    def gap_note(self) -> str | None:
+        """While the target is down: the note its next interval is stored with (the gap before it), else None."""
+        if self.since is None:
+            return None
+        return f"made after its target was down for {time.monotonic() - self.since:.0f} s ({self.reason})"
+
     def answered(self) -> bool:
         """The target answers: True when it was down."""
         was, self.since = self.since is not None, None

@@ -86,9 +86,9 @@ class _Refuse(paramiko.MissingHostKeyPolicy):
 
 
 def connect(fail: Callable[[str], TargetError], host: str, port: int, user: str | None, identity: str | None,
-            known_hosts: str | None) -> paramiko.SSHClient:
-    """An SSH connection whose host key is verified against known_hosts (never accepted blindly);
-    every failure is fail(message)."""
+            known_hosts: str | None, timeout: float = CONNECT_TIMEOUT) -> paramiko.SSHClient:
+    """An SSH connection whose host key is verified against known_hosts (never accepted blindly), each of its
+    steps (TCP, banner, authentication) within `timeout` seconds; every failure is fail(message)."""
     client = paramiko.SSHClient()
     policy = _Refuse()
     client.set_missing_host_key_policy(policy)
@@ -104,7 +104,7 @@ def connect(fail: Callable[[str], TargetError], host: str, port: int, user: str 
         raise fail(f"identity file {identity} does not exist")
     try:
         client.connect(host, port, username=user, key_filename=identity,
-                       timeout=CONNECT_TIMEOUT, banner_timeout=CONNECT_TIMEOUT, auth_timeout=CONNECT_TIMEOUT,
+                       timeout=timeout, banner_timeout=timeout, auth_timeout=timeout,
                        allow_agent=identity is None, look_for_keys=identity is None)
     except paramiko.BadHostKeyException as e:
         client.close()
@@ -125,7 +125,7 @@ def connect(fail: Callable[[str], TargetError], host: str, port: int, user: str 
         raise fail(f"SSH failed: {e}") from None
     except (socket.timeout, TimeoutError):
         client.close()
-        raise fail(f"unreachable: no answer within {CONNECT_TIMEOUT:.0f} s") from None
+        raise fail(f"unreachable: no answer within {timeout:g} s") from None
     except (OSError, paramiko.ssh_exception.NoValidConnectionsError) as e:
         client.close()
         reason = getattr(e, "strerror", None) or str(e)
@@ -220,7 +220,9 @@ class SshTarget(Target):
     def open(self) -> None:
         if self._client is not None and self._client.get_transport() and self._client.get_transport().is_active():
             return
-        client = connect(self._fail, self.host, self.port, self.user, self.identity, self.known_hosts)
+        # A board that answers no step of the connection for as long as it may be silent is not answering.
+        client = connect(self._fail, self.host, self.port, self.user, self.identity, self.known_hosts,
+                         min(CONNECT_TIMEOUT, self.silent_after_s))
         self._client = client
         if self._heartbeat is not None:
             self._heartbeat.stop()
@@ -521,8 +523,8 @@ class SshTarget(Target):
         try:
             return self._through(session, text, supervised=True, timeout=timeout, what=name)
         except TimeoutError:
-            raise CommandTimedOut(f"{name} did not finish within {timeout:.0f} s on target {self.name} (which "
-                                 "still answers); stopped") from None
+            raise CommandTimedOut(f"{name} did not finish within {timeout:.0f} s on target {self.name}; stopped "
+                                 "(the target answers)") from None
 
     def _run_on_channel(self, args: list[str], batch: bool, has_stdin: bool, stdin_path: str,
                         timeout: float | None, name: str) -> tuple[bytes, bytes, int]:
@@ -533,8 +535,8 @@ class SshTarget(Target):
             return self._collect(chan, time.monotonic() + timeout if timeout else None, name)
         except TimeoutError:
             self._stop(chan)
-            raise CommandTimedOut(f"{name} did not finish within {timeout:.0f} s on target {self.name} (which "
-                                 "still answers); stopped") from None
+            raise CommandTimedOut(f"{name} did not finish within {timeout:.0f} s on target {self.name}; stopped "
+                                 "(the target answers)") from None
         except BaseException:
             self._stop(chan)
             raise
