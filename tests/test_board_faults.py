@@ -214,3 +214,98 @@ def test_a_board_that_reboots_mid_run_is_reconnected_and_the_run_made_again(boar
     assert "attempt 2 of this run" in notes and "rebooted" in notes
     assert board.boot_id.read_text().strip() != first_boot
     assert no_leftovers(board) == {}
+
+
+def test_a_hung_board_in_a_fleet_run_fails_alone(board, tmp_path):
+    """Two boards in one `rtscope run`; every process of one stopped mid-run: it fails, named with its silence,
+    while the other makes and stores all its runs; exit 1; nothing left on the hung one once continued."""
+    other = Board(tmp_path / "other", "rtscope-faulty-2").start()
+    try:
+        spec = tmp_path / "fleet.toml"
+        bounds = f"keepalive_s = {KEEPALIVE_S}\nsilent_after_s = {SILENT_AFTER_S}\n"
+        spec.write_text(f'name = "fleet"\ntarget = ["board", "other"]\nrepetitions = 3\n'
+                        + board.table("board") + bounds + other.table("other") + bounds
+                        + '[[workload]]\nname = "exec"\nvariants = "sleep"\n'
+                          '[workload.params]\nn = 300\niterations = 3\npause_ms = 0\n')
+        db = str(tmp_path / "s.db")
+        c = Command("run", str(spec), "--db", db)
+        wait_for_probe(board)
+        board.signal_all(signal.SIGSTOP)
+        code = c.finish(timeout=90)
+        said = c.said
+        assert code == 1, said
+        assert "Traceback" not in said
+        assert "target board failed (its remaining runs stop; the other targets go on)" in said, said
+        assert "is not answering: silent for" in said and "1 of 2 targets failed (the others finished)" in said
+        targets = [r["settings"]["target"] for r in Store(db).runs()]
+        assert targets.count("other") == 3 and targets.count("board") == 0, targets
+        board.signal_all(signal.SIGCONT)
+        assert no_leftovers(board) == {} and no_leftovers(other) == {}
+    finally:
+        other.stop()
+
+
+def monitor(tmp_path: Path, board: Board, db: str, *more: str):
+    from test_fleet_monitor import Controller
+    targets = tmp_path / "targets.toml"
+    targets.write_text(board.table("board") + f"keepalive_s = {KEEPALIVE_S}\nsilent_after_s = {SILENT_AFTER_S}\n")
+    env = {**os.environ, "RTSCOPE_TARGETS": str(targets), "PYTHONUNBUFFERED": "1"}
+    return Controller(["--target", "board", "--duration", "6s", "--interval", "2s", "--interval-us", "1000",
+                       "--db", db, *more], env), env
+
+
+def test_a_finite_monitor_gives_a_hung_board_up(board, tmp_path):
+    """`rtscope monitor` of one board whose every process is stopped during its second interval: said down with its
+    silence, given up on after 2 intervals as a dead board is: exit 3, its monitoring incomplete, /metrics says
+    it is not up; nothing of rtscope left on it once continued."""
+    from rtscope.serve import boards as lab_boards, metrics
+    db = str(tmp_path / "lab.db")
+    c, _ = monitor(tmp_path, board, db)
+    try:
+        c.wait_for("[1/3]")
+        wait_for_probe(board)
+        board.signal_all(signal.SIGSTOP)
+        stopped_at = time.monotonic()
+        c.wait_for("board down")
+        code = c.finish(timeout=60)
+        took = time.monotonic() - stopped_at
+    finally:
+        if c.proc.poll() is None:
+            c.proc.kill()
+    assert code == 3, (c.err, c.lines)
+    assert took < 4 * SILENT_AFTER_S + 2 * 2 + 15, took
+    down = next(line for line in c.lines if "board down" in line)
+    assert "is not answering: silent for" in down, down
+    assert "given up" in " ".join(c.err.split()), c.err
+    store = Store(db)
+    runs = store.runs()
+    assert [r["plan_index"] for r in runs] == [0]
+    assert store.experiment_row(runs[0]["experiment_id"])["status"] == "incomplete"
+    text = metrics.exposition(metrics.read(lab_boards.Lab(Store(db, read_only=True))))[0].decode()
+    up = [line for line in text.splitlines() if line.startswith('rtscope_board_up{') and 'target="board"' in line]
+    assert up and float(up[0].split()[-1]) == 0, text
+    board.signal_all(signal.SIGCONT)
+    assert no_leftovers(board) == {}
+
+
+def test_a_monitor_resumes_after_its_board_reboots_with_the_gap_recorded(board, tmp_path):
+    """The board reboots during the second interval: said down, its intervals resume once it answers (the lost one
+    made again, with the gap recorded in its run), every interval stored once, exit 0."""
+    db = str(tmp_path / "lab.db")
+    c, _ = monitor(tmp_path, board, db)
+    try:
+        c.wait_for("[1/3]")
+        wait_for_probe(board)
+        board.reboot()
+        code = c.finish(timeout=90)
+    finally:
+        if c.proc.poll() is None:
+            c.proc.kill()
+    assert code == 0, (c.err, c.lines)
+    said = " ".join(c.lines)
+    assert "board down" in said and "board answers again: its intervals resume" in said, c.lines
+    runs = sorted(Store(db).runs(), key=lambda r: r["plan_index"])
+    assert [r["plan_index"] for r in runs] == [0, 1, 2]
+    notes = json.dumps(runs[1].trailer.get("notes", []))
+    assert "made after its target was down for" in notes and "the connection was lost" in notes, notes
+    assert no_leftovers(board) == {}
