@@ -309,3 +309,44 @@ def test_a_monitor_resumes_after_its_board_reboots_with_the_gap_recorded(board, 
     notes = json.dumps(runs[1].trailer.get("notes", []))
     assert "made after its target was down for" in notes and "the connection was lost" in notes, notes
     assert no_leftovers(board) == {}
+
+
+def test_a_probe_error_in_a_one_target_monitor_is_a_failed_interval(board, tmp_path):
+    """The probe of the second interval killed (the board answers): that interval is failed, not the board down;
+    the third is made; the monitoring ends failed (exit 1) naming the interval, with the attempt recorded."""
+    db = str(tmp_path / "lab.db")
+    c, _ = monitor(tmp_path, board, db)
+    try:
+        c.wait_for("[1/3]")
+        for pid in wait_for_probe(board):
+            os.kill(pid, signal.SIGKILL)
+        c.wait_for("[2/3] failed, not stored: interval 2 failed (target board answers): rtprobe failed")
+        code = c.finish(timeout=60)
+    finally:
+        if c.proc.poll() is None:
+            c.proc.kill()
+    assert code == 1, (c.err, c.lines)
+    assert not any("board down" in line for line in c.lines), c.lines
+    assert "1 run(s) failed, the others are stored" in " ".join(c.err.split()), c.err
+    store = Store(db)
+    runs = store.runs()
+    assert sorted(r["plan_index"] for r in runs) == [0, 2]
+    exp = store.experiment_row(runs[0]["experiment_id"])
+    assert exp["status"] == "failed" and [a["index"] for a in exp["spec"]["attempts"]] == [1]
+    assert no_leftovers(board) == {}
+
+
+def test_kill_9_mid_run_leaves_no_run_directory_after_the_next_connection(board, tmp_path):
+    """rtscope killed with -9 during a run leaves its run directories on the target (it cannot remove them); the
+    next rtscope of this host that connects removes them (their owner is dead), leaving none once it ends."""
+    db, spec = str(tmp_path / "s.db"), spec_file(tmp_path, board)
+    c = Command("run", str(spec), "--db", db)
+    wait_for_probe(board)
+    c.proc.kill()
+    c.finish()
+    assert no_leftovers(board) == {}
+    left = sshd.run_dirs(board.workdir, wait=0)
+    assert left and all(f"-{c.proc.pid}-" in name for name in left), left
+    spec.write_text(spec.read_text().replace(f"repetitions = {RUNS}", "repetitions = 1"))
+    assert Command("run", str(spec), "--db", db).finish() == 0
+    assert sshd.run_dirs(board.workdir) == []

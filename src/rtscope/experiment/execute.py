@@ -396,6 +396,14 @@ def _execute_on(store: Store, exp: Experiment, name: str, planned: list[PlannedR
             except Exception as e:  # noqa: BLE001  (the target failed: down, asked again; the store's: raised)
                 if unreachable(e):
                     raise
+                if outage.since is None and outage.only_the_interval(e):  # a failed interval; the next goes on
+                    why = f"interval {p.index + 1} failed (target {name} answers): {e}"
+                    if not isinstance(e, CommandTimedOut):  # (recorded already, with its deadline)
+                        _record_attempt(store, exp, p, 1, "failed", why, lock)
+                    outcome.failed.append((p, why))
+                    if reporter and hasattr(reporter, "run_failed"):
+                        reporter.run_failed(p, why)
+                    break
                 reason = outage.failed(e, pool)
                 if reason is not None and reporter and hasattr(reporter, "target_down"):
                     reporter.target_down(name, reason, outage)

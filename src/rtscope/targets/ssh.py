@@ -51,6 +51,7 @@ from .. import sysinfo
 from . import ssh_session
 from .base import AT_OPEN, CommandTimedOut, Completed, ProbeRun, Target, TargetError, TargetLost, TargetSilent, \
     parse_url
+from .tracefs import host_tag
 from .ssh_shell import BATCH, MEMBERS_FUNCTION, READ_FUNCTION, SUPERVISOR, parse_read, printf_format, unbatch
 
 # paramiko's transport thread logs a failed handshake (a reset during the banner) with its traceback, which Python
@@ -63,6 +64,17 @@ STOP_WAIT = 15.0        # seconds for a stopped command's supervisor to report b
 KEEPALIVE_S = 10.0      # seconds between keepalives (keepalive@openssh.com, answered: OpenSSH's ServerAliveInterval)
 SILENT_AFTER_S = 30.0   # a target that has answered none for this long is hung: its connection is closed
 BOOT_ID = "/proc/sys/kernel/random/boot_id"  # new at every boot: a reconnected target that rebooted has another
+RUN_DIRS = "rtscope-run-dirs"  # the answer, at connection, listing the run directories in the workdir
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 EXIT_DRAIN = 2.0        # seconds without output after a command's exit status before its output counts as whole
 INLINE_STDIN = 4096     # bytes of a command's stdin the session writes in the command's own request (more: SFTP)
 JOB_FDS = range(4, 10)  # the session agent's fds for its background jobs (a POSIX sh has 0..9; 3 is supervise's)
@@ -234,6 +246,20 @@ class SshTarget(Target):
         basics, token = self._basics_command()
         checked = self._start_session(basics) if self.use_session else None
         self._check_basics(checked or self._exec_plain(basics), token)
+        self._remove_stale_run_dirs()
+
+    def _remove_stale_run_dirs(self) -> None:
+        """The run directories an rtscope of this host left when it was killed (-9: it could not remove its own),
+        removed with the next command sent; those of a live rtscope, or of another host, are left alone."""
+        listed = self.answers.pop(RUN_DIRS, None)
+        gone = []
+        for name in (listed.stdout.split() if listed is not None else []):
+            m = re.fullmatch(r"rtscope-run-(.+)-(\d+)-[0-9a-f]+", name)
+            if m and m[1] == host_tag() and int(m[2]) != os.getpid() and not _alive(int(m[2])):
+                gone.append(shlex.quote(posixpath.join(self.workdir, name)))
+        if gone:
+            with self._lock:
+                self._later.append(f"rm -rf -- {' '.join(gone)}; ")
 
     def _start_session(self, first: str) -> Completed | None:
         """The agent on its channel, running the helper `first` at once (its result); where the agent cannot
@@ -251,10 +277,14 @@ class SshTarget(Target):
 
     def _basics_command(self) -> tuple[str, str]:
         """The check of the target (setsid there, the workdir writable), uname and the machine record's files,
-        then the commands of AT_OPEN (each framed by the token; its status after it); the check's status."""
+        then the commands of AT_OPEN and the list of run directories (each framed by the token; its status after
+        it); the check's status."""
         record, token = self._record_command()
+        listing = ["sh", "-c", 'cd "$1" 2>/dev/null && for d in rtscope-run-*; do [ -d "$d" ] && echo "$d"; done; true',
+                   "sh", self.workdir]
         extra = "".join(f"printf '\\n@@%s:%s\\n' {token} {shlex.quote(name)}; {shlex.join(argv)} 2>/dev/null; "
-                        f"printf '\\n@@%s;%s\\n' {token} $?; " for name, argv in AT_OPEN.items())
+                        f"printf '\\n@@%s;%s\\n' {token} $?; "
+                        for name, argv in [*AT_OPEN.items(), (RUN_DIRS, listing)])
         return ("{ command -v setsid >/dev/null && command -v mktemp >/dev/null && "
                 f"mkdir -p {shlex.quote(self.workdir)} && test -w {shlex.quote(self.workdir)} "
                 "&& echo ok && uname -s && uname -n && uname -r && uname -v && uname -m && " + record
@@ -690,6 +720,8 @@ class SshTarget(Target):
         no process)."""
         default = parent is None and prefix == "rtscope-run-"
         parent = parent or self.workdir
+        if default:  # its owner in its name: a killed rtscope's are removed at the next connection from this host
+            prefix = f"{prefix}{host_tag()}-{os.getpid()}-"
         made = (self._spare if default else None) or posixpath.join(parent, prefix + secrets.token_hex(6))
         quoted = shlex.quote(made)
         with self._lock:
