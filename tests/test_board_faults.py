@@ -162,6 +162,7 @@ def test_a_hung_board_ends_the_run_then_resume_completes_it(board, tmp_path):
     assert again.finish() == 0, again.err
     indexes, exp = stored(db)
     assert indexes == list(range(RUNS)) and exp["status"] == "finished"
+    assert sshd.run_dirs(board.workdir) == []      # the hung run's too (its rtscope is gone)
 
 
 def test_a_probe_that_never_returns_is_killed_and_the_next_run_goes_on(board, tmp_path):
@@ -214,6 +215,7 @@ def test_a_board_that_reboots_mid_run_is_reconnected_and_the_run_made_again(boar
     assert "attempt 2 of this run" in notes and "rebooted" in notes
     assert board.boot_id.read_text().strip() != first_boot
     assert no_leftovers(board) == {}
+    assert sshd.run_dirs(board.workdir) == []      # the interrupted attempt's too
 
 
 def test_a_hung_board_in_a_fleet_run_fails_alone(board, tmp_path):

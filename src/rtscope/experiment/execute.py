@@ -21,7 +21,6 @@ import random
 import secrets
 import threading
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,8 +34,8 @@ from ..settings.registry import SETTINGS
 from ..signals import Terminated, held_signals, sigterm_raises
 from ..store import DuplicateRun, Store, to_jsonable, unreachable
 from ..store.spool import Spooled
-from ..targets import LOCAL, CommandTimedOut, Pool, TargetLost, TargetSilent, redact_spec, resolve, tracefs
-from .bounds import Bounds
+from ..targets import LOCAL, Pool, redact_spec, resolve, tracefs
+from .bounds import Bounds, record_attempt
 from .outage import GaveUp, Outage
 from .runner import execute as execute_run
 from .spec import Spec
@@ -307,7 +306,6 @@ class Outcome:
     spooled: list[PlannedRun] = field(default_factory=list)   # kept in the spool: the store was unreachable
     already: int = 0            # runs stored before this invocation (resume)
     incomplete: str | None = None   # a monitoring given up on: why (its target down too long)
-    failed: list[tuple[PlannedRun, str]] = field(default_factory=list)  # runs past their deadline, stopped
     bounds: Bounds = field(default_factory=Bounds)   # the runs' deadlines, how long a lost target is tried again
 
     @property
@@ -329,6 +327,8 @@ def execute(store: Store, exp: Experiment, reporter: Reporter | None = None, poo
     done = done_indexes(store, exp.id)
     todo = [p for p in exp.plan if p.index not in done]
     outcome = Outcome(exp, already=len(exp.plan) - len(todo), bounds=bounds or Bounds())
+    if done and any(p.timeout_s is None for p in todo):
+        outcome.bounds.learn(store.runs(experiment_id=exp.id))  # resumed: the deadlines from the runs made
     if outage is not None:
         outcome.bounds.reconnect_for = 0  # a monitoring's target is asked again by its outage
     by_target: dict[str, list[PlannedRun]] = {}
@@ -354,9 +354,9 @@ def execute(store: Store, exp: Experiment, reporter: Reporter | None = None, poo
                                     outage)
                 else:
                     _execute_fleet(store, exp, by_target, pool, availability, outcome, reporter)
-                if outcome.failed:
-                    raise RtscopeError(f"{len(outcome.failed)} run(s) failed, the others are stored:\n  "
-                                       + "\n  ".join(why for _, why in outcome.failed))
+                if outcome.bounds.failed:
+                    raise RtscopeError(f"{len(outcome.bounds.failed)} run(s) failed, the others are stored:\n  "
+                                       + "\n  ".join(why for _, why in outcome.bounds.failed))
                 status = FINISHED
             except GaveUp as e:
                 status, outcome.incomplete = INCOMPLETE, str(e)
@@ -381,28 +381,20 @@ def _execute_on(store: Store, exp: Experiment, name: str, planned: list[PlannedR
         if stop is not None and stop.is_set():
             return
         if outage is None:
-            try:
-                _execute_one(store, exp, name, p, pool, availability, outcome, reporter, lock)
-            except CommandTimedOut as e:  # the probe was stopped; the target answers: its next run goes on
-                outcome.failed.append((p, str(e)))
-                if reporter and hasattr(reporter, "run_failed"):
-                    reporter.run_failed(p, str(e))
+            _execute_one(store, exp, name, p, pool, availability, outcome, reporter, lock)
             continue
         while True:
             try:
-                _execute_one(store, exp, name, p, pool, availability, outcome, reporter, lock, outage.gap_note())
+                outcome.bounds.gap = outage.gap_note()
+                _execute_one(store, exp, name, p, pool, availability, outcome, reporter, lock)
             except (UsageError, DuplicateRun):
                 raise
             except Exception as e:  # noqa: BLE001  (the target failed: down, asked again; the store's: raised)
                 if unreachable(e):
                     raise
                 if outage.since is None and outage.only_the_interval(e):  # a failed interval; the next goes on
-                    why = f"interval {p.index + 1} failed (target {name} answers): {e}"
-                    if not isinstance(e, CommandTimedOut):  # (recorded already, with its deadline)
-                        _record_attempt(store, exp, p, 1, "failed", why, lock)
-                    outcome.failed.append((p, why))
-                    if reporter and hasattr(reporter, "run_failed"):
-                        reporter.run_failed(p, why)
+                    outcome.bounds.fail(p, f"interval {p.index + 1} failed (target {name} answers): {e}", reporter,
+                                        lambda why: record_attempt(store, exp, p, 1, "failed", why, lock))
                     break
                 reason = outage.failed(e, pool)
                 if reason is not None and reporter and hasattr(reporter, "target_down"):
@@ -418,10 +410,8 @@ def _execute_on(store: Store, exp: Experiment, name: str, planned: list[PlannedR
 
 
 def _execute_one(store: Store, exp: Experiment, name: str, p: PlannedRun, pool: Pool, availability: Availability,
-                 outcome: Outcome, reporter: Reporter | None, lock: threading.Lock | None,
-                 note: str | None = None) -> None:
-    """One planned run on its target: made and stored (or spooled), skipped when it cannot run there. `note`
-    goes with the run (a monitoring's interval made after its target was down: the gap)."""
+                 outcome: Outcome, reporter: Reporter | None, lock: threading.Lock | None) -> None:
+    """One planned run on its target: made and stored (or spooled), skipped when it cannot run there."""
     target = pool.get(name)
     why = availability.reason(p.request)
     if why:
@@ -436,39 +426,17 @@ def _execute_one(store: Store, exp: Experiment, name: str, p: PlannedRun, pool: 
         return  # stored meanwhile by another `--resume` of the same experiment
     if reporter:
         reporter.run_started(p)
-    bounds, notes = outcome.bounds, [note] if note else []
-    timeout = bounds.deadline(p.cell, p.request, p.timeout_s)
-    what = f"run {p.index + 1} ({p.cell} #{p.repetition})"
-    for attempt in (1, 2):
-        started = time.monotonic()
-        try:
-            run_id = execute_run(p.request, store.keeper, timeout=timeout, target=target, store_lock=lock,
-                                 experiment_id=exp.id, plan_index=p.index, cell=p.cell, repetition=p.repetition,
-                                 notes=notes)
-            break
-        except DuplicateRun:
-            return  # another `--resume` of the same experiment stored it while this one measured
-        except CommandTimedOut as e:
-            why = f"{what} failed: {e}; its deadline: {_deadline_said(p, bounds, timeout)}"
-            _record_attempt(store, exp, p, attempt, "failed", why, lock)
-            raise CommandTimedOut(why) from None
-        except TargetSilent as e:
-            why = f"{what} failed: {e}"
-            _record_attempt(store, exp, p, attempt, "failed", why, lock)
-            raise TargetSilent(why) from None
-        except TargetLost as e:
-            if attempt == 2 or not bounds.reconnect_for:
-                raise
-            if reporter and hasattr(reporter, "run_repeated"):
-                reporter.run_repeated(p, f"{e}; reconnecting (for up to {bounds.reconnect_for:g} s)")
-            rebooted = target.reconnect(bounds.reconnect_for)
-            how = "it rebooted (a new boot id)" if rebooted else "it answered again (the same boot)"
-            note = f"attempt 2 of this run: attempt 1 was interrupted ({e}); {how}"
-            _record_attempt(store, exp, p, attempt, "interrupted", note, lock)
-            if stored_meanwhile(store, exp.id, p.index):
-                return
-            notes = [*notes, note]
-    bounds.took(p.cell, time.monotonic() - started)
+    try:  # within its deadline, made again once if its target was lost (experiment/bounds.py)
+        run_id = outcome.bounds.make(
+            p, target, lambda timeout, notes: execute_run(
+                p.request, store.keeper, timeout=timeout, target=target, store_lock=lock, experiment_id=exp.id,
+                plan_index=p.index, cell=p.cell, repetition=p.repetition, notes=notes),
+            lambda attempt, result, why: record_attempt(store, exp, p, attempt, result, why, lock),
+            lambda: stored_meanwhile(store, exp.id, p.index), reporter)
+    except DuplicateRun:
+        return  # another `--resume` of the same experiment stored it while this one measured
+    if run_id is None:
+        return  # failed at its deadline (recorded), or stored meanwhile
     if isinstance(run_id, Spooled):
         outcome.spooled.append(p)
         if reporter and hasattr(reporter, "run_spooled"):
@@ -477,33 +445,6 @@ def _execute_one(store: Store, exp: Experiment, name: str, p: PlannedRun, pool: 
     outcome.stored.append((p, run_id))
     if reporter:
         reporter.run_stored(p, run_id)
-
-
-def _deadline_said(p: PlannedRun, bounds: Bounds, timeout: float | None) -> str:
-    if p.timeout_s is not None:
-        return "timeout_s in the spec"
-    if bounds.run_timeout is not None:
-        return "--run-timeout"
-    return f"{timeout:.0f} s, from its expected duration with a margin (timeout_s in the spec or --run-timeout " \
-           "set it)"
-
-
-def _record_attempt(store: Store, exp: Experiment, p: PlannedRun, attempt: int, result: str, why: str,
-                    lock: threading.Lock | None) -> None:
-    """A run that failed or was interrupted, in its experiment's record (`attempts`): never stored as measured.
-    Not recorded while the store is unreachable (the command's own message says it)."""
-    entry = {"index": p.index, "cell": p.cell, "repetition": p.repetition, "attempt": attempt, "result": result,
-             "reason": why, "at": _now()}
-    try:
-        with held_signals(), lock or nullcontext():
-            row = store.experiment_row(exp.id) or {}
-            doc = dict(row.get("spec") or exp.spec)
-            doc["attempts"] = [*doc.get("attempts", []), entry]
-            store.update_experiment(exp.id, spec=doc)
-            exp.spec = doc
-    except Exception as e:  # noqa: BLE001
-        if not unreachable(e):
-            raise
 
 
 def _execute_fleet(store: Store, exp: Experiment, by_target: dict[str, list[PlannedRun]], pool: Pool,

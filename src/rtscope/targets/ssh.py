@@ -336,6 +336,18 @@ class SshTarget(Target):
                 self._heartbeat.stop()
                 self._heartbeat = None
 
+    def reconnect(self, within_s: float) -> bool:
+        """Target.reconnect, keeping what is owed to the target (the interrupted run's directory removed) for the
+        new connection: a board that rebooted keeps its disk."""
+        with self._lock:
+            owed = "".join(self._later) + (f"rm -rf -- {shlex.quote(self._spare)}; " if self._spare else "")
+            self._later, self._spare = [], None
+        rebooted = super().reconnect(within_s)
+        if owed:
+            with self._lock:
+                self._later.append(owed)
+        return rebooted
+
     def _check_silence(self) -> None:
         """Raise ssh_session.Silent when the target has answered no keepalive for longer than its bound."""
         beat = self._heartbeat
