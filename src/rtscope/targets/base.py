@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import posixpath
 import shlex
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -126,6 +127,7 @@ class Target:
     record: dict | None = field(default=None, repr=False)
     # The answers of the AT_OPEN commands run as this connection was made (by name), until taken.
     answers: dict = field(default_factory=dict, repr=False)
+    halted: threading.Event = field(default_factory=threading.Event, repr=False)  # interrupt(): no reconnecting
 
     # -- lifecycle
     def open(self) -> None:
@@ -135,7 +137,8 @@ class Target:
         """Disconnect (or shut down); idempotent."""
 
     def interrupt(self) -> None:
-        """From another thread: stop whatever runs on the target now (the fleet's Ctrl-C)."""
+        """From another thread: stop whatever runs on the target now (the fleet's Ctrl-C), a reconnect() too."""
+        self.halted.set()
 
     boot_id: str | None = None  # the target's boot id as read at connection (None: this kind cannot tell)
 
@@ -156,7 +159,8 @@ class Target:
             except TargetError as e:
                 if time.monotonic() + RECONNECT_EVERY_S > deadline:
                     raise TargetError(f"{e} (tried again for {within_s:g} s: --reconnect-for)") from None
-                time.sleep(RECONNECT_EVERY_S)
+                if self.halted.wait(RECONNECT_EVERY_S):
+                    raise TargetError(f"{e} (no longer tried again: interrupted)") from None
         rebooted = old is not None and self.boot_id is not None and old != self.boot_id
         if rebooted:
             self.deployed.clear()  # the deploy cache is looked for again by content; the settings checked again

@@ -374,6 +374,7 @@ class SshTarget(Target):
                             f"{self.silent_after_s:g} s)")
 
     def interrupt(self) -> None:
+        super().interrupt()
         session = self._session
         if session is not None:
             session.stop()  # the agent's supervisor stops the command's whole group
@@ -493,6 +494,9 @@ class SshTarget(Target):
         except ssh_session.Silent as e:
             raise self._silent(e.args[0], what) from None
         except ssh_session.Lost:
+            if later:  # not run (it runs after a reply that never came): owed to the next connection (reconnect)
+                with self._lock:
+                    self._later.insert(0, "".join(later))
             t = self._client.get_transport() if self._client else None
             if t is not None and t.is_active():
                 raise self._fail(f"the session agent ended while running {what}") from None
