@@ -247,13 +247,24 @@ def test_a_hung_board_in_a_fleet_run_fails_alone(board, tmp_path):
         other.stop()
 
 
-def monitor(tmp_path: Path, board: Board, db: str, *more: str):
+def monitor(tmp_path: Path, board: Board, db: str, fault, wait_for: str | None = None, timeout: float = 60):
+    """`rtscope monitor` of the board (3 intervals of 2 s), fault(probe pids) during its second interval, then
+    until it ends (after a line with `wait_for`): the monitor (its lines) and its exit status."""
     from test_fleet_monitor import Controller
     targets = tmp_path / "targets.toml"
     targets.write_text(board.table("board") + f"keepalive_s = {KEEPALIVE_S}\nsilent_after_s = {SILENT_AFTER_S}\n")
     env = {**os.environ, "RTSCOPE_TARGETS": str(targets), "PYTHONUNBUFFERED": "1"}
-    return Controller(["--target", "board", "--duration", "6s", "--interval", "2s", "--interval-us", "1000",
-                       "--db", db, *more], env), env
+    c = Controller(["--target", "board", "--duration", "6s", "--interval", "2s", "--interval-us", "1000",
+                    "--db", db], env)
+    try:
+        c.wait_for("[1/3]")
+        fault(wait_for_probe(board))
+        if wait_for:
+            c.wait_for(wait_for)
+        return c, c.finish(timeout=timeout)
+    finally:
+        if c.proc.poll() is None:
+            c.proc.kill()
 
 
 def test_a_finite_monitor_gives_a_hung_board_up(board, tmp_path):
@@ -262,18 +273,10 @@ def test_a_finite_monitor_gives_a_hung_board_up(board, tmp_path):
     it is not up; nothing of rtscope left on it once continued."""
     from rtscope.serve import boards as lab_boards, metrics
     db = str(tmp_path / "lab.db")
-    c, _ = monitor(tmp_path, board, db)
-    try:
-        c.wait_for("[1/3]")
-        wait_for_probe(board)
-        board.signal_all(signal.SIGSTOP)
-        stopped_at = time.monotonic()
-        c.wait_for("board down")
-        code = c.finish(timeout=60)
-        took = time.monotonic() - stopped_at
-    finally:
-        if c.proc.poll() is None:
-            c.proc.kill()
+    stopped_at = []
+    c, code = monitor(tmp_path, board, db, lambda _: (board.signal_all(signal.SIGSTOP),
+                                                      stopped_at.append(time.monotonic())), "board down")
+    took = time.monotonic() - stopped_at[0]
     assert code == 3, (c.err, c.lines)
     assert took < 4 * SILENT_AFTER_S + 2 * 2 + 15, took
     down = next(line for line in c.lines if "board down" in line)
@@ -294,15 +297,7 @@ def test_a_monitor_resumes_after_its_board_reboots_with_the_gap_recorded(board, 
     """The board reboots during the second interval: said down, its intervals resume once it answers (the lost one
     made again, with the gap recorded in its run), every interval stored once, exit 0."""
     db = str(tmp_path / "lab.db")
-    c, _ = monitor(tmp_path, board, db)
-    try:
-        c.wait_for("[1/3]")
-        wait_for_probe(board)
-        board.reboot()
-        code = c.finish(timeout=90)
-    finally:
-        if c.proc.poll() is None:
-            c.proc.kill()
+    c, code = monitor(tmp_path, board, db, lambda _: board.reboot(), timeout=90)
     assert code == 0, (c.err, c.lines)
     said = " ".join(c.lines)
     assert "board down" in said and "board answers again: its intervals resume" in said, c.lines
@@ -317,16 +312,8 @@ def test_a_probe_error_in_a_one_target_monitor_is_a_failed_interval(board, tmp_p
     """The probe of the second interval killed (the board answers): that interval is failed, not the board down;
     the third is made; the monitoring ends failed (exit 1) naming the interval, with the attempt recorded."""
     db = str(tmp_path / "lab.db")
-    c, _ = monitor(tmp_path, board, db)
-    try:
-        c.wait_for("[1/3]")
-        for pid in wait_for_probe(board):
-            os.kill(pid, signal.SIGKILL)
-        c.wait_for("[2/3] failed, not stored: interval 2 failed (target board answers): rtprobe failed")
-        code = c.finish(timeout=60)
-    finally:
-        if c.proc.poll() is None:
-            c.proc.kill()
+    c, code = monitor(tmp_path, board, db, lambda pids: [os.kill(pid, signal.SIGKILL) for pid in pids],
+                      "[2/3] failed, not stored: interval 2 failed (target board answers): rtprobe failed")
     assert code == 1, (c.err, c.lines)
     assert not any("board down" in line for line in c.lines), c.lines
     assert "1 run(s) failed, the others are stored" in " ".join(c.err.split()), c.err
