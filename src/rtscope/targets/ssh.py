@@ -214,7 +214,6 @@ class SshTarget(Target):
         self.keepalive_s = keepalive_s or KEEPALIVE_S
         self.silent_after_s = silent_after_s or SILENT_AFTER_S
         self._heartbeat: Heartbeat | None = None
-        self.doing = ""  # what the target was asked last (said when it falls silent)
 
     @property
     def session(self) -> ssh_session.Session | None:
