@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sqlite3
 import subprocess
@@ -166,3 +167,27 @@ def test_copy_sqlite_to_postgresql_and_back(url, tmp_path, rtprobe):
         assert np.array_equal(a.primary_samples(ra), b.primary_samples(rb))
     r = rtscope("db", "copy", lite, lite)
     assert r.returncode == 2 and "the same store" in r.stderr
+
+
+def test_connections_keep_tcp_keepalives(url):
+    """Every connection to the server (the writer's and a reader's) has TCP keepalives and a user timeout, so a
+    half-open connection is found within a minute: the socket's own options, as the kernel holds them."""
+    import socket
+    from rtscope.store.sql import PG_KEEPALIVES
+    for store in (Store(url), Store(url, read_only=True)):
+        raw = store.engine.raw_connection()
+        try:
+            sock = socket.socket(fileno=os.dup(raw.driver_connection.pgconn.socket))
+            try:
+                got = {"keepalives": sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE),
+                       "keepalives_idle": sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE),
+                       "keepalives_interval": sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL),
+                       "keepalives_count": sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT),
+                       "tcp_user_timeout": sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT)}
+            finally:
+                sock.close()
+        finally:
+            raw.close()
+        assert got == PG_KEEPALIVES
+        idle, every, count = got["keepalives_idle"], got["keepalives_interval"], got["keepalives_count"]
+        assert idle + every * count <= 60 and got["tcp_user_timeout"] <= 60_000

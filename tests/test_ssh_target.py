@@ -73,8 +73,8 @@ def fleet_spec(tmp_path: Path, servers: dict, repetitions: int) -> Path:
     return spec
 
 
-def start_run(spec: Path, db: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "rtscope", "run", str(spec), "--db", db], text=True,
+def start_run(spec: Path, db: str, *more: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "rtscope", "run", str(spec), "--db", db, *more], text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_signals)
 
 
@@ -332,7 +332,7 @@ def test_a_target_that_goes_away_fails_its_runs_while_the_other_finishes(board, 
     other = sshd.SshServer(tmp_path_factory.mktemp("board3"), "rtscope-board-3").start()
     spec = fleet_spec(tmp_path, {"one": board, "gone": other}, 3)
     db = str(tmp_path / "s.db")
-    proc = start_run(spec, db)
+    proc = start_run(spec, db, "--reconnect-for", "3")  # it does not come back: tried again for 3 s
     try:
         wait_until_running(proc, other, "rtprobe")
         other.power_off()  # mid-run
@@ -343,6 +343,7 @@ def test_a_target_that_goes_away_fails_its_runs_while_the_other_finishes(board, 
             proc.kill()
     assert proc.returncode == 1, err
     assert "target gone" in err and "(the others finished)" in err and "--resume" in err
+    assert "tried again for 3 s: --reconnect-for" in err, err
     runs = Store(db).runs()
     assert sorted(x["settings"]["target"] for x in runs).count("one") == 3
     assert no_leftovers(board) == {}

@@ -71,6 +71,10 @@ class LiveView:
     def run_skipped(self, p, reason: str) -> None:
         err_console.print(f"[yellow]skipped interval {p.index + 1}:[/] {escape(reason)}")
 
+    def run_failed(self, p, reason: str) -> None:
+        console.print(f"[{p.index + 1}/{self.total}] [red]failed[/], not stored: {escape(reason)}", highlight=False,
+                      soft_wrap=True)
+
     def target_down(self, name: str, reason: str, outage) -> None:
         after = (f", given up after {outage.give_up_after} interval{'s' if outage.give_up_after > 1 else ''} down"
                  if outage.give_up_after else "")

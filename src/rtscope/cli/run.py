@@ -77,6 +77,15 @@ class ProgressReporter:
         self.progress.console.print(f"run spooled: {escape(p.cell)} #{p.repetition}", highlight=False)
         self._advance(p)
 
+    def run_failed(self, p, error: str) -> None:
+        """A run past its deadline, stopped: said, and out of the total (it is not stored)."""
+        self.progress.console.print(f"[red]{escape(error)}[/]; the next run goes on", highlight=False)
+        self.run_skipped(p, None)
+
+    def run_repeated(self, p, why: str) -> None:
+        self.progress.console.print(f"[yellow]run {p.index + 1} ({escape(p.cell)} #{p.repetition}) interrupted:[/] "
+                                    f"{escape(why)}; it is made once more", highlight=False)
+
     def target_failed(self, name: str, error: str) -> None:
         self.progress.console.print(f"[red]target {escape(name)} failed[/] (its remaining runs stop; the other "
                                     f"targets go on): {escape(error)}", highlight=False)
@@ -88,8 +97,8 @@ class ProgressReporter:
             if self.progress.tasks[task].finished:
                 self.progress.update(task, description="done")
 
-    def run_skipped(self, p, reason: str) -> None:
-        if reason not in self.reasons:  # each reason once; the summary at the end counts them
+    def run_skipped(self, p, reason: str | None) -> None:
+        if reason is not None and reason not in self.reasons:  # each reason once; the summary at the end counts them
             self.reasons.add(reason)
             self.progress.console.print(f"[yellow]skipping[/] runs that need what this machine lacks: "
                                         f"{escape(reason)}", highlight=False)
@@ -115,20 +124,21 @@ def print_warnings(spec: spec_mod.Spec) -> None:
         err_console.print(f"[yellow]warning:[/] {escape(w.text(spec.source))}")
 
 
-def run_experiment(store: Store, experiment: exp_mod.Experiment, spec_arg: str, pool: Pool) -> exp_mod.Outcome:
+def run_experiment(store: Store, experiment: exp_mod.Experiment, spec_arg: str, pool: Pool,
+                   bounds=None) -> exp_mod.Outcome:
     """Execute with a progress bar; turn interruptions into a clean message that says how to resume."""
     with _progress() as progress:
         return execute_resumable(store, experiment, ProgressReporter(progress), pool,
-                                 f"resume with `rtscope run {spec_arg} --resume {experiment.id}`")
+                                 f"resume with `rtscope run {spec_arg} --resume {experiment.id}`", bounds=bounds)
 
 
 def execute_resumable(store: Store, experiment: exp_mod.Experiment, reporter, pool: Pool,
-                      hint: str, outage=None) -> exp_mod.Outcome:
+                      hint: str, outage=None, bounds=None) -> exp_mod.Outcome:
     """exp_mod.execute, its interruptions and failures said in one line each, with how to resume (`outage`: a
-    monitoring's target asked again while it is down, experiment/outage.py)."""
+    monitoring's target asked again while it is down, experiment/outage.py; `bounds`: experiment/bounds.py)."""
     from ..experiment import execute as exp_mod
-    return resumable(lambda: exp_mod.execute(store, experiment, reporter, pool, outage), f"experiment {experiment.id}",
-                     hint)
+    return resumable(lambda: exp_mod.execute(store, experiment, reporter, pool, outage, bounds),
+                     f"experiment {experiment.id}", hint)
 
 
 def resumable(call, what: str, hint: str):
@@ -225,6 +235,14 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a fil
                                     "baseline (better, worse, or the same within ±5 %) or --budget is spent "
                                     "(docs/analysis.md, \"Until decided\").")] = False,
         budget: BudgetOption = "20m",
+        run_timeout: Annotated[Optional[float], typer.Option(
+            "--run-timeout", metavar="SECONDS", help="Stop a run that takes longer (its probe killed, the run "
+                                                     "recorded as failed); default: 3 × its expected duration + "
+                                                     "60 s; a spec's timeout_s wins (docs/lab.md).")] = None,
+        reconnect_for: Annotated[float, typer.Option(
+            "--reconnect-for", metavar="SECONDS", help="A target whose connection is lost mid-run (a reboot): "
+                                                       "connect again for this long, then make the run once more "
+                                                       "(0: fail at once).")] = 180,
         db: DbOption = None) -> None:
     """Run the experiment a spec describes: every run in random order, each stored as it finishes."""
     from ..experiment import execute as exp_mod, spec as spec_mod
@@ -232,6 +250,10 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a fil
     from ..targets import Pool
     if seed is not None and not 0 <= seed <= MAX_SEED:
         raise UsageError(f"--seed must be 0..{MAX_SEED} (as a spec's seed), not {seed}")
+    if run_timeout is not None and run_timeout <= 0:
+        raise UsageError(f"--run-timeout must be a number of seconds > 0, not {run_timeout:g}")
+    if reconnect_for < 0:
+        raise UsageError(f"--reconnect-for must be a number of seconds >= 0 (0: fail at once), not {reconnect_for:g}")
     if experiment_id is not None and not resume:
         raise UsageError(f"an experiment id ({experiment_id}) is only taken with --resume: "
                          f"`rtscope run {spec} --resume {experiment_id}`")
@@ -291,7 +313,8 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a fil
         done_now = exp_mod.done_indexes(store, experiment.id)
         exp_mod.expect_boots(pool, [p for p in experiment.plan if p.index not in done_now])
         print_machine_warnings(experiment, pool)
-        outcome = run_experiment(store, experiment, str(spec), pool)
+        from ..experiment.bounds import Bounds
+        outcome = run_experiment(store, experiment, str(spec), pool, Bounds(run_timeout, reconnect_for))
     settle(store, f"experiment {experiment.id}")
     print_results(store, outcome, parsed, f"experiment {experiment.id}: {parsed.name}")
     print_next(store, experiment, parsed, db)

@@ -4,6 +4,8 @@
 - `execute`: an experiment's plan (seeded order), its record in the store, its resumable execution on its
   targets (a fleet in parallel);
 - `runner`: one run on one target: settings applied and undone, the probe launched, its sample file stored;
+- `bounds`: a run's deadline from its expected duration or earlier runs, a run stopped at it recorded as failed,
+  a run whose target was lost made once more after reconnecting (docs/targets.md);
 - `monitor`: long-term monitoring as a plan of histogram runs per interval;
 - `fleet`: a fleet's monitoring from one process, the lab's leases, `rtscope lab`'s status;
 - `plan_spec`: `rtscope plan`: a spec sized from its pilot runs, and the sized spec written (docs/plan.md);

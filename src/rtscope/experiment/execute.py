@@ -36,6 +36,7 @@ from ..signals import Terminated, held_signals, sigterm_raises
 from ..store import DuplicateRun, Store, to_jsonable, unreachable
 from ..store.spool import Spooled
 from ..targets import LOCAL, Pool, redact_spec, resolve, tracefs
+from .bounds import Bounds, record_attempt
 from .design import Group, layout
 from .outage import GaveUp, Outage
 from .runner import execute as execute_run, execute_interleaved
@@ -326,6 +327,7 @@ class Outcome:
     spooled: list[PlannedRun] = field(default_factory=list)   # kept in the spool: the store was unreachable
     already: int = 0            # runs stored before this invocation (resume)
     incomplete: str | None = None   # a monitoring given up on: why (its target down too long)
+    bounds: Bounds = field(default_factory=Bounds)   # the runs' deadlines, how long a lost target is tried again
 
     @property
     def status(self) -> str:
@@ -333,17 +335,23 @@ class Outcome:
 
 
 def execute(store: Store, exp: Experiment, reporter: Reporter | None = None, pool: Pool | None = None,
-            outage: Outage | None = None) -> Outcome:
+            outage: Outage | None = None, bounds: Bounds | None = None) -> Outcome:
     """Make every planned run that is not stored yet, in plan order per target; mark the experiment's status.
 
     Runs on one target are made one at a time (they would disturb each other); different targets work in
     parallel, one thread each. A target that fails (gone mid-experiment, a run that failed) stops its own
     runs; the others finish, and the experiment is then marked failed and resumable. With `outage` (a
     monitoring of one target), a target that fails once it has answered is asked again instead, and given up on
-    after the outage's intervals: the experiment is then marked incomplete (Outcome.incomplete says why)."""
+    after the outage's intervals: the experiment is then marked incomplete (Outcome.incomplete says why).
+    `bounds` (experiment/bounds.py): a run past its deadline is stopped and recorded as failed, the target's next
+    run goes on (the experiment ends failed); a run whose target was lost is made once more once it is back."""
     done = done_indexes(store, exp.id)
     todo = [p for p in exp.plan if p.index not in done]
-    outcome = Outcome(exp, already=len(exp.plan) - len(todo))
+    outcome = Outcome(exp, already=len(exp.plan) - len(todo), bounds=bounds or Bounds())
+    if done and any(p.timeout_s is None for p in todo):
+        outcome.bounds.learn(store.runs(experiment_id=exp.id))  # resumed: the deadlines from the runs made
+    if outage is not None:
+        outcome.bounds.reconnect_for = 0  # a monitoring's target is asked again by its outage
     by_target: dict[str, list[PlannedRun]] = {}
     for p in todo:
         by_target.setdefault(target_of(p.request), []).append(p)
@@ -367,6 +375,9 @@ def execute(store: Store, exp: Experiment, reporter: Reporter | None = None, poo
                                     outage)
                 else:
                     _execute_fleet(store, exp, by_target, pool, availability, outcome, reporter)
+                if outcome.bounds.failed:
+                    raise RtscopeError(f"{len(outcome.bounds.failed)} run(s) failed, the others are stored:\n  "
+                                       + "\n  ".join(why for _, why in outcome.bounds.failed))
                 status = FINISHED
             except GaveUp as e:
                 status, outcome.incomplete = INCOMPLETE, str(e)
@@ -398,12 +409,18 @@ def _execute_on(store: Store, exp: Experiment, name: str, planned: list[PlannedR
             continue
         while True:
             try:
+                outcome.bounds.gap = outage.gap_note()
                 _execute_unit(store, exp, name, unit, pool, availability, outcome, reporter, lock)
             except (UsageError, DuplicateRun):
                 raise
             except Exception as e:  # noqa: BLE001  (the target failed: down, asked again; the store's: raised)
                 if unreachable(e):
                     raise
+                if outage.since is None and outage.only_the_interval(e):  # a failed interval; the next goes on
+                    p = unit[0]   # a monitoring's runs are made one by one
+                    outcome.bounds.fail(p, f"interval {p.index + 1} failed (target {name} answers): {e}", reporter,
+                                        lambda why: record_attempt(store, exp, p, 1, "failed", why, lock))
+                    break
                 reason = outage.failed(e, pool)
                 if reason is not None and reporter and hasattr(reporter, "target_down"):
                     reporter.target_down(name, reason, outage)
@@ -447,11 +464,19 @@ def _execute_unit(store: Store, exp: Experiment, name: str, unit: list[PlannedRu
         return
     if reporter:
         reporter.run_started(arms[0])
-    results = execute_interleaved([p.request for p in arms], store.keeper, block=arms[0].block_samples,
-                                  timeout=arms[0].timeout_s, target=pool.get(name), store_lock=lock,
-                                  store_kwargs=[dict(experiment_id=exp.id, plan_index=p.index, cell=p.cell,
-                                                     repetition=p.repetition) for p in arms])
-    for p, run_id in zip(arms, results):
+    target, first = pool.get(name), arms[0]
+    try:  # within its deadline (an arm's, times the arms), made again once if its target was lost (bounds.py)
+        results = outcome.bounds.make(
+            first, target, lambda timeout, notes: execute_interleaved(
+                [p.request for p in arms], store.keeper, block=first.block_samples, timeout=timeout, target=target,
+                store_lock=lock, notes=notes,
+                store_kwargs=[dict(experiment_id=exp.id, plan_index=p.index, cell=p.cell, repetition=p.repetition)
+                              for p in arms]),
+            lambda attempt, result, why: record_attempt(store, exp, first, attempt, result, why, lock),
+            lambda: all(stored_meanwhile(store, exp.id, p.index) for p in arms), reporter)
+    except DuplicateRun:
+        return
+    for p, run_id in zip(arms, results or [None] * len(arms)):
         _stored(p, run_id, outcome, reporter)
 
 
@@ -466,7 +491,7 @@ def _unavailable(p: PlannedRun, why: str, outcome: Outcome, reporter: Reporter |
 
 def _stored(p: PlannedRun, run_id: Any, outcome: Outcome, reporter: Reporter | None) -> None:
     if run_id is None:
-        return   # another `--resume` of the same experiment stored it while this one measured
+        return   # failed at its deadline (recorded), or stored meanwhile by another `--resume`
     if isinstance(run_id, Spooled):
         outcome.spooled.append(p)
         if reporter and hasattr(reporter, "run_spooled"):
@@ -489,9 +514,13 @@ def _execute_one(store: Store, exp: Experiment, name: str, p: PlannedRun, pool: 
         return  # stored meanwhile by another `--resume` of the same experiment
     if reporter:
         reporter.run_started(p)
-    try:
-        run_id = execute_run(p.request, store.keeper, timeout=p.timeout_s, target=target, store_lock=lock,
-                             experiment_id=exp.id, plan_index=p.index, cell=p.cell, repetition=p.repetition)
+    try:  # within its deadline, made again once if its target was lost (experiment/bounds.py)
+        run_id = outcome.bounds.make(
+            p, target, lambda timeout, notes: execute_run(
+                p.request, store.keeper, timeout=timeout, target=target, store_lock=lock, experiment_id=exp.id,
+                plan_index=p.index, cell=p.cell, repetition=p.repetition, notes=notes),
+            lambda attempt, result, why: record_attempt(store, exp, p, attempt, result, why, lock),
+            lambda: stored_meanwhile(store, exp.id, p.index), reporter)
     except DuplicateRun:
         return  # another `--resume` of the same experiment stored it while this one measured
     _stored(p, run_id, outcome, reporter)

@@ -209,6 +209,7 @@ class Board:
                     why = availability.reason(p.request)
                     if why:
                         raise RtscopeError(why)
+                    gap = outage.gap_note()
                     if outage.answered():
                         ctl.try_write(store.leases.update, self.name, ctl.name, ctl.lease_s, state=WATCHING,
                                       reason=None)
@@ -217,7 +218,7 @@ class Board:
                         return
                     run_id = execute_run(p.request, sink, timeout=p.timeout_s, target=target,
                                          experiment_id=exp.id, plan_index=p.index, cell=p.cell,
-                                         repetition=p.repetition)
+                                         repetition=p.repetition, notes=[gap] if gap else None)
                 except LeaseLost as e:
                     self.lose(str(e))
                     return

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 from ..errors import RtscopeError, UsageError
-from ..targets import Pool
+from ..targets import Pool, TargetError
 
 RETRY_MAX_S = 30.0        # a target that is down is asked again after min(interval, this)
 GIVE_UP_AFTER = 2         # intervals a target may be down before its monitoring is given up on (0: never)
@@ -54,6 +54,21 @@ class Outage:
     def retry_s(self) -> float:
         return min(self.interval_s, RETRY_MAX_S)
 
+    def only_the_interval(self, e: BaseException) -> bool:
+        """Whether a failure is the interval's own, not the target's: not an error of reaching the target (a probe
+        that failed or overran its deadline) and the target answers a fresh connection. Such an interval is
+        recorded as failed and the next one goes on; the target is not down."""
+        if isinstance(e, TargetError):
+            return False
+        probe = Pool()
+        try:
+            probe.get(self.name)
+            return True
+        except Exception:  # noqa: BLE001  (it does not answer: down after all)
+            return False
+        finally:
+            close(probe)
+
     def failed(self, e: BaseException, pool: Pool | None) -> str | None:
         """The target failed (its connection, in `pool`, is closed): the reason when it just went down (a fresh
         connection asked, so the reason is the board's, not the interval's), None when it was down already."""
@@ -71,6 +86,12 @@ class Outage:
         self.reason = said if self.name in said else f"target {self.name}: {said}"
         self.since = time.monotonic()
         return self.reason
+
+    def gap_note(self) -> str | None:
+        """While the target is down: the note its next interval is stored with (the gap before it), else None."""
+        if self.since is None:
+            return None
+        return f"made after its target was down for {time.monotonic() - self.since:.0f} s ({self.reason})"
 
     def answered(self) -> bool:
         """The target answers: True when it was down."""

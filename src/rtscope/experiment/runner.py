@@ -70,28 +70,30 @@ def _fetch_through_environment(rt, req: RunRequest, ctx: RunContext, out: str) -
 
 
 def execute(req: RunRequest, store: RunSink, *, timeout: float | None = None, target: Target | None = None,
-            store_lock: threading.Lock | None = None, **store_kwargs) -> Any:
+            store_lock: threading.Lock | None = None, notes: list[str] | None = None, **store_kwargs) -> Any:
     """Run one request end to end on `target` (this machine by default) and store it; return what the sink
     returned (the run id).
-    Nothing is stored on failure; every setting is undone on the target, also on Ctrl-C and SIGTERM."""
+    Nothing is stored on failure; every setting is undone on the target, also on Ctrl-C and SIGTERM. `notes` go
+    into the run's trailer (an attempt repeated after its target was lost)."""
     return _measure([req], store, timeout=timeout, target=target, store_lock=store_lock,
-                    store_kwargs=[store_kwargs])[0]
+                    store_kwargs=[store_kwargs], notes=notes)[0]
 
 
 def execute_interleaved(reqs: list[RunRequest], store: RunSink, *, block: int, timeout: float | None = None,
                         target: Target | None = None, store_lock: threading.Lock | None = None,
-                        store_kwargs: list[dict]) -> list[Any]:
+                        store_kwargs: list[dict], notes: list[str] | None = None) -> list[Any]:
     """The arms of one interleaved run (experiment/design.py) measured by one process of their runtime, in
     blocks of `block` samples in a random balanced order; each arm stored as a run of its own with its header's
     `pairing` (store_kwargs[i]: arm i's plan index and cell). Returns each arm's run id (None: stored already by
     another process). The arms share their system settings, applied once."""
     timeout = None if timeout is None else timeout * len(reqs)
     return _measure(reqs, store, block=block, timeout=timeout, target=target, store_lock=store_lock,
-                    store_kwargs=store_kwargs)
+                    store_kwargs=store_kwargs, notes=notes)
 
 
 def _measure(reqs: list[RunRequest], store: RunSink, *, block: int | None = None, timeout: float | None,
-             target: Target | None, store_lock: threading.Lock | None, store_kwargs: list[dict]) -> list[Any]:
+             target: Target | None, store_lock: threading.Lock | None, store_kwargs: list[dict],
+             notes: list[str] | None = None) -> list[Any]:
     req = reqs[0]
     target = target or LocalTarget()
     for setting in SETTINGS.values():
@@ -110,7 +112,7 @@ def _measure(reqs: list[RunRequest], store: RunSink, *, block: int | None = None
         run_dir = tmp if target.is_local else target.mkdtemp()
         if not target.is_local:
             undo.callback(target.remove_tree, run_dir)
-        ctx = RunContext(request=req, workdir=workdir, notes=[], target=target, run_dir=run_dir)
+        ctx = RunContext(request=req, workdir=workdir, notes=list(notes or []), target=target, run_dir=run_dir)
         ctx.notes.extend(undo_journal.restore_stale(target))  # what a killed rtscope left changed, once per connection
         for name, value in req.settings.items():   # the arms differ only in settings of their own processes
             setting = SETTINGS[name]

@@ -33,6 +33,11 @@ if TYPE_CHECKING:  # numpy (and the sample file, which needs it) only where samp
 
 CHUNK = 1 << 20  # values per stored blob
 CONNECT_TIMEOUT_S = 10
+# TCP keepalives on every PostgreSQL connection (libpq's parameters): a half-open connection (the server's host
+# gone, a cable pulled) is found within idle + interval × count = 30 s when idle, and within tcp_user_timeout when
+# data sent is not acknowledged, rather than after the system's TCP timeouts of minutes or hours.
+PG_KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 4,
+                 "tcp_user_timeout": 30_000}
 
 
 def _now() -> str:
@@ -70,7 +75,8 @@ class SqlStore:
             else:
                 # A server that does not answer is given up on after a while (a spool keeps what is measured
                 # meanwhile, store/spool.py), rather than after the system's TCP timeout of minutes.
-                connect = {"connect_timeout": CONNECT_TIMEOUT_S} if url.get_backend_name() == "postgresql" else {}
+                connect = {"connect_timeout": CONNECT_TIMEOUT_S, **PG_KEEPALIVES} \
+                    if url.get_backend_name() == "postgresql" else {}
                 self.engine = sa.create_engine(url, connect_args=connect)
                 if url.get_backend_name() == "sqlite":
                     sa.event.listen(self.engine, "connect", _sqlite_pragmas)
@@ -321,7 +327,8 @@ class SqlStore:
 def bare_engine(db: str | None) -> sa.Engine:
     """An engine for the store at `db`, without creating or migrating anything (for `rtscope db`)."""
     try:
-        return sa.create_engine(sa.engine.make_url(resolve_url(db)))
+        url = sa.engine.make_url(resolve_url(db))
+        return sa.create_engine(url, connect_args=PG_KEEPALIVES if url.get_backend_name() == "postgresql" else {})
     except SQLAlchemyError as e:
         raise UsageError(f"invalid store URL {db!r}: {e}") from None
 
@@ -341,7 +348,7 @@ def _read_only_engine(url: sa.engine.URL) -> sa.Engine:
         return engine
     if url.get_backend_name() == "postgresql":
         return sa.create_engine(url, pool_pre_ping=True,
-                                connect_args={"options": "-c default_transaction_read_only=on"})
+                                connect_args={"options": "-c default_transaction_read_only=on", **PG_KEEPALIVES})
     return sa.create_engine(url, pool_pre_ping=True)
 
 

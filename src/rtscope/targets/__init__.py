@@ -9,13 +9,13 @@ machine only through them.
 
 from __future__ import annotations
 
-from .base import ARCHES, Completed, Target, TargetError, at_open
+from .base import ARCHES, CommandTimedOut, Completed, Target, TargetError, TargetLost, TargetSilent, at_open
 from .definition import TargetDefinition
 from .local import LOCAL, LocalTarget
 from .pool import Pool
 from .registry import FLEETS, KINDS, TARGETS, define, expand, load_env_file, load_file, load_table, make, \
     parse_target, redact_spec, resolve
 
-__all__ = ["ARCHES", "Completed", "Target", "TargetError", "at_open", "LOCAL", "LocalTarget", "Pool", "FLEETS", "KINDS", "TARGETS",
+__all__ = ["ARCHES", "CommandTimedOut", "Completed", "Target", "TargetError", "TargetLost", "TargetSilent", "at_open", "LOCAL", "LocalTarget", "Pool", "FLEETS", "KINDS", "TARGETS",
            "TargetDefinition", "define", "expand", "load_env_file", "load_file", "load_table", "make", "parse_target",
            "redact_spec", "resolve"]

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import posixpath
 import shlex
+import threading
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,7 +20,7 @@ from typing import ClassVar, Protocol
 from urllib.parse import urlsplit
 
 from .. import sysinfo
-from ..errors import RtscopeError, UsageError
+from ..errors import ProbeError, RtscopeError, UsageError
 from ..sysinfo import ARCHES
 
 OUTPUT_TAIL = 2000  # characters of a failed command's output kept in errors
@@ -51,6 +53,24 @@ def parse_url(url: str) -> tuple[str | None, str, int]:
 
 class TargetError(RtscopeError):
     """The target cannot be reached or used; the message names the target."""
+
+
+class TargetLost(TargetError):
+    """The connection to the target ended under a command (a reboot, a power cut, the network): reconnect()
+    may bring it back."""
+
+
+class TargetSilent(TargetError):
+    """The target stopped answering while its connection stays open (a hung board): the connection was closed;
+    the message says for how long it was silent."""
+
+
+class CommandTimedOut(ProbeError):
+    """A command (a run's probe) did not finish within its deadline while the target answered: it was stopped."""
+
+
+RECONNECT_FOR_S = 180.0  # default of --reconnect-for: how long a target that went away is tried again
+RECONNECT_EVERY_S = 2.0  # between two attempts
 
 
 @dataclass
@@ -107,6 +127,7 @@ class Target:
     record: dict | None = field(default=None, repr=False)
     # The answers of the AT_OPEN commands run as this connection was made (by name), until taken.
     answers: dict = field(default_factory=dict, repr=False)
+    halted: threading.Event = field(default_factory=threading.Event, repr=False)  # interrupt(): no reconnecting
 
     # -- lifecycle
     def open(self) -> None:
@@ -116,7 +137,34 @@ class Target:
         """Disconnect (or shut down); idempotent."""
 
     def interrupt(self) -> None:
-        """From another thread: stop whatever runs on the target now (the fleet's Ctrl-C)."""
+        """From another thread: stop whatever runs on the target now (the fleet's Ctrl-C), a reconnect() too."""
+        self.halted.set()
+
+    boot_id: str | None = None  # the target's boot id as read at connection (None: this kind cannot tell)
+
+    def reconnect(self, within_s: float) -> bool:
+        """After TargetLost: connect again, tried every RECONNECT_EVERY_S until `within_s` has passed (then the
+        last error, naming the target, is raised). True when the target came back from a reboot (a new boot id):
+        what this connection had deployed or learnt is forgotten, and checked again on the target."""
+        old = self.boot_id
+        deadline = time.monotonic() + within_s
+        while True:
+            try:
+                self.close()
+            except RtscopeError:
+                pass
+            try:
+                self.open()
+                break
+            except TargetError as e:
+                if time.monotonic() + RECONNECT_EVERY_S > deadline:
+                    raise TargetError(f"{e} (tried again for {within_s:g} s: --reconnect-for)") from None
+                if self.halted.wait(RECONNECT_EVERY_S):
+                    raise TargetError(f"{e} (no longer tried again: interrupted)") from None
+        rebooted = old is not None and self.boot_id is not None and old != self.boot_id
+        if rebooted:
+            self.deployed.clear()  # the deploy cache is looked for again by content; the settings checked again
+        return rebooted
 
     def __enter__(self) -> "Target":
         self.open()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import ProbeError
 from ..signals import die_with_parent, held_signals, raise_if_lost, raised
-from .base import Completed, Target, TargetError
+from .base import CommandTimedOut, Completed, Target, TargetError
 
 TERM_WAIT_S = 2.0    # after SIGTERM, before SIGKILL
 KILL_WAIT_S = 30.0   # after SIGKILL: a process in uninterruptible I/O dies when the I/O ends
@@ -138,7 +138,7 @@ class LocalTarget(Target):
             out, err = proc.communicate(input=stdin, timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
-            raise ProbeError(f"{Path(argv[0]).name} did not finish within {timeout:.0f} s; stopped") from None
+            raise CommandTimedOut(f"{Path(argv[0]).name} did not finish within {timeout:.0f} s; stopped") from None
         except BaseException:
             _kill_group(proc)
             raise

@@ -6,6 +6,8 @@
     known_hosts = "~/.ssh/known_hosts"  # optional; host keys are verified, never accepted blindly
     workdir = "/var/tmp/rtscope"         # optional
     session = false                      # optional: a channel per command instead of the session agent
+    keepalive_s = 10                     # optional: seconds between keepalives
+    silent_after_s = 30                  # optional: a board silent this long is hung (its connection closed)
     description = "Raspberry Pi 3B, Raspberry Pi OS, PREEMPT_RT 6.6"
 
 A fleet names several of them (`rtscope monitor --target lab` watches every board of it):
@@ -36,6 +38,7 @@ NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 COMMON_KEYS = ("kind", "url", "description", "workdir", "sysfs_root")
 SSH_KEYS = ("identity", "known_hosts")
 SESSION_KEY = "session"  # ssh and labgrid: false for a channel per command instead of the session agent (ssh_session)
+BOUND_KEYS = ("keepalive_s", "silent_after_s")  # ssh: seconds between keepalives, of silence before a board is hung
 COOKIE_KEYS = ("cookie", "cookie_file")
 
 
@@ -60,7 +63,8 @@ def _ssh(d: TargetDefinition) -> Target:
     o = d.options
     return SshTarget(d.name, d.url, identity=o.get("identity"), known_hosts=o.get("known_hosts"),
                      workdir=o.get("workdir"), description=d.description, sysfs_root=o.get("sysfs_root"),
-                     session=o.get(SESSION_KEY, True))
+                     session=o.get(SESSION_KEY, True), keepalive_s=o.get("keepalive_s"),
+                     silent_after_s=o.get("silent_after_s"))
 
 
 def _qemu(d: TargetDefinition) -> Target:
@@ -113,7 +117,7 @@ def _check_nerves_ssh(d: TargetDefinition) -> None:
 
 KINDS: dict[str, Kind] = {
     "local": Kind("local", "this machine (the default)", (), _local),
-    "ssh": Kind("ssh", "a board or host over SSH", (*SSH_KEYS, SESSION_KEY), _ssh, ("ssh",)),
+    "ssh": Kind("ssh", "a board or host over SSH", (*SSH_KEYS, SESSION_KEY, *BOUND_KEYS), _ssh, ("ssh",)),
     "qemu": Kind("qemu", "a VM rtscope boots with QEMU: a kernel of your choice, x86_64 or a virtual Raspberry Pi 3",
                  ("arch", "kernel", "cpus", "memory", "accel", "pin", "kernel_args", "disk", "packages"), _qemu,
                  check=_check_qemu),
@@ -187,6 +191,10 @@ def define(name: str, table: dict, where: str = "", *, replace: bool = False) ->
             raise UsageError(f"{place}: {key} must be a string")
     if SESSION_KEY in table and not isinstance(table[SESSION_KEY], bool):
         raise UsageError(f"{place}: {SESSION_KEY} must be true or false, got {table[SESSION_KEY]!r}")
+    for key in BOUND_KEYS:
+        value = table.get(key)
+        if key in table and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+            raise UsageError(f"{place}: {key} must be a number of seconds > 0, got {value!r}")
     if kind_name == "labgrid" and url and not url.startswith("labgrid://"):
         raise UsageError(f"{place}: a labgrid target's url is labgrid://PLACE, got {url!r}")
     if kind_name == "ssh":

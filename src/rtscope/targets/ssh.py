@@ -48,9 +48,10 @@ from typing import Callable, Iterator
 import paramiko
 
 from .. import sysinfo
-from ..errors import ProbeError
 from . import ssh_session
-from .base import AT_OPEN, Completed, ProbeRun, Target, TargetError, parse_url
+from .base import AT_OPEN, CommandTimedOut, Completed, ProbeRun, Target, TargetError, TargetLost, TargetSilent, \
+    parse_url
+from .tracefs import host_tag
 from .ssh_shell import BATCH, MEMBERS_FUNCTION, READ_FUNCTION, SUPERVISOR, parse_read, printf_format, unbatch
 
 # paramiko's transport thread logs a failed handshake (a reset during the banner) with its traceback, which Python
@@ -60,7 +61,20 @@ logging.getLogger("paramiko").addHandler(logging.NullHandler())
 CHANNEL_OPEN_TIMEOUT_S = 60.0  # a target that does not open a channel in this time is not answering
 CONNECT_TIMEOUT = 15.0  # seconds for TCP, banner and authentication
 STOP_WAIT = 15.0        # seconds for a stopped command's supervisor to report back
-KEEPALIVE = 5           # seconds between keepalives: a dead connection is noticed within a few of them
+KEEPALIVE_S = 10.0      # seconds between keepalives (keepalive@openssh.com, answered: OpenSSH's ServerAliveInterval)
+SILENT_AFTER_S = 30.0   # a target that has answered none for this long is hung: its connection is closed
+BOOT_ID = "/proc/sys/kernel/random/boot_id"  # new at every boot: a reconnected target that rebooted has another
+RUN_DIRS = "rtscope-run-dirs"  # the answer, at connection, listing the run directories in the workdir
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 EXIT_DRAIN = 2.0        # seconds without output after a command's exit status before its output counts as whole
 INLINE_STDIN = 4096     # bytes of a command's stdin the session writes in the command's own request (more: SFTP)
 JOB_FDS = range(4, 10)  # the session agent's fds for its background jobs (a POSIX sh has 0..9; 3 is supervise's)
@@ -84,9 +98,9 @@ class _Refuse(paramiko.MissingHostKeyPolicy):
 
 
 def connect(fail: Callable[[str], TargetError], host: str, port: int, user: str | None, identity: str | None,
-            known_hosts: str | None) -> paramiko.SSHClient:
-    """An SSH connection whose host key is verified against known_hosts (never accepted blindly);
-    every failure is fail(message)."""
+            known_hosts: str | None, timeout: float = CONNECT_TIMEOUT) -> paramiko.SSHClient:
+    """An SSH connection whose host key is verified against known_hosts (never accepted blindly), each of its
+    steps (TCP, banner, authentication) within `timeout` seconds; every failure is fail(message)."""
     client = paramiko.SSHClient()
     policy = _Refuse()
     client.set_missing_host_key_policy(policy)
@@ -102,7 +116,7 @@ def connect(fail: Callable[[str], TargetError], host: str, port: int, user: str 
         raise fail(f"identity file {identity} does not exist")
     try:
         client.connect(host, port, username=user, key_filename=identity,
-                       timeout=CONNECT_TIMEOUT, banner_timeout=CONNECT_TIMEOUT, auth_timeout=CONNECT_TIMEOUT,
+                       timeout=timeout, banner_timeout=timeout, auth_timeout=timeout,
                        allow_agent=identity is None, look_for_keys=identity is None)
     except paramiko.BadHostKeyException as e:
         client.close()
@@ -123,7 +137,7 @@ def connect(fail: Callable[[str], TargetError], host: str, port: int, user: str 
         raise fail(f"SSH failed: {e}") from None
     except (socket.timeout, TimeoutError):
         client.close()
-        raise fail(f"unreachable: no answer within {CONNECT_TIMEOUT:.0f} s") from None
+        raise fail(f"unreachable: no answer within {timeout:g} s") from None
     except (OSError, paramiko.ssh_exception.NoValidConnectionsError) as e:
         client.close()
         reason = getattr(e, "strerror", None) or str(e)
@@ -131,7 +145,6 @@ def connect(fail: Callable[[str], TargetError], host: str, port: int, user: str 
             reason = "connection refused"
         raise fail(f"unreachable: {reason}") from None
     transport = client.get_transport()
-    transport.set_keepalive(KEEPALIVE)
     try:
         # Without it, Nagle's algorithm holds a small SSH packet until the delayed ACK of the one before:
         # about 40 ms on every channel.
@@ -141,10 +154,41 @@ def connect(fail: Callable[[str], TargetError], host: str, port: int, user: str 
     return client
 
 
+class Heartbeat:
+    """The connection's keepalives: a global request with a reply every `every` seconds from a thread of its own
+    (as OpenSSH's ServerAliveInterval), and when the target last answered one. A board that hangs (its kernel
+    stalled, every process stopped) keeps its TCP connection open, and only this notices it."""
+
+    def __init__(self, transport: paramiko.Transport, every: float):
+        self.transport, self.every = transport, every
+        self.heard = time.monotonic()
+        self.done = threading.Event()
+        threading.Thread(target=self._beat, name="rtscope-ssh-keepalive", daemon=True).start()
+
+    def _beat(self) -> None:
+        while not self.done.wait(self.every):
+            try:
+                # OpenSSH answers an unknown request with a failure: an answer all the same. It returns when
+                # answered, or when the connection is closed.
+                self.transport.global_request("keepalive@openssh.com", wait=True)
+            except (paramiko.SSHException, OSError, EOFError):
+                return
+            if not self.transport.is_active():
+                return
+            self.heard = time.monotonic()
+
+    def silent_for(self) -> float:
+        return time.monotonic() - self.heard
+
+    def stop(self) -> None:
+        self.done.set()
+
+
 class SshTarget(Target):
     def __init__(self, name: str, url: str, *, identity: str | None = None, known_hosts: str | None = None,
                  workdir: str | None = None, description: str = "", sysfs_root: str | None = None,
-                 password_env: str | None = None, kind: str = "ssh", session: bool = True):
+                 password_env: str | None = None, kind: str = "ssh", session: bool = True,
+                 keepalive_s: float | None = None, silent_after_s: float | None = None):
         super().__init__(name=name, description=description, kind=kind,
                          workdir=workdir or "/var/tmp/rtscope", sysfs_root=sysfs_root or "/")
         self.url = url
@@ -167,6 +211,9 @@ class SshTarget(Target):
         self.use_session = session
         self._session: ssh_session.Session | None = None
         self._record_ahead: dict[str, str | None] | None = None  # the machine record's files, read at open
+        self.keepalive_s = keepalive_s or KEEPALIVE_S
+        self.silent_after_s = silent_after_s or SILENT_AFTER_S
+        self._heartbeat: Heartbeat | None = None
 
     @property
     def session(self) -> ssh_session.Session | None:
@@ -184,8 +231,13 @@ class SshTarget(Target):
     def open(self) -> None:
         if self._client is not None and self._client.get_transport() and self._client.get_transport().is_active():
             return
-        client = connect(self._fail, self.host, self.port, self.user, self.identity, self.known_hosts)
+        # A board that answers no step of the connection for as long as it may be silent is not answering.
+        client = connect(self._fail, self.host, self.port, self.user, self.identity, self.known_hosts,
+                         min(CONNECT_TIMEOUT, self.silent_after_s))
         self._client = client
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+        self._heartbeat = Heartbeat(client.get_transport(), self.keepalive_s)
         # Another connection: maybe a rebooted or reinstalled board.
         self._pending, self._uname, self.record, self._which, self._record_ahead = [], None, None, {}, None
         self._later, self._spare, self._job_fds, self.answers = [], None, set(), {}
@@ -193,12 +245,27 @@ class SshTarget(Target):
         basics, token = self._basics_command()
         checked = self._start_session(basics) if self.use_session else None
         self._check_basics(checked or self._exec_plain(basics), token)
+        self._remove_stale_run_dirs()
+
+    def _remove_stale_run_dirs(self) -> None:
+        """The run directories an rtscope of this host left when it was killed (-9: it could not remove its own),
+        removed with the next command sent; those of a live rtscope, or of another host, are left alone."""
+        listed = self.answers.pop(RUN_DIRS, None)
+        gone = []
+        for name in (listed.stdout.split() if listed is not None else []):
+            m = re.fullmatch(r"rtscope-run-(.+)-(\d+)-[0-9a-f]+", name)
+            if m and m[1] == host_tag() and int(m[2]) != os.getpid() and not _alive(int(m[2])):
+                gone.append(shlex.quote(posixpath.join(self.workdir, name)))
+        if gone:
+            with self._lock:
+                self._later.append(f"rm -rf -- {' '.join(gone)}; ")
 
     def _start_session(self, first: str) -> Completed | None:
         """The agent on its channel, running the helper `first` at once (its result); where the agent cannot
         run, a warning, None, and a channel per command from then on."""
         try:
             self._session, (out, err, rc) = ssh_session.Session.start(self.transport, first)
+            self._session.silence = self._check_silence
         except ssh_session.Unavailable as e:
             self.use_session = False
             print(f"rtscope: warning: target {self.name} ({self.where}): the session agent cannot run there: {e}; "
@@ -209,10 +276,14 @@ class SshTarget(Target):
 
     def _basics_command(self) -> tuple[str, str]:
         """The check of the target (setsid there, the workdir writable), uname and the machine record's files,
-        then the commands of AT_OPEN (each framed by the token; its status after it); the check's status."""
+        then the commands of AT_OPEN and the list of run directories (each framed by the token; its status after
+        it); the check's status."""
         record, token = self._record_command()
+        listing = ["sh", "-c", 'cd "$1" 2>/dev/null && for d in rtscope-run-*; do [ -d "$d" ] && echo "$d"; done; true',
+                   "sh", self.workdir]
         extra = "".join(f"printf '\\n@@%s:%s\\n' {token} {shlex.quote(name)}; {shlex.join(argv)} 2>/dev/null; "
-                        f"printf '\\n@@%s;%s\\n' {token} $?; " for name, argv in AT_OPEN.items())
+                        f"printf '\\n@@%s;%s\\n' {token} $?; "
+                        for name, argv in [*AT_OPEN.items(), (RUN_DIRS, listing)])
         return ("{ command -v setsid >/dev/null && command -v mktemp >/dev/null && "
                 f"mkdir -p {shlex.quote(self.workdir)} && test -w {shlex.quote(self.workdir)} "
                 "&& echo ok && uname -s && uname -n && uname -r && uname -v && uname -m && " + record
@@ -227,6 +298,7 @@ class SshTarget(Target):
         head, mark, _ = proc.stdout.partition(f"\n@@{token} ")
         if mark:
             self._record_ahead = self._record_parse(proc.stdout, token)
+            self.boot_id = (self._record_ahead.pop(BOOT_ID, None) or "").strip() or None
         lines = head.splitlines()
         if proc.returncode == 0 and len(lines) == 6 and lines[0] == "ok":
             self._uname = dict(zip(("sysname", "nodename", "release", "version", "machine"), lines[1:]))
@@ -259,8 +331,49 @@ class SshTarget(Target):
             if self._client is not None:
                 self._client.close()
                 self._client = None
+            if self._heartbeat is not None:
+                self._heartbeat.stop()
+                self._heartbeat = None
+
+    def reconnect(self, within_s: float) -> bool:
+        """Target.reconnect, keeping what is owed to the target (the interrupted run's directory removed) for the
+        new connection: a board that rebooted keeps its disk."""
+        with self._lock:
+            owed = "".join(self._later) + (f"rm -rf -- {shlex.quote(self._spare)}; " if self._spare else "")
+            self._later, self._spare = [], None
+        rebooted = super().reconnect(within_s)
+        if owed:
+            with self._lock:
+                self._later.append(owed)
+        return rebooted
+
+    def _check_silence(self) -> None:
+        """Raise ssh_session.Silent when the target has answered no keepalive for longer than its bound."""
+        beat = self._heartbeat
+        if beat is not None and beat.silent_for() > self.silent_after_s:
+            raise ssh_session.Silent(beat.silent_for())
+
+    def _silent(self, seconds: float, what: str) -> TargetSilent:
+        """The connection of a target that stopped answering closed at once (nothing can be sent to it); the
+        error says for how long it was silent. What runs there is killed by its supervisor once it answers again
+        (it reads the end of its connection), or was lost with a reboot."""
+        since = time.strftime("%H:%M:%S", time.localtime(time.time() - seconds))
+        with self._lock:
+            self._session, self._sftp, client, self._client = None, None, self._client, None
+            self._pending, self._later, self._spare = [], [], None
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+            self._heartbeat = None
+        if client is not None:
+            client.close()
+        return TargetSilent(f"target {self.name} ({self.where}) is not answering: silent for {seconds:.0f} s "
+                            f"(since {since}; no answer to the keepalives sent every {self.keepalive_s:g} s) while "
+                            f"running {what}; its connection is closed, and what ran there is killed when it "
+                            "answers again (bound: silent_after_s in the target's table, "
+                            f"{self.silent_after_s:g} s)")
 
     def interrupt(self) -> None:
+        super().interrupt()
         session = self._session
         if session is not None:
             session.stop()  # the agent's supervisor stops the command's whole group
@@ -278,7 +391,7 @@ class SshTarget(Target):
             self.open()
         t = self._client.get_transport()
         if t is None or not t.is_active():
-            raise self._fail("the connection was lost")
+            raise TargetLost(f"target {self.name} ({self.where}): the connection was lost")
         return t
 
     def sftp(self) -> paramiko.SFTPClient:
@@ -287,6 +400,7 @@ class SshTarget(Target):
         if self._sftp is None:
             try:
                 self._sftp = self._client.open_sftp() if self._client else (self.open() or self._client.open_sftp())
+                self._sftp.get_channel().settimeout(self.silent_after_s)  # a transfer to a hung board ends too
             except (paramiko.SSHException, OSError, EOFError) as e:
                 raise self._fail(f"SFTP is not available: {e}") from None
         return self._sftp
@@ -322,9 +436,13 @@ class SshTarget(Target):
                 return bytes(out), bytes(err), chan.recv_exit_status()
             if chan.closed or not self._client or not self._client.get_transport() \
                     or not self._client.get_transport().is_active():
-                raise self._fail(f"the connection was lost while running {what}")
+                raise TargetLost(f"target {self.name} ({self.where}): the connection was lost while running {what}")
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError
+            try:
+                self._check_silence()
+            except ssh_session.Silent as e:
+                raise self._silent(e.args[0], what) from None
             ssh_session.wait_readable(chan)
 
     def _stop(self, chan: paramiko.Channel) -> None:
@@ -372,11 +490,17 @@ class SshTarget(Target):
                 head = f"( {head}) </dev/null; "
             return session.call(head + text, supervised=supervised, later="".join(later), main=main,
                                 deadline=time.monotonic() + timeout if timeout else None)
+        except ssh_session.Silent as e:
+            raise self._silent(e.args[0], what) from None
         except ssh_session.Lost:
+            if later:  # not run (it runs after a reply that never came): owed to the next connection (reconnect)
+                with self._lock:
+                    self._later.insert(0, "".join(later))
             t = self._client.get_transport() if self._client else None
             if t is not None and t.is_active():
                 raise self._fail(f"the session agent ended while running {what}") from None
-            raise self._fail(f"the connection was lost while running {what}") from None
+            raise TargetLost(f"target {self.name} ({self.where}): the connection was lost while running "
+                             f"{what}") from None
 
     def _exec_plain(self, command: str, timeout: float = 60) -> Completed:
         """A short helper command of rtscope's own (no supervisor needed: it cannot outlive its output)."""
@@ -444,7 +568,8 @@ class SshTarget(Target):
         try:
             return self._through(session, text, supervised=True, timeout=timeout, what=name)
         except TimeoutError:
-            raise ProbeError(f"{name} did not finish within {timeout:.0f} s on target {self.name}; stopped") from None
+            raise CommandTimedOut(f"{name} did not finish within {timeout:.0f} s on target {self.name}; stopped "
+                                 "(the target answers)") from None
 
     def _run_on_channel(self, args: list[str], batch: bool, has_stdin: bool, stdin_path: str,
                         timeout: float | None, name: str) -> tuple[bytes, bytes, int]:
@@ -455,7 +580,8 @@ class SshTarget(Target):
             return self._collect(chan, time.monotonic() + timeout if timeout else None, name)
         except TimeoutError:
             self._stop(chan)
-            raise ProbeError(f"{name} did not finish within {timeout:.0f} s on target {self.name}; stopped") from None
+            raise CommandTimedOut(f"{name} did not finish within {timeout:.0f} s on target {self.name}; stopped "
+                                 "(the target answers)") from None
         except BaseException:
             self._stop(chan)
             raise
@@ -580,7 +706,7 @@ class SshTarget(Target):
         script = READ_FUNCTION + ('tok=$1; cpus=$2; shift 2; '
                                   'for f in "$@" "$cpus"/cpu[0-9]*/cpufreq/scaling_governor; do readfile "$tok" "$f"; done')
         base = list(self._machine_paths(list(sysinfo.BASE_FILES)).values())
-        return f"sh -c {shlex.quote(script)} sh {shlex.join([token, cpus, *base])}", token
+        return f"sh -c {shlex.quote(script)} sh {shlex.join([token, cpus, *base, BOOT_ID])}", token
 
     def _record_parse(self, text: str, token: str) -> dict[str, str | None]:
         got = parse_read(text, token)
@@ -609,6 +735,8 @@ class SshTarget(Target):
         no process)."""
         default = parent is None and prefix == "rtscope-run-"
         parent = parent or self.workdir
+        if default:  # its owner in its name: a killed rtscope's are removed at the next connection from this host
+            prefix = f"{prefix}{host_tag()}-{os.getpid()}-"
         made = (self._spare if default else None) or posixpath.join(parent, prefix + secrets.token_hex(6))
         quoted = shlex.quote(made)
         with self._lock:

@@ -29,6 +29,7 @@ import select
 import shlex
 import threading
 import time
+from typing import Callable
 
 import paramiko
 
@@ -91,6 +92,10 @@ class Lost(Exception):
     """The channel or the agent ended in the middle of a request."""
 
 
+class Silent(Exception):
+    """The target has not answered the connection's keepalives for longer than its bound (Session.silence)."""
+
+
 class Session:
     """The agent on one channel. One request at a time (`lock`); stop() may come from any thread."""
 
@@ -100,6 +105,8 @@ class Session:
         self._sending = threading.Lock()  # a stop from another thread never lands inside a request
         self.requests = 0
         self.pid: int | None = None
+        # Raises Silent when the target has not answered for too long (SshTarget's keepalives); None: no bound.
+        self.silence: Callable[[], None] | None = None
 
     @classmethod
     def start(cls, transport: paramiko.Transport, first: str,
@@ -167,7 +174,7 @@ class Session:
         reply = _Reply(tok)
         try:
             return self._await(reply, deadline)
-        except Lost:
+        except (Lost, Silent):
             raise
         except BaseException:  # the deadline (TimeoutError), Ctrl-C, SIGTERM
             self._settle(reply, supervised)
@@ -186,6 +193,8 @@ class Session:
                 raise Lost("the channel ended")
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError
+            if self.silence is not None:
+                self.silence()
             wait_readable(chan)
 
     def _settle(self, reply: "_Reply", supervised: bool) -> None:
@@ -196,7 +205,7 @@ class Session:
                 self.stop()
                 self._await(reply, time.monotonic() + STOP_WAIT)
                 return
-            except (Lost, TimeoutError, OSError, EOFError, paramiko.SSHException):
+            except (Lost, Silent, TimeoutError, OSError, EOFError, paramiko.SSHException):
                 pass
         self.close()
 
