@@ -179,7 +179,7 @@ def _arm_pairing(sf: samplefile.SampleFile, pairing: dict, arm: int, order: list
         raise ProbeError(f"{path}: arm {arm} was not measured in the blocks it was given "
                          f"({sf.n} samples, blocks {written.get('blocks')}; expected {blocks} of "
                          f"{pairing['block_samples']})")
-    return {**pairing, "arm": arm, "blocks": blocks}
+    return {**written, **pairing, "arm": arm, "blocks": blocks}   # the process's own keys kept (block_start_ns)
 
 
 def _clean_up_if_stopped(rt, target: Target):
