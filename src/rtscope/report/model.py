@@ -22,7 +22,7 @@ from .. import sysinfo
 from ..analysis import explain_shares, stats
 from ..analysis.compare import Baseline, Cell, ComparisonSet, check_options, compare, load_cells, spec_baseline
 from ..analysis.fit import Series, memory_series
-from ..analysis.results import id_ranges
+from ..analysis.results import display_unit, id_ranges
 from ..analysis.select import Configuration, short_labels
 from ..analysis.stats import merge_histograms
 from ..analysis.threads import run_histogram, thread_histograms, thread_samples
@@ -72,6 +72,8 @@ class Curve:
     x: np.ndarray
     y: np.ndarray
     note: str = ""
+    overflow: int = 0           # a kept histogram's values beyond its last bucket (position unknown) ...
+    top: float | None = None    # ... and their maximum (stored unit): the figures state them
 
 
 @dataclass
@@ -253,7 +255,9 @@ def histogram_curve(label: str, merged: dict, unit_scale: float) -> Curve:
     """A kept histogram in its own buckets, as samples per display unit (comparable with sample_curves)."""
     w = float(merged["bucket_width"])
     edges = float(merged.get("min_value", 0)) + w * np.arange(len(merged["counts"]) + 1)
-    return Curve(label, edges, np.asarray(merged["counts"], float) / (w * unit_scale))
+    overflow = int(merged.get("overflow") or 0)
+    return Curve(label, edges, np.asarray(merged["counts"], float) / (w * unit_scale), overflow=overflow,
+                 top=float(merged["max"]) if overflow and merged.get("max") is not None else None)
 
 
 def per_thread_curves(store: Store, cell: Cell, unit_scale: float) -> tuple[list[Curve], bulk_range.Bulk | None]:
@@ -297,10 +301,20 @@ def histogram_curves(cells: list[Cell], labels: dict, unit_scale: float,
             continue
         curve = histogram_curve(labels[c.config], merged, unit_scale)
         if merged["overflow"]:
-            curve.note = f"{merged['overflow']:,} values beyond the last bucket (max {merged['max']})"
+            curve.note = overflow_note(curve, *display_unit(c.config.unit))
             notes.append(f"{labels[c.config]}: {curve.note}")
         curves.append(curve)
     return curves, notes
+
+
+def overflow_note(curve: Curve, shown: str, scale: float) -> str:
+    """'3 values beyond the histogram's last bucket (65 µs), max 76 µs' for a kept histogram with overflows."""
+    if not curve.overflow:
+        return ""
+    end = float(curve.x[-1]) * scale
+    head = f"{curve.overflow:,} value{'s' if curve.overflow != 1 else ''} beyond the histogram's last bucket " \
+           f"({end:,.4g} {shown}), not drawn"
+    return head + (f", max {curve.top * scale:,.4g} {shown}" if curve.top is not None else "")
 
 
 def exceedance_cells(cells: list[Cell]) -> list[Cell]:
@@ -504,7 +518,6 @@ def build(store: Store, runs: list[Run], *, title: str, selection: str, baseline
     """Everything the report shows; comparisons only when a baseline is given, named by the runs' experiment's
     spec, or `defaults` exists. parallel: the tail analyses in a forked process beside the rest (Exceedances;
     only from a single-threaded process)."""
-    from ..analysis.results import display_unit
     check_options(alpha)
     baseline = baseline or spec_baseline(store, runs)
     notes: list[str] = []
