@@ -36,3 +36,18 @@ def log_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
         values = [10.0 ** e for e in range(first, last + 1) if (e - first) % step == 0]
     values = [float(f"{v:.6g}") for v in values if lo * (1 - 1e-9) <= v <= hi * (1 + 1e-9)]
     return values, [tick_text(v) for v in values]
+
+
+def set_log_ticks(ax, arrays, axis: str = "y") -> None:
+    """A matplotlib log axis labelled by log_ticks over the positive values of `arrays` (its minor ticks unlabelled)."""
+    from matplotlib.ticker import NullFormatter
+    import numpy as np
+    values = [np.asarray(a, float) for a in arrays]
+    values = np.concatenate([v[np.isfinite(v) & (v > 0)] for v in values]) if values else np.empty(0)
+    if not values.size:
+        return
+    ticks, texts = log_ticks(float(values.min()), float(values.max()))
+    if len(ticks) < 2:
+        return
+    (ax.set_yticks if axis == "y" else ax.set_xticks)(ticks, texts)
+    (ax.yaxis if axis == "y" else ax.xaxis).set_minor_formatter(NullFormatter())

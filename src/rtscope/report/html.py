@@ -135,13 +135,14 @@ def _bulk(layout: dict, bulk, axis: str, shown: str, scale: float, lower: float 
         layout[axis] = {**layout.get(axis, {}), "range": [lo - (0 if lower is not None else pad), hi + pad],
                         "autorange": False}
     if bulk is not None and bulk.cut:
-        lines = [f"→ {sum(b.count for b in bulk.beyond):,} beyond {bulk.hi * scale:,.4g} {shown} (off the axis)"]
+        total = sum(b.count for b in bulk.beyond)
+        lines = [f"→ {total:,} beyond {bulk_range.num(bulk.hi * scale)} {shown} (off the axis)"]
         if bulk.configurations == 1:
-            lines[0] += f", max {bulk.beyond[0].max * scale:,.4g} {shown}"
+            lines[0] += f", max {bulk_range.num(bulk.beyond[0].max * scale)} {shown}"
         else:
             for b in bulk.beyond[:NOTE_LINES]:     # labels wrapped, so the note stays narrow on a narrow page
-                lines += [t(x) for x in textwrap.wrap(f"{b.label}: {b.count:,}, max {b.max * scale:,.4g} {shown}",
-                                                      NOTE_CHARS, break_long_words=True)]
+                text = f"{b.label}: {b.count:,}, max {bulk_range.num(b.max * scale)} {shown}"
+                lines += [t(x) for x in textwrap.wrap(text, NOTE_CHARS, break_long_words=True)]
             if len(bulk.beyond) > NOTE_LINES:
                 lines.append(f"and {len(bulk.beyond) - NOTE_LINES} more configurations")
     for x in extra or []:

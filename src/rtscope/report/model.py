@@ -313,8 +313,8 @@ def overflow_note(curve: Curve, shown: str, scale: float) -> str:
         return ""
     end = float(curve.x[-1]) * scale
     head = f"{curve.overflow:,} value{'s' if curve.overflow != 1 else ''} beyond the histogram's last bucket " \
-           f"({end:,.4g} {shown}), not drawn"
-    return head + (f", max {curve.top * scale:,.4g} {shown}" if curve.top is not None else "")
+           f"({bulk_range.num(end)} {shown}), not drawn"
+    return head + (f", max {bulk_range.num(curve.top * scale)} {shown}" if curve.top is not None else "")
 
 
 def exceedance_cells(cells: list[Cell]) -> list[Cell]:
