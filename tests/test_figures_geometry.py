@@ -12,71 +12,41 @@ a note says what lies beyond it. One Chromium for the module; each report is wri
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from report_fixtures import add_experiment, add_run
-from rtscope.store import Store
-from served import new_page, wait_until, DRAWN
+from report_fixtures import NERVES_FLAGS as FLAGS, nerves_store
+from served import DRAWN, new_page, wait_until
 
 pytestmark = pytest.mark.real
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cyclictest"
-FLAGS = "+sbwt none +sbwtdcpu none +sbwtdio none"
 
 
-def nerves_labels() -> list[dict]:
-    """12 configurations as the Nerves study's exec sum cells: fullsweep_after × min_heap_size, the VM's
-    flags in some, every label long."""
-    out = []
-    for fullsweep in (0, 6, 65535, 131071):
-        for heap in (34, 233, 196418):
-            out.append({"fullsweep_after": fullsweep, "min_heap_size": heap,
-                        "vm_flags": FLAGS if heap == 233 else "", "schedulers_online": 4})
-    return out
-
-
-@pytest.fixture(scope="module")
-def reports(tmp_path_factory):
-    """(path of the Nerves-shaped report, path of the imported histogram's report, their labels)."""
-    tmp = tmp_path_factory.mktemp("geometry")
-    db = str(tmp / "nerves.db")
-    store = Store(db)
-    rng = np.random.default_rng(50)
-    exp = add_experiment(store, "nerves rt exec sum")
-    for i, settings in enumerate(nerves_labels()):
-        v = (4_000_000 + 40_000 * i + rng.gamma(3, 30_000, 3000)).astype(np.int64)
-        if i == 4:
-            v[100] = 40_000_000          # one far sample: the distribution figures state it beyond the axis
-        add_run(store, tmp, v, workload="exec", variant="sum", runtime="beam", experiment_id=exp, settings=settings,
-                params={"n": 4000})
-    hist_db = str(tmp / "hist.db")
-    return {"tmp": tmp, "db": db, "hist_db": hist_db}
-
-
-@pytest.fixture(scope="module")
-def nerves_html(reports):
-    import subprocess
-    import sys
-    out = reports["tmp"] / "nerves.html"
-    r = subprocess.run([sys.executable, "-m", "rtscope", "report", "--db", reports["db"], "-o", str(out)],
-                       capture_output=True, text=True)
+def rtscope(*argv: str) -> None:
+    r = subprocess.run([sys.executable, "-m", "rtscope", *argv], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    return out
 
 
 @pytest.fixture(scope="module")
-def histogram_html(reports):
-    import subprocess
-    import sys
-    db, out = reports["hist_db"], reports["tmp"] / "hist.html"
-    for argv in (["import", "cyclictest-histogram", str(FIXTURES / "rpi_overflow_h.txt")],
-                 ["report", "-o", str(out)]):
-        r = subprocess.run([sys.executable, "-m", "rtscope", *argv, "--db", db], capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
-    return out
+def nerves_html(tmp_path_factory):
+    """The report of a store of the Nerves study's shape (report_fixtures.nerves_store)."""
+    tmp = tmp_path_factory.mktemp("nerves")
+    rtscope("report", "--db", nerves_store(tmp), "-o", str(tmp / "nerves.html"))
+    return tmp / "nerves.html"
+
+
+@pytest.fixture(scope="module")
+def histogram_html(tmp_path_factory):
+    """The report of the imported cyclictest histogram with 3 overflows."""
+    tmp = tmp_path_factory.mktemp("histogram")
+    db = str(tmp / "hist.db")
+    rtscope("import", "cyclictest-histogram", str(FIXTURES / "rpi_overflow_h.txt"), "--db", db)
+    rtscope("report", "--db", db, "-o", str(tmp / "hist.html"))
+    return tmp / "hist.html"
 
 
 # Per plot: its box, its plot area (plotly's drag layer) and every text element drawn, by kind.

@@ -16,38 +16,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from report_fixtures import add_experiment, add_run
+from report_fixtures import NERVES_FLAGS as FLAGS, nerves_store
 from rtscope.store import Store
 
 pytestmark = pytest.mark.fast
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cyclictest"
-FLAGS = "+sbwt none +sbwtdcpu none +sbwtdio none"
-
-
-def nerves_store(tmp: Path) -> str:
-    """12 configurations as the Nerves study's exec sum cells (fullsweep_after × min_heap_size, the VM's flags
-    in some), 3,000 samples each, one far sample (40,000 µs)."""
-    db = str(tmp / "nerves.db")
-    store = Store(db)
-    rng = np.random.default_rng(50)
-    exp = add_experiment(store, "nerves rt exec sum")
-    i = 0
-    for fullsweep in (0, 6, 65535, 131071):
-        for heap in (34, 233, 196418):
-            v = (4_000_000 + 40_000 * i + rng.gamma(3, 30_000, 3000)).astype(np.int64)
-            if i == 4:
-                v[100] = 40_000_000
-            add_run(store, tmp, v, workload="exec", variant="sum", runtime="beam", experiment_id=exp,
-                    settings={"fullsweep_after": fullsweep, "min_heap_size": heap,
-                              "vm_flags": FLAGS if heap == 233 else "", "schedulers_online": 4}, params={"n": 4000})
-            i += 1
-    return db
 
 
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory):
-    from rtscope.importers import cyclictest  # noqa: F401
     from rtscope.report import model
     tmp = tmp_path_factory.mktemp("static")
     nerves = nerves_store(tmp)
@@ -175,6 +153,8 @@ def check_log_ticks(fig, where: str) -> None:
 
 
 def figures_of(rep):
+    """Every figure of the report as `report --figures` draws it, checked (check_figure, check_log_ticks):
+    (kind, file stem, figure, its texts)."""
     from rtscope.report import figures as paper
     from rtscope.report.figures import _pyplot
     plt = _pyplot()
@@ -183,17 +163,16 @@ def figures_of(rep):
             continue
         with plt.rc_context(paper.STYLE):
             fig = builder(plt, arg)
-            yield stem, fig
+            texts = check_figure(fig, stem)
+            check_log_ticks(fig, stem)
+            yield stem.split("-")[0], stem, fig, texts
         plt.close(fig)
 
 
 def test_nerves_shaped_figures_are_readable(reports):
     seen = set()
-    for stem, fig in figures_of(reports["nerves"]):
-        kind = stem.split("-")[0]
+    for kind, stem, fig, texts in figures_of(reports["nerves"]):
         seen.add(kind)
-        texts = check_figure(fig, stem)
-        check_log_ticks(fig, stem)
         if kind == "box":
             labels = [re.sub(r"\s+", " ", t) for k, t, _, _ in texts if k == "ytick"]
             assert len(labels) == 12, labels
@@ -209,11 +188,8 @@ def test_nerves_shaped_figures_are_readable(reports):
 
 def test_imported_histogram_figures_reach_the_max(reports):
     seen = set()
-    for stem, fig in figures_of(reports["histogram"]):
-        kind = stem.split("-")[0]
+    for kind, stem, fig, texts in figures_of(reports["histogram"]):
         seen.add(kind)
-        texts = check_figure(fig, stem)
-        check_log_ticks(fig, stem)
         if kind == "histogram":
             ax = fig.axes[0]
             assert ax.get_xlim()[1] >= 76, ax.get_xlim()
