@@ -158,9 +158,14 @@ def figures_of(rep):
     from rtscope.report import figures as paper
     from rtscope.report.figures import _pyplot
     plt = _pyplot()
+    series = 0
     for builder, arg, stem in paper._names(rep):
         if builder is paper.task_memory_plot:
             continue
+        if builder is paper.series_plot:
+            series += 1
+            if series > 2:          # one per configuration, all alike: the first two (a short label, a long one)
+                continue
         with plt.rc_context(paper.STYLE):
             fig = builder(plt, arg)
             texts = check_figure(fig, stem)
