@@ -112,3 +112,28 @@ def mixed_store(tmp: Path, seed: int = 2) -> str:
             add_run(store, tmp, mem, workload="tasks", variant="memory", runtime="beam", measure="bytes",
                     unit="bytes", settings={"model": model}, side={"tasks": counts}, params={"counts": "1,10"})
     return db
+
+
+NERVES_FLAGS = "+sbwt none +sbwtdcpu none +sbwtdio none"
+
+
+def nerves_store(tmp: Path) -> str:
+    """A store of the Nerves study's shape (issue 50's figures): 12 exec sum configurations, fullsweep_after ×
+    min_heap_size with the VM's flags in some (long labels), 3,000 samples each, one far sample (40,000 µs) in
+    the fifth. Returns its path."""
+    db = str(tmp / "nerves.db")
+    store = Store(db)
+    rng = np.random.default_rng(50)
+    exp = add_experiment(store, "nerves rt exec sum")
+    i = 0
+    for fullsweep in (0, 6, 65535, 131071):
+        for heap in (34, 233, 196418):
+            v = (4_000_000 + 40_000 * i + rng.gamma(3, 30_000, 3000)).astype(np.int64)
+            if i == 4:
+                v[100] = 40_000_000
+            add_run(store, tmp, v, workload="exec", variant="sum", runtime="beam", experiment_id=exp,
+                    settings={"fullsweep_after": fullsweep, "min_heap_size": heap,
+                              "vm_flags": NERVES_FLAGS if heap == 233 else "", "schedulers_online": 4},
+                    params={"n": 4000})
+            i += 1
+    return db

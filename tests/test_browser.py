@@ -68,7 +68,7 @@ def test_report_renders_in_chromium(cli, tmp_path):
     # the label with markup is text, both in the tables and in plotly's legends
     assert "window.rtsInjected" in dom and "<img src=" not in dom
     assert "priority=&lt;script&gt;window.rtsInjected=1&lt;/script&gt;" in dom
-    assert re.search(r'class="legendtext"[^>]*>[^<]*priority=&lt;script&gt;', dom)
+    assert re.search(r'class="legendtext"[^>]*>(<tspan[^>]*>)?[^<]*priority=&lt;script&gt;', dom)   # wrapped: tspans
 
     assert shot.exists(), proc.stderr[-2000:]
     import matplotlib.image as mpimg

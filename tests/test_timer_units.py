@@ -184,8 +184,10 @@ def test_figure_function_is_reusable(tmp_path):
                                                   sum=300_000)])
     fig = lat.latency_figure([a, b], title="two kernels")
     ax = fig.axes[0]
-    assert ax.get_yscale() == "log" and len(ax.get_legend().get_texts()) == 2
-    assert "kernel B $x$" in ax.get_legend().get_texts()[1].get_text().replace("\\$", "$")
+    legend = fig.legends[0]            # below the axes, never on a curve
+    assert ax.get_yscale() == "log" and len(legend.get_texts()) == 2 and ax.get_legend() is None
+    assert "kernel B $x$" in legend.get_texts()[1].get_text().replace("\\$", "$")
+    assert "3 beyond the last bucket (5.00 µs), max 80.0 µs, not drawn" in legend.get_texts()[1].get_text()
     assert save(fig, tmp_path / "f.svg").stat().st_size > 1000
     with pytest.raises(UsageError, match="valid: .png, .svg"):
         save(fig, tmp_path / "f.pdf")

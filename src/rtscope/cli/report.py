@@ -54,7 +54,7 @@ def report(
     store = open_store(db)
     runs = select_runs(store, sel)
     rep = model.build(store, runs, title=title or report_title(store, runs, sel), selection=sel.describe(),
-                      baseline=baseline, alpha=alpha)
+                      baseline=baseline, alpha=alpha, parallel=True)
     try:
         html_report.write(rep, output)
     except OSError as e:

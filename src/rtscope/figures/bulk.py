@@ -50,14 +50,14 @@ class Bulk:
         if not self.beyond:
             return ""
         total = sum(b.count for b in self.beyond)
-        head = f"{total:,} value{'s' if total != 1 else ''} beyond {_num(self.hi * scale)} {unit}, off the axis"
+        head = f"{total:,} value{'s' if total != 1 else ''} beyond {num(self.hi * scale)} {unit}, off the axis"
         if self.configurations == 1:
-            return f"{head} (max {_num(self.beyond[0].max * scale)} {unit})"
-        return head + " — " + "; ".join(f"{b.label}: {b.count:,} (max {_num(b.max * scale)} {unit})"
+            return f"{head} (max {num(self.beyond[0].max * scale)} {unit})"
+        return head + " — " + "; ".join(f"{b.label}: {b.count:,} (max {num(b.max * scale)} {unit})"
                                          for b in self.beyond)
 
 
-def _num(x: float) -> str:
+def num(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.1f}" if abs(x) >= 10 else f"{x:.2f}"
 
 

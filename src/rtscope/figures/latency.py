@@ -147,34 +147,63 @@ def _body_us(s: LatencySeries) -> float:
 
 def beyond(s: LatencySeries, x_max_us: float) -> int:
     """Values at or beyond x_max_us (outside the drawn range), overflows included."""
+    return drawn_beyond(s, x_max_us) + s.overflow
+
+
+def drawn_beyond(s: LatencySeries, x_max_us: float) -> int:
+    """Values of the kept buckets at or beyond x_max_us (overflows not counted)."""
     edges = s.edges_us
     first = int(np.searchsorted(edges[:-1], x_max_us, side="left"))
-    return int(s.counts[first:].sum()) + s.overflow
+    return int(s.counts[first:].sum())
+
+
+def overflow_text(s: LatencySeries) -> str:
+    """'3 beyond the last bucket (65 µs), max 76 µs, not drawn' for a kept histogram's overflows, else ''."""
+    if not s.overflow:
+        return ""
+    return (f"{s.overflow:,} beyond the last bucket ({fmt_us(s.edges_us[-1] * 1000)} µs), "
+            f"max {fmt_us(s.stats['max'])} µs, not drawn")
+
+
+LEGEND_CHARS = 60
 
 
 def latency_figure(series: list[LatencySeries], *, title: str | None = None, x_max_us: float | None = None,
                    log_y: bool = True):
-    """Overlaid latency histograms (count per bucket, log y) with each series' statistics in the legend."""
+    """Overlaid latency histograms (count per bucket, log y) with each series' statistics in the legend, which
+    sits below the axes (never on a curve); values beyond the axis or the kept buckets are stated there."""
+    import textwrap
+
     from matplotlib.figure import Figure
+
+    from .ticks import set_log_ticks
 
     if not series:
         raise UsageError("no runs to draw")
     x_max = x_max_us or default_x_max_us(series)
     x_min = min(0.0, min(s.stats["min"] for s in series) / 1000.0)
-    fig = Figure(figsize=(9, 5.2), layout="constrained")
-    ax = fig.add_subplot()
-    peak = 1
+    labels = []
     for s in series:
-        counts = s.counts
-        peak = max(peak, int(counts.max()) if counts.size else 1)
-        label = _literal(s.label) + "\n" + stat_line(s)
-        out = beyond(s, x_max)
+        label = "\n".join(textwrap.wrap(_literal(s.label), LEGEND_CHARS, break_long_words=True)) + "\n" + stat_line(s)
+        out = drawn_beyond(s, x_max)
         if out:
             label += f" · {out:,} beyond {x_max:,.0f} µs"
+        if s.overflow:
+            label += "\n" + overflow_text(s)
+        labels.append(label)
+    lines = sum(x.count("\n") + 1 for x in labels)
+    ncols = 2 if len(series) > 3 else 1
+    fig = Figure(figsize=(9, 4.4 + 0.13 * lines / ncols), layout="constrained")
+    ax = fig.add_subplot()
+    peak = 1
+    for s, label in zip(series, labels):
+        counts = s.counts
+        peak = max(peak, int(counts.max()) if counts.size else 1)
         ax.stairs(counts, s.edges_us, label=label, linewidth=1.1)
     if log_y:
         ax.set_yscale("log", nonpositive="clip")
         ax.set_ylim(0.7, peak * 2.0)
+        set_log_ticks(ax, [np.array([1.0, peak])])
     ax.set_xlim(x_min, x_max)
     widths = {s.histogram["bucket_width"] for s in series}
     ax.set_xlabel("latency (µs)")
@@ -183,8 +212,9 @@ def latency_figure(series: list[LatencySeries], *, title: str | None = None, x_m
     ax.grid(True, which="major", alpha=0.3)
     ax.set_title(_literal(title or "timer wake-up latency"))
     note = None if all(s.exact for s in series) else (
-        "≤: percentile from a histogram (upper edge of its bucket)\noverflows: values beyond its range")
-    ax.legend(fontsize=7, loc="upper right", framealpha=0.85, title=note, title_fontsize=6.5)
+        "≤: percentile from a histogram (upper edge of its bucket); overflows: values beyond its range")
+    fig.legend(*ax.get_legend_handles_labels(), fontsize=7, loc="outside lower center", ncols=ncols, title=note,
+               title_fontsize=6.5, frameon=False)
     return fig
 
 

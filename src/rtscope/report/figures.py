@@ -26,7 +26,8 @@ from ..analysis.results import display_unit
 from ..analysis.threads import run_histogram
 from ..errors import UsageError
 from ..figures.tasks import write_figure
-from .model import TAIL_LEVELS, Report
+from ..figures.ticks import set_log_ticks
+from .model import TAIL_LEVELS, Report, overflow_note
 
 DPI = 150
 FORMATS = ("png", "svg")
@@ -51,52 +52,116 @@ def _pyplot():
     return plt
 
 
-NOTE_AT = {"upper right": (0.99, 0.98, "right", "top"), "upper left": (0.01, 0.98, "left", "top"),
-           "lower right": (0.99, 0.02, "right", "bottom"), "below": (1.0, -0.12, "right", "top")}
+NOTE_COLOR = "#b3161b"
+LABEL_CHARS = 30        # a configuration's label wrapped at this many characters beside its box
+LEGEND_CHARS = 60       # legend entries wrapped at this many characters
 
 
-def show_bulk(ax, g, axis: str, scale: float, shown: str, where: str = "upper right") -> None:
-    """Limit `axis` ("x" or "y") to the group's bulk (figures/bulk.py) and state what lies beyond it `where`
-    no data is drawn (a corner of the axes, or below them)."""
+def _figure(plt, width: float, height: float):
+    """A figure whose layout engine keeps every text (titles, tick labels, a legend outside the axes) inside it
+    and off the others."""
+    fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
+    return fig, ax
+
+
+def _wrap(text: str, width: int) -> str:
+    return tex_safe(textwrap.fill(str(text), width, break_long_words=True, break_on_hyphens=False))
+
+
+def _chars(fig, points: float) -> int:
+    """How many characters of a `points`-sized font fit the figure's width (DejaVu Sans: ~0.7 em a character,
+    a margin kept)."""
+    return max(20, int(fig.get_figwidth() * 72 * 0.95 / (0.7 * points)))
+
+
+TITLE_PT = 10.8      # matplotlib's "large" at font.size 9 (STYLE)
+
+
+def title_and_note(ax, title: str, note: str) -> None:
+    """The figure's title, and under it, right-aligned above the axes, the note of what lies beyond the axis: a
+    note never on the data, never under the legend (which is below the axes)."""
+    fig = ax.figure
+    if note:
+        fig.suptitle(_wrap(title, _chars(fig, TITLE_PT)))
+        ax.set_title(_wrap(note, _chars(fig, 6.5)), loc="right", fontsize=6.5, color=NOTE_COLOR)
+    else:
+        ax.set_title(_wrap(title, _chars(fig, TITLE_PT)))
+
+
+def _legend_layout(labels: list[str], width: float) -> tuple[list[str], int, float]:
+    """Legend entries wrapped, the columns that fit `width` inches, and the legend's height in inches."""
+    labels = [textwrap.fill(str(x), LEGEND_CHARS, break_long_words=True, break_on_hyphens=False) for x in labels]
+    if not labels:
+        return labels, 1, 0.0
+    longest = max(len(line) for x in labels for line in x.split("\n"))
+    ncols = max(1, min(len(labels), int(width * 14 / (longest + 6))))      # 7 pt: ~14 characters per inch
+    rows = [labels[i:i + ncols] for i in range(0, len(labels), ncols)]
+    lines = sum(max(x.count("\n") + 1 for x in row) for row in rows)
+    return labels, ncols, 0.14 * lines + 0.05 * len(rows) + 0.2
+
+
+def _sized(plt, labels: list[str], width: float = 6.5, axes_height: float = 3.4):
+    """A figure with room for its axes and, below them, the legend of `labels`."""
+    return _figure(plt, width, axes_height + _legend_layout(labels, width)[2])
+
+
+def legend_below(ax) -> None:
+    """The configurations' legend below the axes (never on a curve), entries wrapped, in as many columns as fit."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return
+    labels, ncols, _ = _legend_layout(labels, ax.figure.get_figwidth())
+    ax.figure.legend(handles, labels, loc="outside lower center", ncols=ncols, fontsize=7, frameon=False)
+
+
+def show_bulk(ax, g, axis: str, scale: float, shown: str) -> str:
+    """Limit `axis` ("x" or "y") to the group's bulk (figures/bulk.py); the note of what lies beyond it ('' when
+    nothing does), for title_and_note."""
     b = g.bulk
     if b is None:
-        return
+        return ""
     lo, hi = b.lo * scale, b.hi * scale
     pad = 0.02 * (hi - lo) or max(abs(hi) * 0.05, 1e-9)
     (ax.set_xlim if axis == "x" else ax.set_ylim)(lo - pad, hi + pad)
-    if b.cut:
-        x, y, ha, va = NOTE_AT[where]
-        ax.text(x, y, tex_safe(textwrap.fill(b.note(shown, scale), 70)), transform=ax.transAxes,
-                ha=ha, va=va, fontsize=6.5, color="#b3161b",
-                bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "#b3161b", "linewidth": 0.6})
+    return b.note(shown, scale) if b.cut else ""
+
+
+def overflow_notes(curves, shown: str, scale: float) -> str:
+    named = len(curves) > 1
+    return "; ".join((f"{c.label}: " if named else "") + overflow_note(c, shown, scale) for c in curves if c.overflow)
 
 
 def box_plot(plt, g):
+    """Horizontal boxes, one row per configuration with its whole label beside it (wrapped, never cut)."""
     shown, scale = display_unit(g.unit)
-    fig, ax = plt.subplots(figsize=(max(4.5, 1.1 * len(g.boxes) + 2), 4))
-    stats = [{"label": tex_safe(textwrap.fill(b.label, 24)), "med": b.median * scale, "q1": b.q1 * scale,
-              "q3": b.q3 * scale,
+    labels = [_wrap(b.label, LABEL_CHARS) for b in g.boxes]
+    rows = sum(max(1, x.count("\n") + 1) * 0.16 + 0.12 for x in labels)
+    fig, ax = _figure(plt, 7, max(3.0, rows + 1.4))
+    stats = [{"label": label, "med": b.median * scale, "q1": b.q1 * scale, "q3": b.q3 * scale,
               "whislo": b.whislo * scale, "whishi": b.whishi * scale, "mean": b.mean * scale,
-              "fliers": b.outliers * scale} for b in g.boxes]
-    ax.bxp(stats, showmeans=True, flierprops={"marker": "o", "markersize": 2, "alpha": 0.5})
-    show_bulk(ax, g, "y", scale, shown, "below")
-    ax.set_ylabel(f"{tex_safe(g.cells[0].config.measure)} ({shown})")
-    ax.set_title(tex_safe(g.title))
+              "fliers": b.outliers * scale} for label, b in zip(labels, g.boxes)]
+    ax.bxp(stats, showmeans=True, orientation="horizontal", flierprops={"marker": "o", "markersize": 2, "alpha": 0.5})
+    ax.invert_yaxis()                 # the first configuration on top, as in the tables
+    ax.tick_params(axis="y", labelsize=7)
+    note = show_bulk(ax, g, "x", scale, shown)
+    ax.set_xlabel(f"{tex_safe(g.cells[0].config.measure)} ({shown})")
+    title_and_note(ax, g.title, note)
     return fig
 
 
 def histogram_plot(plt, g):
     shown, scale = display_unit(g.unit)
-    fig, ax = plt.subplots(figsize=(6.5, 4))
+    fig, ax = _sized(plt, [c.label for c in g.histograms])
     for c in g.histograms:
         y = np.append(c.y, c.y[-1]) if len(c.y) else c.y
         ax.step(c.x * scale, np.where(y > 0, y, np.nan), where="post", linewidth=1, label=tex_safe(c.label))
     ax.set_yscale("log")
-    show_bulk(ax, g, "x", scale, shown)
+    set_log_ticks(ax, [c.y for c in g.histograms])
+    note = "; ".join(x for x in (show_bulk(ax, g, "x", scale, shown), overflow_notes(g.histograms, shown, scale)) if x)
     ax.set_xlabel(f"{tex_safe(g.cells[0].config.measure)} ({shown})")
     ax.set_ylabel(f"samples per {shown}")
-    ax.set_title(tex_safe(g.title))
-    ax.legend(fontsize=7, loc="upper left")
+    title_and_note(ax, g.title, note)
+    legend_below(ax)
     return fig
 
 
@@ -112,38 +177,39 @@ def latency_plot(plt, g):
                 series.append(latency.from_samples(label, c.samples))
             elif c.hist_runs:
                 series.append(latency.from_histograms(label, [run_histogram(r) for r in c.hist_runs]))
-        cut = g.bulk is not None and g.bulk.cut
-        return latency.latency_figure(series, title=g.title, x_max_us=g.bulk.hi / 1000 if cut else None)
+        b = g.bulk          # its range reaches the largest value, or the note counts what lies beyond it
+        return latency.latency_figure(series, title=g.title,
+                                      x_max_us=(b.hi + 0.02 * (b.hi - b.lo)) / 1000 if b and b.hi > b.lo else None)
     except UsageError:
         return histogram_plot(plt, g)
 
 
 def cdf_plot(plt, g):
     shown, scale = display_unit(g.unit)
-    fig, ax = plt.subplots(figsize=(6.5, 4))
+    fig, ax = _sized(plt, [c.label for c in g.cdfs])
     for c in g.cdfs:
         ax.plot(c.x * scale, c.y, linewidth=1.2, label=tex_safe(c.label))
-    show_bulk(ax, g, "x", scale, shown, "lower right")
+    note = show_bulk(ax, g, "x", scale, shown)
     ax.set_xlabel(f"{tex_safe(g.cells[0].config.measure)} ({shown})")
     ax.set_ylabel("fraction of samples ≤ x")
-    ax.set_title(tex_safe(g.title))
-    ax.legend(fontsize=7, loc="upper left")
+    title_and_note(ax, g.title, note)
+    legend_below(ax)
     return fig
 
 
 def percentile_plot(plt, g):
     shown, scale = display_unit(g.unit)
-    fig, ax = plt.subplots(figsize=(6.5, 4))
+    fig, ax = _sized(plt, [c.label for c in g.cdfs])
     for c in g.cdfs:
         keep = c.y < 1
         ax.plot(-np.log10(1 - c.y[keep]), c.x[keep] * scale, linewidth=1.2, label=tex_safe(c.label))
     ticks = list(range(len(TAIL_LEVELS) + 1))
     ax.set_xticks(ticks, ["0%", *(f"{100 * q:g}%" for q in TAIL_LEVELS)])
-    show_bulk(ax, g, "y", scale, shown, "upper left")
+    note = show_bulk(ax, g, "y", scale, shown)
     ax.set_xlabel("percentile")
     ax.set_ylabel(f"{tex_safe(g.cells[0].config.measure)} ({shown})")
-    ax.set_title(tex_safe(g.title))
-    ax.legend(fontsize=7, loc="lower right")
+    title_and_note(ax, g.title, note)
+    legend_below(ax)
     return fig
 
 
@@ -155,7 +221,7 @@ def exceedance_plot(plt, g):
 
 def series_plot(plt, ts):
     shown, scale = display_unit(ts.unit)
-    fig, ax = plt.subplots(figsize=(7, 3.2))
+    fig, ax = _figure(plt, 7, 3.2)
     ax.plot(ts.index, ts.values * scale, linewidth=0.6, label="samples")
     if ts.gc_events:
         ax.plot(ts.gc_index, ts.gc_values * scale, "x", color="#d62728", markersize=3,
@@ -163,7 +229,7 @@ def series_plot(plt, ts):
         ax.legend(fontsize=7, loc="upper left")
     ax.set_xlabel("sample")
     ax.set_ylabel(shown)
-    ax.set_title(tex_safe(f"{ts.label}: run {ts.run_id}"))
+    ax.set_title(_wrap(f"{ts.label}: run {ts.run_id}", _chars(fig, TITLE_PT)))
     return fig
 
 

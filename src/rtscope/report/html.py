@@ -30,11 +30,11 @@ from ..analysis.compare import RUN_TEST
 from ..analysis.recommend import change, p_text
 from ..analysis.results import DISPLAY, display_unit, fmt
 from ..analysis.select import value_text
-from ..figures import bulk as bulk_range, exceedance
+from ..figures import bulk as bulk_range, exceedance, ticks
 from ..fileio import write_atomic
 from ..version import __version__
 from . import lab
-from .model import MAX_OUTLIERS, TAIL_LEVELS, Report, id_ranges, machine_rows
+from .model import MAX_OUTLIERS, TAIL_LEVELS, Report, id_ranges, machine_rows, overflow_note
 from .paper_view import claim_rows
 from .template import DRAW_PLOTS, STYLE, TABLES, TEMPLATE
 
@@ -103,7 +103,8 @@ def _layout(title: str, xtitle: str, ytitle: str, **extra) -> dict:
     head, top = _title(title)
     layout = {"title": head, "template": "plotly_white", "height": 440,
               "margin": {"l": 70, "r": 20, "t": top, "b": 60}, "legend": {"orientation": "h", "y": -0.2},
-              "xaxis": {"title": {"text": t(xtitle)}}, "yaxis": {"title": {"text": t(ytitle)}}}
+              "xaxis": {"title": {"text": t(xtitle)}, "automargin": True},
+              "yaxis": {"title": {"text": t(ytitle)}, "automargin": True}}
     for key, value in extra.items():
         if isinstance(value, dict) and isinstance(layout.get(key), dict):
             layout[key] = {**layout[key], **value}
@@ -122,30 +123,35 @@ NOTE_LINES, NOTE_CHARS, NOTE_LINE_PX = 6, 48, 15   # the outliers' note: configu
 
 
 def _bulk(layout: dict, bulk, axis: str, shown: str, scale: float, lower: float | None = None,
-          step: float = 0.0) -> dict:
+          step: float = 0.0, extra: list[str] | None = None) -> dict:
     """Show the bulk on `axis` ("xaxis" or "yaxis"; figures/bulk.py): its range, and what lies beyond it as a
-    note above the plot area's right end (count and max per configuration)."""
-    if bulk is None:
-        return layout
-    lo = bulk.lo * scale if lower is None else lower
-    hi = bulk.hi * scale
-    pad = max(0.02 * (hi - lo), step) or max(abs(hi) * 0.05, 1e-9)
-    layout[axis] = {**layout.get(axis, {}), "range": [lo - (0 if lower is not None else pad), hi + pad],
-                    "autorange": False}
-    if bulk.cut:
-        lines = [f"→ {sum(b.count for b in bulk.beyond):,} beyond {bulk.hi * scale:,.4g} {shown} (off the axis)"]
+    note above the plot area's right end (count and max per configuration), with the `extra` lines (values a
+    kept histogram could not place)."""
+    lines = []
+    if bulk is not None:
+        lo = bulk.lo * scale if lower is None else lower
+        hi = bulk.hi * scale
+        pad = max(0.02 * (hi - lo), step) or max(abs(hi) * 0.05, 1e-9)
+        layout[axis] = {**layout.get(axis, {}), "range": [lo - (0 if lower is not None else pad), hi + pad],
+                        "autorange": False}
+    if bulk is not None and bulk.cut:
+        total = sum(b.count for b in bulk.beyond)
+        lines = [f"→ {total:,} beyond {bulk_range.num(bulk.hi * scale)} {shown} (off the axis)"]
         if bulk.configurations == 1:
-            lines[0] += f", max {bulk.beyond[0].max * scale:,.4g} {shown}"
+            lines[0] += f", max {bulk_range.num(bulk.beyond[0].max * scale)} {shown}"
         else:
             for b in bulk.beyond[:NOTE_LINES]:     # labels wrapped, so the note stays narrow on a narrow page
-                lines += [t(x) for x in textwrap.wrap(f"{b.label}: {b.count:,}, max {b.max * scale:,.4g} {shown}",
-                                                      NOTE_CHARS, break_long_words=True)]
+                text = f"{b.label}: {b.count:,}, max {bulk_range.num(b.max * scale)} {shown}"
+                lines += [t(x) for x in textwrap.wrap(text, NOTE_CHARS, break_long_words=True)]
             if len(bulk.beyond) > NOTE_LINES:
                 lines.append(f"and {len(bulk.beyond) - NOTE_LINES} more configurations")
+    for x in extra or []:
+        lines += [t(y) for y in textwrap.wrap("→ " + x, NOTE_CHARS, break_long_words=True)]
+    if lines:
         # Above the plot area, right-aligned below the title: the note never covers data (a tail, outliers).
-        extra = NOTE_LINE_PX * len(lines) + 10          # the plot area keeps its height
-        layout["margin"] = {**layout.get("margin", {}), "t": layout.get("margin", {}).get("t", 50) + extra}
-        layout["height"] = layout.get("height", 440) + extra
+        extra_px = NOTE_LINE_PX * len(lines) + 10          # the plot area keeps its height
+        layout["margin"] = {**layout.get("margin", {}), "t": layout.get("margin", {}).get("t", 50) + extra_px}
+        layout["height"] = layout.get("height", 440) + extra_px
         layout["annotations"] = [*layout.get("annotations", []), {
             "text": "<br>".join(lines), "xref": "paper", "yref": "paper", "x": 1, "y": 1, "xanchor": "right",
             "yanchor": "bottom", "yshift": 2, "align": "right", "showarrow": False,
@@ -154,25 +160,53 @@ def _bulk(layout: dict, bulk, axis: str, shown: str, scale: float, lower: float 
     return layout
 
 
+def overflow_lines(curves, shown: str, scale: float) -> list[str]:
+    """Per curve of a kept histogram with values beyond its last bucket: the note that says so (model)."""
+    named = len(curves) > 1
+    return [(f"{c.label}: " if named else "") + overflow_note(c, shown, scale) for c in curves if c.overflow]
+
+
+BOX_LABEL_CHARS = 30     # a configuration's label wrapped at this many characters beside its box
+BOX_LINE_PX, BOX_ROW_PX = 15, 30
+
+
+def wrap_label(label: str, width: int = BOX_LABEL_CHARS) -> list[str]:
+    """A label's lines: broken after a setting (at spaces) first, inside a long word only when it must be."""
+    return textwrap.wrap(str(label), width, break_long_words=True, break_on_hyphens=False) or [""]
+
+
 def box_figure(g, shown: str, scale: float) -> dict:
-    """Boxes at positions 0, 1, ... named by the axis' ticks: an outlier's position is then one digit in the page,
-    not its configuration's label."""
+    """Horizontal boxes, one row per configuration, its whole label beside it (wrapped, never cut): rows 0, 1, ...
+    named by the axis' ticks, so an outlier's position is one digit in the page, not its configuration's label."""
     data = []
     for i, b in enumerate(g.boxes):
         name = t(b.label)
-        data.append({"type": "box", "name": name, "x": [i], "q1": [b.q1 * scale], "median": [b.median * scale],
-                     "q3": [b.q3 * scale], "lowerfence": [b.whislo * scale], "upperfence": [b.whishi * scale],
-                     "mean": [b.mean * scale], "boxpoints": False, "marker": {"color": _color(i)},
-                     "showlegend": False})
+        data.append({"type": "box", "orientation": "h", "name": name, "y": [i], "q1": [b.q1 * scale],
+                     "median": [b.median * scale], "q3": [b.q3 * scale], "lowerfence": [b.whislo * scale],
+                     "upperfence": [b.whishi * scale], "mean": [b.mean * scale], "boxpoints": False,
+                     "marker": {"color": _color(i)}, "showlegend": False})
         if len(b.outliers):
             data.append({"type": "scatter", "mode": "markers", "name": f"{name} outliers",
-                         "x": [i] * len(b.outliers), "y": b.outliers * scale, "showlegend": False,
+                         "y": [i] * len(b.outliers), "x": b.outliers * scale, "showlegend": False,
                          "marker": {"color": _color(i), "size": 4, "symbol": "circle-open"}})
-    layout = _layout(f"{g.title}: box plot per configuration", "configuration",
-                     f"{g.cells[0].config.measure} ({shown})",
-                     xaxis={"tickvals": list(range(len(g.boxes))), "ticktext": [t(b.label) for b in g.boxes],
-                            "range": [-0.5, len(g.boxes) - 0.5], "zeroline": False})
-    return {"data": data, "layout": _bulk(layout, g.bulk, "yaxis", shown, scale)}
+    lines = [wrap_label(b.label) for b in g.boxes]
+    rows = sum(max(BOX_ROW_PX, BOX_LINE_PX * len(x) + 12) for x in lines)
+    layout = _layout(f"{g.title}: box plot per configuration", f"{g.cells[0].config.measure} ({shown})", "",
+                     height=max(300, rows + 110), showlegend=False,
+                     yaxis={"tickvals": list(range(len(g.boxes))),
+                            "ticktext": ["<br>".join(t(x) for x in ls) for ls in lines],
+                            "range": [len(g.boxes) - 0.5, -0.5], "zeroline": False, "automargin": True,
+                            "title": {"text": ""}})
+    return {"data": data, "layout": _bulk(layout, g.bulk, "xaxis", shown, scale)}
+
+
+def _log_yaxis(layout: dict, curves_y) -> None:
+    """Readable ticks on a log y axis (figures/ticks.py): full numbers, never a bare mantissa."""
+    ys = [v for y in curves_y for v in y if v is not None and v > 0]
+    if ys:
+        values, texts = ticks.log_ticks(min(ys), max(ys))
+        if len(values) >= 2:
+            layout["yaxis"] = {**layout["yaxis"], "tickvals": values, "ticktext": texts}
 
 
 def _xs(x: np.ndarray) -> dict:
@@ -200,8 +234,10 @@ def histogram_figure(g, shown: str, curves=None, title: str = "histogram", bulk=
             step = max(step, float(c.x[1] - c.x[0]) * scale)
     layout = _layout(f"{g.title}: {title}", f"{g.cells[0].config.measure} ({shown})", f"samples per {shown}",
                      yaxis={"type": "log"})
+    _log_yaxis(layout, [d["y"] for d in data])
+    drawn = g.histograms if curves is None else curves
     return {"data": data, "layout": _bulk(layout, g.bulk if curves is None else bulk, "xaxis", shown, scale,
-                                          min(firsts) if firsts else None, step)}
+                                          min(firsts) if firsts else None, step, overflow_lines(drawn, shown, scale))}
 
 
 def cdf_figure(g, shown: str, scale: float) -> dict:
@@ -362,6 +398,7 @@ def monitor_histogram_figure(view) -> dict:
                      "name": f"CPU {cpu} (max {h['max'] / 1000:,.1f} µs)", "x": x, "y": y})
     layout = _layout(f"{view.name} on {view.target}: latency per CPU", "latency (µs)", "samples")
     layout["yaxis"]["type"] = "log"
+    _log_yaxis(layout, [d["y"] for d in data])
     bulk = bulk_range.of_series({}, {f"CPU {cpu}": h for cpu, h in view.histograms.items()})
     firsts = [float(x[0]) for x, _ in (lab.histogram_xy(h) for h in view.histograms.values()) if len(x)]
     widths = [h["bucket_width"] / 1000 for h in view.histograms.values()]
@@ -547,6 +584,32 @@ def plotly_payload() -> str:
     return base64.b64encode(PLOTLY_BUNDLE.read_bytes()).decode("ascii")
 
 
+DEFAULT_LEGEND = {"orientation": "h", "y": -0.2}
+LEGEND_CHARS, LEGEND_LINE_PX, LEGEND_ENTRY_PX = 48, 16, 6
+
+
+def fit_legend(spec: dict) -> dict:
+    """A plot's legend below everything else (the x axis' ticks and title), its entries wrapped at LEGEND_CHARS,
+    the figure made taller by the legend's height counted as one entry per row (as on a narrow page): long
+    configuration labels never run off the page, never cover the axis, never squash the plot area."""
+    layout = spec["layout"]
+    if layout.get("showlegend") is False or layout.get("legend") != DEFAULT_LEGEND:
+        return spec
+    shown = [d for d in spec["data"] if d.get("showlegend", True) and d.get("name")]
+    if len(shown) < 2:
+        return spec                                # plotly draws no legend for a single trace
+    px = 10
+    for d in shown:
+        lines = textwrap.wrap(d["name"], LEGEND_CHARS, break_long_words=False, break_on_hyphens=False) or [""]
+        d["name"] = "<br>".join(lines)
+        px += LEGEND_LINE_PX * len(lines) + LEGEND_ENTRY_PX
+    layout["legend"] = {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0,
+                        "xanchor": "left"}
+    layout["margin"] = {**layout.get("margin", {}), "b": layout.get("margin", {}).get("b", 60) + px}
+    layout["height"] = layout.get("height", 440) + px
+    return spec
+
+
 class Plots:
     """The page's plots in order: each an element id, its figure as script-safe JSON and a caption."""
 
@@ -554,6 +617,7 @@ class Plots:
         self.prefix, self.entries = prefix, []
 
     def __call__(self, spec: dict, caption: str = "") -> dict:
+        spec = fit_legend(spec)
         entry = {"id": f"{self.prefix}-{len(self.entries) + 1}", "json": script_json(spec), "caption": caption}
         self.entries.append(entry)
         return entry

@@ -10,6 +10,9 @@ every spike. Sections hold data only when the runs have it.
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -19,12 +22,11 @@ from .. import sysinfo
 from ..analysis import explain_shares, stats
 from ..analysis.compare import Baseline, Cell, ComparisonSet, check_options, compare, load_cells, spec_baseline
 from ..analysis.fit import Series, memory_series
-from ..analysis.results import id_ranges
+from ..analysis.results import display_unit, id_ranges
 from ..analysis.select import Configuration, short_labels
 from ..analysis.stats import merge_histograms
 from ..analysis.threads import run_histogram, thread_histograms, thread_samples
 from ..errors import UsageError
-from ..experiment import execute as experiment
 from ..analysis.tail_bound import MIN_SAMPLES as TAIL_MIN_SAMPLES
 from ..figures import bulk as bulk_range, exceedance as exceedance_plot
 from ..store import Run, Store
@@ -70,6 +72,8 @@ class Curve:
     x: np.ndarray
     y: np.ndarray
     note: str = ""
+    overflow: int = 0           # a kept histogram's values beyond its last bucket (position unknown) ...
+    top: float | None = None    # ... and their maximum (stored unit): the figures state them
 
 
 @dataclass
@@ -134,6 +138,7 @@ class ExperimentInfo:
 def experiment_infos(store: Store, runs: list[Run]) -> list[ExperimentInfo]:
     out = []
     for exp_id in sorted({r.experiment_id for r in runs if r.experiment_id}):
+        from ..experiment import execute as experiment      # here: its imports (SQLAlchemy...) cost 0.2 s
         exp = experiment.get(store, exp_id)
         parsed = exp.spec.get("parsed") or {}
         tags = parsed.get("tags") or []
@@ -250,7 +255,9 @@ def histogram_curve(label: str, merged: dict, unit_scale: float) -> Curve:
     """A kept histogram in its own buckets, as samples per display unit (comparable with sample_curves)."""
     w = float(merged["bucket_width"])
     edges = float(merged.get("min_value", 0)) + w * np.arange(len(merged["counts"]) + 1)
-    return Curve(label, edges, np.asarray(merged["counts"], float) / (w * unit_scale))
+    overflow = int(merged.get("overflow") or 0)
+    return Curve(label, edges, np.asarray(merged["counts"], float) / (w * unit_scale), overflow=overflow,
+                 top=float(merged["max"]) if overflow and merged.get("max") is not None else None)
 
 
 def per_thread_curves(store: Store, cell: Cell, unit_scale: float) -> tuple[list[Curve], bulk_range.Bulk | None]:
@@ -294,24 +301,74 @@ def histogram_curves(cells: list[Cell], labels: dict, unit_scale: float,
             continue
         curve = histogram_curve(labels[c.config], merged, unit_scale)
         if merged["overflow"]:
-            curve.note = f"{merged['overflow']:,} values beyond the last bucket (max {merged['max']})"
+            curve.note = overflow_note(curve, *display_unit(c.config.unit))
             notes.append(f"{labels[c.config]}: {curve.note}")
         curves.append(curve)
     return curves, notes
 
 
-def exceedance_of(cells: list[Cell], labels: dict) -> list[exceedance_plot.Exceedance]:
-    """The exceedance plot's data per configuration (figures/exceedance.py) for times (ns) where at least one
-    configuration has the samples a tail bound needs; below that the percentile plot shows the same tail."""
+def overflow_note(curve: Curve, shown: str, scale: float) -> str:
+    """'3 values beyond the histogram's last bucket (65 µs), max 76 µs' for a kept histogram with overflows."""
+    if not curve.overflow:
+        return ""
+    end = float(curve.x[-1]) * scale
+    head = f"{curve.overflow:,} value{'s' if curve.overflow != 1 else ''} beyond the histogram's last bucket " \
+           f"({bulk_range.num(end)} {shown}), not drawn"
+    return head + (f", max {bulk_range.num(curve.top * scale)} {shown}" if curve.top is not None else "")
+
+
+def exceedance_cells(cells: list[Cell]) -> list[Cell]:
+    """The cells of a group that get an exceedance plot: times (ns) where one has the samples a bound needs."""
     if cells[0].config.unit != "ns" or not any((c.stats.get("n") or 0) >= TAIL_MIN_SAMPLES for c in cells):
         return []
-    out = []
-    for c in cells:
+    return cells
+
+
+def _exceedance(cell: Cell, label: str) -> exceedance_plot.Exceedance | None:
+    try:
+        return exceedance_plot.of_cell(cell, label)
+    except UsageError:         # nothing to draw (no samples, no histogram)
+        return None
+
+
+# The tail analyses of a report, read by the forked worker from inherited memory (build(parallel=True)).
+_TAIL_JOBS: list[tuple[Cell, str]] = []
+
+
+def _tail_job(i: int) -> exceedance_plot.Exceedance | None:
+    return _exceedance(*_TAIL_JOBS[i])
+
+
+class Exceedances:
+    """Every group's exceedance data, computed while the rest of the report is built: with parallel=True in
+    one forked process (its tail fits and scipy.stats' import, half a report's time, beside the rest), else
+    here when asked. Fork only from a single-threaded process (the CLI), never from serve's threads."""
+
+    def __init__(self, jobs: list[tuple[Cell, str]], parallel: bool):
+        global _TAIL_JOBS
+        self.jobs, self.future, self.pool = jobs, None, None
+        if parallel and jobs and _cpus() > 1 and "fork" in multiprocessing.get_all_start_methods():
+            _TAIL_JOBS = jobs
+            self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+            self.future = self.pool.submit(_all_tail_jobs, len(jobs))
+
+    def results(self) -> list[exceedance_plot.Exceedance | None]:
+        global _TAIL_JOBS
+        if self.future is None:
+            return [_exceedance(c, label) for c, label in self.jobs]
         try:
-            out.append(exceedance_plot.of_cell(c, labels[c.config]))
-        except UsageError:         # nothing to draw (no samples, no histogram)
-            continue
-    return out
+            return self.future.result()
+        finally:
+            self.pool.shutdown()
+            _TAIL_JOBS = []
+
+
+def _all_tail_jobs(count: int) -> list[exceedance_plot.Exceedance | None]:
+    return [_tail_job(i) for i in range(count)]
+
+
+def _cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def cdf_curve(cell: Cell, label: str) -> Curve | None:
@@ -457,10 +514,10 @@ def machine_rows(machines: list[Machine]) -> list[MachineRow]:
 # --- the whole report --------------------------------------------------------------------------------------
 
 def build(store: Store, runs: list[Run], *, title: str, selection: str, baseline: list[str] | None = None,
-          alpha: float = 0.05) -> Report:
+          alpha: float = 0.05, parallel: bool = False) -> Report:
     """Everything the report shows; comparisons only when a baseline is given, named by the runs' experiment's
-    spec, or `defaults` exists."""
-    from ..analysis.results import display_unit
+    spec, or `defaults` exists. parallel: the tail analyses in a forked process beside the rest (Exceedances;
+    only from a single-threaded process)."""
     check_options(alpha)
     baseline = baseline or spec_baseline(store, runs)
     notes: list[str] = []
@@ -471,9 +528,11 @@ def build(store: Store, runs: list[Run], *, title: str, selection: str, baseline
     groups: dict[tuple, list[Cell]] = {}
     for c in cells:
         groups.setdefault((c.config.workload, c.config.variant, c.config.measure, c.config.unit), []).append(c)
-    plot_groups = []
-    for (workload, variant, measure, unit), members in groups.items():
-        g = Group(f"{workload} {variant}: {measure}", unit, members, short_labels(c.config for c in members))
+    plot_groups = [Group(f"{workload} {variant}: {measure}", unit, members, short_labels(c.config for c in members))
+                   for (workload, variant, measure, unit), members in groups.items()]
+    tails = Exceedances([(c, g.labels[c.config]) for g in plot_groups for c in exceedance_cells(g.cells)], parallel)
+    for g in plot_groups:
+        members, measure, unit = g.cells, g.cells[0].config.measure, g.unit
         _, scale = display_unit(unit)
         g.boxes = [box_of(g.labels[c.config], c.samples) for c in members if len(c.samples)]
         hist_only = [g.labels[c.config] for c in members if not len(c.samples) and c.hist_runs]
@@ -483,11 +542,9 @@ def build(store: Store, runs: list[Run], *, title: str, selection: str, baseline
         g.histograms, hist_notes = histogram_curves(members, g.labels, scale, g.bulk)
         g.notes += hist_notes
         g.cdfs = [cv for c in members if (cv := cdf_curve(c, g.labels[c.config])) is not None]
-        g.exceedance = exceedance_of(members, g.labels)
         if measure == "latency":
             g.per_thread = [(g.labels[c.config], curves, thread_bulk) for c in members
                             for curves, thread_bulk in [per_thread_curves(store, c, scale)] if curves]
-        plot_groups.append(g)
     with_samples = [c for c in cells if c.sample_runs]
     series = [time_series(store, c, labels[c.config]) for c in with_samples[:MAX_SERIES]]
     omitted = max(0, len(with_samples) - MAX_SERIES)
@@ -512,6 +569,9 @@ def build(store: Store, runs: list[Run], *, title: str, selection: str, baseline
     if why:
         why_shares = (explain_shares.comparison_shares(store, comparisons) if comparisons is not None else
                       explain_shares.cell_shares(store, cells, labels))
+    done = iter(tails.results())
+    for g in plot_groups:
+        g.exceedance = [e for c in exceedance_cells(g.cells) if (e := next(done)) is not None]
     return Report(title, datetime.now(timezone.utc).isoformat(timespec="seconds"), selection, runs,
                   machines(runs), cells, labels, plot_groups, series, omitted, task_series,
                   units.pop() if len(units) == 1 else "bytes", comparisons, notes,

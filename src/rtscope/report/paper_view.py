@@ -23,7 +23,6 @@ from ..analysis.results import display_unit, fmt, id_ranges
 from ..analysis.select import Configuration, value_matches
 from ..analysis.storage import MODES, build_tables, human_time
 from ..errors import UsageError
-from ..experiment import claim_runs, execute as experiment
 from ..experiment.spec import Spec, parse
 from ..experiment.spec.claim_table import request_value
 from ..store import Run, Store
@@ -67,6 +66,7 @@ def experiment_spec(store: Store, runs: list[Run]) -> tuple[Spec, str] | None:
     ids = {r.experiment_id for r in runs}
     if len(ids) != 1 or None in ids:
         return None
+    from ..experiment import execute as experiment      # here: it imports the runtimes and SQLAlchemy
     exp = experiment.get(store, ids.pop())
     text = exp.spec.get("text")
     if not text:
@@ -252,6 +252,7 @@ def view(store: Store, runs: list[Run], cells: list[Cell], labels: dict, task_se
         v.tables = tasks_table(task_series, runs, unit, lookup) if task_series else []
     if spec.claims:
         claim_cells = cells + (load_cells(store, memory_runs) if memory_runs else [])
+        from ..experiment import claim_runs
         v.claims, aside = claim_runs.judge_stored(spec, claim_cells, memory_slope(store), alpha=alpha,
                                                   command=command)
         v.commands = {j.claim.id: cmd for j in v.claims if (cmd := needed_command(j, command, aside))}
