@@ -24,8 +24,8 @@ def recommend(
     """The configuration that best meets a goal, its evidence and its cost on the other metrics."""
     from ..analysis.recommend import check_goal, recommend as make_recommendations
     check_goal(goal)
-    cs = comparisons(db, selection(experiment, workload, variant, runtime, tag, where, run), baseline or ["defaults"],
-                  alpha, per_thread)
+    cs = comparisons(db, selection(experiment, workload, variant, runtime, tag, where, run), baseline, alpha,
+                     per_thread, fallback=["defaults"])
     recs = make_recommendations(cs, goal)
     labels = cs.labels
     if json_out:
