@@ -24,7 +24,7 @@ def plural(n: int, word: str, words: str | None = None) -> str:
 def few_runs_reason(mine: int, base: int | None, what: str = "", also: str = "") -> str:
     """Why a test was not made: a side with a single run (mine vs base runs; base None: one side only). `what`
     follows the counts (" with a p99"), `also` the consequence (", and the runs needed cannot be computed")."""
-    counts = plural(mine, "run") if base is None else f"{mine} vs {plural(base, 'run')}"
+    counts = plural(mine, "run") if base is None else f"{plural(mine, 'run')} vs {plural(base, 'run')}"
     sides = "the side has" if base is None else "each side has" if mine < 2 and base < 2 else "one side has"
     return (f"{counts}{what}: {sides} a single run, so the between-run variation is unknown and nothing is "
             f"tested{also}; {REPEAT_ADVICE}")

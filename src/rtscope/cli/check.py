@@ -28,11 +28,9 @@ def check(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML) to v
     scales = [scale] if scale is not None or not first.scales else list(first.scales)
     analysed = [first if s == first.scale else spec_mod.analyse(text, str(spec), s) for s in scales]
     problems = sorted({p for a in analysed for p in a.problems}, key=lambda p: (p.line or 0, p.message))
-    for p in problems:
-        err_console.print(f"[bold red]error:[/] {escape(p.text(str(spec)))}", soft_wrap=True)
     print_warnings(first)
-    if problems:
-        raise UsageError(f"{spec}: {len(problems)} problem(s); nothing was run")
+    if problems:   # said as `run` says them: SpecError's one text, printed by cli.main
+        raise spec_mod.SpecError(str(spec), problems)
     with Pool() as pool:
         availability = exp_mod.Availability(pool, boot=False)
         refused = _check_availability(spec, analysed, availability)

@@ -70,6 +70,8 @@ def selection(experiment, workload, variant, runtime, tag, where, run) -> Select
 def comparisons(db, sel: Selection, baseline, alpha, per_thread=False,
              baseline_sel: Selection | None = None, tail: bool = False, fallback=None) -> ComparisonSet:
     from ..analysis.documents import comparison_set
+    for chosen in (sel, baseline_sel):
+        note_experiment(open_store(db), chosen and chosen.experiment)
     return comparison_set(open_store(db), sel, baseline, alpha=alpha, per_thread=per_thread,
                           baseline_sel=baseline_sel, tail=tail, fallback=fallback)
 
@@ -186,7 +188,8 @@ def print_summary(cs: ComparisonSet, source: str, width: int | None) -> None:
         for _, verdict, label in sorted(lines, key=lambda t: (t[0], t[2])):
             console.print(escape(wrapped(f"{label}: {verdict}", width, indent="  ")), soft_wrap=True)
     if not cs.comparisons:
-        console.print("nothing to compare: every selected configuration is a baseline or has no baseline")
+        console.print(escape(wrapped("nothing to compare: every selected configuration is a baseline or has no "
+                                     "baseline", width)), soft_wrap=True)
 
 
 def print_comparisons(cs: ComparisonSet, source: str = "", verbose: bool = False) -> None:
@@ -290,7 +293,6 @@ def compare(
     baseline_sel = None
     if baseline_experiment is not None or baseline_tag:
         baseline_sel = selection(baseline_experiment, workload, variant, runtime, baseline_tag, where, None)
-    note_experiment(open_store(db), experiment)
     cs = comparisons(db, selection(experiment, workload, variant, runtime, tag, where, run), baseline, alpha,
                   per_thread, baseline_sel, tail or (gate is not None and gate.names_tail))
     why = explain_shares.comparison_shares(open_store(db), cs)
