@@ -125,9 +125,9 @@ def test_compare_summary_first(narrow, study):
     assert sum_lines[0].strip().startswith("fullsweep_after=0: worse: ")    # the worst news first
     assert "details, one table per comparison:" in r.out
     assert narrow("compare", "--experiment", "nerves-rt", "--baseline", "defaults", "--db", study).out == r.out
-    assert "between-run SD" not in r.out and "--verbose" in r.out
+    assert "per-run values (- : unknown)" not in " ".join(r.out.split()) and "--verbose" in r.out
     v = narrow("compare", "--experiment", "nerves-rt", "--baseline", "defaults", "--verbose", "--db", study)
-    assert "between-run SD" in v.out
+    assert "variance components of each metric's per-run values (- : unknown)" in " ".join(v.out.split())
 
 
 def test_holm_family_never_zero(narrow, study):
