@@ -106,8 +106,8 @@ def comparison_table(cs: ComparisonSet, k, width: int | None = None) -> Table:
     from ..analysis.results import display_unit, fmt
     shown, scale = display_unit(k.cell.config.unit)
     labels = cs.labels
-    title = (f"[bold]{escape(wrapped(relative(labels[k.cell.config], labels[k.base.config]), width))}[/] vs "
-             f"{escape(wrapped(labels[k.base.config], width))}")
+    title = (f"[bold]{escape(wrapped(labels[k.cell.config], width))}[/]\n"
+             f"{escape(wrapped('vs ' + labels[k.base.config], width))}")
     caption = (f"values in {shown}, each the mean of the per-run values; {len(k.cell.runs)} vs {len(k.base.runs)} "
                f"runs, {len(k.cell.samples):,} vs {len(k.base.samples):,} samples")
     if k.cliffs_delta is not None:
