@@ -80,7 +80,8 @@ def study(tmp_path_factory):
 def test_readme_recommend(narrow, cli, study):
     """README: `rtscope recommend --experiment nerves-rt --goal p99` works after a run of the study: the baseline is
     the configuration whose every knob is at its default (the BEAM's recorded fullsweep_after=65535,
-    min_heap_size=233, priority=normal, its versions are no knobs), and the later of two experiments is used, said so."""
+    min_heap_size=233, priority=normal, its versions are no knobs), and the later of two experiments is used, said
+    so."""
     r = narrow("recommend", "--experiment", "nerves-rt", "--goal", "p99", "--db", study)
     assert r.code == 0, r.err
     assert "note: 2 experiments are named 'nerves-rt' (1, 2): using the latest, experiment 2" in " ".join(

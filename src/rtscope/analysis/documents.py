@@ -48,8 +48,8 @@ def comparison_set(store: Store, sel: Selection, baseline: list[str] | None, *, 
     from .select import select_runs
     if baseline_sel is None:
         runs = select_runs(store, sel)
-        return compare_runs(store, runs, baseline or spec_baseline(store, runs) or fallback or [], per_thread=per_thread,
-                            alpha=alpha, tail=tail)
+        return compare_runs(store, runs, baseline or spec_baseline(store, runs) or fallback or [],
+                            per_thread=per_thread, alpha=alpha, tail=tail)
     return earlier_comparison_set(store, sel, baseline_sel, baseline, alpha=alpha, per_thread=per_thread, tail=tail)
 
 

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .. import paths
-from ..errors import RtscopeError, UsageError
-from .common import app, console, err_console, escape
+from ..analysis.defaults import plural
+from ..errors import RtscopeError
+from .common import app, console, escape
 from .run import ScaleOption, print_warnings
 
 if TYPE_CHECKING:
@@ -61,6 +62,7 @@ def _check_availability(spec: Path, analysed: list, availability: exp_mod.Availa
             n = sum(1 for _, w in cant if w == why)
             fail = any(p.on_unavailable == "fail" for p, w in cant if w == why)
             refused |= fail
-            console.print(f"  {'[bold red]cannot run here[/]' if fail else '[yellow]would skip[/]'} {n} run(s): "
+            what = '[bold red]cannot run here[/]' if fail else '[yellow]would skip[/]'
+            console.print(f"  {what} {plural(n, 'run')}: "
                           f"{escape(why)}")
     return refused
