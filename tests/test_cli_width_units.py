@@ -183,3 +183,12 @@ def test_second_real_problem_still_said(cli, typo_spec):
     typo_spec.write_text(text)
     r = cli("check", typo_spec)
     assert r.code == 2 and "2 problems in spec" in r.err and "unknown on_unavailable 'skipp'" in r.err
+
+
+@pytest.mark.parametrize("command", [("tasks-table",), ("storage-table",)])
+def test_every_command_says_the_shared_name(narrow, study, command):
+    """The same note wherever --experiment NAME is taken (cli.common.note_experiment), here before the command
+    finds that the experiment has none of its runs."""
+    r = narrow(*command, "--experiment", "nerves-rt", "--db", study)
+    assert "note: 2 experiments are named 'nerves-rt' (1, 2): using the latest, experiment 2" in " ".join(
+        r.err.split()), r.err

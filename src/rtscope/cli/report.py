@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from ..analysis.defaults import ALPHA
-from .common import DbOption, app, console, err_console, escape, open_store, note_experiment
+from .common import DbOption, app, console, err_console, escape, note_experiment, open_store
 from .compare import AlphaOpt, BaselineOpt, Experiment, RunIds, Runtime, Tag, Variant, Where, Workload, selection
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ import typer
 from rich import box
 
 from ..errors import UsageError
-from .common import DbOption, JsonOption, Table, app, console, escape, open_store, print_json, note_experiment
+from .common import DbOption, JsonOption, Table, app, console, escape, note_experiment, open_store, print_json
 
 if TYPE_CHECKING:
     from ..analysis.storage import StorageTable

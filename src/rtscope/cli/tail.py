@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from ..errors import UsageError
-from .common import DbOption, JsonOption, Table, app, console, escape, open_store, print_json, note_experiment
+from .common import DbOption, JsonOption, Table, app, console, escape, note_experiment, open_store, print_json
 
 if TYPE_CHECKING:
     from ..analysis.tail_bound import Tail, WorstCase
