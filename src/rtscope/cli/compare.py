@@ -190,6 +190,10 @@ def print_summary(cs: ComparisonSet, source: str, width: int | None) -> None:
     if not cs.comparisons:
         console.print(escape(wrapped("nothing to compare: every selected configuration is a baseline or has no "
                                      "baseline", width)), soft_wrap=True)
+    involved = {id(c) for k in cs.comparisons for c in (k.cell, k.base)} | {id(c) for c, _ in cs.unmatched}
+    alone = sorted(labels[c.config] for c in cs.cells if id(c) not in involved)
+    for label in alone:     # a baseline no selected configuration is compared with
+        console.print(escape(wrapped(f"{label}: a baseline with nothing to compare", width)), soft_wrap=True)
 
 
 def print_comparisons(cs: ComparisonSet, source: str = "", verbose: bool = False) -> None:
