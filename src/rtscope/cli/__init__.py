@@ -12,7 +12,7 @@ import importlib
 import sys
 
 from ..errors import RtscopeError
-from .common import EXIT_SPOOLED, OPENED, SAID, app, err_console, escape, layout_width, store_error, wrapped
+from .common import EXIT_SPOOLED, OPENED, SAID, app, err_console, escape, store_error
 
 # One module per command, named after it (`import_`: `import` is a keyword; `db`'s sub-commands share `db`), in
 # the order `rtscope --help` lists them.
@@ -45,11 +45,6 @@ def main() -> None:
 
 
 def print_error(text: str) -> None:
-    """`rtscope: error: ...` on stderr, every line of it (a spec's problems: one a line, `check` and `run` alike)
-    wrapped at the layout width when one is known (a terminal, $COLUMNS), continuation lines indented."""
-    width = layout_width(err_console)
-    head = "rtscope: error: "
-    lines = [wrapped(line, width, hang="      " if line.startswith("  ") else "    ")
-             for line in (head + text).split("\n")]
-    out = escape("\n".join(lines))
-    err_console.print(f"[bold red]{head.rstrip()}[/]{out[len(head) - 1:]}", soft_wrap=True)
+    """`rtscope: error: ...` on stderr, the one way every error is said (a spec's problems: one a line, `check`
+    and `run` alike). Never wrapped: a message is matched, grepped and pasted whole."""
+    err_console.print(f"[bold red]rtscope: error:[/] {escape(text)}", soft_wrap=True)

@@ -167,7 +167,8 @@ def note_experiment(store: Store, ref: str | None) -> None:
     text = experiment_note(store, ref)
     if text and text not in SAID:
         SAID.add(text)
-        err_console.print(f"[yellow]note:[/] {escape(text)}", soft_wrap=layout_width(err_console) is None)
+        said = escape(wrapped(f"note: {text}", layout_width(err_console)))
+        err_console.print(f"[yellow]note:[/]{said[len('note:'):]}", soft_wrap=True)
 
 
 def print_json(obj: Any) -> None:
