@@ -231,8 +231,8 @@ def load_cells(store: Store, runs: list[Run], *, per_thread: bool = False) -> li
 
 def knob_defaults() -> dict[str, Any]:
     """Each knob's default (the value a run records when it does not set it), where the registry knows one."""
-    from ..settings.registry import SETTINGS
-    return {name: s.default for name, s in SETTINGS.items()}
+    from ..settings.registry import RECORDED_DEFAULTS, SETTINGS
+    return {name: RECORDED_DEFAULTS.get(name, s.default) for name, s in SETTINGS.items()}
 
 
 def at_defaults(c: Configuration, defaults: dict[str, Any] | None = None) -> bool:

@@ -217,8 +217,12 @@ def print_comparisons(cs: ComparisonSet, source: str = "", verbose: bool = False
                 say(f"* {r.metric}: {r.note}")
         for note in k.notes + k.cell.notes:
             say(f"note: {note}")
-    say("Δ = value − baseline; n.s. = no significant difference; the run is the unit: every metric is "
-        f"tested with a {RUN_TEST} (docs/analysis.md)", style="dim")
+    designs = {k.design for k in cs.comparisons}
+    tests = (f"the run is the unit: every metric is tested with a {RUN_TEST}" if designs <= {"runs"} else
+             "design interleaved: the block pair is the unit, every metric tested with a paired t-test on the "
+             "log ratios of block pairs (the run as a cluster)"
+             + (f"; the others, measured in runs of their own, with a {RUN_TEST}" if "runs" in designs else ""))
+    say(f"Δ = value − baseline; n.s. = no significant difference; {tests} (docs/analysis.md)", style="dim")
     if cs.tail:
         say("tail: the latency exceeded with p = 1e-9 per sample, each run's own bound (rtscope tail RUN); "
             "refused: a run's tail failed a check, so its configuration has no bound", style="dim")

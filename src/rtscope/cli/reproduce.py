@@ -13,8 +13,7 @@ from .. import paths
 from ..analysis.defaults import ALPHA
 from ..errors import UsageError, choices
 from .compare import AlphaOpt, Experiment, RunIds, Tag, Where
-from .common import (DbOption, JsonOption, Table, app, console, err_console, escape, note_experiment, open_store,
-                     print_json)
+from .common import DbOption, JsonOption, Table, app, console, err_console, escape, open_store, print_json
 from .run import DesignOption, ScaleOption, with_design
 
 if TYPE_CHECKING:
@@ -89,6 +88,7 @@ def reproduce(
         aside = claim_runs.set_aside(parsed, wheres, command)
         if stored:
             from ..analysis.select import CORE_DIMENSIONS, Selection, select_runs
+            from .common import note_experiment
             note_experiment(store, experiment)
             core = {n: v for n, v in wheres if n in CORE_DIMENSIONS}     # --where variant=fib: compare's --variant
             runs = select_runs(store, Selection(experiment, **core, tags=list(tag or []),

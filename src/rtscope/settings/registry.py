@@ -27,7 +27,7 @@ MAX_SMALL = (1 << 59) - 1  # the Erlang VM's largest small integer (64-bit): its
 PROBE_SETTINGS = (
     Setting("rt_priority", integer(1, 99), "an integer 1..99", "run the probe under SCHED_FIFO at this priority"),
     Setting("cpu", integer(0), "a CPU number that is online", "pin the probe to this CPU"),
-    Setting("mlock", boolean, "true or false", "lock the probe's memory (mlockall)", False),
+    Setting("mlock", boolean, "true or false", "lock the probe's memory (mlockall)"),
 )
 
 TARGET = Setting("target", parse_target, "local, a target defined in [targets.NAME] or $RTSCOPE_TARGETS, or a URL "
@@ -42,21 +42,18 @@ MODEL = Setting("model", one_of(*TASK_MODELS), f"one of {', '.join(TASK_MODELS)}
 
 BEAM_SETTINGS = (
     Setting("fullsweep_after", integer(0, MAX_SMALL), "an integer >= 0 (minor collections)",
-            "beam: full-sweep GC after this many minor collections (VM default 65535)", 65535),
+            "beam: full-sweep GC after this many minor collections (VM default 65535)"),
     Setting("min_heap_size", integer(0, MAX_SMALL), "an integer >= 0 (words)",
-            "beam: minimum heap of the measuring process; the VM rounds up to its next heap size (default 233)",
-            233),
+            "beam: minimum heap of the measuring process; the VM rounds up to its next heap size (default 233)"),
     Setting("priority", one_of("low", "normal", "high", "max"), "one of low, normal, high, max",
-            "beam: process priority of the measuring process", "normal"),
+            "beam: process priority of the measuring process"),
     Setting("message_queue_data", one_of("on_heap", "off_heap"), "on_heap or off_heap",
-            "beam: where the measuring/receiving process keeps its message queue", "on_heap"),
+            "beam: where the measuring/receiving process keeps its message queue"),
     Setting("vm_flags", parse_vm_flags,
             "Erlang VM flags from beam/priv/vm_flags.json, e.g. '+sbwt none +hmqd off_heap'",
-            "beam: flags the VM is started with (elixir --erl); see docs/beam.md", ""),
+            "beam: flags the VM is started with (elixir --erl); see docs/beam.md"),
 )
 
-# A default (Option.default) is the value a run records when it does not set the knob: `--baseline defaults` is
-# the configuration whose every knob is at it (analysis.compare.at_defaults).
 SETTINGS: dict[str, Setting] = {s.name: s for s in (
     *PROBE_SETTINGS, TARGET, MODEL, *BEAM_SETTINGS, *governor.SETTINGS, *loadgen.SETTINGS, *environments.SETTINGS,
     *explain_record.SETTINGS, *kernel_files.SETTINGS, *pm_qos.SETTINGS, *kernel_cmdline.SETTINGS)}
@@ -64,3 +61,9 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
 
 def system_settings() -> dict[str, Setting]:
     return {k: s for k, s in SETTINGS.items() if s.scope == "system"}
+
+
+# What a run records for a knob it does not set (the runtime's default): `--baseline defaults` is the configuration
+# whose every knob is unset or at this value (analysis.compare.at_defaults).
+RECORDED_DEFAULTS = {"mlock": False, "fullsweep_after": 65535, "min_heap_size": 233, "priority": "normal",
+                     "message_queue_data": "on_heap", "vm_flags": ""}
