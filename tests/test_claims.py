@@ -157,7 +157,7 @@ def test_one_run_a_side_is_undecided_with_its_reason(cli, tmp_path, db):
     r, [c] = reproduce(cli, tmp_path, db, claim())
     assert r.code == 0, r.err
     assert c["verdict"] == "undecided" and c["runs_needed"] is None
-    assert "1 vs 1 runs" in c["reason"] and "between-run variation is unknown" in c["reason"]
+    assert "1 run vs 1 run" in c["reason"] and "between-run variation is unknown" in c["reason"]
     assert c["command"].endswith("--repetitions 3")
 
 

@@ -189,10 +189,11 @@ def test_one_run_each_is_not_tested_and_says_why(tmp_path):
     add_run(store, tmp_path, rng.integers(1000, 1100, 400), settings={"k": 0})
     add_run(store, tmp_path, rng.integers(500, 600, 400), settings={"k": 1})
     cs = compare_runs(store, select_runs(store, Selection()), ["k=0"])
-    assert "fewer than 3 runs of k=0 (1); k=1 (1): the between-run variation rests on too few runs" in cs.warnings[0]
+    assert ("fewer than 3 runs of 2 configurations (1 run each): k=0; k=1; the between-run variation rests on too "
+            "few runs") in cs.warnings[0]
     (k,) = cs.comparisons
     assert {r.verdict for r in k.rows} == {"not tested"}
-    assert all("with one run the between-run variation is unknown" in r.reason for r in k.rows)
+    assert all("each side has a single run, so the between-run variation is unknown" in r.reason for r in k.rows)
 
     store = Store(str(tmp_path / "r5.db"))
     for _ in range(5):

@@ -201,7 +201,7 @@ def test_a_a_passes_the_gate(cli, store, tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     ([], "name a baseline: --baseline NAME=VALUE (a setting, parameter, workload, variant or runtime), --baseline "
-         "defaults (the configuration without settings), or runs stored earlier: --baseline-experiment ID|NAME, "
+         "defaults (every setting at its default), or runs stored earlier: --baseline-experiment ID|NAME, "
          "--baseline-tag TAG"),
     (["--fail-on", "better"], "unknown mode 'better'; valid: worse (the only mode so far)"),
     (["--fail-on", "worse:p95"], "unknown metric 'p95'; valid metrics: mean, median, p99, max, stdev"),

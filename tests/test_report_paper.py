@@ -404,7 +404,9 @@ def test_tables_write_the_papers_table_and_its_claims(cli, msgq_db, tmp_path):
     tabs = tmp_path / "tabs"
     report(cli, msgq_db, tmp_path, "--tables", str(tabs))
     files = {p.name for p in tabs.iterdir()}
-    assert {f"{n}.{e}" for n in ("paper-msgq", "claims-msgq", "statistics-ns") for e in ("md", "tex", "csv")} == files
+    # comparisons: against the configuration at the VM's defaults (message_queue_data=on_heap, no vm_flags)
+    assert {f"{n}.{e}" for n in ("paper-msgq", "claims-msgq", "statistics-ns", "comparisons")
+            for e in ("md", "tex", "csv")} == files
     small = values_of("msgq", msgq, 4, lambda r: r.variant == "pmap" and r.params["elements"] == 1000 and
                       r.settings.get("message_queue_data") == "on_heap")
     v = np.concatenate(small)
@@ -452,7 +454,9 @@ def test_a_report_of_no_study_is_unchanged(cli, tmp_path):
     tabs = tmp_path / "tabs"
     html = report(cli, db, tmp_path, "--tables", str(tabs))
     assert 'id="paper"' not in html and 'id="claims"' not in html and "published" not in html.lower()
-    assert sorted(p.name for p in tabs.iterdir()) == ["statistics-ns.csv", "statistics-ns.md", "statistics-ns.tex"]
+    # no paper's tables; the comparison against the VM's default fullsweep_after=65535 (--baseline defaults)
+    assert sorted(p.name for p in tabs.iterdir()) == [f"{n}.{e}" for n in ("comparisons", "statistics-ns")
+                                                      for e in ("csv", "md", "tex")]
 
 
 def test_bad_paper_tables_are_errors_with_their_line(tmp_path):

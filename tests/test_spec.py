@@ -207,7 +207,7 @@ def test_runtime_that_cannot_run_a_variant_names_the_fix():
 # --- bad specs: every problem, each with its line -----------------------------------------------------------
 
 @pytest.mark.parametrize("text, line, message", [
-    ('nam = "x"\n' + EXEC, 1, r"unknown key 'nam' in the spec \(top level\); valid keys: .*name"),
+    ('nam = "x"\n' + EXEC, 1, r"unknown key 'nam' in the spec \(top level\) \(did you mean 'name'\?\); valid keys: .*name"),
     (EXEC.replace("[workload.params]", "colour = 1\n[workload.params]"), 6,
      r"unknown key 'colour' in workload block 1; valid keys"),
     ("repetitions = \"two\"\n" + EXEC, 1, r"repetitions must be an integer, not a string"),
@@ -218,7 +218,7 @@ def test_runtime_that_cannot_run_a_variant_names_the_fix():
     (EXEC.replace('"fib"', '"fibb"'), 5, r"unknown exec variant 'fibb'; valid variants: sum, fib"),
     (EXEC + "[workload.settings]\ngovernor = \"fastest\"\n", 10, r"invalid value 'fastest' for governor.*performance"),
     (EXEC + "[workload.settings]\nrt_priority = [50, 100]\n", 10, r"rt_priority: must be <= 99"),
-    (EXEC + "[workload.settings]\ngovernr = 1\n", 10, r"unknown setting 'governr'; valid settings .*governor"),
+    (EXEC + "[workload.settings]\ngovernr = 1\n", 10, r"unknown setting 'governr' \(did you mean 'governor'\?\); valid settings .*governor"),
     (EXEC.replace("[workload.params]", "runtime = [\"native\", \"jvm\"]\n[workload.params]"), 6,
      r"unknown runtime 'jvm'; valid runtimes: .*native"),
     (EXEC + "[[workload.exclude]]\nspeed = 1\n", 10, r"exclude key 'speed' is not a matrix axis"),
@@ -294,7 +294,7 @@ def test_cli_check_unavailable_governor_skip_or_fail(cli, tmp_path, monkeypatch)
     p = tmp_path / "g.toml"
     p.write_text('on_unavailable = "skip"\n' + text)
     r = cli("check", p)
-    assert r.code == 0 and "would skip 2 run(s)" in " ".join(r.out.split())
+    assert r.code == 0 and "would skip 2 runs" in " ".join(r.out.split())
     assert "not available on this machine" in r.out
     p.write_text(text)
     r = cli("check", p)

@@ -142,7 +142,7 @@ def test_compare_tail_row_is_the_run_level_test_of_per_run_bounds(cli, store):
                                              f"{', '.join(map(str, ids['ar']))} of the configuration)")
     assert refused["baseline"] == pytest.approx(np.mean(base))
     one = next(x for x in _comparison(doc, "k=one")["rows"] if x["metric"] == "tail")
-    assert one["verdict"] == "not tested" and "1 vs 3 runs" in one["not_tested_because"]
+    assert one["verdict"] == "not tested" and "1 run vs 3 runs" in one["not_tested_because"]
 
     text = piped(tmp, "compare", "--experiment", "rows", "--baseline", "k=a", "--tail", "--db", db).out
     assert re.search(r"\n tail +[\d,.]+ +refused +n/a +- +- +untested", text), text

@@ -85,7 +85,7 @@ def test_check_reports_every_problem_of_a_tune_spec_at_its_line(cli, tmp_path):
                 18: "unknown setting 'bogus'", 20: "the range of vm_flags has both log and step"}
     for line, text in expected.items():
         assert f"tune.toml:{line}: {text}" in flat(r.err), (line, r.err)
-    assert "a range table needs a knob that takes numbers" in r.err and "10 problem(s)" in r.err
+    assert "a range table needs a knob that takes numbers" in r.err and "10 problems in spec" in r.err
 
 
 def test_a_valid_tune_spec_is_described_and_only_tune_runs_it(cli, tmp_path, db):

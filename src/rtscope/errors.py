@@ -29,3 +29,10 @@ class ProbeError(RtscopeError):
 def choices(valid) -> str:
     """Render a list of valid names for an error message."""
     return ", ".join(str(v) for v in valid)
+
+
+def did_you_mean(name, valid) -> str:
+    """` (did you mean 'x'?)` when `name` is a near miss of one valid name (a typo), else ""."""
+    import difflib
+    close = difflib.get_close_matches(str(name), [str(v) for v in valid], n=1, cutoff=0.8)
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -43,7 +43,7 @@ import numpy as np
 
 from .compare import Cell, MIN_RUNS, holm, paired_evidence
 from .paired import Estimate, welch_estimate
-from .defaults import ALPHA, METRICS, TAIL
+from .defaults import ALPHA, METRICS, TAIL, few_runs_reason
 from .plan_sizing import MIN_RUNS as PLAN_MIN_RUNS, POWER, runs_needed
 from .defaults import per_block_name, per_run_name
 from .select import Configuration, not_in_force_text, setting_text, value_matches
@@ -385,10 +385,8 @@ def _few(j: Judgement, n_cell: int, n_base: int, two_sided: bool = True) -> bool
     j.runs = (n_cell, n_base)
     if n_cell >= MIN_RUNS and (n_base >= MIN_RUNS or not two_sided):
         return False
-    counts = f"{n_cell} vs {n_base} runs" if two_sided else f"{n_cell} run"
-    j.reason = (f"{counts} with a {j.claim.metric}: with one run a side the between-run variation is unknown, so "
-                f"nothing is tested and the runs needed cannot be computed; repeat each configuration "
-                f"{PLAN_MIN_RUNS} times or more")
+    j.reason = few_runs_reason(n_cell, n_base if two_sided else None, f" with a {j.claim.metric}",
+                               ", and the runs needed cannot be computed")
     return True
 
 

@@ -51,7 +51,8 @@ from ..errors import UsageError, choices
 from ..store import Run, Store
 from . import stats
 from . import distribution
-from .defaults import ALPHA, METRICS, ROWS, STAT_KEY, TAIL
+from .defaults import (ALPHA, METRICS, MIN_REPETITIONS, REPEAT_ADVICE, ROWS, STAT_KEY, TAIL, few_runs_reason,
+                       plural)
 from .variance import Components, components
 from .paired import PAIRED_TEST, PairedResult, paired, pairing, shared_runs
 from .select import CORE_DIMENSIONS, Configuration, group_runs, short_labels, value_matches, value_text
@@ -61,7 +62,6 @@ from .select import not_in_force_text, setting_text
 RUN_TEST = "Welch t-test on per-run values"
 TAIL_TEST = "Welch t-test on per-run bounds at p = 1e-9"
 TESTS = dict.fromkeys(METRICS, RUN_TEST) | {TAIL: TAIL_TEST}
-MIN_REPETITIONS = 3     # fewer: the between-run variance rests on one or two differences, and a warning says so
 MIN_RUNS = 2            # fewer on either side: not tested
 # Romano et al. (2006) thresholds for |Cliff's delta|.
 MAGNITUDES = ((0.147, "negligible"), (0.33, "small"), (0.474, "medium"), (math.inf, "large"))
@@ -230,10 +230,27 @@ def load_cells(store: Store, runs: list[Run], *, per_thread: bool = False) -> li
     return cells
 
 
+def knob_defaults() -> dict[str, Any]:
+    """Each knob's default (the value a run records when it does not set it), where the registry knows one."""
+    from ..settings.registry import RECORDED_DEFAULTS, SETTINGS
+    return {name: RECORDED_DEFAULTS.get(name, s.default) for name, s in SETTINGS.items()}
+
+
+def at_defaults(c: Configuration, defaults: dict[str, Any] | None = None) -> bool:
+    """Does c run with every knob at its default? What a runtime records beside its knobs (its versions, its
+    schedulers) is not a knob; a knob recorded at its default (the BEAM's fullsweep_after=65535, an empty
+    vm_flags) is as good as unset."""
+    defaults = knob_defaults() if defaults is None else defaults
+    return all(name not in defaults or value_text(v) == value_text(defaults[name]) for name, v in c.settings)
+
+
 def present_values(configs: list[Configuration]) -> str:
-    """'settings of the selected runs: NAME: V1, V2; ...' over what varies first, then the rest."""
-    names = sorted({k for c in configs for k, _ in c.settings})
+    """'settings of the selected runs: NAME: V1, V2; ...' over what varies first, then the rest: the knobs only
+    (not what a runtime records beside them, such as its version)."""
+    knobs = knob_defaults()
+    names = sorted({k for c in configs for k, _ in c.settings if k in knobs})
     values = {n: sorted({value_text(c.get(n)) for c in configs} - {""}) for n in names}
+    names = [n for n in names if values[n]]
     order = sorted(names, key=lambda n: len(values[n]) < 2)
     return "settings of the selected runs: " + ("; ".join(f"{n}: {', '.join(values[n])}" for n in order)
                                                  if names else "none (try --baseline defaults)")
@@ -273,6 +290,7 @@ class Baseline:
     # to groups that know its name, so one baseline can serve exec runs (priority=normal) and timer
     # runs (kernel=normal) at once.
     _names: dict[tuple, set[str]] | None = field(default=None, repr=False)
+    _defaults: dict[str, Any] | None = field(default=None, repr=False)   # knob_defaults(), once bound
 
     @classmethod
     def parse(cls, items: list[str]) -> "Baseline":
@@ -302,6 +320,7 @@ class Baseline:
         return (c.workload, c.variant, c.measure, c.unit)
 
     def bind(self, configs: list[Configuration]) -> None:
+        self._defaults = knob_defaults()
         self._names = {}
         for c in configs:
             self._names.setdefault(self._group(c), set()).update(k for k, _ in (*c.settings, *c.params))
@@ -311,7 +330,7 @@ class Baseline:
         return [(n, v) for n, v in self.assignments if names is None or n in CORE_DIMENSIONS or n in names]
 
     def matches(self, c: Configuration) -> bool:
-        if self.defaults and c.settings:
+        if self.defaults and not at_defaults(c, self._defaults):
             return False
         assignments = self.applicable(c)
         if not assignments and not self.defaults:
@@ -323,7 +342,7 @@ class Baseline:
         self.bind(configs)
         if not self.assignments and not self.defaults:
             raise UsageError("name a baseline: --baseline NAME=VALUE (a setting, parameter, workload, variant or "
-                             "runtime), --baseline defaults (the configuration without settings), or runs stored "
+                             "runtime), --baseline defaults (every setting at its default), or runs stored "
                              "earlier: --baseline-experiment ID|NAME, --baseline-tag TAG; " + present_values(configs))
         known = set(CORE_DIMENSIONS) | {k for c in configs for k, _ in (*c.settings, *c.params)}
         for name, _ in self.assignments:
@@ -332,7 +351,8 @@ class Baseline:
                                  f"{choices(sorted(known))}")
         if not any(self.matches(c) for c in configs):
             if self.defaults and not self.assignments:
-                raise UsageError("no selected configuration runs without settings (--baseline defaults); "
+                raise UsageError("no selected configuration runs with every setting at its default (--baseline "
+                                 "defaults); "
                                  f"name one with --baseline NAME=VALUE; {present_values(configs)}")
             name, value = next(((n, v) for n, v in self.assignments
                                 if not any(value_matches(c.get(n), v) for c in configs)), self.assignments[0])
@@ -486,8 +506,7 @@ def run_level_row(metric: str, mine: list[float], base: list[float], test: str =
     row = Row(metric, float(np.mean(base)) if base else None, float(np.mean(mine)) if mine else None, test,
               runs=(len(mine), len(base)))
     if len(mine) < MIN_RUNS or len(base) < MIN_RUNS:
-        row.reason = (f"{len(mine)} vs {len(base)} runs with a {metric}: with one run the between-run variation "
-                      "is unknown; repeat each configuration (3 runs or more)")
+        row.reason = few_runs_reason(len(mine), len(base), f" with a {metric}")
         return row
     row.p, lo, hi = welch(np.asarray(mine, float), np.asarray(base, float))
     row.ci, row.direction = (lo, hi), int(np.sign(row.diff))
@@ -526,8 +545,7 @@ def tail_row(cell: Cell, base: Cell) -> Row:
 def _untested_tail(cell: Cell, base: Cell) -> Row:
     row = run_level_row(TAIL, [], [], TAIL_TEST)
     row.runs = (len(cell.runs), len(base.runs))
-    row.reason = (f"{len(cell.runs)} vs {len(base.runs)} runs: with one run the between-run variation is unknown; "
-                  "repeat each configuration (3 runs or more)")
+    row.reason = few_runs_reason(len(cell.runs), len(base.runs))
     return row
 
 
@@ -624,10 +642,16 @@ def adjust(rows: list[Row], alpha: float) -> None:
         r.verdict = "better" if r.direction < 0 else "worse"
 
 
-def few_runs_warning(few: list[tuple[str, int]], min_repetitions: int) -> str:
-    return (f"fewer than {min_repetitions} runs of " + "; ".join(f"{label} ({runs})" for label, runs in few) +
-            ": the between-run variation rests on too few runs (with one run it is unknown and nothing is "
-            "tested); repeat each configuration 5 times or more (`rtscope plan` says how many)")
+def few_runs_warning(few: list[tuple[str, int]], min_repetitions: int, shown: int = 3) -> str:
+    """One warning for every configuration with fewer than min_repetitions runs: a few named, the rest counted."""
+    counts = sorted({runs for _, runs in few})
+    each = plural(counts[0], "run") + " each" if len(counts) == 1 else "runs: " + ", ".join(map(str, counts))
+    named = "; ".join(label if len(counts) == 1 else f"{label} ({runs})" for label, runs in few[:shown])
+    more = f" and {len(few) - shown} more" if len(few) > shown else ""
+    whom = f"{plural(len(few), 'configuration')} ({each})" if len(few) > 1 else f"{named} ({each.split(' each')[0]})"
+    return (f"fewer than {min_repetitions} runs of {whom}" + (f": {named}{more}" if len(few) > 1 else "") +
+            "; the between-run variation rests on too few runs (with a single run it is unknown and nothing is "
+            f"tested); {REPEAT_ADVICE}")
 
 
 def compare(cells: list[Cell], baseline: Baseline, *, alpha: float = ALPHA,
@@ -650,8 +674,10 @@ def compare(cells: list[Cell], baseline: Baseline, *, alpha: float = ALPHA,
     adjust([r for k in comparisons for r in k.rows], alpha)
     labels = short_labels(configs)
     warnings = []
+    # A configuration compared only in interleaved runs has block pairs for replicates: few runs are no warning.
+    run_level = [k for k in comparisons if k.design == "runs"]
     few = [c for c in cells if len(c.runs) < min_repetitions and
-           (baseline.matches(c.config) or any(k.cell is c for k in comparisons))]
+           any(k.cell is c or k.base is c for k in run_level)]
     if few:
         warnings.append(few_runs_warning([(labels[c.config], len(c.runs)) for c in few], min_repetitions))
     return ComparisonSet(baseline, cells, comparisons, unmatched, warnings, alpha)

@@ -41,17 +41,17 @@ def show_document(store: Store, run: Run, dist: Distribution | None = None, *, w
 
 def comparison_set(store: Store, sel: Selection, baseline: list[str] | None, *, alpha: float,
                    per_thread: bool = False, baseline_sel: Selection | None = None,
-                   tail: bool = False) -> ComparisonSet:
+                   tail: bool = False, fallback: list[str] | None = None) -> ComparisonSet:
     """The comparison `compare` prints (its `--json` is this set's to_json()). With `baseline_sel`, the
     baselines are those runs, stored earlier (compare.compare_with_earlier); `baseline` is then optional.
-    Without either, the baseline the runs' experiment named in its spec (compare.spec_baseline).
-    tail: with the tail row (compare --tail)."""
+    Without either, the baseline the runs' experiment named in its spec (compare.spec_baseline), else
+    `fallback` (recommend's: `defaults`). tail: with the tail row (compare --tail)."""
     from .compare import compare_runs, spec_baseline
     from .select import select_runs
     if baseline_sel is None:
         runs = select_runs(store, sel)
-        return compare_runs(store, runs, baseline or spec_baseline(store, runs) or [], per_thread=per_thread,
-                            alpha=alpha, tail=tail)
+        return compare_runs(store, runs, baseline or spec_baseline(store, runs) or fallback or [],
+                            per_thread=per_thread, alpha=alpha, tail=tail)
     return earlier_comparison_set(store, sel, baseline_sel, baseline, alpha=alpha, per_thread=per_thread, tail=tail)
 
 

@@ -272,6 +272,19 @@ def experiment_id(store: Store, ref: str) -> int:
                      + (f"valid experiments: {choices(known)}" if known else "it holds no experiments yet"))
 
 
+def experiment_note(store: Store, ref: str) -> str:
+    """What experiment_id made of a name shared by several experiments ("" for an id or a name used once)."""
+    ref = str(ref).strip()
+    rows = store.experiment_names()
+    if ref.isdigit() and any(i == int(ref) for i, _ in rows):
+        return ""
+    named = [i for i, name in rows if name == ref]
+    if len(named) < 2:
+        return ""
+    return (f"{len(named)} experiments are named {ref!r} ({', '.join(map(str, named))}): using the latest, "
+            f"experiment {named[-1]} (--experiment ID for another)")
+
+
 def select_runs(store: Store, sel: Selection) -> list[Run]:
     """The runs that meet every criterion; a UsageError naming the valid values when none do."""
     exp = experiment_id(store, sel.experiment) if sel.experiment else None

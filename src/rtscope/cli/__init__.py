@@ -12,7 +12,7 @@ import importlib
 import sys
 
 from ..errors import RtscopeError
-from .common import EXIT_SPOOLED, OPENED, app, err_console, escape, store_error
+from .common import EXIT_SPOOLED, OPENED, SAID, app, err_console, escape, store_error
 
 # One module per command, named after it (`import_`: `import` is a keyword; `db`'s sub-commands share `db`), in
 # the order `rtscope --help` lists them.
@@ -30,14 +30,21 @@ def main() -> None:
     try:
         app()
     except RtscopeError as e:
-        err_console.print(f"[bold red]rtscope: error:[/] {escape(str(e))}", soft_wrap=True)
+        print_error(str(e))
         sys.exit(e.exit_code)
     except Exception as e:
         said = store_error(e)   # a store's error is one line naming the store, never a traceback
         if said is None:
             raise
         from ..store import unreachable
-        err_console.print(f"[bold red]rtscope: error:[/] {escape(said)}", soft_wrap=True)
+        print_error(said)
         sys.exit(EXIT_SPOOLED if unreachable(e) else 1)
     finally:
         OPENED.clear()   # the command's stores are let go (main called again in one process opens its own)
+        SAID.clear()
+
+
+def print_error(text: str) -> None:
+    """`rtscope: error: ...` on stderr, the one way every error is said (a spec's problems: one a line, `check`
+    and `run` alike). Never wrapped: a message is matched, grepped and pasted whole."""
+    err_console.print(f"[bold red]rtscope: error:[/] {escape(text)}", soft_wrap=True)

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .. import paths
-from ..errors import RtscopeError, UsageError
-from .common import app, console, err_console, escape
+from ..analysis.defaults import plural
+from ..errors import RtscopeError
+from .common import app, console, escape
 from .run import ScaleOption, print_warnings
 
 if TYPE_CHECKING:
@@ -28,11 +29,9 @@ def check(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML) to v
     scales = [scale] if scale is not None or not first.scales else list(first.scales)
     analysed = [first if s == first.scale else spec_mod.analyse(text, str(spec), s) for s in scales]
     problems = sorted({p for a in analysed for p in a.problems}, key=lambda p: (p.line or 0, p.message))
-    for p in problems:
-        err_console.print(f"[bold red]error:[/] {escape(p.text(str(spec)))}", soft_wrap=True)
     print_warnings(first)
-    if problems:
-        raise UsageError(f"{spec}: {len(problems)} problem(s); nothing was run")
+    if problems:   # said as `run` says them: SpecError's one text, printed by cli.main
+        raise spec_mod.SpecError(str(spec), problems)
     with Pool() as pool:
         availability = exp_mod.Availability(pool, boot=False)
         refused = _check_availability(spec, analysed, availability)
@@ -63,6 +62,7 @@ def _check_availability(spec: Path, analysed: list, availability: exp_mod.Availa
             n = sum(1 for _, w in cant if w == why)
             fail = any(p.on_unavailable == "fail" for p, w in cant if w == why)
             refused |= fail
-            console.print(f"  {'[bold red]cannot run here[/]' if fail else '[yellow]would skip[/]'} {n} run(s): "
+            what = '[bold red]cannot run here[/]' if fail else '[yellow]would skip[/]'
+            console.print(f"  {what} {plural(n, 'run')}: "
                           f"{escape(why)}")
     return refused

@@ -134,6 +134,43 @@ def store_error(e: BaseException) -> str | None:
     return f"store {keeper.shown_url}: {one_line(e)}{kept}"
 
 
+def layout_width(to: Console | None = None) -> int | None:
+    """The width prose and tables are laid out for: a terminal's; piped, $COLUMNS when it is set (COLUMNS=80 rtscope
+    compare ... | less); else None: a pipe has no width of its own, and nothing is wrapped (grep finds whole lines)."""
+    import os
+    to = to or console
+    if to.is_terminal:
+        return to.width
+    columns = os.environ.get("COLUMNS", "").strip()
+    return int(columns) if columns.isdigit() and int(columns) > 0 else None
+
+
+def wrapped(text: str, width: int | None, indent: str = "", hang: str = "    ") -> str:
+    """Plain `text` (no markup) on lines of at most `width` characters, continuation lines indented by `hang`;
+    unchanged when width is None."""
+    if width is None:
+        return indent + text
+    import textwrap
+    return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent + hang,
+                         break_long_words=True, break_on_hyphens=False)
+
+
+SAID: set[str] = set()   # notes said once per process (an experiment name resolved)
+
+
+def note_experiment(store: Store, ref: str | None) -> None:
+    """Every command that takes --experiment ID|NAME says, on stderr, which experiment a name shared by several
+    meant (the latest; analysis.select.experiment_id): one note, the same everywhere."""
+    if not ref:
+        return
+    from ..analysis.select import experiment_note
+    text = experiment_note(store, ref)
+    if text and text not in SAID:
+        SAID.add(text)
+        said = escape(wrapped(f"note: {text}", layout_width(err_console)))
+        err_console.print(f"[yellow]note:[/]{said[len('note:'):]}", soft_wrap=True)
+
+
 def print_json(obj: Any) -> None:
     from ..store import to_jsonable
     typer.echo(json.dumps(to_jsonable(obj), indent=2, sort_keys=False))
@@ -151,7 +188,7 @@ def settings_text(settings: dict, run=None) -> str:
 
 __all__ = ["app", "console", "err_console", "DbOption", "JsonOption", "open_store", "print_json", "escape",
            "settings_text", "Table", "PIPE_WIDTH", "settle", "store_error",
-           "EXIT_SPOOLED"]
+           "EXIT_SPOOLED", "layout_width", "wrapped", "note_experiment"]
 
 
 def with_unit(key: str, shown: str, sep: str = " ") -> str:

@@ -11,7 +11,8 @@ from rich import box
 from rich.console import Console
 
 from ..analysis.defaults import ALPHA
-from .common import DbOption, JsonOption, Table, app, console, err_console, escape, open_store, print_json
+from .common import (DbOption, JsonOption, Table, app, console, err_console, escape, layout_width, note_experiment,
+                     open_store, print_json, wrapped)
 
 if TYPE_CHECKING:
     from ..analysis.compare import ComparisonSet
@@ -48,6 +49,9 @@ TailOpt = Annotated[bool, typer.Option(
     "--tail", help="Add the tail row: each run's bound at p = 1e-9 per sample (rtscope tail), tested with the run "
                    "as the unit; a run whose tail is refused leaves its configuration without a bound. Costs a "
                    "tail fit per run (implied by --fail-on worse:tail).")]
+VerboseOpt = Annotated[bool, typer.Option(
+    "--verbose", "-v", help="Also the variance components of every configuration's metrics (between-run SD, "
+                            "within-run SE), after the summary and the tables.")]
 PerThreadOpt = Annotated[bool, typer.Option(
     "--per-thread", help="Multi-thread latency runs: take each run's worst thread (highest maximum) instead of "
                          "all its threads.")]
@@ -64,10 +68,12 @@ def selection(experiment, workload, variant, runtime, tag, where, run) -> Select
 
 
 def comparisons(db, sel: Selection, baseline, alpha, per_thread=False,
-             baseline_sel: Selection | None = None, tail: bool = False) -> ComparisonSet:
+             baseline_sel: Selection | None = None, tail: bool = False, fallback=None) -> ComparisonSet:
     from ..analysis.documents import comparison_set
-    return comparison_set(open_store(db), sel, baseline, alpha=alpha,
-                          per_thread=per_thread, baseline_sel=baseline_sel, tail=tail)
+    for chosen in (sel, baseline_sel):
+        note_experiment(open_store(db), chosen and chosen.experiment)
+    return comparison_set(open_store(db), sel, baseline, alpha=alpha, per_thread=per_thread,
+                          baseline_sel=baseline_sel, tail=tail, fallback=fallback)
 
 
 def baseline_text(cs: ComparisonSet) -> str:
@@ -94,13 +100,14 @@ def cause_table(rows) -> Table:
     return table
 
 
-def comparison_table(cs: ComparisonSet, k) -> Table:
-    """One comparison: a row per metric."""
+def comparison_table(cs: ComparisonSet, k, width: int | None = None) -> Table:
+    """One comparison: a row per metric (title and caption wrapped at `width`)."""
     from ..analysis.recommend import change, p_text
     from ..analysis.results import display_unit, fmt
     shown, scale = display_unit(k.cell.config.unit)
     labels = cs.labels
-    title = f"[bold]{escape(labels[k.cell.config])}[/] vs {escape(labels[k.base.config])}"
+    title = (f"[bold]{escape(wrapped(labels[k.cell.config], width))}[/]\n"
+             f"{escape(wrapped('vs ' + labels[k.base.config], width))}")
     caption = (f"values in {shown}, each the mean of the per-run values; {len(k.cell.runs)} vs {len(k.base.runs)} "
                f"runs, {len(k.cell.samples):,} vs {len(k.base.samples):,} samples")
     if k.cliffs_delta is not None:
@@ -120,38 +127,115 @@ def comparison_table(cs: ComparisonSet, k) -> Table:
     return table
 
 
-def print_comparisons(cs: ComparisonSet) -> None:
+# The order of the summary: a comparison with a worse row first, then better, then neither, then untested.
+RANK = {"worse": 0, "better": 1, "no significant difference": 2, "not tested": 3}
+
+
+def verdict_text(k) -> tuple[int, str]:
+    """A comparison's verdicts in one phrase ("worse: mean; better: p99, max"), and its rank in the summary."""
+    by: dict[str, list[str]] = {}
+    for r in k.rows:
+        by.setdefault(r.verdict, []).append(r.metric)
+    parts = [f"{v}: {', '.join(by[v])}" for v in ("worse", "better") if v in by]
+    if parts and "no significant difference" in by:
+        parts.append(f"{SHORT_VERDICT['no significant difference']}: {', '.join(by['no significant difference'])}")
+    if not parts:
+        parts = ["no significant difference" if "no significant difference" in by else "not tested"]
+    if "not tested" in by and len(by) > 1:
+        parts.append(f"not tested: {', '.join(by['not tested'])}")
+    return min(RANK[v] for v in by) if by else RANK["not tested"], "; ".join(parts)
+
+
+def relative(label: str, base: str) -> str:
+    """A configuration's label as it differs from its baseline's (the words the baseline's label lacks, in
+    order): `fullsweep_after=0` under `against sum (beam) fullsweep_after=65535 ...`; the whole label when they
+    share every word."""
+    words = set(base.split())
+    return " ".join(w for w in label.split() if w not in words) or label
+
+
+def ordered(cs: ComparisonSet) -> list:
+    """The comparisons in a stable order: by baseline, then by configuration (labels as shown)."""
+    labels = cs.labels
+    return sorted(cs.comparisons, key=lambda k: (labels[k.base.config], labels[k.cell.config]))
+
+
+def experiments_text(db, cs: ComparisonSet) -> str:
+    """'experiment 3 (nerves-rt)': the experiments whose runs were compared ("" when none recorded one)."""
+    ids = sorted({getattr(r, "experiment_id", None) for c in cs.cells for r in c.runs} - {None})
+    if not ids:
+        return ""
+    names = dict(open_store(db).experiment_names())
+    return ("experiment " if len(ids) == 1 else "experiments ") + ", ".join(
+        f"{i} ({names[i]})" if names.get(i) else str(i) for i in ids)
+
+
+def print_summary(cs: ComparisonSet, source: str, width: int | None) -> None:
+    """One line per comparison with its verdicts, grouped by baseline, the worst news first."""
+    labels = cs.labels
+    tests = sum(r.p is not None for k in cs.comparisons for r in k.rows)
+    from ..analysis.defaults import plural
+    family = (f"p-values Holm-corrected over {plural(tests, 'test')}" if tests else "no test could be made")
+    head = (f"compare{f' {source}' if source else ''}: {plural(len(cs.comparisons), 'comparison')} against "
+            f"{baseline_text(cs)}; lower is better; {family}, α = {cs.alpha:g}")
+    console.print(escape(wrapped(head, width)), soft_wrap=True)
+    groups: dict[str, list] = {}
+    for k in cs.comparisons:
+        groups.setdefault(labels[k.base.config], []).append(k)
+    for base in sorted(groups):
+        console.print(escape(wrapped(f"against {base}:", width)), soft_wrap=True)
+        lines = [(*verdict_text(k), relative(labels[k.cell.config], base)) for k in groups[base]]
+        for _, verdict, label in sorted(lines, key=lambda t: (t[0], t[2])):
+            console.print(escape(wrapped(f"{label}: {verdict}", width, indent="  ")), soft_wrap=True)
+    if not cs.comparisons:
+        console.print(escape(wrapped("nothing to compare: every selected configuration is a baseline or has no "
+                                     "baseline", width)), soft_wrap=True)
+    involved = {id(c) for k in cs.comparisons for c in (k.cell, k.base)} | {id(c) for c, _ in cs.unmatched}
+    alone = sorted(labels[c.config] for c in cs.cells if id(c) not in involved)
+    for label in alone:     # a baseline no selected configuration is compared with
+        console.print(escape(wrapped(f"{label}: a baseline with nothing to compare", width)), soft_wrap=True)
+
+
+def print_comparisons(cs: ComparisonSet, source: str = "", verbose: bool = False) -> None:
+    """The summary first (one line per comparison), then a table per comparison in a stable order, the notes, and
+    with verbose the variance components; at a known width (a terminal, $COLUMNS) no line is wider."""
     from ..analysis.compare import RUN_TEST
     labels = cs.labels
-    console.print(f"against [bold]{escape(baseline_text(cs))}[/]: lower is better; p-values Holm-corrected over "
-                  f"all {sum(r.p is not None for k in cs.comparisons for r in k.rows)} tests, α = {cs.alpha:g}")
-    for k in cs.comparisons:
-        console.print(comparison_table(cs, k))
-    if not cs.comparisons:
-        console.print("nothing to compare: every selected configuration is a baseline or has no baseline")
+    width = layout_width()
+
+    def say(text: str, style: str | None = None, indent: str = "") -> None:
+        console.print(escape(wrapped(text, width, indent=indent)), style=style, soft_wrap=True)
+
+    print_summary(cs, source, width)
+    if cs.comparisons:
+        console.print()
+        say("details, one table per comparison:")
+    for k in ordered(cs):
+        console.print(comparison_table(cs, k, width), width=width)
+        for r in k.rows:        # what belongs to this comparison, under its table
+            if r.note:
+                say(f"* {r.metric}: {r.note}")
+        for note in k.notes + k.cell.notes:
+            say(f"note: {note}")
     designs = {k.design for k in cs.comparisons}
     tests = (f"the run is the unit: every metric is tested with a {RUN_TEST}" if designs <= {"runs"} else
              "design interleaved: the block pair is the unit, every metric tested with a paired t-test on the "
              "log ratios of block pairs (the run as a cluster)"
              + (f"; the others, measured in runs of their own, with a {RUN_TEST}" if "runs" in designs else ""))
-    console.print(f"Δ = value − baseline; n.s. = no significant difference; {tests} (docs/analysis.md)",
-                  style="dim")
+    say(f"Δ = value − baseline; n.s. = no significant difference; {tests} (docs/analysis.md)", style="dim")
     if cs.tail:
-        console.print("tail: the latency exceeded with p = 1e-9 per sample, each run's own bound (rtscope tail RUN); "
-                      "refused: a run's tail failed a check, so its configuration has no bound", style="dim")
+        say("tail: the latency exceeded with p = 1e-9 per sample, each run's own bound (rtscope tail RUN); "
+            "refused: a run's tail failed a check, so its configuration has no bound", style="dim")
     reasons = sorted({f"{r.metric}: {r.reason}" for k in cs.comparisons for r in k.rows
                       if r.reason and r.metric != "tail"})
-    reasons += [f"tail of {labels[k.cell.config]}: {r.reason}" for k in cs.comparisons for r in k.rows
+    reasons += [f"tail of {labels[k.cell.config]}: {r.reason}" for k in ordered(cs) for r in k.rows
                 if r.reason and r.metric == "tail"]
     for reason in reasons:
-        console.print(f"not tested: {escape(reason)}", style="yellow")
-    for k in cs.comparisons:
-        for r in k.rows:
-            if r.note:
-                console.print(f"* {escape(labels[k.cell.config])} {r.metric}: {escape(r.note)}")
-        for note in k.notes + k.cell.notes:
-            console.print(f"note: {escape(labels[k.cell.config])}: {escape(note)}")
-    console.print(variance_table(cs))
+        say(f"not tested: {reason}", style="yellow")
+    if verbose:
+        console.print(variance_table(cs), width=width)
+    else:
+        say("the variance components of each configuration's metrics: --verbose", style="dim")
     print_unmatched_and_warnings(cs, console)
 
 
@@ -178,11 +262,14 @@ def variance_table(cs: ComparisonSet) -> Table:
 
 
 def print_unmatched_and_warnings(cs: ComparisonSet, to: Console) -> None:
-    """The configurations left without a baseline, and the set's warnings."""
-    for cell, why in cs.unmatched:
-        to.print(f"[yellow]not compared:[/] {escape(cs.labels[cell.config])}: {escape(why)}")
+    """The configurations left without a baseline, and the set's warnings (wrapped at the layout width)."""
+    width = layout_width(to)
+    for cell, why in sorted(cs.unmatched, key=lambda u: cs.labels[u[0].config]):
+        text = wrapped(f"not compared: {cs.labels[cell.config]}: {why}", width)
+        to.print(f"[yellow]not compared:[/]{escape(text[len('not compared:'):])}", soft_wrap=True)
     for w in cs.warnings:
-        to.print(f"[yellow]warning:[/] {escape(w)}")
+        text = wrapped(f"warning: {w}", width)
+        to.print(f"[yellow]warning:[/]{escape(text[len('warning:'):])}", soft_wrap=True)
 
 
 @app.command()
@@ -193,7 +280,7 @@ def compare(
     alpha: AlphaOpt = ALPHA,
     per_thread: PerThreadOpt = False, tail: TailOpt = False,
     baseline_experiment: BaselineExperimentOpt = None, baseline_tag: BaselineTagOpt = None,
-    fail_on: FailOnOpt = None, junit: JunitOpt = None,
+    fail_on: FailOnOpt = None, junit: JunitOpt = None, verbose: VerboseOpt = False,
     db: DbOption = None, json_out: JsonOption = False,
 ) -> None:
     """Compare configurations with a baseline: change, tests, effect size, intervals and a verdict per metric.
@@ -229,9 +316,9 @@ def compare(
             doc["gate"] = gate.to_json(cs)
         print_json(doc)
     else:
-        print_comparisons(cs)
+        print_comparisons(cs, experiments_text(db, cs), verbose)
         if why:
-            console.print(cause_table(why))
+            console.print(cause_table(why), width=layout_width())
         if gate is not None:
             print_gate(cs, gate)
     if gate is not None and gate.enforced and not gate.passed(cs):

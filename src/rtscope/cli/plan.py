@@ -9,7 +9,7 @@ import typer
 
 from .. import paths
 from ..analysis.defaults import ALPHA, METRICS
-from .common import DbOption, JsonOption, Table, app, console, err_console, escape, print_json
+from .common import DbOption, JsonOption, Table, app, console, err_console, escape, note_experiment, print_json
 
 
 def duration_text(ns: float | None) -> str:
@@ -58,7 +58,9 @@ def plan(
     path = paths.find_spec(spec)
     if write is not None and write.resolve() == Path(path).resolve():
         raise UsageError(f"--write {write} would overwrite the spec itself; name another file")
-    sp = plan_spec.plan_spec(open_store(db), path, change, metric, alpha=alpha, power=power, experiment=experiment,
+    store = open_store(db)
+    note_experiment(store, experiment)
+    sp = plan_spec.plan_spec(store, path, change, metric, alpha=alpha, power=power, experiment=experiment,
                              upper=upper, tests=tests)
     if write is not None and sp.feasible:
         plan_spec.write_sized(read_text(path), sp, write)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from ..analysis.defaults import ALPHA
-from .common import DbOption, app, console, err_console, escape, open_store
+from .common import DbOption, app, console, err_console, escape, note_experiment, open_store
 from .compare import AlphaOpt, BaselineOpt, Experiment, RunIds, Runtime, Tag, Variant, Where, Workload, selection
 
 if TYPE_CHECKING:
@@ -52,6 +52,7 @@ def report(
         raise UsageError(f"--dpi must be 20..1200, got {dpi}")
     sel = selection(experiment, workload, variant, runtime, tag, where, run)
     store = open_store(db)
+    note_experiment(store, experiment)
     runs = select_runs(store, sel)
     rep = model.build(store, runs, title=title or report_title(store, runs, sel), selection=sel.describe(),
                       baseline=baseline, alpha=alpha, parallel=True)

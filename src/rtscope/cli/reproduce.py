@@ -87,6 +87,8 @@ def reproduce(
         aside = claim_runs.set_aside(parsed, wheres, command)
         if stored:
             from ..analysis.select import CORE_DIMENSIONS, Selection, select_runs
+            from .common import note_experiment
+            note_experiment(store, experiment)
             core = {n: v for n, v in wheres if n in CORE_DIMENSIONS}     # --where variant=fib: compare's --variant
             runs = select_runs(store, Selection(experiment, **core, tags=list(tag or []),
                                                 where=[(n, v) for n, v in wheres if n not in core],

@@ -12,7 +12,7 @@ import typer
 from rich import box
 
 from ..errors import UsageError
-from .common import DbOption, JsonOption, Table, app, console, escape, open_store, print_json
+from .common import DbOption, JsonOption, Table, app, console, escape, note_experiment, open_store, print_json
 
 if TYPE_CHECKING:
     from ..analysis.storage import StorageTable
@@ -84,6 +84,7 @@ def storage_table(
         if other:
             raise UsageError(f"run {other[0].id} is a {other[0]['workload']} run, not storage")
     else:
+        note_experiment(store, experiment)
         exp = experiment_id(store, experiment) if experiment else None
         found = store.runs(workload="storage", experiment_id=exp)
     if not found:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from ..errors import UsageError
-from .common import DbOption, JsonOption, Table, app, console, escape, open_store, print_json
+from .common import DbOption, JsonOption, Table, app, console, escape, note_experiment, open_store, print_json
 
 if TYPE_CHECKING:
     from ..analysis.tail_bound import Tail, WorstCase
@@ -40,6 +40,7 @@ def tail_cmd(run: RunArg = None, experiment: Experiment = None, where: Where = N
         result = tail_bound.of_run(store, found[0])
     elif experiment or where or run_ids:
         from ..analysis.select import Selection, select_runs
+        note_experiment(store, experiment)
         result = tail_bound.of_runs(store, select_runs(store, Selection.from_cli(experiment, where=where,
                                                                            run_ids=run_ids)))
     else:

@@ -10,7 +10,7 @@ from rich import box
 
 from ..errors import UsageError
 from ..workloads import TASK_MODELS
-from .common import DbOption, JsonOption, Table, app, console, escape, open_store, print_json
+from .common import DbOption, JsonOption, Table, app, console, escape, note_experiment, open_store, print_json
 
 if TYPE_CHECKING:
     from ..analysis.fit import Series
@@ -104,6 +104,7 @@ def tasks_table(
     from ..analysis.tasks import switch_rows
     from ..figures.tasks import write_figure
     store = open_store(db)
+    note_experiment(store, experiment)
     runs = select_runs(store, Selection(experiment=experiment, workload="tasks", run_ids=list(run_ids or [])))
     memory_runs = [r for r in runs if r.variant == "memory"]
     switch_runs = [r for r in runs if r.variant == "switch"]

@@ -99,3 +99,9 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
 
 def system_settings() -> dict[str, Setting]:
     return {k: s for k, s in SETTINGS.items() if s.scope == "system"}
+
+
+# What a run records for a knob it does not set (the runtime's default): `--baseline defaults` is the configuration
+# whose every knob is unset or at this value (analysis.compare.at_defaults).
+RECORDED_DEFAULTS = {"mlock": False, "fullsweep_after": 65535, "min_heap_size": 233, "priority": "normal",
+                     "message_queue_data": "on_heap", "vm_flags": ""}

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import targets
-from ...errors import RtscopeError, UsageError, choices
+from ...errors import RtscopeError, UsageError, choices, did_you_mean
 from ...runtimes import RUNTIMES
 from ...runtimes.base import RunRequest
 from ...settings import environments
@@ -68,6 +68,9 @@ class Checker:
         self.loc: Locator | None = None
         self.tuning = False                     # a [tune] table: range tables are axes (spec/tune.py)
         self.block_axes: dict[int, list[_Axis]] = {}
+        # A block left out for its problems: the matrix lacks its cells, so what claims, paper rows and the
+        # baseline select in it is not checked (each would only repeat the block's problem).
+        self.matrix_incomplete = False
 
     # helpers
     def error(self, path: tuple, message: str) -> None:
@@ -83,7 +86,8 @@ class Checker:
     def unknown_keys(self, table: dict, allowed, path: tuple, where: str) -> None:
         for key in table:
             if key not in allowed:
-                self.error(path + (key,), f"unknown key {key!r} in {where}; valid keys: {choices(sorted(allowed))}")
+                self.error(path + (key,), f"unknown key {key!r} in {where}{did_you_mean(key, allowed)}; valid keys: "
+                           f"{choices(sorted(allowed))}")
 
     def typed(self, table: dict, key: str, path: tuple, kind: str, default: Any = None) -> Any:
         """table[key] if present and of `kind` (str, int, number, table, strings), else default (+ a problem)."""
@@ -216,7 +220,8 @@ class Checker:
             core = {"workload": req.workload, "variant": req.variant, "runtime": req.runtime}
             return core[key] if key in core else req.settings.get(key, req.params.get(key))
 
-        if not any(all(value_matches(get(c.request, k), v) for k, v in items) for c in cells):
+        if not self.matrix_incomplete and not any(all(value_matches(get(c.request, k), v) for k, v in items)
+                                                  for c in cells):
             self.error(("baseline",), "baseline " + " ".join(f"{k}={v}" for k, v in items) + " matches no "
                        "configuration of this spec; its configurations: " + "; ".join(c.key for c in cells))
         return [f"{k}={v}" for k, v in items]
@@ -304,9 +309,11 @@ class Checker:
         if "name" not in block:
             self.error(path, f"{where}: missing key 'name' (the workload; valid workloads: {choices(sorted(WORKLOADS))})")
         if wname is None:
+            self.matrix_incomplete = True
             return []
         if wname not in WORKLOADS:
-            self.error(path + ("name",), f"unknown workload {wname!r}; valid workloads: {choices(sorted(WORKLOADS))}")
+            self.matrix_incomplete = True
+            self.error(path + ("name",), f"unknown workload {wname!r}{did_you_mean(wname, WORKLOADS)}; valid workloads: {choices(sorted(WORKLOADS))}")
             return []
         w = WORKLOADS[wname]
         def scale_table(owner: dict, path: tuple) -> tuple[dict, tuple]:
@@ -386,7 +393,7 @@ class Checker:
         for key, value in settings.items():
             sp = setting_paths[key]
             if key not in SETTINGS:
-                self.error(sp, f"unknown setting {key!r}; valid settings"
+                self.error(sp, f"unknown setting {key!r}{did_you_mean(key, SETTINGS)}; valid settings"
                            + (f" for runtime {'/'.join(runtimes)}: {choices(_accepted(runtimes))}" if runtimes
                               else f": {choices(sorted(SETTINGS))}"))
                 continue
@@ -404,6 +411,7 @@ class Checker:
         excludes = self.excludes(block, path, axes, w)
         self.block_axes[i] = axes
         if len(self.problems) > bad:
+            self.matrix_incomplete = True
             return []  # values are wrong: combinations would only repeat the same problems
 
         cells: list[Cell] = []
