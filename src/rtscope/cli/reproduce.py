@@ -208,11 +208,12 @@ def print_claims(judgements: list[Judgement], name: str, alpha: float, machine: 
     console.print(f"published on: {escape('; '.join(hardware) or 'not stated')}; measured on: "
                   f"{escape(machine_text(machine))} — published absolute figures are shown, never tested",
                   soft_wrap=True)
+    from ..analysis.defaults import plural
     tested = sum(j.p_holm is not None for j in judgements)
     paired = [j for j in judgements if j.design == "interleaved"]
     evidence = ("Welch t-test on per-run values" if not paired else
-                f"interleaved ({len(paired)} claims): paired t-test on block-pair differences, "
-                "else Welch t-test on per-run values")
+                f"interleaved ({plural(len(paired), 'claim')}): paired t-test on block-pair differences, else Welch "
+                "t-test on per-run values")
     console.print(f"lower/higher: {evidence}, and within ±min_effect the effect is absent (contradicted); same: "
-                  f"two one-sided tests within the margin; Holm over {tested} such claims, α = {alpha:g}; ratio, "
-                  "below: the interval (docs/reproduction.md)", style="dim", soft_wrap=True)
+                  f"two one-sided tests within the margin; Holm over {plural(tested, 'such claim')}, α = {alpha:g}; "
+                  "ratio, below: the interval (docs/reproduction.md)", style="dim", soft_wrap=True)
