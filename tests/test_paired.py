@@ -76,6 +76,9 @@ def test_arms_of_one_vm_are_stored_as_runs_and_compared_in_pairs(cli, db, tmp_pa
     for pid in ids:
         a, b = (run.header["pairing"]["blocks"] for run in beam if run.header["pairing"]["id"] == pid)
         assert sorted(a + b) == list(range(20)) and all({a[k], b[k]} <= {2 * k, 2 * k + 1} for k in range(10))
+    r = cli("show", beam[0].id, "--db", db)
+    assert f"design:   interleaved, arm {beam[0].header['pairing']['arm'] + 1} of 2 of run " in r.out
+    assert "10 blocks of 6 samples" in r.out
     r = cli("export", beam[0].id, "--db", db)             # each sample says its block
     rows = [line.split(",") for line in r.out.splitlines()]
     assert rows[0][-1] == "block" and len(rows) == 61

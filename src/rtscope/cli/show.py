@@ -33,6 +33,10 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
     console.print(f"[bold]run {run.id}[/]: {escape(run.label)}  tool {escape(run['tool'])} {escape(run['tool_version'])}")
     console.print(f"settings: {escape(settings_text(run['settings'], run))}")
     console.print(f"params:   {escape(settings_text(run['params']))}")
+    if isinstance(pairing := run.header.get("pairing"), dict) and pairing.get("id"):   # an interleaved run's arm
+        console.print(f"design:   {pairing.get('design', 'interleaved')}, arm {pairing['arm'] + 1} of {pairing['arms']} "
+                      f"of run {pairing['id']}: {len(pairing['blocks'])} blocks of {pairing['block_samples']} samples "
+                      "(`rtscope export` gives each sample's block)")
     if "kernel_release" in env:
         console.print(f"machine:  {escape(env.get('cpu_model', '?'))} × {env.get('cpu_count')}, kernel "
                       f"{escape(env['kernel_release'])} ({env.get('preemption')}), board {escape(str(env.get('board') or '-'))}")
