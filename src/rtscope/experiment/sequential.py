@@ -103,9 +103,9 @@ def until_decided(store: Store, spec: Spec, exp: exp_mod.Experiment, claims: lis
             break
         per_round = max(progress.round_seconds[-3:], default=0.0)
         if time.monotonic() - progress.started + per_round > budget_s:
-            if judgements is None:            # the budget ends between looks: judge what is there, at this level
-                level = spent(alpha, max(1, progress.look + 1))
-                judgements = judge(level)
+            if judgements is None:            # the budget ends between looks: one last look, at the next level
+                progress.look += 1
+                judgements = judge(spent(alpha, progress.look))
                 final = [progress.decided.get(j.claim.id, j) for j in judgements]
                 on_look(progress, final)
             break
