@@ -294,7 +294,7 @@ def test_cli_check_unavailable_governor_skip_or_fail(cli, tmp_path, monkeypatch)
     p = tmp_path / "g.toml"
     p.write_text('on_unavailable = "skip"\n' + text)
     r = cli("check", p)
-    assert r.code == 0 and "would skip 2 run(s)" in " ".join(r.out.split())
+    assert r.code == 0 and "would skip 2 runs" in " ".join(r.out.split())
     assert "not available on this machine" in r.out
     p.write_text(text)
     r = cli("check", p)

@@ -9,6 +9,7 @@ import typer
 
 from .. import paths
 from ..errors import RtscopeError, UsageError
+from ..words import counted
 from .common import app, console, err_console, escape
 from .run import ScaleOption, print_warnings
 
@@ -57,12 +58,12 @@ def _check_availability(spec: Path, analysed: list, availability: exp_mod.Availa
             console.print(f"{escape(str(spec))}: {escape(a.name)}: a tune of {len(a.knobs)} knobs "
                           f"({', '.join(k.name for k in a.knobs)}), goal {a.tune.goal}, budget {a.tune.budget.text}")
         else:
-            console.print(f"{escape(str(spec))}: {escape(a.name)}, scale {a.scale or '-'}: {len(a.cells)} cells, "
-                          f"{len(planned)} runs, order {a.order}")
+            console.print(f"{escape(str(spec))}: {escape(a.name)}, scale {a.scale or '-'}: "
+                          f"{counted(len(a.cells), 'cell')}, {counted(len(planned), 'run')}, order {a.order}")
         for why in sorted({w for _, w in cant}):
             n = sum(1 for _, w in cant if w == why)
             fail = any(p.on_unavailable == "fail" for p, w in cant if w == why)
             refused |= fail
-            console.print(f"  {'[bold red]cannot run here[/]' if fail else '[yellow]would skip[/]'} {n} run(s): "
+            console.print(f"  {'[bold red]cannot run here[/]' if fail else '[yellow]would skip[/]'} {counted(n, 'run')}: "
                           f"{escape(why)}")
     return refused

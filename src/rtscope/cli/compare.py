@@ -53,7 +53,7 @@ PerThreadOpt = Annotated[bool, typer.Option(
                          "all its threads.")]
 
 # The terminal is narrow: n.s. = no significant difference (the legend is printed below the tables).
-SHORT_VERDICT = {"better": "better", "worse": "worse", "no significant difference": "n.s.", "not tested": "untested"}
+SHORT_VERDICT = {"better": "better", "worse": "worse", "no significant difference": "n.s.", "not tested": "not tested"}
 VERDICT_STYLE = {"better": "bold green", "worse": "bold red", "no significant difference": "dim",
                  "not tested": "yellow"}
 

@@ -12,6 +12,7 @@ import typer
 
 from .. import paths
 from ..errors import RtscopeError, UsageError
+from ..words import counted
 from .common import DbOption, app, console, err_console, escape, open_store, settle, stats_table
 
 if TYPE_CHECKING:
@@ -190,7 +191,7 @@ def print_results(store: Store, outcome: exp_mod.Outcome, spec: spec_mod.Spec, t
             console.print(stats_table(head + (f": {shared}" if shared else ""), rows, unit, keys))
     for why in sorted({why for _, why in outcome.skipped}):
         n = sum(1 for _, w in outcome.skipped if w == why)
-        console.print(f"{n} run(s) skipped (not possible on this machine): {escape(why)}")
+        console.print(f"{counted(n, 'run')} skipped (not possible on this machine): {escape(why)}")
 
 
 @app.command()
@@ -280,7 +281,8 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a fil
             store = open_store(db)
             experiment = exp_mod.start(store, parsed, planned, chosen, identity, targets=target)
             err_console.print(f"experiment {experiment.id}: {escape(parsed.name)}, scale {parsed.scale or '-'}, "
-                              f"{len(parsed.cells)} cells, {len(planned)} runs, order {parsed.order}, seed {chosen}")
+                              f"{counted(len(parsed.cells), 'cell')}, {counted(len(planned), 'run')}, "
+                              f"order {parsed.order}, seed {chosen}")
             print_design(parsed)
         done_now = exp_mod.done_indexes(store, experiment.id)
         exp_mod.expect_boots(pool, [p for p in experiment.plan if p.index not in done_now])
@@ -322,7 +324,7 @@ def print_next(store: Store, experiment: exp_mod.Experiment, spec: spec_mod.Spec
     runs = store.runs(experiment_id=experiment.id)
     stored = {r.cell for r in runs}
     on = f" --db {shlex.quote(db)}" if db else ""
-    console.print(f"\nexperiment {experiment.id} ({escape(experiment.name)}): {len(runs)} run(s) stored in "
+    console.print(f"\nexperiment {experiment.id} ({escape(experiment.name)}): {counted(len(runs), 'run')} stored in "
                   f"{escape(store.shown_url)}", soft_wrap=True)
     if not runs:
         return
@@ -438,7 +440,7 @@ def until_decided_runs(store, parsed, path, pool, absent, aside, wheres, seed, a
         experiment = exp_mod.start(store, sub, planned, chosen, identity,
                                    record={"until_decided": {"budget_s": budget_s}})
     err_console.print(f"experiment {experiment.id}: {escape(parsed.name)} until decided (budget {budget_s} s), "
-                      f"{len(wanted)} claims measurable here, design {parsed.design}")
+                      f"{counted(len(wanted), 'claim')} measurable here, design {parsed.design}")
     hint = f"resume with `{resume_command}`"
     slope = memory_slope(store)
 
