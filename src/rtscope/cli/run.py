@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shlex
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -103,8 +104,18 @@ def _progress() -> Progress:
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                TimeRemainingColumn)
     from rich.table import Column
-    return Progress(TextColumn("{task.description}", table_column=Column(max_width=48, no_wrap=True)), BarColumn(), MofNCompleteColumn(), TextColumn("runs"),
-                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=err_console)
+    from rich.text import Text
+
+    class RunProgress(Progress):
+        ending: str | None = None   # once set, the display's last state: one whole line instead of the bar
+
+        def get_renderable(self):
+            return Text(self.ending) if self.ending is not None else super().get_renderable()
+
+    # Its columns fit 80 (the run's name folds to 30, the bar to 12): no count or time is cut to "…".
+    return RunProgress(TextColumn("{task.description}", table_column=Column(max_width=30, no_wrap=True)),
+                    BarColumn(bar_width=12), MofNCompleteColumn(), TextColumn("runs"), TimeElapsedColumn(),
+                    TextColumn("ETA"), TimeRemainingColumn(), console=err_console)
 
 
 def print_warnings(spec: spec_mod.Spec) -> None:
@@ -114,9 +125,26 @@ def print_warnings(spec: spec_mod.Spec) -> None:
 
 def run_experiment(store: Store, experiment: exp_mod.Experiment, spec_arg: str, pool: Pool) -> exp_mod.Outcome:
     """Execute with a progress bar; turn interruptions into a clean message that says how to resume."""
-    with _progress() as progress:
+    with progress_display() as progress:
         return execute_resumable(store, experiment, ProgressReporter(progress), pool,
                                  f"resume with `rtscope run {spec_arg} --resume {experiment.id}`")
+
+
+@contextmanager
+def progress_display():
+    """The progress bar while runs execute. Stopped by Ctrl-C, SIGTERM or an error, it ends on one whole line,
+    `stopped: 10 of 20 runs done`, instead of the bar as it was drawn last (half a line, or cut to the terminal
+    with `…`); the message that follows says what was kept and how to resume."""
+    from ..signals import Terminated
+    progress = _progress()
+    with progress:
+        try:
+            yield progress
+        except (KeyboardInterrupt, Terminated, RtscopeError):
+            task = progress.tasks[0] if progress.tasks else None
+            progress.ending = ("stopped" if task is None else
+                               f"stopped: {task.completed:g} of {counted(int(task.total or 0), 'run')} done")
+            raise
 
 
 def execute_resumable(store: Store, experiment: exp_mod.Experiment, reporter, pool: Pool,
