@@ -29,7 +29,8 @@ def said_warning(message, category, filename, lineno, file=None, line=None) -> N
     """A Python warning that got this far (each known one is fixed at its cause, and the tests make any warning of
     show, tail, report, runs and import an error): one line in rtscope's words, not a library's source line."""
     path = str(filename).replace("\\", "/")
-    where = path.split("site-packages/")[1].split("/")[0] if "site-packages/" in path else path.rsplit("/")[-1]
+    where = (path.split("site-packages/")[1].split("/")[0] if "site-packages/" in path else
+             path.rsplit("/")[-1].removesuffix(".py"))
     err_console.print(f"[yellow]rtscope: warning:[/] {escape(str(message))} (from {escape(where)}: rtscope did "
                       "not expect it, so the figures above may be affected; please report it)", soft_wrap=True)
 

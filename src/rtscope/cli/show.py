@@ -80,9 +80,9 @@ def imported(run) -> None:
         return
     start = {"file modified": f"{run.started_at} (the file's modification time: the tool records no start)",
              "not recorded": "not recorded"}.get(run.started_from, run.started_at)
-    console.print(f"imported: {escape(str(source))}; started {escape(start)}", soft_wrap=True)
+    console.print(f"imported: {escape(str(source))}; started {escape(start)}")
     if own := run.trailer.get("own_figures"):
-        console.print(f"{escape(run.tool)}'s own figures: {escape(str(own))}", soft_wrap=True)
+        console.print(f"{escape(run.tool)}'s own figures: {escape(str(own))}")
 
 
 def machine_text(env: dict) -> str:
