@@ -303,7 +303,7 @@ def test_kernels_opens_with_min_avg_max_above_the_histograms(cli, kernels_db, tm
                                     "xenomai-max-lowest": "not measurable here",
                                     "xenomai-mean-lowest": "not measurable here"}
     row = claim_row(part, "rt-max-half")
-    base, cell = re.search(r"<td>([\d.]+) → ([\d.]+) µs</td>", row).groups()
+    base, cell = re.findall(r"<td>([\d.]+) → ([\d.]+) µs</td>", row)[-1]   # the measured: after the published
     for text, target in ((base, "pi3-stock"), (cell, "pi3-rt")):
         runs = values_of("kernels", kernels, 4, lambda r, t=target: r.runtime == "cyclictest" and
                          r.settings["target"] == t)
