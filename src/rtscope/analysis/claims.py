@@ -41,12 +41,12 @@ from typing import Callable
 
 import numpy as np
 
+from ..words import unit_word
 from .compare import Cell, MIN_RUNS, holm, paired_evidence
 from .paired import Estimate, welch_estimate
 from .defaults import ALPHA, METRICS, TAIL
 from .plan_sizing import MIN_RUNS as PLAN_MIN_RUNS, POWER, runs_needed
 from .select import Configuration, value_matches
-from ..words import unit_word
 
 MEMORY_PER_TASK = "memory_per_task"   # study 5: the least-squares slope of memory against tasks, per run
 CLAIM_METRICS = (*METRICS, TAIL, MEMORY_PER_TASK)
