@@ -145,6 +145,9 @@ def test_one_unit_and_one_word_in_every_output(cli, tmp_path):
     }
     texts = {k: r.out + r.err for k, r in outputs.items()}
     texts |= {"junit": junit.read_text(), **{f.name: f.read_text() for f in tables.iterdir()}}
+    html = (tmp_path / "r.html").read_text()
+    texts["report's page"] = re.sub(r"<[^>]+>", " ", re.sub(r"<(script|style)\b.*?</\1>", "", html, flags=re.S))
+    assert not re.search(r"\d us\b", html)                   # nor in its figures' data (the plots' script)
     for name, text in texts.items():
         assert not US.search(text), (name, text[max(0, US.search(text).start() - 200):][:400])
         assert "untested" not in text and not re.search(r"\b1 (runs|cells|claims|configurations)\b", text), name
