@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 JOBS   := -j$(shell nproc 2>/dev/null || echo 2)
 STAMP  := $(VENV)/.installed
 
-.PHONY: all setup system-deps venv probes cross beam cbtask dist demo check test test-python test-probes test-cross test-beam test-cbtask check-specs check-imports bench clean
+.PHONY: all setup setup-quietly system-deps venv probes cross beam cbtask dist demo check test test-python test-probes test-cross test-beam test-cbtask check-specs check-imports bench clean
 
 all: setup
 
@@ -48,7 +48,28 @@ dist: setup
 	$(BIN)/python -m build --outdir dist .
 	@ls -l dist
 
-demo: setup
+# `make demo` says what it builds, a line a step, and keeps the compilers' output in $(BUILD_LOG): a failed
+# step shows its errors and names the log. The Debian packages' check speaks for itself.
+BUILD_LOG := build.log
+
+define build_step
+	@printf 'building %s ... ' "$(2)"; \
+	if $(MAKE) --no-print-directory $(1) >> $(BUILD_LOG) 2>&1 </dev/null; then echo done; \
+	else echo failed; grep -E -i -m 20 'error|fatal|no rule' $(BUILD_LOG) || tail -n 20 $(BUILD_LOG); \
+	  echo "the whole build output is in $(BUILD_LOG)"; exit 1; fi
+endef
+
+setup-quietly: system-deps
+	@: > $(BUILD_LOG)
+	$(call build_step,venv,the Python virtualenv .venv)
+	$(call build_step,probes,the C probe rtprobe)
+	$(call build_step,cbtask,the C++ callback-task runtime)
+	$(call build_step,cross,static probes for x86_64 aarch64 armhf)
+	$(call build_step,beam,the BEAM harness)
+	@grep '^rtscope:' $(BUILD_LOG) || true
+	@echo "(the build's output is in $(BUILD_LOG))"
+
+demo: setup-quietly
 	$(BIN)/rtscope demo
 
 # The fast tier (docs/testing.md): Python and the built probes only, no root, tracefs, QEMU, sshd, PostgreSQL,

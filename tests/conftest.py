@@ -7,6 +7,8 @@ Erlang VM, a browser, real timing). A test with neither or both is a collection 
 from __future__ import annotations
 
 import sys
+import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,9 +33,27 @@ class Result:
     err: str
 
 
+# The commands whose Python warnings fail a test (`-W error` for the in-process call): none may reach a user
+# (docs/testing.md). The categories Python shows nobody by default stay as they are.
+WARNINGS_FAIL = {"show", "tail", "report", "runs", "import"}
+HIDDEN_BY_DEFAULT = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
+
+
+@contextmanager
+def warnings_fail(command: str):
+    """A warning a user would see is an error inside `rtscope COMMAND` (one of WARNINGS_FAIL)."""
+    with warnings.catch_warnings():
+        if command in WARNINGS_FAIL:
+            warnings.simplefilter("error")
+            for category in HIDDEN_BY_DEFAULT:
+                warnings.simplefilter("ignore", category)
+        yield
+
+
 @pytest.fixture
 def cli(capsys, monkeypatch):
-    """Call the rtscope CLI in this process: cli("runs", "--json") -> Result."""
+    """Call the rtscope CLI in this process: cli("runs", "--json") -> Result. In the commands of WARNINGS_FAIL a
+    Python warning is an error (the test fails with it)."""
     from rtscope.cli import main
 
     from rtscope import targets
@@ -46,7 +66,8 @@ def cli(capsys, monkeypatch):
         registries = (targets.TARGETS, environments.ENVIRONMENTS)
         defined = [dict(r) for r in registries]
         try:
-            main()
+            with warnings_fail(str(args[0]) if args else ""):
+                main()
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         finally:

@@ -55,7 +55,7 @@ def test_directional_claim_holds(cli, tmp_path, db):
     r, [c] = reproduce(cli, tmp_path, db, claim())
     assert r.code == 0, r.err
     assert c["verdict"] == "holds" and c["p_holm"] < 0.05
-    assert c["measured"]["unit"] == "us" and 85 < c["measured"]["cell"] < 95 < c["measured"]["baseline"]
+    assert c["measured"]["unit"] == "µs" and 85 < c["measured"]["cell"] < 95 < c["measured"]["baseline"]
     assert c["interval"]["of"] == "difference" and c["interval"]["high"] < 0
     assert c["runs_needed"] is None and c["reason"] is None
 
@@ -146,7 +146,7 @@ def test_bound_claim(cli, tmp_path, db):
                           + claim("close", '{ below = 100.05, unit = "us" }', baseline=None))
     assert r.code == 0, r.err
     by_id = {c["id"]: c for c in claims}
-    assert by_id["under"]["verdict"] == "holds" and by_id["under"]["measured"]["unit"] == "us"
+    assert by_id["under"]["verdict"] == "holds" and by_id["under"]["measured"]["unit"] == "µs"
     assert by_id["under"]["interval"]["of"] == "value" and by_id["under"]["interval"]["high"] < 120
     assert by_id["over"]["verdict"] == "contradicted"
     assert by_id["close"]["verdict"] == "undecided" and by_id["close"]["runs_needed"] > 4

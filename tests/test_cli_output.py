@@ -267,7 +267,7 @@ def test_run_ends_with_the_experiment_and_the_next_commands(lab, how):
     assert r.code == 0, r.err
     exp_id = max(i for i, _ in lab.store.experiment_names())
     runs = lab.store.runs(experiment_id=exp_id)
-    assert f"experiment {exp_id} (tables): {len(runs)} run(s) stored" in " ".join(r.out.split())
+    assert f"experiment {exp_id} (tables): {len(runs)} runs stored" in " ".join(r.out.split())
     commands = next_commands(r.out)
     first = min(x.id for x in runs)
     assert commands == [f"rtscope show {first}", f"rtscope compare --experiment {exp_id} --baseline mlock=false",

@@ -149,7 +149,7 @@ def test_unavailable_setting_is_skipped_or_refused(cli, db, tmp_path, rtprobe, m
     spec.write_text('on_unavailable = "skip"\n' + SPEC.format(reps=1) + extra)
     r = cli("run", spec, "--db", db)
     assert r.code == 0, r.err
-    assert "1 run(s) skipped" in " ".join(r.out.split())
+    assert "1 run skipped" in " ".join(r.out.split())
     store = Store(db)
     assert len(store.runs(experiment_id=1)) == 4 and exp_mod.get(store, 1).status == "finished"
 

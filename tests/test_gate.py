@@ -126,14 +126,14 @@ def test_slower_configuration_fails_the_gate_with_junit_failures(cli, store, tmp
     r = cli("compare", "--db", store, "--experiment", "gate", "--tag", "cand", "--baseline", "n=4000",
             "--fail-on", "worse", "--junit", out)
     assert r.code == 1, r.err
-    assert "gate failed" in r.out and "n=100000 median" in " ".join(r.out.split())
+    assert "gate failed" in r.out and "size n=100000 median" in " ".join(r.out.split())
     cases, suite = junit_cases(out)
     # one comparison (n=100000 against n=4000) × 5 metrics
-    assert set(cases) == {("n=100000", m) for m in METRICS}
+    assert set(cases) == {("size n=100000", m) for m in METRICS}
     failed = {name for (_, name), c in cases.items() if Failure in kinds(c)}
     assert "median" in failed
     assert suite.failures == len(failed) and suite.errors == 0
-    median = next(x for x in cases[("n=100000", "median")].result if isinstance(x, Failure))
+    median = next(x for x in cases[("size n=100000", "median")].result if isinstance(x, Failure))
     # value, change, interval, p (Holm), verdict
     for part in ("value ", "µs (baseline ", "change +", "95% CI of Δ ", "p (Holm) ", "verdict worse"):
         assert part in median.message
@@ -149,11 +149,11 @@ def test_slower_configuration_fails_the_gate_with_junit_failures(cli, store, tmp
     gate = doc["gate"]
     assert gate["fail_on"] == "worse:median" and gate["passed"] is False and gate["enforced"] is True
     assert [(f["configuration"], f["metric"], f["verdict"]) for f in gate["failures"]] == \
-        [("n=100000", "median", "worse")]
+        [("size n=100000", "median", "worse")]
     assert gate["failures"][0]["ratio"] > 10
     cases, suite = junit_cases(out)
-    assert suite.failures == 1 and Failure in kinds(cases[("n=100000", "median")])
-    assert "not gated: --fail-on worse:median" in cases[("n=100000", "mean")].system_out
+    assert suite.failures == 1 and Failure in kinds(cases[("size n=100000", "median")])
+    assert "not gated: --fail-on worse:median" in cases[("size n=100000", "mean")].system_out
 
 
 def test_junit_without_fail_on_reports_failures_and_exits_0(cli, store, tmp_path):
@@ -163,7 +163,7 @@ def test_junit_without_fail_on_reports_failures_and_exits_0(cli, store, tmp_path
     assert r.code == 0, r.err
     assert "no --fail-on" in " ".join(r.err.split())
     cases, suite = junit_cases(out)
-    assert suite.failures >= 1 and Failure in kinds(cases[("n=100000", "median")])
+    assert suite.failures >= 1 and Failure in kinds(cases[("size n=100000", "median")])
 
 
 # --- (b) A/A passes --------------------------------------------------------------------------------------
@@ -242,22 +242,22 @@ def test_baseline_tag_pairs_each_configuration_with_the_same_one(cli, store, tmp
     doc = json.loads(r.out)
     assert doc["baseline_selection"] == "tag nightly-2026-11-20"
     runs = {(c["label"], c["is_baseline"]): c["runs"] for c in doc["configurations"]}
-    last_week = runs[("n=4000", True)]
-    tonight = runs[("n=4000", False)]
+    last_week = runs[("size n=4000", True)]
+    tonight = runs[("size n=4000", False)]
     assert len(last_week) == len(tonight) == 5 and max(last_week) < min(tonight)
-    assert set(runs) == {("n=4000", True), ("n=4000", False), ("n=100000", False)}
+    assert set(runs) == {("size n=4000", True), ("size n=4000", False), ("size n=100000", False)}
     (k,) = doc["comparisons"]
-    assert (k["configuration"], k["baseline"], k["runs"], k["baseline_runs"]) == ("n=4000", "n=4000", 5, 5)
+    assert (k["configuration"], k["baseline"], k["runs"], k["baseline_runs"]) == ("size n=4000", "size n=4000", 5, 5)
     (unmatched,) = doc["unmatched"]
-    assert unmatched["configuration"] == "n=100000"
+    assert unmatched["configuration"] == "size n=100000"
     assert "among the runs of tag nightly-2026-11-20" in unmatched["reason"]
-    assert doc["gate"]["not_compared"][0]["configuration"] == "n=100000"
+    assert doc["gate"]["not_compared"][0]["configuration"] == "size n=100000"
     cases, suite = junit_cases(out)
     assert suite.skipped == 5
     for m in METRICS:
-        (skip,) = [x for x in cases[("n=100000", m)].result if isinstance(x, Skipped)]
+        (skip,) = [x for x in cases[("size n=100000", m)].result if isinstance(x, Skipped)]
         assert skip.message.startswith("not compared: no configuration with the same workload")
-    assert {("n=4000", m) for m in METRICS} <= set(cases)
+    assert {("size n=4000", m) for m in METRICS} <= set(cases)
 
 
 @pytest.mark.parametrize("ref", ["last-week", "2"])
@@ -268,9 +268,9 @@ def test_baseline_experiment_with_a_named_baseline_fails_the_slower_one(cli, sto
     doc = json.loads(r.out)
     assert doc["baseline_selection"] == f"experiment {ref}"
     pairs = {(k["configuration"], k["baseline"]) for k in doc["comparisons"]}
-    assert pairs == {("n=4000", "n=4000"), ("n=100000", "n=4000")}
+    assert pairs == {("size n=4000", "size n=4000"), ("size n=100000", "size n=4000")}
     base_runs = {r for c in doc["configurations"] if c["is_baseline"] for r in c["runs"]}
     assert base_runs == set(range(16, 21))    # experiment 2's runs: after gate's 15
     failed = {(f["configuration"], f["metric"]) for f in doc["gate"]["failures"]}
-    assert ("n=100000", "median") in failed
+    assert ("size n=100000", "median") in failed
     assert doc["unmatched"] == []

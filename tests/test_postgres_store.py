@@ -156,9 +156,9 @@ def test_copy_sqlite_to_postgresql_and_back(url, tmp_path, rtprobe):
     lite = str(tmp_path / "lab.db")
     assert rtscope("run", str(spec), "--db", lite).returncode == 0
     r = rtscope("db", "copy", lite, url)
-    assert r.returncode == 0 and "copied 1 experiment(s), 4 run(s)" in r.stdout, r.stderr
+    assert r.returncode == 0 and "copied 1 experiment, 4 runs" in r.stdout, r.stderr
     r = rtscope("db", "copy", lite, url)  # again: nothing new
-    assert r.returncode == 0 and "copied 0 experiment(s), 0 run(s)" in r.stdout and "4 run(s) were there" in r.stdout
+    assert r.returncode == 0 and "copied 0 experiments, 0 runs" in r.stdout and "4 runs were there" in r.stdout
     back = str(tmp_path / "back.db")
     assert rtscope("db", "copy", url, back).returncode == 0
     a, b = Store(lite), Store(back)

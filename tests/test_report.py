@@ -109,16 +109,16 @@ def test_figures_and_tables(cli, mixed, tmp_path):
     svg = (figs / pngs[0].replace(".png", ".svg")).read_text()
     assert "<dc:date>" not in svg         # reproducible files
     assert sorted(p.name for p in tabs.iterdir()) == sorted(
-        f"{n}.{e}" for n in ("statistics-ns", "comparisons", "task-memory") for e in ("md", "tex", "csv"))
+        f"{n}.{e}" for n in ("statistics-microseconds", "comparisons", "task-memory") for e in ("md", "tex", "csv"))
     rows = list(csv.DictReader((tabs / "comparisons.csv").open()))
     assert len(rows) == 3 * 5 and {r["verdict"] for r in rows} >= {"better", "worse"}
     evil = [r for r in rows if "rtsInjected" in r["configuration"]]
     assert evil and evil[0]["configuration"].endswith(EVIL)             # CSV keeps the raw text
     tex = (tabs / "comparisons.tex").read_text()
     assert r"\$x\$ \& \textless{}!--" in tex and r"$\alpha$" in tex and "<script>" not in tex
-    md = (tabs / "statistics-ns.md").read_text()
+    md = (tabs / "statistics-microseconds.md").read_text()
     assert "&lt;script&gt;" in md and "| AVG (µs) |" in md
-    stats_rows = list(csv.reader((tabs / "statistics-ns.csv").open()))
+    stats_rows = list(csv.reader((tabs / "statistics-microseconds.csv").open()))
     assert stats_rows[0][:4] == ["configuration", "runs", "n", "AVG (µs)"]
     assert float(stats_rows[1][3]) == pytest.approx(5101, rel=0.01)     # full precision, in µs
 
@@ -141,7 +141,7 @@ def test_no_baseline_means_defaults_or_none(tmp_path):
     assert rep.comparisons is None
     assert rep.notes == ["no comparisons: give --baseline NAME=VALUE to compare configurations"]
     assert "Comparisons against" not in html_report.render(rep, plotly_gz="")
-    assert [t.name for t in tables.all_tables(rep)] == ["statistics-ns"]
+    assert [t.name for t in tables.all_tables(rep)] == ["statistics-microseconds"]
 
 
 # --- pieces ---------------------------------------------------------------------------------------------

@@ -129,7 +129,7 @@ def test_run_goes_on_while_postgresql_restarts(pg, url, tmp_path, rtprobe):
     assert all(x["n_samples"] == 5 for x in runs)
     assert Store(url).experiment_row(1)["status"] == "finished"
     assert spooled_files(tmp_path / "state") == []
-    assert "8 run(s) stored" in r.said
+    assert "8 runs stored" in r.said
 
 
 def test_monitor_goes_on_while_postgresql_restarts(pg, url, tmp_path, rtprobe):
@@ -252,7 +252,7 @@ def test_import_while_postgresql_is_down(pg, url, tmp_path):
     assert code == 0, r.said
     assert "Traceback" not in r.said
     assert sum("unreachable since" in line for line in r.err) == 1, r.err
-    assert "imported 2 run(s) through the spool" in r.said and "2 spooled runs written" in r.said, r.said
+    assert "imported 2 runs through the spool" in r.said and "2 spooled runs written" in r.said, r.said
     runs = stored(url)
     assert sorted(x.source for x in runs) == sorted(files), [x.source for x in runs]
     assert spooled_files(state) == []

@@ -115,7 +115,7 @@ def test_quantised_samples():
     for seed in range(10):
         x = np.floor(ts.spliced(N, 0.0, np.random.default_rng(seed)) / 100) * 100
         t = tail_bound.analyse([x], {"run": seed}, gev=False)
-        assert t.claimed and t.fit.ex.resolution == 100 and any("quantised to 100 ns" in n for n in t.notes)
+        assert t.claimed and t.fit.ex.resolution == 100 and any("quantised to 0.1 µs" in n for n in t.notes)
         lo, hi = t.levels[2].ci
         inside += lo <= truth <= hi
     assert inside >= 8

@@ -145,7 +145,7 @@ def test_compare_tail_row_is_the_run_level_test_of_per_run_bounds(cli, store):
     assert one["verdict"] == "not tested" and "1 run vs 3 runs" in one["not_tested_because"]
 
     text = piped(tmp, "compare", "--experiment", "rows", "--baseline", "k=a", "--tail", "--db", db).out
-    assert re.search(r"\n tail +[\d,.]+ +refused +n/a +- +- +untested", text), text
+    assert re.search(r"\n tail +[\d,.]+ +refused +n/a +- +- +not tested", text), text
     assert re.search(r"\n tail +[\d,.]+ +[\d,.]+ +\+\d+% .* worse", text), text
     assert "not tested: tail of k=ar: no bound: refused: independence" in text
     _fits_80(on_terminal(tmp, "compare", "--experiment", "rows", "--baseline", "k=a", "--tail", "--db", db).out)

@@ -157,7 +157,9 @@ def snapshot(root: str | os.PathLike = "/", probe_version: str | None = None) ->
 
 
 def warnings(snap: dict) -> list[str]:
-    """Reasons the machine state may make timing numbers untrustworthy (shown with results)."""
+    """Reasons the machine state may make timing numbers untrustworthy (shown with results): only from what the
+    record holds (an imported run's file may record its kernel but not its isolated CPUs: nothing is said about
+    what it does not record)."""
     out = []
     if snap.get("accelerator") == "tcg":
         out.append("this target is a VM under TCG, QEMU's emulator: its latencies measure the emulator, not a "
@@ -171,6 +173,6 @@ def warnings(snap: dict) -> list[str]:
     load = (snap.get("loadavg") or "").split()
     if load and snap.get("cpu_count") and float(load[0]) > 0.5 * snap["cpu_count"]:
         out.append(f"system load average {load[0]} on {snap['cpu_count']} CPUs: other work competes")
-    if not snap.get("isolated_cpus"):
+    if "isolated_cpus" in snap and not snap["isolated_cpus"]:
         out.append("no isolated CPUs: the probe shares its CPU with the rest of the system")
     return out

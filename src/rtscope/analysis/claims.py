@@ -41,6 +41,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..words import unit_word
 from .compare import Cell, MIN_RUNS, holm, paired_evidence
 from .paired import Estimate, welch_estimate
 from .defaults import ALPHA, METRICS, TAIL, few_runs_reason
@@ -85,7 +86,7 @@ class Expect:
         if self.kind == "ratio":
             return f"ratio {self.low:g}..{self.high:g}"
         if self.kind == "below":
-            return f"below {self.bound:g} {self.unit}"
+            return f"below {self.bound:g} {unit_word(self.unit)}"
         return self.kind
 
     def to_json(self) -> dict | str:
@@ -95,7 +96,7 @@ class Expect:
             return {"same": True, "margin": self.margin}
         if self.kind == "ratio":
             return {"ratio": [self.low, self.high]}
-        return {"below": self.bound, "unit": self.unit}
+        return {"below": self.bound, "unit": unit_word(self.unit)}
 
 
 @dataclass(frozen=True)
@@ -188,11 +189,11 @@ class Judgement:
     @property
     def shown_unit(self) -> tuple[str, float]:
         """The unit the values are shown in, and its size in the stored unit: the published figures' unit when it
-        is one of the stored unit's (us for ns), else µs for ns and the stored unit for the rest."""
+        is one of the stored unit's (us for ns), else µs for ns and the stored unit for the rest; `us` as µs."""
         published = (self.claim.published or {}).get("unit")
         if published in UNITS and UNITS[published][0] == self.unit:
-            return published, UNITS[published][1]
-        return ("us", 1e3) if self.unit == "ns" else (self.unit, 1.0)
+            return unit_word(published), UNITS[published][1]
+        return ("µs", 1e3) if self.unit == "ns" else (self.unit, 1.0)
 
     @property
     def metric_text(self) -> str:
@@ -207,8 +208,7 @@ class Judgement:
         from .results import fmt
         if self.baseline is None and self.value is None:
             return "-"
-        name, factor = self.shown_unit
-        shown = name.replace("us", "µs")
+        shown, factor = self.shown_unit
         if not self.claim.two_sided:
             return f"{fmt('mean', self.value, 1 / factor)} {shown}"
         return f"{fmt('mean', self.baseline, 1 / factor)} → {fmt('mean', self.value, 1 / factor)} {shown}"
@@ -226,18 +226,21 @@ class Judgement:
         return f"{sign}{fmt('mean', lo, 1 / factor)}..{fmt('mean', hi, 1 / factor)}"
 
     def published_text(self) -> str:
-        """The claim's published figures as shown: `baseline → cell unit`, or `-`."""
+        """The claim's published figures as shown: `baseline → cell unit` (a spec's `us` as µs), or `-`."""
         pub = self.claim.published or {}
         if "cell" not in pub:
             return "-"
+        unit = unit_word(str(pub.get("unit", "")))
         if not self.claim.two_sided:
-            return f"{pub['cell']:g} {pub.get('unit', '')}".strip()
+            return f"{pub['cell']:g} {unit}".strip()
         base = pub.get("baseline")
-        return f"{'?' if base is None else f'{base:g}'} → {pub['cell']:g} {pub.get('unit', '')}".strip()
+        return f"{'?' if base is None else f'{base:g}'} → {pub['cell']:g} {unit}".strip()
 
     def to_json(self) -> dict:
         c = self.claim
         name, factor = self.shown_unit
+        pub = c.published or {}
+        published = {**pub, **({"unit": unit_word(pub["unit"])} if "unit" in pub else {})}
 
         def shown(v: float | None) -> float | None:
             return None if v is None else v / factor
@@ -250,7 +253,7 @@ class Judgement:
         return {"id": c.id, "text": c.text, "source": c.source or None, "metric": c.metric,
                 "expect": c.expect.to_json(), "where": " ".join(f"{n}={v}" for n, v in c.where) or None,
                 "baseline": c.side_text("baseline") or None, "cell": c.side_text("cell"),
-                "verdict": self.verdict, "published": c.published or None,
+                "verdict": self.verdict, "published": published or None,
                 "measured": {"baseline": shown(self.baseline), "cell": shown(self.value), "ratio": self.ratio,
                              "unit": name, "runs": self.runs[0], "baseline_runs": self.runs[1]},
                 "interval": interval, "p": self.p, "p_holm": self.p_holm, "runs_needed": self.runs_needed,

@@ -51,8 +51,8 @@ from ..errors import UsageError, choices
 from ..store import Run, Store
 from . import stats
 from . import distribution
-from .defaults import (ALPHA, METRICS, MIN_REPETITIONS, REPEAT_ADVICE, ROWS, STAT_KEY, TAIL, few_runs_reason,
-                       plural)
+from ..words import counted
+from .defaults import ALPHA, METRICS, MIN_REPETITIONS, REPEAT_ADVICE, ROWS, STAT_KEY, TAIL, few_runs_reason
 from .variance import Components, components
 from .paired import PAIRED_TEST, PairedResult, paired, pairing, shared_runs
 from .select import CORE_DIMENSIONS, Configuration, group_runs, short_labels, value_matches, value_text
@@ -645,10 +645,10 @@ def adjust(rows: list[Row], alpha: float) -> None:
 def few_runs_warning(few: list[tuple[str, int]], min_repetitions: int, shown: int = 3) -> str:
     """One warning for every configuration with fewer than min_repetitions runs: a few named, the rest counted."""
     counts = sorted({runs for _, runs in few})
-    each = plural(counts[0], "run") + " each" if len(counts) == 1 else "runs: " + ", ".join(map(str, counts))
+    each = counted(counts[0], "run") + " each" if len(counts) == 1 else "runs: " + ", ".join(map(str, counts))
     named = "; ".join(label if len(counts) == 1 else f"{label} ({runs})" for label, runs in few[:shown])
     more = f" and {len(few) - shown} more" if len(few) > shown else ""
-    whom = f"{plural(len(few), 'configuration')} ({each})" if len(few) > 1 else f"{named} ({each.split(' each')[0]})"
+    whom = f"{counted(len(few), 'configuration')} ({each})" if len(few) > 1 else f"{named} ({each.split(' each')[0]})"
     return (f"fewer than {min_repetitions} runs of {whom}" + (f": {named}{more}" if len(few) > 1 else "") +
             "; the between-run variation rests on too few runs (with a single run it is unknown and nothing is "
             f"tested); {REPEAT_ADVICE}")

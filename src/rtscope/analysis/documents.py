@@ -18,7 +18,14 @@ def run_summary(run: Run) -> dict:
             "settings": run.settings, "params": run.params, "n_samples": run.n_measured,
             "stored_samples": run.n_samples,
             "started_at": run.started_at, "finished_at": run.finished_at, "tags": run.tags,
-            "experiment_id": run.experiment_id, "cell": run.cell, "repetition": run.repetition}
+            "experiment_id": run.experiment_id, "cell": run.cell, "repetition": run.repetition, **_started(run)}
+
+
+def _started(run: Run) -> dict:
+    """`started_at_source`: null when the tool or rtscope recorded the start, `file modified` (an import's file
+    time), `not recorded` (then `started_at` is null)."""
+    source = run.started_from
+    return {"started_at_source": source, **({"started_at": None} if source == "not recorded" else {})}
 
 
 def show_document(store: Store, run: Run, dist: Distribution | None = None, *, worst_case: bool = True) -> dict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..store import Run, Store
 from . import stats
 from .distribution import of_run, pool_reported
+from ..words import id_ranges  # noqa: F401  (here for the report's modules)
 
 # Study-style columns first (AVG MAX VAR STDEV), then the distribution.
 DISPLAY = (("n", "n"), ("min", "MIN"), ("mean", "AVG"), ("max", "MAX"), ("var", "VAR"), ("stdev", "STDEV"),
@@ -40,16 +41,3 @@ def fmt(key: str, value, scale: float) -> str:
     if abs(v) >= 1000 or v == int(v):
         return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.2f}".rstrip("0").rstrip(".")
     return f"{v:.3g}" if abs(v) < 1 else f"{v:.2f}"
-
-
-def id_ranges(ids: list[int]) -> str:
-    """[1,2,3,7] -> '1-3, 7'."""
-    ids = sorted(ids)
-    parts, start = [], None
-    for i, x in enumerate(ids):
-        if start is None:
-            start = x
-        if i + 1 == len(ids) or ids[i + 1] != x + 1:
-            parts.append(str(start) if start == x else f"{start}-{x}")
-            start = None
-    return ", ".join(parts)

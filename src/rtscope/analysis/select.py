@@ -35,6 +35,9 @@ from ..store import Run, Store
 # that differ only in these are still repetitions of one configuration.
 COUNT_PARAMS = frozenset({"iterations", "loops", "duration_s", "repetitions"})
 CORE_DIMENSIONS = ("workload", "variant", "runtime")
+# A parameter whose bare name reads like something else in a label: exec's `n` (the problem size: sum 1..n,
+# fib(n), ...) beside a sample count `n`. The label says `size n=4000`; `--where n=4000` still selects it.
+PARAM_WORDS = {"n": "size n"}
 
 
 def value_text(value: Any) -> str:
@@ -214,7 +217,7 @@ def short_labels(configs: Iterable[Configuration]) -> dict[Configuration, str]:
             parts = [getattr(c, d) if d != "runtime" else f"({c.runtime})" for d in varying_core]
             s, p = c.settings_dict, c.params_dict
             parts += [setting_text(n, s[n], c.in_force) for n in varying_settings if n in s]
-            parts += [f"{n}={value_text(p[n])}" for n in varying_params if n in p]
+            parts += [f"{PARAM_WORDS.get(n, n)}={value_text(p[n])}" for n in varying_params if n in p]
             if varying_settings and not any(n in s for n in varying_settings):
                 parts.append("defaults")
             out[c] = " ".join(parts) or c.label

@@ -122,7 +122,7 @@ def shape_meaning(fit: fits.GpdFit) -> str:
         return "exponential tail (shape ≈ 0): each decade of p adds about the same latency"
     if fit.shape < 0:
         return (f"bounded tail (shape < 0): the fit puts an end point at about "
-                f"{fit.ex.u + fit.scale / -fit.shape:,.0f} ns")
+                f"{(fit.ex.u + fit.scale / -fit.shape) / 1e3:,.0f} µs")
     return "heavy tail (shape > 0): each decade of p adds more latency than the last"
 
 
@@ -156,8 +156,8 @@ def analyse(series: list[np.ndarray], subject: dict, rate_hz: float | None = Non
     top = np.sort(np.partition(pooled, n - kmax - 2)[n - kmax - 2:])
     _fit(tail, lambda k: fits.excesses_exact(top, n, k), n, levels, intervals)
     if tail.fit is not None and tail.fit.ex.resolution is not None:
-        tail.notes.append(f"the exceedances are quantised to {tail.fit.ex.resolution:g} ns: each value v is taken as "
-                          "the interval [v, v + step) (censored likelihood), the threshold as the next step")
+        tail.notes.append(f"the exceedances are quantised to {tail.fit.ex.resolution / 1e3:g} µs: each value v is "
+                          "taken as the interval [v, v + step) (censored likelihood), the threshold as the next step")
     if tail.claimed and gev:
         tail.gev = fits.fit_gev(series)
     return tail
@@ -182,9 +182,10 @@ def analyse_histogram(hist: dict, subject: dict, rate_hz: float | None = None,
                 max=None if hist.get("max") is None else float(hist["max"]))
     if tail.failed:
         return tail
-    tail.notes.append(f"histogram-only: the excesses are known to a bucket ({float(hist['bucket_width']):g} ns) and "
-                      "the maximum exactly; the threshold is a bucket edge; independence and stationarity cannot "
-                      "be tested (no sample order); no block-maxima cross-check")
+    bucket = float(hist['bucket_width']) / 1e3
+    tail.notes.append(f"histogram-only: the excesses are known to a bucket ({bucket:g} µs) and the maximum exactly; "
+                      "the threshold is a bucket edge; independence and stationarity cannot be tested (no sample "
+                      "order); no block-maxima cross-check")
     _fit(tail, lambda k: fits.excesses_histogram(hist, k), n, levels, intervals)
     return tail
 

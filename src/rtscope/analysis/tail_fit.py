@@ -75,8 +75,11 @@ class Excesses:
         with np.errstate(all="ignore"):
             if self.y is not None:
                 return _loglik_exact(self.y, c, s)
-            mass = _sf(self.lo[:, None], c, s) - _sf(self.hi[:, None], c, s)
-            out = np.sum(self.censored[:, None] * np.log(mass), axis=0)
+            # a bucket that holds only the exact maximum (its upper end clipped to the maximum: an empty
+            # interval) counts nothing censored; 0 × log(0) would make every (shape, scale) impossible
+            held = self.censored > 0
+            mass = _sf(self.lo[held, None], c, s) - _sf(self.hi[held, None], c, s)
+            out = np.sum(self.censored[held, None] * np.log(mass), axis=0)
             if self.top is not None:
                 out = out + _loglik_exact(np.array([self.top]), c, s)
         return np.where(np.isnan(out) | (s <= 0), -np.inf, out)
@@ -205,11 +208,18 @@ def fit_gpd(ex: Excesses, quantile: float) -> GpdFit:
         value = float(ex.loglik(theta[0], theta[1] * unit)[0])
         return -value if np.isfinite(value) else np.inf
 
-    c, s = optimize.fmin(nll, [c0, s0], disp=False)
+    # The optimiser needs a start inside the support: a negative shape ends the support at σ/|ξ|, which the
+    # moments' start may place below the maximum (every simplex point impossible: no fit, and numpy's
+    # "invalid value" from the optimiser). The exponential (ξ = 0) reaches every bucket.
+    start = next((x for x in ([c0, s0], [0.0, s0]) if np.isfinite(nll(np.array(x)))), None)
+    if start is None:
+        return GpdFit(ex, float("nan"), float("nan"), "no fit: the buckets' likelihood is zero at every start",
+                      float("nan"), 0.0, quantile)
+    c, s = optimize.fmin(nll, start, disp=False)
     s *= unit
     stat, p = _chi2_gof(ex, float(c), float(s))
     test = ("χ² over the tail buckets" if ex.resolution is None
-            else f"χ² over the tail's values ({ex.resolution:g} ns apart)")
+            else f"χ² over the tail's values ({ex.resolution / 1e3:g} µs apart)")
     return GpdFit(ex, float(c), float(s), test, stat, p, quantile)
 
 

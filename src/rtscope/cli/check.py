@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .. import paths
-from ..analysis.defaults import plural
-from ..errors import RtscopeError
-from .common import app, console, escape
+from ..errors import RtscopeError, UsageError
+from ..words import counted
+from .common import app, console, err_console, escape
 from .run import ScaleOption, print_warnings
 
 if TYPE_CHECKING:
@@ -56,13 +56,13 @@ def _check_availability(spec: Path, analysed: list, availability: exp_mod.Availa
             console.print(f"{escape(str(spec))}: {escape(a.name)}: a tune of {len(a.knobs)} knobs "
                           f"({', '.join(k.name for k in a.knobs)}), goal {a.tune.goal}, budget {a.tune.budget.text}")
         else:
-            console.print(f"{escape(str(spec))}: {escape(a.name)}, scale {a.scale or '-'}: {len(a.cells)} cells, "
-                          f"{len(planned)} runs, order {a.order}")
+            console.print(f"{escape(str(spec))}: {escape(a.name)}, scale {a.scale or '-'}: "
+                          f"{counted(len(a.cells), 'cell')}, {counted(len(planned), 'run')}, order {a.order}")
         for why in sorted({w for _, w in cant}):
             n = sum(1 for _, w in cant if w == why)
             fail = any(p.on_unavailable == "fail" for p, w in cant if w == why)
             refused |= fail
             what = '[bold red]cannot run here[/]' if fail else '[yellow]would skip[/]'
-            console.print(f"  {what} {plural(n, 'run')}: "
+            console.print(f"  {what} {counted(n, 'run')}: "
                           f"{escape(why)}")
     return refused

@@ -57,7 +57,7 @@ PerThreadOpt = Annotated[bool, typer.Option(
                          "all its threads.")]
 
 # The terminal is narrow: n.s. = no significant difference (the legend is printed below the tables).
-SHORT_VERDICT = {"better": "better", "worse": "worse", "no significant difference": "n.s.", "not tested": "untested"}
+SHORT_VERDICT = {"better": "better", "worse": "worse", "no significant difference": "n.s.", "not tested": "not tested"}
 VERDICT_STYLE = {"better": "bold green", "worse": "bold red", "no significant difference": "dim",
                  "not tested": "yellow"}
 
@@ -174,9 +174,9 @@ def print_summary(cs: ComparisonSet, source: str, width: int | None) -> None:
     """One line per comparison with its verdicts, grouped by baseline, the worst news first."""
     labels = cs.labels
     tests = sum(r.p is not None for k in cs.comparisons for r in k.rows)
-    from ..analysis.defaults import plural
-    family = (f"p-values Holm-corrected over {plural(tests, 'test')}" if tests else "no test could be made")
-    head = (f"compare{f' {source}' if source else ''}: {plural(len(cs.comparisons), 'comparison')} against "
+    from ..words import counted
+    family = (f"p-values Holm-corrected over {counted(tests, 'test')}" if tests else "no test could be made")
+    head = (f"compare{f' {source}' if source else ''}: {counted(len(cs.comparisons), 'comparison')} against "
             f"{baseline_text(cs)}; lower is better; {family}, α = {cs.alpha:g}")
     console.print(escape(wrapped(head, width)), soft_wrap=True)
     groups: dict[str, list] = {}

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from ..errors import UsageError
+from ..words import counted
 from .common import DbOption, app, console, escape
 
 db_app = typer.Typer(help="The store: schema version, migrations, copies (SQLite <-> PostgreSQL).",
@@ -54,9 +55,10 @@ def copy(src: Annotated[str, typer.Argument(help="Store to copy from: a SQLite p
         raise UsageError("source and destination are the same store")
     source, dest = Store(src), Store(dst)
     done = dbcopy.copy(source, dest)
-    console.print(f"copied {done.experiments} experiment(s), {done.runs} run(s) ({done.chunks} sample chunks) "
-                  f"from {escape(source.shown_url)} to {escape(dest.shown_url)}; {done.skipped_runs} run(s) "
-                  "were there already")
+    console.print(f"copied {counted(done.experiments, 'experiment')}, {counted(done.runs, 'run')} "
+                  f"({counted(done.chunks, 'sample chunk')}) from {escape(source.shown_url)} to "
+                  f"{escape(dest.shown_url)}; {counted(done.skipped_runs, 'run')} "
+                  f"{'was' if done.skipped_runs == 1 else 'were'} there already")
 
 
 @db_app.command("flush-spool")

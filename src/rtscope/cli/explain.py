@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import UsageError
+from ..words import counted
 from .common import DbOption, JsonOption, Table, app, console, err_console, escape, open_store, print_json
 
 
@@ -137,7 +138,7 @@ def explain(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (s
     explained = explained[:worst] if worst is not None else explained
     median = explain_shares.run_median(store, run) or 0
     summary = explain_shares.shares(explained, median)
-    console.print(f"[bold]run {run.id}[/]: {escape(run.label)}; {len(explained)} explained sample(s), largest first")
+    console.print(f"[bold]run {run.id}[/]: {escape(run.label)}; {counted(len(explained), 'explained sample')}, largest first")
     for s in explained:
         where = ", ".join(p for p in (f"thread {s['thread']}" if s["thread"] is not None else "",
                                       f"CPU {s['cpu']}" if s["cpu"] is not None else "",

@@ -11,6 +11,7 @@ from typer.core import TyperCommand
 
 from ..errors import RtscopeError, UsageError, choices
 from ..options import parse_assignment
+from ..words import counted
 from .common import DbOption, app, console, escape, open_store, settle
 
 
@@ -58,8 +59,8 @@ def import_cmd(
     ids = store.keeper.add_runs([(sf, sf.header.get("environment") or {"note": f"imported from {f}"},
                                   {"tags": tag, "source": str(f)}) for f, sf in converted])
     if not isinstance(ids, list):   # spooled, all together: the store is unreachable
-        settle(store, f"import of {len(converted)} run{'s' if len(converted) != 1 else ''}")
-        console.print(f"imported {len(converted)} run(s) through the spool (`rtscope runs` lists them)")
+        settle(store, f"import of {counted(len(converted), 'run')}")
+        console.print(f"imported {counted(len(converted), 'run')} through the spool (`rtscope runs` lists them)")
         return
     for (f, sf), run_id in zip(converted, ids):
         console.print(f"run {run_id}: {escape(str(f))} ({sf.header['workload']} {sf.header['variant']}, "

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import UsageError
+from ..words import counted
 from .common import DbOption, Table, app, console, err_console, escape, open_store, settle
 from .run import execute_resumable, print_machine_warnings
 
@@ -43,7 +44,8 @@ class LiveView:
         self.store, self.total, self.phases = store, plan_total, phases
 
     def started(self, experiment, total: int, done: int) -> None:
-        console.print(f"monitor {experiment.id}: {escape(experiment.name)}, {total} intervals, {done} stored already")
+        console.print(f"monitor {experiment.id}: {escape(experiment.name)}, {counted(total, 'interval')}, "
+                      f"{done} stored already")
 
     def run_started(self, p) -> None:
         pass
@@ -142,7 +144,7 @@ class FleetView:
                 self.live.update(self._table(), refresh=True)
 
     def claimed(self, board, experiment_id, done, total) -> None:
-        self._say(board, f"watched: monitoring {experiment_id}, {done} of {total} intervals stored already",
+        self._say(board, f"watched: monitoring {experiment_id}, {done} of {counted(total, 'interval')} stored already",
                   state="watching", done=done, total=total, note="")
 
     def stored(self, board, p, total, run) -> None:
@@ -202,7 +204,7 @@ def monitor_fleet(names: list[str], plan_for, db: Optional[str], give_up_after: 
     name = fleet.controller_name()
     view = FleetView(store, name, names, live=console.is_terminal, plan_for=plan_for)
     controller = fleet.Controller(store, names, plan_for, view, name, give_up_after)
-    console.print(f"controller {name}: {len(names)} boards ({', '.join(names)}), store {escape(store.url)}, "
+    console.print(f"controller {name}: {counted(len(names), 'board')} ({', '.join(names)}), store {escape(store.url)}, "
                   f"lease {controller.lease_s:.0f} s", highlight=False)
     try:
         with view:
@@ -218,7 +220,8 @@ def monitor_fleet(names: list[str], plan_for, db: Optional[str], give_up_after: 
     incomplete = (f", {len(outcome.incomplete)} incomplete ({', '.join(sorted(outcome.incomplete))})"
                   if outcome.incomplete else "")
     console.print(f"controller {name} finished: {len(outcome.finished)} of {len(names)} boards' monitorings "
-                  f"finished{incomplete}, {outcome.stored} intervals stored by this controller", highlight=False)
+                  f"finished{incomplete}, {counted(outcome.stored, 'interval')} stored by this controller",
+                  highlight=False)
     from ..errors import RtscopeError
     if failed:
         raise RtscopeError("boards stopped: " + "; ".join(f"{n}: {e}" for n, e in sorted(failed.items())))
@@ -304,8 +307,9 @@ def monitor(target: Annotated[list[str], typer.Option(
     spooled = f" ({len(outcome.spooled)} of them through the spool)" if outcome.spooled else ""
     stored = len(outcome.stored) + len(outcome.spooled) + outcome.already
     if outcome.incomplete:
-        console.print(f"monitoring {experiment.id} incomplete: {stored} of {len(experiment.plan)} intervals stored"
+        console.print(f"monitoring {experiment.id} incomplete: {stored} of "
+                      f"{counted(len(experiment.plan), 'interval')} stored"
                       f"{spooled}; target {escape(target)} given up on", highlight=False)
         raise_incomplete({target: outcome.incomplete})
-    console.print(f"monitoring {experiment.id} finished: {stored} intervals stored{spooled}")
+    console.print(f"monitoring {experiment.id} finished: {counted(stored, 'interval')} stored{spooled}")
 

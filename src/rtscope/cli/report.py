@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from ..analysis.defaults import ALPHA
+from ..words import counted
 from .common import DbOption, app, console, err_console, escape, note_experiment, open_store
 from .compare import AlphaOpt, BaselineOpt, Experiment, RunIds, Runtime, Tag, Variant, Where, Workload, selection
 
@@ -60,7 +61,7 @@ def report(
         html_report.write(rep, output)
     except OSError as e:
         raise UsageError(f"cannot write {output}: {e.strerror or e}") from None
-    console.print(f"wrote {escape(str(output))} ({output.stat().st_size / 1e6:.1f} MB, {len(runs)} runs)")
+    console.print(f"wrote {escape(str(output))} ({output.stat().st_size / 1e6:.1f} MB, {counted(len(runs), 'run')})")
     if figures is not None:
         from ..report import figures as fig_mod
         files = fig_mod.write(rep, figures, dpi)

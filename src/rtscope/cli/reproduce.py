@@ -12,6 +12,7 @@ from rich import box
 from .. import paths
 from ..analysis.defaults import ALPHA
 from ..errors import UsageError, choices
+from ..words import counted
 from .compare import AlphaOpt, Experiment, RunIds, Tag, Where
 from .common import DbOption, JsonOption, Table, app, console, err_console, escape, open_store, print_json
 from .run import BudgetOption, DesignOption, ScaleOption, until_decided_runs, with_design
@@ -147,7 +148,7 @@ def _run_claims(store, parsed, path, pool, absent, aside, wheres, repetitions, s
     planned = exp_mod.plan(sub, chosen)
     experiment = exp_mod.start(store, sub, planned, chosen, exp_mod.spec_identity(path))
     err_console.print(f"experiment {experiment.id}: {escape(parsed.name)}, scale {parsed.scale or '-'}, "
-                      f"{len(sub.cells)} configurations named by claims, {len(planned)} runs")
+                      f"{counted(len(sub.cells), 'configuration')} named by claims, {counted(len(planned), 'run')}")
     outcome = run_experiment(store, experiment, str(path), pool)
     skipped = {p.cell: why for p, why in outcome.skipped}
     for claim in wanted:
@@ -208,12 +209,12 @@ def print_claims(judgements: list[Judgement], name: str, alpha: float, machine: 
     console.print(f"published on: {escape('; '.join(hardware) or 'not stated')}; measured on: "
                   f"{escape(machine_text(machine))} — published absolute figures are shown, never tested",
                   soft_wrap=True)
-    from ..analysis.defaults import plural
+    from ..words import counted
     tested = sum(j.p_holm is not None for j in judgements)
     paired = [j for j in judgements if j.design == "interleaved"]
     evidence = ("Welch t-test on per-run values" if not paired else
-                f"interleaved ({plural(len(paired), 'claim')}): paired t-test on block-pair differences, else Welch "
-                "t-test on per-run values")
+                f"interleaved ({counted(len(paired), 'claim')}): paired t-test on block-pair differences, "
+                "else Welch t-test on per-run values")
     console.print(f"lower/higher: {evidence}, and within ±min_effect the effect is absent (contradicted); same: "
-                  f"two one-sided tests within the margin; Holm over {plural(tested, 'such claim')}, α = {alpha:g}; "
+                  f"two one-sided tests within the margin; Holm over {counted(tested, 'such claim')}, α = {alpha:g}; "
                   "ratio, below: the interval (docs/reproduction.md)", style="dim", soft_wrap=True)

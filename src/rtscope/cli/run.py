@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shlex
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -12,6 +13,7 @@ import typer
 
 from .. import paths
 from ..errors import RtscopeError, UsageError
+from ..words import counted
 from .common import DbOption, app, console, err_console, escape, open_store, settle, stats_table
 
 if TYPE_CHECKING:
@@ -115,8 +117,18 @@ def _progress() -> Progress:
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                TimeRemainingColumn)
     from rich.table import Column
-    return Progress(TextColumn("{task.description}", table_column=Column(max_width=48, no_wrap=True)), BarColumn(), MofNCompleteColumn(), TextColumn("runs"),
-                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=err_console)
+    from rich.text import Text
+
+    class RunProgress(Progress):
+        ending: str | None = None   # once set, the display's last state: one whole line instead of the bar
+
+        def get_renderable(self):
+            return Text(self.ending) if self.ending is not None else super().get_renderable()
+
+    # Its columns fit 80 (the run's name folds to 30, the bar to 12): no count or time is cut to "…".
+    return RunProgress(TextColumn("{task.description}", table_column=Column(max_width=30, no_wrap=True)),
+                    BarColumn(bar_width=12), MofNCompleteColumn(), TextColumn("runs"), TimeElapsedColumn(),
+                    TextColumn("ETA"), TimeRemainingColumn(), console=err_console)
 
 
 def print_warnings(spec: spec_mod.Spec) -> None:
@@ -127,9 +139,26 @@ def print_warnings(spec: spec_mod.Spec) -> None:
 def run_experiment(store: Store, experiment: exp_mod.Experiment, spec_arg: str, pool: Pool,
                    bounds=None) -> exp_mod.Outcome:
     """Execute with a progress bar; turn interruptions into a clean message that says how to resume."""
-    with _progress() as progress:
+    with progress_display() as progress:
         return execute_resumable(store, experiment, ProgressReporter(progress), pool,
                                  f"resume with `rtscope run {spec_arg} --resume {experiment.id}`", bounds=bounds)
+
+
+@contextmanager
+def progress_display():
+    """The progress bar while runs execute. Stopped by Ctrl-C, SIGTERM or an error, it ends on one whole line,
+    `stopped: 10 of 20 runs done`, instead of the bar as it was drawn last (half a line, or cut to the terminal
+    with `…`); the message that follows says what was kept and how to resume."""
+    from ..signals import Terminated
+    progress = _progress()
+    with progress:
+        try:
+            yield progress
+        except (KeyboardInterrupt, Terminated, RtscopeError):
+            task = progress.tasks[0] if progress.tasks else None
+            progress.ending = ("stopped" if task is None else
+                               f"stopped: {task.completed:g} of {counted(int(task.total or 0), 'run')} done")
+            raise
 
 
 def execute_resumable(store: Store, experiment: exp_mod.Experiment, reporter, pool: Pool,
@@ -207,7 +236,7 @@ def print_results(store: Store, outcome: exp_mod.Outcome, spec: spec_mod.Spec, t
             console.print(stats_table(head + (f": {shared}" if shared else ""), rows, unit, keys))
     for why in sorted({why for _, why in outcome.skipped}):
         n = sum(1 for _, w in outcome.skipped if w == why)
-        console.print(f"{n} run(s) skipped (not possible on this machine): {escape(why)}")
+        console.print(f"{counted(n, 'run')} skipped (not possible on this machine): {escape(why)}")
 
 
 @app.command()
@@ -308,7 +337,8 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a fil
             store = open_store(db)
             experiment = exp_mod.start(store, parsed, planned, chosen, identity, targets=target)
             err_console.print(f"experiment {experiment.id}: {escape(parsed.name)}, scale {parsed.scale or '-'}, "
-                              f"{len(parsed.cells)} cells, {len(planned)} runs, order {parsed.order}, seed {chosen}")
+                              f"{counted(len(parsed.cells), 'cell')}, {counted(len(planned), 'run')}, "
+                              f"order {parsed.order}, seed {chosen}")
             print_design(parsed)
         done_now = exp_mod.done_indexes(store, experiment.id)
         exp_mod.expect_boots(pool, [p for p in experiment.plan if p.index not in done_now])
@@ -351,7 +381,7 @@ def print_next(store: Store, experiment: exp_mod.Experiment, spec: spec_mod.Spec
     runs = store.runs(experiment_id=experiment.id)
     stored = {r.cell for r in runs}
     on = f" --db {shlex.quote(db)}" if db else ""
-    console.print(f"\nexperiment {experiment.id} ({escape(experiment.name)}): {len(runs)} run(s) stored in "
+    console.print(f"\nexperiment {experiment.id} ({escape(experiment.name)}): {counted(len(runs), 'run')} stored in "
                   f"{escape(store.shown_url)}", soft_wrap=True)
     if not runs:
         return
@@ -468,7 +498,7 @@ def until_decided_runs(store, parsed, path, pool, absent, aside, wheres, seed, a
         experiment = exp_mod.start(store, sub, planned, chosen, identity,
                                    record={"until_decided": {"budget_s": budget_s}})
     err_console.print(f"experiment {experiment.id}: {escape(parsed.name)} until decided (budget {budget_s} s), "
-                      f"{len(wanted)} claims measurable here, design {parsed.design}")
+                      f"{counted(len(wanted), 'claim')} measurable here, design {parsed.design}")
     hint = f"resume with `{resume_command}`"
     slope = memory_slope(store)
 

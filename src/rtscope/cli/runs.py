@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..analysis.documents import run_summary
+from ..words import id_ranges
 from .common import DbOption, JsonOption, Table, app, console, escape, open_store, print_json, settings_text
 
 
@@ -30,5 +31,9 @@ def list_runs(
         table.add_row(str(r.id), r.workload, r.variant, r.runtime, escape(settings_text(r.settings, r)),
                       f"{r.n_measured:,}", r.started_at, str(r.experiment_id or ""))
     console.print(table)
+    for source, what in (("file modified", "the file's modification time (the tool records no start)"),
+                         ("not recorded", "not recorded (the tool records no start)")):
+        if ids := [r.id for r in found if r.started_from == source]:
+            console.print(f"started of run{'s' if len(ids) > 1 else ''} {id_ranges(ids)}: {what}", soft_wrap=True)
     if not found:
         console.print("no runs yet: try `rtscope demo`")

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from ..words import tool_text
 from .common import (DbOption, JsonOption, Table, app, console, escape, open_store, print_json, settings_text,
                      stats_table, with_unit)
 
@@ -30,7 +31,7 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
         return
     parts = threads.breakdown(store, run)
     env = run.machine
-    console.print(f"[bold]run {run.id}[/]: {escape(run.label)}  tool {escape(run['tool'])} {escape(run['tool_version'])}")
+    console.print(f"[bold]run {run.id}[/]: {escape(run.label)}  tool {escape(tool_text(run.tool, run.tool_version))}")
     console.print(f"settings: {escape(settings_text(run['settings'], run))}")
     console.print(f"params:   {escape(settings_text(run['params']))}")
     if isinstance(pairing := run.header.get("pairing"), dict) and pairing.get("id"):   # an interleaved run's arm
@@ -38,8 +39,7 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
                       f"of run {pairing['id']}: {len(pairing['blocks'])} blocks of {pairing['block_samples']} samples "
                       "(`rtscope export` gives each sample's block)")
     if "kernel_release" in env:
-        console.print(f"machine:  {escape(env.get('cpu_model', '?'))} × {env.get('cpu_count')}, kernel "
-                      f"{escape(env['kernel_release'])} ({env.get('preemption')}), board {escape(str(env.get('board') or '-'))}")
+        console.print(f"machine:  {escape(machine_text(env))}")
     shown, scale = display_unit(run.primary["unit"])
     table = Table(title=f"{run.primary['name']} in {shown}; percentiles: "
                         f"{dist.percentile_definition if dist else stats.PERCENTILE_DEFINITION}")
@@ -50,6 +50,9 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
         value = "not available" if reported and st.get(key) is None else fmt(key, st.get(key), scale)
         # the title gives the unit; a variance's differs
         table.add_row(head + (with_unit(key, shown) if key == "var" else ""), value)
+    imported(run)
+    title, table.title = table.title, None   # a line of its own: a table of two columns would fold it narrow
+    console.print(escape(title), style="bold")
     console.print(table)
     if reported:
         stated = ", ".join(dict(DISPLAY)[k] for k in REPORTED_KEYS if reported.get(k) is not None)
@@ -73,3 +76,24 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
         console.print(f"causes:   {escape(why)} (rtscope explain {run.id})", soft_wrap=True)
     for note in run.trailer.get("notes", []) + sysinfo.warnings(env):
         console.print(f"[yellow]warning:[/] {escape(note)}")
+
+
+def imported(run) -> None:
+    """An import said as one: the file, how its start is known, and the figures that are the tool's own."""
+    source = run.header.get("imported_from")
+    if source is None:
+        return
+    start = {"file modified": f"{run.started_at} (the file's modification time: the tool records no start)",
+             "not recorded": "not recorded"}.get(run.started_from, run.started_at)
+    console.print(f"imported: {escape(str(source))}; started {escape(start)}")
+    if own := run.trailer.get("own_figures"):
+        console.print(f"{escape(run.tool)}'s own figures: {escape(str(own))}")
+
+
+def machine_text(env: dict) -> str:
+    """The machine record in a line, of what it holds (an import's file may record only the kernel)."""
+    cpus = (f"{env.get('cpu_model') or '?'} × {env['cpu_count']}" if env.get("cpu_count") else
+            env.get("cpu_model") or env.get("machine"))
+    board = env.get("board") or ("-" if "cpu_count" in env else None)
+    return ", ".join(p for p in (cpus, f"kernel {env['kernel_release']} ({env.get('preemption') or '?'})",
+                                  None if board is None else f"board {board}", env.get("note")) if p)

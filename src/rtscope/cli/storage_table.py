@@ -12,6 +12,7 @@ import typer
 from rich import box
 
 from ..errors import UsageError
+from ..words import counted
 from .common import DbOption, JsonOption, Table, app, console, escape, note_experiment, open_store, print_json
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ def storage_table(
                     for t in tables])
         return
     for t in tables:
-        console.print(f"[bold]{escape(title_of(t))}[/] ({sum(len(c.runs) for c in t.cells.values())} runs)")
+        console.print(f"[bold]{escape(title_of(t))}[/] ({counted(sum(len(c.runs) for c in t.cells.values()), 'run')})")
         for what in ("mean", "pass", "block"):
             console.print(render(t, what))
     console.print("mean per pass: rtprobe's mean pass time; fio: job runtime / loops (ms resolution: '-' when fio ran "

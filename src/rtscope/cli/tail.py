@@ -115,6 +115,6 @@ def worst_case_text(wc: WorstCase, unit: str, details: str) -> str:
         return text + f"no bound: {escape(wc.short_reason or NOT_CLAIMED)} ({escape(details)})"
     hi = "unbounded" if lv.ci[1] is None else fmt("max", lv.ci[1], scale)
     hour = "" if lv.per_hour is None else f", P(>) per hour {lv.per_hour:.2g}"
-    untested = (f"; assumes {' and '.join(wc.untested)} (untested: no sample order)" if wc.untested else "")
+    untested = (f"; assumes {' and '.join(wc.untested)} (not tested: no sample order)" if wc.untested else "")
     return text + (f"bound at p = {BOUND_P:g} per sample {fmt('max', lv.value, scale)} {shown} (95 % "
                    f"{fmt('max', lv.ci[0], scale)}..{hi}{hour}){untested} ({escape(details)})")

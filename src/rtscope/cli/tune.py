@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import RtscopeError, UsageError, choices
+from ..words import counted
 from .common import DbOption, JsonOption, Table, app, console, err_console, escape, open_store, print_json, settle
 from .run import print_warnings, resumable
 
@@ -24,8 +25,9 @@ class TuneReporter:
                               f"{len(step.new_slots)} fresh runs ({tune.confirm} each) of "
                               f"{roles_text(step.result['roles'])}", highlight=False)
         elif step.phase == "race":
-            err_console.print(f"tune {tune.id}{where}: round {step.from_round + 1}: {len(step.new_slots)} runs, "
-                              f"{len(step.new_candidates)} new candidate(s)", highlight=False)
+            err_console.print(f"tune {tune.id}{where}: round {step.from_round + 1}: "
+                              f"{counted(len(step.new_slots), 'run')}, "
+                              f"{counted(len(step.new_candidates), 'new candidate')}", highlight=False)
 
     def run_started(self, tune, slot) -> None:
         pass
@@ -69,7 +71,7 @@ def pause_text(tune) -> str | None:
     text = (f"each {'baseline ' if where == 'knob' else ''}run: at least {calls:,} calls × {pause_ms:g} ms pause "
             f"= {seconds_text(each)}")
     if tune.budget.runs is not None:
-        text += f", {tune.budget.runs} runs at least {seconds_text(each * tune.budget.runs)}"
+        text += f", {counted(tune.budget.runs, 'run')} at least {seconds_text(each * tune.budget.runs)}"
     if where == "default":
         text += f" (the {tune.space.base.workload} workload's default pause_ms, {pause_ms:g} ms between calls)"
     if where != "knob":
@@ -225,7 +227,7 @@ def _print_result(doc: dict) -> None:
     scale, unit = (1e3, "µs") if doc.get("unit") == "ns" else (1, doc.get("unit") or "")
     where = "" if doc["target"] == "local" else f" on {doc['target']}"
     console.print(f"tune {doc['tune']}{escape(where)} (experiment {doc['experiment']}): goal {doc['goal']}, "
-                  f"{doc['runs_used']} runs; the race ended: {escape(doc['race_ended'])}")
+                  f"{counted(doc['runs_used'], 'run')}; the race ended: {escape(doc['race_ended'])}")
     best, base = doc["best"], doc["baseline"]
     if doc["verdict"] == "improved":
         imp = doc["improvement"]

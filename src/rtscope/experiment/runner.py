@@ -146,6 +146,8 @@ def _measure(reqs: list[RunRequest], store: RunSink, *, block: int | None = None
             path = rt.collect(r, workdir / posixpath.basename(out), workdir, proc)
             sf = samplefile.read(path)
             _check_matches(r, sf, path)
+            if sf.header.pop("started_at_source", None):   # a tool that records no start (rtla): when it was launched
+                sf.header["started_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(began))
             if ctx.notes:
                 sf.trailer.setdefault("notes", []).extend(ctx.notes)
             for name, value in r.settings.items():  # the probe cannot know the system settings

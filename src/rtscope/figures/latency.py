@@ -69,7 +69,7 @@ def from_samples(label: str, values_ns, *, missed: int | None = None, bucket_ns:
     buckets = int((int(a.max()) - lo) // bucket_ns) + 1
     if buckets > MAX_BUCKETS:
         raise UsageError(f"{label}: values up to {a.max() / 1e6:.0f} ms make {buckets:,} buckets of "
-                         f"{bucket_ns} ns; too many to draw")
+                         f"{bucket_ns / 1e3:g} µs; too many to draw")
     h = stats.histogram(a, bucket_ns, buckets, lo)
     hist = {"unit": "ns", "bucket_width": bucket_ns, "min_value": lo, "counts": h.counts.tolist(), "overflow": 0,
             "n": int(a.size), "min": int(a.min()), "max": int(a.max()), "sum": int(a.sum())}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -17,6 +18,22 @@ class Importer:
     name: str
     help: str
     convert: Callable[[Path, str | None, dict], list[SampleFile]]  # (file, variant, extra settings)
+
+
+# Header key `started_at_source` (docs/sample-format.md): how `started_at` is known when the tool recorded no
+# start. Absent: the tool (or rtscope, running it) recorded it.
+FILE_MODIFIED = "file modified"   # the imported file's modification time (when the tool last wrote it)
+NOT_RECORDED = "not recorded"     # no time at all: `started_at` is empty (a run rtscope makes gets its launch time)
+
+
+def started(path: Path | None) -> dict:
+    """The header's start for a tool that records none: the file's modification time, marked as such, or, without
+    a file, none."""
+    if path is None:
+        return {"started_at": "", "started_at_source": NOT_RECORDED}
+    when = datetime.fromtimestamp(Path(path).stat().st_mtime, timezone.utc)
+    return {"started_at": when.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "started_at_source": FILE_MODIFIED}
 
 
 def read_text(path: Path) -> str:

@@ -22,7 +22,7 @@ import json
 import re
 import shlex
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import timezone
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from .. import sysinfo
 from ..errors import UsageError, choices
 from ..samplefile import Column, SampleFile, make_header
-from .base import Importer
+from .base import Importer, started
 
 if TYPE_CHECKING:  # numpy is imported where samples are made or read: `rtscope --help` needs none
     import numpy as np
@@ -363,11 +363,9 @@ def options_from_cmdline(cmdline: str | None) -> tuple[dict, dict, str | None]:
     return settings, params, "relative" if opts.get("relative") else "absolute"
 
 
-def _started_at(log: CyclictestLog, path: Path | None) -> str:
-    if log.started_at:
-        return log.started_at
-    when = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc) if path else datetime.now(timezone.utc)
-    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def _started_at(log: CyclictestLog, path: Path | None) -> dict:
+    """The JSON's start_time; the text forms record none (importers.base.started)."""
+    return {"started_at": log.started_at} if log.started_at else started(path)
 
 
 def _environment(log: CyclictestLog) -> dict | None:
@@ -428,15 +426,17 @@ def to_samplefile(log: CyclictestLog, *, variant: str | None, settings: dict, pa
             notes.append("histogram overflows: their values are not in the buckets, so the sum (hence the mean) "
                          "is derived from cyclictest's printed average")
         counts_loops = {t: h.n for t, h in log.histograms.items()}
+        trailer["own_figures"] = own_figures(log)
     merged_params = {**cmd_params, **(params or {})}
     threads_seen = len(log.histograms) or len(log.samples)
     if threads_seen:
         merged_params["threads"] = threads_seen  # what ran, whatever the command line said
     if "loops" not in merged_params and "duration_s" not in merged_params and counts_loops:
         merged_params["loops"] = max(counts_loops.values())
+    start = _started_at(log, path)
     header = make_header("timer", variant, runtime, "cyclictest", str(log.version or "unknown"),
-                         _started_at(log, path), columns, {**cmd_settings, **settings}, merged_params,
-                         cyclictest_form=log.form)
+                         start.pop("started_at"), columns, {**cmd_settings, **settings}, merged_params,
+                         cyclictest_form=log.form, **start)
     if log.cmdline:
         header["cyclictest_cmdline"] = log.cmdline
     if path is not None:
@@ -446,6 +446,19 @@ def to_samplefile(log: CyclictestLog, *, variant: str | None, settings: dict, pa
         header["environment"] = env
     trailer["notes"] = notes
     return SampleFile(header, columns, data, trailer)
+
+
+def own_figures(log: CyclictestLog) -> str:
+    """Which of a histogram run's figures are cyclictest's own, and its own average (per thread: it prints no
+    whole-run one), for `show`."""
+    hs = [log.histograms[t] for t in sorted(log.histograms)]
+    rows = ("its per-thread cycles, min and max" if log.form == "json" else
+            "its Total (with the Histogram Overflows), Min Latencies and Max Latencies rows")
+    printed = ("two decimals" if log.form == "json" else
+               f"truncated to 1 {'µs' if log.unit_ns == 1000 else 'ns'}")
+    avgs = ", ".join(f"{h.avg * log.unit_ns / 1000:g}" for h in hs if h.avg is not None)
+    return (f"n, MIN and MAX ({rows}); AVG {avgs} µs per thread (as printed: {printed}); the AVG shown is "
+            "the mean of the buckets, which hold every value exactly as cyclictest measured it")
 
 
 def _histogram_sum(h: ThreadHistogram) -> tuple[int, bool]:

@@ -8,14 +8,13 @@ was measured: `--variant` (sum, fib, sleep, nothing) does.
 from __future__ import annotations
 
 import csv
-from datetime import datetime, timezone
 from pathlib import Path
 
 
 from ..errors import UsageError, choices
 from ..samplefile import Column, SampleFile, make_header
 from ..workloads import WORKLOADS
-from .base import Importer
+from .base import Importer, started
 
 REQUIRED = ("count", "time")
 SIDE = ("heap_size", "minor_gcs")
@@ -54,9 +53,9 @@ def convert(path: Path, variant: str | None, settings: dict) -> list[SampleFile]
                                                    for c in side)]
     data = {"duration": np.round(np.asarray(values["time"]) * 1000).astype(np.int64)}
     data.update({c: np.asarray(values[c], dtype=np.int64) for c in side})
-    mtime = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).isoformat(timespec="seconds")
-    header = make_header("exec", variant, "beam", "nerves_rt_perf-csv", "1", mtime, columns, settings,
-                         {"iterations": len(data["duration"])}, imported_from=str(path))
+    start = started(path)   # the CSV records no start
+    header = make_header("exec", variant, "beam", "nerves_rt_perf-csv", "1", start.pop("started_at"), columns,
+                         settings, {"iterations": len(data["duration"])}, imported_from=str(path), **start)
     return [SampleFile(header, columns, data, {"notes": ["imported from a nerves_rt_perf CSV: µs resolution"]})]
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..samplefile import Column, SampleFile, make_header
-from .base import Importer, read_text
+from .base import Importer, read_text, started
 
 UNITS = {"us": 1000, "ns": 1}
 KINDS = {"IRQ": "irq", "Thr": "thread", "Usr": "user"}
@@ -183,7 +183,7 @@ def context_summary(hist: TimerlatHist, kind: str) -> dict:
 
 
 def to_samplefile(hist: TimerlatHist, *, settings: dict, params: dict | None = None, path: Path | None = None,
-                  runtime: str = "rtla", version: str = "unknown", started_at: str = "1970-01-01T00:00:00Z",
+                  runtime: str = "rtla", version: str = "unknown", started_at: str | None = None,
                   bucket: int | None = None, extra_notes: list[str] | None = None) -> SampleFile:
     """The run: the primary context's per-CPU histograms and headline; the other contexts beside it.
     `bucket`: the -b the run was made with (rtla's unit); else the largest that fits every printed bucket."""
@@ -221,8 +221,9 @@ def to_samplefile(hist: TimerlatHist, *, settings: dict, params: dict | None = N
     notes += extra_notes or []
     trailer["notes"] = notes
     columns = [Column("latency", "ns", "i64")]
-    header = make_header("timer", "absolute", runtime, "rtla-timerlat", version, started_at, columns, settings,
-                         params or {}, rtla_duration=hist.duration)
+    start = {"started_at": started_at} if started_at else started(path)   # rtla prints no start
+    header = make_header("timer", "absolute", runtime, "rtla-timerlat", version, start.pop("started_at"), columns,
+                         settings, params or {}, rtla_duration=hist.duration, **start)
     if path is not None:
         header["imported_from"] = str(path)
     return SampleFile(header, columns, {"latency": np.empty(0, dtype=np.int64)}, trailer)

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..samplefile import Column, SampleFile, make_header
-from .base import Importer, read_text
+from .base import Importer, read_text, started
 
 US = 1000  # ns per µs: latency prints microseconds with 3 decimals, i.e. whole ns
 MODES = {"periodic user-mode task": "user", "in-kernel periodic task": "kernel", "in-kernel timer handler": "irq"}
@@ -101,7 +101,7 @@ def parse(text: str, path="<latency>") -> LatencyLog:
 
 
 def to_samplefile(log: LatencyLog, *, settings: dict, params: dict | None = None, path: Path | None = None,
-                  runtime: str = "xenomai", version: str = "unknown", started_at: str = "1970-01-01T00:00:00Z",
+                  runtime: str = "xenomai", version: str = "unknown", started_at: str | None = None,
                   extra_notes: list[str] | None = None) -> SampleFile:
     import numpy as np
     lo, avg, hi, overruns = log.summary
@@ -143,8 +143,9 @@ def to_samplefile(log: LatencyLog, *, settings: dict, params: dict | None = None
         merged_settings.setdefault("rt_priority", log.priority)
     if log.mode:
         merged_settings.setdefault("xenomai_mode", log.mode)
-    header = make_header("timer", "absolute", runtime, "xenomai-latency", version, started_at, columns,
-                         merged_settings, merged, xenomai_duration=log.duration)
+    start = {"started_at": started_at} if started_at else started(path)   # latency prints no start
+    header = make_header("timer", "absolute", runtime, "xenomai-latency", version, start.pop("started_at"), columns,
+                         merged_settings, merged, xenomai_duration=log.duration, **start)
     if path is not None:
         header["imported_from"] = str(path)
     trailer["notes"] = notes

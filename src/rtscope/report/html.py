@@ -33,6 +33,7 @@ from ..analysis.select import value_text
 from ..figures import bulk as bulk_range, exceedance, ticks
 from ..fileio import write_atomic
 from ..version import __version__
+from ..words import counted
 from . import lab
 from .model import MAX_OUTLIERS, TAIL_LEVELS, Report, id_ranges, machine_rows, overflow_note
 from .paper_view import claim_rows
@@ -676,7 +677,7 @@ def sections(report: Report, plot: Plots) -> dict:
                           "r": f"{s.fit.r:.4f}" if s.fit and s.fit.r is not None else "–",
                           "r2": f"{s.fit.r2:.4f}" if s.fit and s.fit.r2 is not None else "–",
                           "problem": s.fit_problem or ""} for s in report.task_memory]}
-    monitoring = [{"title": f"{v.name} on {v.target}: {len(v.intervals)} intervals",
+    monitoring = [{"title": f"{v.name} on {v.target}: {counted(len(v.intervals), 'interval')}",
                    "plots": [plot(monitor_histogram_figure(v), "Every sample of every interval, per CPU, in 1 µs bins "
                                                                "(log y), as OSADL plots its farm's latency."),
                              plot(monitor_series_figure(v), "Shaded: intervals under load.")]}

@@ -30,6 +30,7 @@ from ..errors import UsageError
 from ..analysis.tail_bound import MIN_SAMPLES as TAIL_MIN_SAMPLES
 from ..figures import bulk as bulk_range, exceedance as exceedance_plot
 from ..store import Run, Store
+from ..words import tool_text
 from . import lab, paper_view, tune
 
 # What the plots embed is thinned so that a report of 100 runs stays under 1 MB (bench/compare_report.py); the
@@ -463,7 +464,7 @@ def tools_text(runs: list[Run]) -> str:
     The machine record's probe_version is not it: a record is shared by runs of several tools."""
     by_tool: dict[str, list[int]] = {}
     for r in runs:
-        by_tool.setdefault(f"{r.tool} {r.tool_version}".strip() or "-", []).append(r.id)
+        by_tool.setdefault(tool_text(r.tool, r.tool_version) if r.tool else "-", []).append(r.id)
     if len(by_tool) == 1:
         return next(iter(by_tool))
     return "; ".join(f"{tool} (run{'s' if len(ids) > 1 else ''} {id_ranges(ids)})" for tool, ids in by_tool.items())

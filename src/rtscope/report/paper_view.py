@@ -26,6 +26,7 @@ from ..errors import UsageError
 from ..experiment.spec import Spec, parse
 from ..experiment.spec.claim_table import request_value
 from ..store import Run, Store
+from ..words import unit_word
 
 
 @dataclass
@@ -107,7 +108,7 @@ def _unit(paper_unit: str, stored: str) -> tuple[str, float]:
     """The unit figures are shown in and its size in the stored unit: the paper's when it is one of the stored
     unit's, else µs for ns and the stored unit."""
     if paper_unit in UNITS and UNITS[paper_unit][0] == stored:
-        return paper_unit.replace("us", "µs"), UNITS[paper_unit][1]
+        return unit_word(paper_unit), UNITS[paper_unit][1]
     shown, scale = display_unit(stored)
     return shown, 1 / scale
 

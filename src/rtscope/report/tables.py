@@ -1,7 +1,8 @@
 """The report's tables as Markdown, LaTeX (booktabs) and CSV files.
 
 statistics-<unit>: the study-style table per configuration (AVG MAX VAR STDEV,
-percentiles); comparisons: one row per configuration and metric, with the
+percentiles), named after the unit it holds (`statistics-microseconds` for
+times, `statistics-bytes`); comparisons: one row per configuration and metric, with the
 verdict; task-memory: the least-squares fits. A report of a study's
 experiment adds its paper's view (report/paper_view.py): paper-<study> (one
 file per table, numbered when the layout makes several: storage's per file
@@ -88,6 +89,9 @@ def _scaled(key: str, value, scale: float):
     return value * scale * scale if key == "var" else value if key == "n" else value * scale
 
 
+FILE_UNIT = {"µs": "microseconds"}   # a file is named after the unit its figures are in, in ASCII
+
+
 def statistics_tables(report: Report) -> list[TableData]:
     out: dict[str, TableData] = {}
     for c in report.cells:
@@ -96,8 +100,9 @@ def statistics_tables(report: Report) -> list[TableData]:
         if unit not in out:
             heads = ["configuration", "runs"] + [h + ("" if k == "n" else f" ({shown}²)" if k == "var" else
                                                       f" ({shown})") for k, h in STATS_COLUMNS]
-            out[unit] = TableData(f"statistics-{unit or 'values'}", f"Statistics per configuration ({shown}; "
-                                  "repetitions pooled)", heads, [], [], [False, False] + [True] * len(STATS_COLUMNS))
+            name = FILE_UNIT.get(shown, shown) or "values"
+            out[unit] = TableData(f"statistics-{name}", f"Statistics per configuration ({shown}; repetitions pooled)",
+                                  heads, [], [], [False, False] + [True] * len(STATS_COLUMNS))
         t = out[unit]
         label, runs = report.labels[c.config], id_ranges([r.id for r in c.runs])
         t.rows.append([label, runs, *(fmt(k, c.stats.get(k), scale) for k, _ in STATS_COLUMNS)])

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..store import Run, Store
+from ..words import counted
 
 
 @dataclass
@@ -20,7 +21,7 @@ class TuneView:
     def title(self) -> str:
         d = self.doc
         where = "" if d["target"] == "local" else f" on {d['target']}"
-        return f"tune {d['tune']}{where}: goal {d['goal']}, {d['runs_used']} runs, {d['verdict']}"
+        return f"tune {d['tune']}{where}: goal {d['goal']}, {counted(d['runs_used'], 'run')}, {d['verdict']}"
 
 
 def tune_views(store: Store, runs: list[Run]) -> list[TuneView]:

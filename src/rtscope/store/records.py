@@ -117,6 +117,15 @@ class Run:
     def label(self) -> str:
         return f"{self.workload} {self.variant} ({self.runtime})"
 
+    @property
+    def started_from(self) -> str | None:
+        """How `started_at` is known, when not recorded by the tool or rtscope (None): `file modified` (an import
+        whose tool records no start: the file's modification time) or `not recorded` (no time; older versions
+        wrote the epoch for rtla and Xenomai)."""
+        if not self.started_at or self.started_at.startswith("1970-01-01T00:00:00"):
+            return "not recorded"
+        return self.header.get("started_at_source") if isinstance(self.header, dict) else None
+
 
 RUN_FIELDS = {f.name for f in dataclasses.fields(Run)} - {"machine"}
 

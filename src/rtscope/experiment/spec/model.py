@@ -11,6 +11,7 @@ from ...analysis.paper_published import Paper
 from ...errors import UsageError
 from ...runtimes.base import RunRequest
 from ...workloads import WORKLOADS
+from ...words import counted
 from .locate import Locator
 
 
@@ -82,7 +83,7 @@ class Budget:
 
     @property
     def text(self) -> str:
-        return f"{self.runs} runs" if self.runs is not None else f"{self.seconds:g} s"
+        return counted(self.runs, "run") if self.runs is not None else f"{self.seconds:g} s"
 
 
 @dataclass(frozen=True)
