@@ -137,6 +137,19 @@ def test_estimate_agrees_with_scipy_and_welch():
     assert e.above(0.0) == pytest.approx(st.t.sf(2.0, 10))
 
 
+def test_one_block_pair_a_run_takes_the_runs_as_replicates():
+    """block = iterations: each run gives one pair; the runs' differences are then the replicates (an A/A must not
+    get a standard error of 0)."""
+    rng = np.random.default_rng(8)
+    hits = 0
+    for _ in range(300):
+        res = paired([interleaved_run(rng, 0.0, blocks=1, block=100) for _ in range(5)], 100, "mean")
+        assert res.estimate.se > 0 and res.cluster and res.estimate.df == 4
+        hits += res.estimate.p() <= ALPHA
+    assert hits / 300 <= ALPHA + 0.03, hits / 300
+    assert paired([interleaved_run(rng, 0.0, blocks=1, block=100)], 100, "mean") is None    # one pair: nothing
+
+
 def test_blocks_of_one_sample_have_no_stdev():
     rng = np.random.default_rng(7)
     assert paired([interleaved_run(rng, 0.0, blocks=10, block=1)], 1, "stdev") is None

@@ -219,7 +219,7 @@ def _batch_means(centred: list[np.ndarray]) -> tuple[float, float] | None:
     return sums / (batches - runs) / n, float(batches - runs)
 
 
-def _estimate(diffs: list[np.ndarray], mine: np.ndarray, theirs: np.ndarray, block: int) -> PairedResult:
+def _estimate(diffs: list[np.ndarray], mine: np.ndarray, theirs: np.ndarray, block: int) -> PairedResult | None:
     runs, n = len(diffs), sum(len(d) for d in diffs)
     allv = np.concatenate(diffs)
     grand = float(allv.mean())
@@ -242,12 +242,12 @@ def _estimate(diffs: list[np.ndarray], mine: np.ndarray, theirs: np.ndarray, blo
     if runs >= 2:
         means = np.array([d.mean() for d in diffs])
         var_b = float(np.var(means, ddof=1)) / runs
-    if var_b > var_w:
+    if var_b > var_w or (runs >= 2 and not math.isfinite(var_w)):   # one pair a run: the runs are the replicates
         var, df, cluster = var_b, float(runs - 1), True
     else:
         var, df = var_w, df_w
     if not math.isfinite(var):
-        var, df = 0.0, 1.0
+        return None
     unpaired = float(np.var(np.log(mine), ddof=1) + np.var(np.log(theirs), ddof=1)) if len(mine) > 1 else 0.0
     removed = 1.0 - float(np.var(allv, ddof=1)) / unpaired if unpaired > 0 else None
     baseline = float(theirs.mean())
