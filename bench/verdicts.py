@@ -117,10 +117,12 @@ class Point:
     design: str
     called: int = 0             # the mean's verdict in the change's direction (worse: the larger n is slower)
     any_verdict: int = 0        # any of the five metrics better/worse (the A/A rate)
+    median_called: int = 0      # the median's verdict, likewise
     trials: int = 0
     failed: int = 0
     estimates: list[float] = field(default_factory=list)    # the mean's relative change
     removed: list[float] = field(default_factory=list)      # variance_removed of the mean (interleaved)
+    halfwidths: list[float] = field(default_factory=list)   # the mean's 95 % interval half-width / baseline
     cluster: int = 0            # trials whose standard error was the run-level one
     seconds: float = 0.0
 
@@ -135,7 +137,7 @@ def trial_spec(change: float, design: str, runs: int, calls: int, n: int) -> tup
 
 
 def run_trial(pt: Point, args: argparse.Namespace, index: int) -> None:
-    """One real trial: `rtscope run` in a temporary store, judged by compare."""
+    """One real trial: `rtscope run` in a temporary store (or --keep's directory), judged by compare."""
     spec_text, baseline = trial_spec(pt.change, pt.design, args.runs, args.calls, args.n)
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
@@ -152,20 +154,44 @@ def run_trial(pt: Point, args: argparse.Namespace, index: int) -> None:
             print(f"  trial {stem} failed (exit {r.returncode}): {r.stderr.strip().splitlines()[-1:]}",
                   file=sys.stderr)
             return
-        store = Store(db)
-        (k,) = compare_runs(store, store.runs(), baseline, alpha=ALPHA).comparisons
-    if k.design != ("interleaved" if pt.design == "interleaved" else "runs"):
-        raise SystemExit(f"trial {stem}: compare judged design {k.design}, the trial ran {pt.design}")
-    mean = k.row("mean")
+        judge(pt, db, baseline)
+
+
+def judge(pt: Point, db: str, baseline: list[str]) -> None:
+    """Count one stored trial: compare's verdicts on it (as `rtscope compare --baseline ...` gives them)."""
+    store = Store(db)
+    (k,) = compare_runs(store, store.runs(), baseline, alpha=ALPHA).comparisons
+    if k.design != pt.design:
+        raise SystemExit(f"{db}: compare judged design {k.design}, the trial ran {pt.design}")
+    mean, median = k.row("mean"), k.row("median")
     pt.trials += 1
     pt.any_verdict += any(row.verdict in ("better", "worse") for row in k.rows)
-    pt.called += mean.verdict == "worse" if pt.change > 0 else mean.verdict in ("better", "worse")
+    wanted = ("worse",) if pt.change > 0 else ("better", "worse")
+    pt.called += mean.verdict in wanted
+    pt.median_called += median.verdict in wanted
     pt.estimates.append(mean.value / mean.baseline - 1)
+    if mean.ci:
+        pt.halfwidths.append((mean.ci[1] - mean.ci[0]) / 2 / mean.baseline)
     paired = mean.extra.get("paired")
     if paired:
         if paired.get("variance_removed") is not None:
             pt.removed.append(paired["variance_removed"])
         pt.cluster += bool(paired.get("run_as_cluster"))
+
+
+def rejudge(directory: str) -> list[Point]:
+    """The trials kept by --keep in `directory`, judged again (by today's compare)."""
+    points: dict[tuple[float, str], Point] = {}
+    for db in sorted(Path(directory).glob("*.db")):
+        design, change, _ = db.stem.split("-")
+        pt = points.setdefault((float(change), design), Point(float(change), design))
+        try:
+            judge(pt, str(db), trial_spec(float(change), design, 2, 2, 4000)[1])
+        except ValueError:      # a trial cut short: no comparison
+            pt.failed += 1
+    if not points:
+        raise SystemExit(f"--rejudge: no trial stores (*.db) in {directory}")
+    return sorted(points.values(), key=lambda p: (p.change, DESIGNS.index(p.design)))
 
 
 def margin(k: int, n: int) -> float:
@@ -199,7 +225,12 @@ def design_trials(args: argparse.Namespace) -> None:
         for i in rng.permutation(len(points)):
             run_trial(points[i], args, rnd)
         print(f"  round {rnd + 1}: {time.monotonic() - start:.0f} s", flush=True)
+    print_points(points)
+    print(f"wall time {time.monotonic() - start:.0f} s")
 
+
+def print_points(points: list[Point]) -> None:
+    changes = sorted({p.change for p in points})
     print(f"\nfraction of trials whose mean compare calls (Holm over the five metrics, alpha {ALPHA}; change 0: "
           "the A/A, any direction), ± its 95 % binomial margin (Wilson)")
     print(f"  {'change':>6s}  " + "  ".join(f"{d:>30s}" for d in DESIGNS))
@@ -233,9 +264,17 @@ def design_trials(args: argparse.Namespace) -> None:
               f"{len(removed)} trials, {np.min(removed):.0%}..{np.max(removed):.0%}); the run-level (cluster) "
               f"standard error was the larger in {sum(p.cluster for p in inter)} of "
               f"{sum(p.trials for p in inter)} trials")
+    for d in DESIGNS:
+        hw = [h for p in points if p.design == d for h in p.halfwidths]
+        if hw:
+            need = 1.43 * float(np.median(hw))   # called in 80 % where the change is 1.43 half-widths (z .84/1.96)
+            print(f"{d}: the mean's 95 % interval ±{np.median(hw):.1%} (median of {len(hw)} trials): called in "
+                  f"80 % from about {need:.1%} (before Holm); a 3 % change would need about "
+                  f"{(need / 0.03) ** 2:.0f}× the calls")
+    print("the median's verdict (block medians paired; Welch on per-run medians), same trials: " + "; ".join(
+        f"{p.design} {p.change:.0%} {p.median_called}/{p.trials}" for p in points if p.trials))
     failed = sum(p.failed for p in points)
-    print(f"wall time {time.monotonic() - start:.0f} s, {sum(p.trials for p in points)} trials"
-          + (f", {failed} failed (not counted)" if failed else ""))
+    print(f"{sum(p.trials for p in points)} trials" + (f", {failed} failed (not counted)" if failed else ""))
 
 
 def main() -> None:
@@ -253,7 +292,11 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=4000, help="--beam: sum's n of the baseline arm")
     ap.add_argument("--keep", metavar="DIR", help="--beam: keep every trial's spec and store in DIR")
     ap.add_argument("--skip-splits", action="store_true", help="--beam: only the design trials")
+    ap.add_argument("--rejudge", metavar="DIR", help="judge the trials kept by --keep in DIR again (no runs)")
     args = ap.parse_args()
+    if args.rejudge:
+        print_points(rejudge(args.rejudge))
+        return
     for name in ("designs", "calls", "runs", "n", "trials", "iterations"):
         if getattr(args, name) < (0 if name == "designs" else 2 if name in ("runs", "calls") else 1):
             raise SystemExit(f"--{name}: too small ({getattr(args, name)})")
