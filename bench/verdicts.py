@@ -121,6 +121,7 @@ class Point:
     trials: int = 0
     failed: int = 0
     estimates: list[float] = field(default_factory=list)    # the mean's relative change
+    medians: list[float] = field(default_factory=list)      # the median's
     removed: list[float] = field(default_factory=list)      # variance_removed of the mean (interleaved)
     halfwidths: list[float] = field(default_factory=list)   # the mean's 95 % interval half-width / baseline
     cluster: int = 0            # trials whose standard error was the run-level one
@@ -170,6 +171,7 @@ def judge(pt: Point, db: str, baseline: list[str]) -> None:
     pt.called += mean.verdict in wanted
     pt.median_called += median.verdict in wanted
     pt.estimates.append(mean.value / mean.baseline - 1)
+    pt.medians.append(median.value / median.baseline - 1)
     if mean.ci:
         pt.halfwidths.append((mean.ci[1] - mean.ci[0]) / 2 / mean.baseline)
     paired = mean.extra.get("paired")
@@ -233,23 +235,23 @@ def print_points(points: list[Point]) -> None:
     changes = sorted({p.change for p in points})
     print(f"\nfraction of trials whose mean compare calls (Holm over the five metrics, alpha {ALPHA}; change 0: "
           "the A/A, any direction), ± its 95 % binomial margin (Wilson)")
-    print(f"  {'change':>6s}  " + "  ".join(f"{d:>30s}" for d in DESIGNS))
+    print(f"  {'change':>6s}  " + "  ".join(f"{d:>42s}" for d in DESIGNS))
     smallest: dict[str, float | None] = {d: None for d in DESIGNS}
     for c in changes:
         cells = []
         for d in DESIGNS:
             p = next(q for q in points if q.change == c and q.design == d)
             if not p.trials:
-                cells.append(f"{'no trials':>30s}")
+                cells.append(f"{'no trials':>42s}")
                 continue
-            est = float(np.mean(p.estimates))
+            est, med = float(np.mean(p.estimates)), float(np.median(p.medians))
             cells.append(f"{p.called / p.trials:6.2f} ±{margin(p.called, p.trials):.2f} "
-                         f"of {p.trials:3d} (Δ {est:+6.1%})")
+                         f"of {p.trials:3d} (Δ {est:+6.1%}, median {med:+6.1%})")
             if c > 0 and smallest[d] is None and p.called / p.trials >= 0.8:
                 smallest[d] = c
         print(f"  {c:6.0%}  " + "  ".join(cells))
-    print("  (Δ: the mean of the trials' measured change of the mean: sum's fixed overhead per call makes it "
-          "smaller than n's)")
+    print("  (Δ: the trials' measured change of the mean, averaged; median: the median over the trials of the measured "
+          "change of the median, the effect without the stalls -- sum's time is not exactly proportional to n)")
     aa = [p for p in points if p.change == 0 and p.trials]
     for p in aa:
         print(f"A/A {p.design}: any of the five metrics called in {p.any_verdict} of {p.trials} "
