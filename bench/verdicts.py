@@ -8,12 +8,22 @@ method) beside the pooled tests it replaced (every sample a replicate), side by 
    rate, with its binomial 95 % margin.
 3. Power: the same splits with one side's samples scaled by 1 + change; the smallest change (of a grid) each
    method calls on the mean in 80 % of the splits.
+4. With --beam, then, designs with a real effect (`--designs` rounds; 0 skips): each trial is one `rtscope run`
+   in a temporary store of BEAM exec sum, arms n = N vs n = N × (1 + change) (sum's time grows with n), 5
+   repetitions × ITERATIONS calls a configuration: design `interleaved` (5 VMs, both arms in each, blocks
+   of the default length) or design `runs` (5 vs 5 VMs of their own) -- the same total calls. Each trial is
+   judged by compare (Holm over its five metrics): the paired t-test on block pairs for interleaved, Welch on
+   per-run values for runs. Change 0 is the A/A: both arms n = N, fullsweep_after 65535 vs 65534 (sum over a
+   range allocates next to nothing, so no arm makes 65,534 minor collections and the two are the same process).
+   Trials go round-robin over every (change, design) point, each round in a fresh random order, until
+   --designs rounds or --budget minutes are spent: every point gets the same trials and the same drift.
 
 The pooled method of before: Welch on all samples (mean), Mann-Whitney U (median), a bootstrap z-test (p99),
 exact Mann-Whitney on the per-run maxima (max), Brown-Forsythe (stdev), Holm over the five; written here with
 scipy.stats, as it was.
 
-usage: bench/verdicts.py [--beam] [--trials N] [--iterations N]
+usage: bench/verdicts.py [--beam] [--trials N] [--iterations N] [--designs ROUNDS] [--budget MINUTES]
+                         [--changes 0,1,2,3,5,10] [--calls 1000] [--n 4000] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -24,12 +34,14 @@ import math
 import subprocess
 import sys
 import tempfile
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from scipy import stats as sps
 
-from rtscope.analysis.compare import Baseline, cells_from_samples, compare, holm
+from rtscope.analysis.compare import Baseline, cells_from_samples, compare, compare_runs, holm
 from rtscope.analysis.variance import components
 from rtscope.store import Store
 
@@ -44,6 +56,22 @@ runtime = "{runtime}"
 iterations = {iterations}
 pause_ms = 0
 """
+
+
+TRIAL_SPEC = """name = "trial"
+design = "{design}"
+repetitions = {runs}
+[[workload]]
+name = "exec"
+variants = ["sum"]
+runtime = "beam"
+[workload.params]
+iterations = {calls}
+pause_ms = 0
+n = {n}
+{settings}"""
+AA_SETTINGS = "[workload.settings]\nfullsweep_after = [65535, 65534]\n"
+DESIGNS = ("interleaved", "runs")
 
 
 def real_runs(runtime: str, iterations: int) -> list[np.ndarray]:
@@ -81,12 +109,204 @@ def splits(n_runs: int, trials: int, rng: np.random.Generator):
         yield order[:n_runs // 2], order[n_runs // 2:]
 
 
+@dataclass
+class Point:
+    """The trials of one (change, design)."""
+
+    change: float
+    design: str
+    called: int = 0             # the mean's verdict in the change's direction (worse: the larger n is slower)
+    any_verdict: int = 0        # any of the five metrics better/worse (the A/A rate)
+    median_called: int = 0      # the median's verdict, likewise
+    trials: int = 0
+    failed: int = 0
+    estimates: list[float] = field(default_factory=list)    # the mean's relative change
+    medians: list[float] = field(default_factory=list)      # the median's
+    removed: list[float] = field(default_factory=list)      # variance_removed of the mean (interleaved)
+    halfwidths: list[float] = field(default_factory=list)   # the mean's 95 % interval half-width / baseline
+    cluster: int = 0            # trials whose standard error was the run-level one
+    seconds: float = 0.0
+
+
+def trial_spec(change: float, design: str, runs: int, calls: int, n: int) -> tuple[str, list[str]]:
+    """The spec of one trial and compare's baseline."""
+    if change == 0:
+        return (TRIAL_SPEC.format(design=design, runs=runs, calls=calls, n=n, settings=AA_SETTINGS),
+                ["fullsweep_after=65535"])
+    bigger = round(n * (1 + change))
+    return TRIAL_SPEC.format(design=design, runs=runs, calls=calls, n=f"[{n}, {bigger}]", settings=""), [f"n={n}"]
+
+
+def run_trial(pt: Point, args: argparse.Namespace, index: int) -> None:
+    """One real trial: `rtscope run` in a temporary store (or --keep's directory), judged by compare."""
+    spec_text, baseline = trial_spec(pt.change, pt.design, args.runs, args.calls, args.n)
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory() as tmp:
+        where = Path(args.keep) if args.keep else Path(tmp)
+        where.mkdir(parents=True, exist_ok=True)
+        stem = f"{pt.design}-{pt.change:.3f}-{index}"
+        spec, db = where / f"{stem}.toml", str(where / f"{stem}.db")
+        spec.write_text(spec_text)
+        r = subprocess.run([sys.executable, "-m", "rtscope", "run", str(spec), "--db", db],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        pt.seconds += time.monotonic() - t0
+        if r.returncode != 0:
+            pt.failed += 1
+            print(f"  trial {stem} failed (exit {r.returncode}): {r.stderr.strip().splitlines()[-1:]}",
+                  file=sys.stderr)
+            return
+        judge(pt, db, baseline)
+
+
+def judge(pt: Point, db: str, baseline: list[str]) -> None:
+    """Count one stored trial: compare's verdicts on it (as `rtscope compare --baseline ...` gives them)."""
+    store = Store(db)
+    (k,) = compare_runs(store, store.runs(), baseline, alpha=ALPHA).comparisons
+    if k.design != pt.design:
+        raise SystemExit(f"{db}: compare judged design {k.design}, the trial ran {pt.design}")
+    mean, median = k.row("mean"), k.row("median")
+    pt.trials += 1
+    pt.any_verdict += any(row.verdict in ("better", "worse") for row in k.rows)
+    wanted = ("worse",) if pt.change > 0 else ("better", "worse")
+    pt.called += mean.verdict in wanted
+    pt.median_called += median.verdict in wanted
+    pt.estimates.append(mean.value / mean.baseline - 1)
+    pt.medians.append(median.value / median.baseline - 1)
+    if mean.ci:
+        pt.halfwidths.append((mean.ci[1] - mean.ci[0]) / 2 / mean.baseline)
+    paired = mean.extra.get("paired")
+    if paired:
+        if paired.get("variance_removed") is not None:
+            pt.removed.append(paired["variance_removed"])
+        pt.cluster += bool(paired.get("run_as_cluster"))
+
+
+def rejudge(directory: str) -> list[Point]:
+    """The trials kept by --keep in `directory`, judged again (by today's compare)."""
+    points: dict[tuple[float, str], Point] = {}
+    for db in sorted(Path(directory).glob("*.db")):
+        design, change, _ = db.stem.split("-")
+        pt = points.setdefault((float(change), design), Point(float(change), design))
+        try:
+            judge(pt, str(db), trial_spec(float(change), design, 2, 2, 4000)[1])
+        except ValueError:      # a trial cut short: no comparison
+            pt.failed += 1
+    if not points:
+        raise SystemExit(f"--rejudge: no trial stores (*.db) in {directory}")
+    return sorted(points.values(), key=lambda p: (p.change, DESIGNS.index(p.design)))
+
+
+def margin(k: int, n: int) -> float:
+    """The binomial 95 % half-width of k / n (Wilson's, usable at 0 and n)."""
+    if n == 0:
+        return math.nan
+    z, p = 1.96, k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(centre + half - p, p - (centre - half))
+
+
+def design_trials(args: argparse.Namespace) -> None:
+    changes = sorted({float(c) / 100 for c in args.changes.split(",")})
+    if any(c < 0 for c in changes):
+        raise SystemExit("--changes: percentages of 0 or more, e.g. 0,1,2,3,5,10")
+    points = [Point(c, d) for c in changes for d in DESIGNS]
+    rng = np.random.default_rng(2)
+    deadline = time.monotonic() + args.budget * 60 if args.budget else math.inf
+    calls = 2 * args.runs * args.calls
+    print(f"\ndesigns with a real effect: BEAM exec sum n = {args.n} vs n = {args.n} × (1 + change), "
+          f"{args.runs} repetitions × {args.calls} calls a configuration ({calls:,} calls a trial in either design), "
+          f"pause_ms 0; up to {args.designs} rounds of {len(points)} trials"
+          + (f" or {args.budget:g} minutes" if args.budget else ""), flush=True)
+    start = time.monotonic()
+    for rnd in range(args.designs):
+        per_trial = sum(p.seconds for p in points) / max(1, sum(p.trials + p.failed for p in points))
+        if rnd and time.monotonic() + per_trial * len(points) > deadline:
+            print(f"  budget: stopped after {rnd} rounds", flush=True)
+            break
+        for i in rng.permutation(len(points)):
+            run_trial(points[i], args, rnd)
+        print(f"  round {rnd + 1}: {time.monotonic() - start:.0f} s", flush=True)
+    print_points(points)
+    print(f"wall time {time.monotonic() - start:.0f} s")
+
+
+def print_points(points: list[Point]) -> None:
+    changes = sorted({p.change for p in points})
+    print(f"\nfraction of trials whose mean compare calls (Holm over the five metrics, alpha {ALPHA}; change 0: "
+          "the A/A, any direction), ± its 95 % binomial margin (Wilson)")
+    print(f"  {'change':>6s}  " + "  ".join(f"{d:>42s}" for d in DESIGNS))
+    smallest: dict[str, float | None] = {d: None for d in DESIGNS}
+    for c in changes:
+        cells = []
+        for d in DESIGNS:
+            p = next(q for q in points if q.change == c and q.design == d)
+            if not p.trials:
+                cells.append(f"{'no trials':>42s}")
+                continue
+            est, med = float(np.mean(p.estimates)), float(np.median(p.medians))
+            cells.append(f"{p.called / p.trials:6.2f} ±{margin(p.called, p.trials):.2f} "
+                         f"of {p.trials:3d} (Δ {est:+6.1%}, median {med:+6.1%})")
+            if c > 0 and smallest[d] is None and p.called / p.trials >= 0.8:
+                smallest[d] = c
+        print(f"  {c:6.0%}  " + "  ".join(cells))
+    print("  (Δ: the trials' measured change of the mean, averaged; median: the median over the trials of the measured "
+          "change of the median, the effect without the stalls -- sum's time is not exactly proportional to n)")
+    aa = [p for p in points if p.change == 0 and p.trials]
+    for p in aa:
+        print(f"A/A {p.design}: any of the five metrics called in {p.any_verdict} of {p.trials} "
+              f"({p.any_verdict / p.trials:.3f} ± {margin(p.any_verdict, p.trials):.3f}; alpha {ALPHA})")
+    print("smallest change of the grid called in 80 % of the trials: " +
+          json.dumps({d: (f"{v:.0%}" if v is not None else f"above {changes[-1]:.0%}") for d, v in smallest.items()},
+                     ensure_ascii=False))
+    removed = [r for p in points if p.design == "interleaved" for r in p.removed]
+    inter = [p for p in points if p.design == "interleaved" and p.trials]
+    if removed:
+        print(f"interleaved, the mean: pairing removed {np.median(removed):.0%} of the variance (median of "
+              f"{len(removed)} trials, {np.min(removed):.0%}..{np.max(removed):.0%}); the run-level (cluster) "
+              f"standard error was the larger in {sum(p.cluster for p in inter)} of "
+              f"{sum(p.trials for p in inter)} trials")
+    for d in DESIGNS:
+        hw = [h for p in points if p.design == d for h in p.halfwidths]
+        if hw:
+            need = 1.43 * float(np.median(hw))   # called in 80 % where the change is 1.43 half-widths (z .84/1.96)
+            print(f"{d}: the mean's 95 % interval ±{np.median(hw):.1%} (median of {len(hw)} trials): called in "
+                  f"80 % from about {need:.1%} (before Holm); a 3 % change would need about "
+                  f"{(need / 0.03) ** 2:.0f}× the calls")
+    print("the median's verdict (block medians paired; Welch on per-run medians), same trials: " + "; ".join(
+        f"{p.design} {p.change:.0%} {p.median_called}/{p.trials}" for p in points if p.trials))
+    failed = sum(p.failed for p in points)
+    print(f"{sum(p.trials for p in points)} trials" + (f", {failed} failed (not counted)" if failed else ""))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--beam", action="store_true", help="BEAM exec sum instead of native")
-    ap.add_argument("--trials", type=int, default=300)
-    ap.add_argument("--iterations", type=int, default=2000)
+    ap.add_argument("--trials", type=int, default=300, help="random 5 vs 5 splits of the 10 real runs")
+    ap.add_argument("--iterations", type=int, default=2000, help="calls of each of the 10 real runs")
+    ap.add_argument("--designs", type=int, default=3, metavar="ROUNDS",
+                    help="--beam: rounds of real interleaved and runs trials, one per change and design (0: none)")
+    ap.add_argument("--budget", type=float, default=0.0, metavar="MINUTES",
+                    help="--beam: stop the design rounds when the next would end after this (0: no limit)")
+    ap.add_argument("--changes", default="0,1,2,3,5,10", help="--beam: changes of n in %%; 0 is the A/A")
+    ap.add_argument("--calls", type=int, default=1000, help="--beam: calls of a configuration per run")
+    ap.add_argument("--runs", type=int, default=5, help="--beam: repetitions of a configuration per trial")
+    ap.add_argument("--n", type=int, default=4000, help="--beam: sum's n of the baseline arm")
+    ap.add_argument("--keep", metavar="DIR", help="--beam: keep every trial's spec and store in DIR")
+    ap.add_argument("--skip-splits", action="store_true", help="--beam: only the design trials")
+    ap.add_argument("--rejudge", metavar="DIR", help="judge the trials kept by --keep in DIR again (no runs)")
     args = ap.parse_args()
+    if args.rejudge:
+        print_points(rejudge(args.rejudge))
+        return
+    for name in ("designs", "calls", "runs", "n", "trials", "iterations"):
+        if getattr(args, name) < (0 if name == "designs" else 2 if name in ("runs", "calls") else 1):
+            raise SystemExit(f"--{name}: too small ({getattr(args, name)})")
+    if args.skip_splits:
+        if not args.beam:
+            raise SystemExit("--skip-splits: only with --beam (the design trials are the BEAM's)")
+        design_trials(args)
+        return
     runtime = "beam" if args.beam else "native"
     runs = real_runs(runtime, args.iterations)
     (cell,) = cells_from_samples({"real": runs})
@@ -126,6 +346,8 @@ def main() -> None:
     print("smallest change of the grid called in 80 % of the splits: " +
           json.dumps({n: f"{v:.1%}" for n, v in smallest.items()}, ensure_ascii=False))
     print("(the pooled method's 'power' is worthless where its A/A rate is far above alpha)")
+    if args.beam and args.designs:
+        design_trials(args)
 
 
 if __name__ == "__main__":
