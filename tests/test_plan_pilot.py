@@ -56,7 +56,7 @@ def test_pilot_plan_sized_experiment_detects_the_change(cli, db, tmp_path, rtpro
     assert doc["feasible"] and doc["sized_name"] == "plan-pilot-sized" and doc["written"] == str(sized)
     assert runs >= plan_sizing.MIN_RUNS and samples >= plan_sizing.MIN_SAMPLES and block["param"] == "iterations"
     assert doc["wall_s"] == pytest.approx(block["wall_s"]) and doc["wall_s"] > 0
-    assert {c["configuration"] for c in doc["configurations"]} == {"n=20000", "n=32000"}
+    assert {c["configuration"] for c in doc["configurations"]} == {"size n=20000", "size n=32000"}
     for c in doc["configurations"]:
         assert c["in_block"]["power"] >= 0.95 and c["in_block"]["runs"] == runs
         assert c["components"]["runs"] == 10 and c["components"]["between_run_var"] is not None

@@ -69,6 +69,11 @@ def parse_size(value) -> int:
     return n
 
 
+# A guest QEMU emulates (TCG) under a load that fills its CPUs (rtla timerlat, stress-ng) can leave its sshd
+# unanswered for tens of seconds: it is taken as hung only after this long (a board's bound is 30 s, ssh.py).
+GUEST_SILENT_AFTER_S = 180.0
+
+
 class QemuTarget(SshTarget):
     def __init__(self, d: TargetDefinition):
         o = d.options
@@ -84,7 +89,8 @@ class QemuTarget(SshTarget):
         self._dir: Path | None = None
         description = d.description or f"QEMU {self.arch_name} VM, kernel {self.kernel_name}"
         super().__init__(d.name, "ssh://root@127.0.0.1:1", workdir=o.get("workdir", "/var/tmp/rtscope"),
-                         description=description, kind="qemu")
+                         description=description, kind="qemu",
+                         silent_after_s=o.get("silent_after_s", GUEST_SILENT_AFTER_S))
 
     def open(self) -> None:
         if self.guest is not None and self.guest.proc is not None and self.guest.proc.poll() is None:
