@@ -8,27 +8,28 @@ method) beside the pooled tests it replaced (every sample a replicate), side by 
    rate, with its binomial 95 % margin.
 3. Power: the same splits with one side's samples scaled by 1 + change; the smallest change (of a grid) each
    method calls on the mean in 80 % of the splits.
-4. With --beam, then, designs with a real effect (`--designs` rounds; 0 skips): each trial is one `rtscope run`
-   in a temporary store of BEAM exec sum, arms n = N vs n = N × (1 + change) (sum's time grows with n), 5
-   repetitions × ITERATIONS calls a configuration: design `interleaved` (5 VMs, both arms in each, blocks
-   of the default length) or design `runs` (5 vs 5 VMs of their own) -- the same total calls. Each trial is
-   judged by compare (Holm over its five metrics): the paired t-test on block pairs for interleaved, Welch on
-   per-run values for runs. Change 0 is the A/A: both arms n = N, fullsweep_after 65535 vs 65534 (sum over a
-   range allocates next to nothing, so no arm makes 65,534 minor collections and the two are the same process).
-   Trials go round-robin over every (change, design) point, each round in a fresh random order, until
-   --designs rounds or --budget minutes are spent: every point gets the same trials and the same drift.
+4. With --beam, then, the designs with a known effect (`--designs` rounds; 0 skips). Each round makes one real
+   A/A trial per design, a `rtscope run` in a temporary store of BEAM exec sum n = N, two arms that are the same
+   process (fullsweep_after 65535 vs 65534: no arm reaches a full sweep), 5 repetitions × ITERATIONS calls an
+   arm: design `interleaved` (5 VMs, both arms in each, the default block) or design `runs` (5 vs 5 VMs of
+   their own) -- the same total calls. Each trial is judged by compare (Holm over its five metrics) as it is
+   (the A/A), and with one arm's samples multiplied by 1 + change for every change of --changes: a mean that
+   differs by exactly that change, on this machine's real noise. (A change of n is not one: sum's time per
+   call steps where a call crosses the VM's reduction budget; n = 4000 → 4120 is 11-14 % slower, 3000 → 3090
+   no slower.) The trials alternate between the designs, so both get the same drift.
 
 The pooled method of before: Welch on all samples (mean), Mann-Whitney U (median), a bootstrap z-test (p99),
 exact Mann-Whitney on the per-run maxima (max), Brown-Forsythe (stdev), Holm over the five; written here with
 scipy.stats, as it was.
 
 usage: bench/verdicts.py [--beam] [--trials N] [--iterations N] [--designs ROUNDS] [--budget MINUTES]
-                         [--changes 0,1,2,3,5,10] [--calls 1000] [--n 4000] [--keep DIR]
+                         [--changes 0,1,2,3,5,10] [--calls 1000] [--n 4000] [--keep DIR] [--rejudge DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import subprocess
@@ -41,7 +42,8 @@ from pathlib import Path
 import numpy as np
 from scipy import stats as sps
 
-from rtscope.analysis.compare import Baseline, cells_from_samples, compare, compare_runs, holm
+from rtscope.analysis import stats
+from rtscope.analysis.compare import Baseline, Cell, cells_from_samples, compare, holm, load_cells
 from rtscope.analysis.variance import components
 from rtscope.store import Store
 
@@ -69,8 +71,10 @@ runtime = "beam"
 iterations = {calls}
 pause_ms = 0
 n = {n}
-{settings}"""
-AA_SETTINGS = "[workload.settings]\nfullsweep_after = [65535, 65534]\n"
+[workload.settings]
+fullsweep_after = [65535, 65534]
+"""
+BASELINE, SCALED_FULLSWEEP = "fullsweep_after=65535", 65534   # the scaled arm: fullsweep_after 65534
 DESIGNS = ("interleaved", "runs")
 
 
@@ -111,89 +115,90 @@ def splits(n_runs: int, trials: int, rng: np.random.Generator):
 
 @dataclass
 class Point:
-    """The trials of one (change, design)."""
+    """The judgements of one (change, design)."""
 
     change: float
     design: str
-    called: int = 0             # the mean's verdict in the change's direction (worse: the larger n is slower)
+    called: int = 0             # the mean's verdict in the change's direction (change 0: any direction)
     any_verdict: int = 0        # any of the five metrics better/worse (the A/A rate)
     median_called: int = 0      # the median's verdict, likewise
     trials: int = 0
-    failed: int = 0
     estimates: list[float] = field(default_factory=list)    # the mean's relative change
     medians: list[float] = field(default_factory=list)      # the median's
     removed: list[float] = field(default_factory=list)      # variance_removed of the mean (interleaved)
     halfwidths: list[float] = field(default_factory=list)   # the mean's 95 % interval half-width / baseline
     cluster: int = 0            # trials whose standard error was the run-level one
-    seconds: float = 0.0
 
 
-def trial_spec(change: float, design: str, runs: int, calls: int, n: int) -> tuple[str, list[str]]:
-    """The spec of one trial and compare's baseline."""
-    if change == 0:
-        return (TRIAL_SPEC.format(design=design, runs=runs, calls=calls, n=n, settings=AA_SETTINGS),
-                ["fullsweep_after=65535"])
-    bigger = round(n * (1 + change))
-    return TRIAL_SPEC.format(design=design, runs=runs, calls=calls, n=f"[{n}, {bigger}]", settings=""), [f"n={n}"]
+def run_trial(design: str, args: argparse.Namespace, index: int) -> str | None:
+    """One real A/A trial: `rtscope run` into a store in --keep's directory or a temporary one; its path."""
+    where = Path(args.keep or args.scratch)
+    where.mkdir(parents=True, exist_ok=True)
+    stem = f"{design}-{index}"
+    spec, db = where / f"{stem}.toml", str(where / f"{stem}.db")
+    spec.write_text(TRIAL_SPEC.format(design=design, runs=args.runs, calls=args.calls, n=args.n))
+    r = subprocess.run([sys.executable, "-m", "rtscope", "run", str(spec), "--db", db],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        print(f"  trial {stem} failed (exit {r.returncode}): {r.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+        return None
+    return db
 
 
-def run_trial(pt: Point, args: argparse.Namespace, index: int) -> None:
-    """One real trial: `rtscope run` in a temporary store (or --keep's directory), judged by compare."""
-    spec_text, baseline = trial_spec(pt.change, pt.design, args.runs, args.calls, args.n)
-    t0 = time.monotonic()
-    with tempfile.TemporaryDirectory() as tmp:
-        where = Path(args.keep) if args.keep else Path(tmp)
-        where.mkdir(parents=True, exist_ok=True)
-        stem = f"{pt.design}-{pt.change:.3f}-{index}"
-        spec, db = where / f"{stem}.toml", str(where / f"{stem}.db")
-        spec.write_text(spec_text)
-        r = subprocess.run([sys.executable, "-m", "rtscope", "run", str(spec), "--db", db],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        pt.seconds += time.monotonic() - t0
-        if r.returncode != 0:
-            pt.failed += 1
-            print(f"  trial {stem} failed (exit {r.returncode}): {r.stderr.strip().splitlines()[-1:]}",
-                  file=sys.stderr)
-            return
-        judge(pt, db, baseline)
+def scaled(cell: Cell, factor: float) -> Cell:
+    """The cell with every sample multiplied by `factor` (its statistics recomputed): a configuration whose mean
+    differs by exactly factor − 1, with the noise the real one had."""
+    samples = cell.samples * factor
+    per_run = {r.id: stats.summarize(samples[a:b]) for r, (a, b) in zip(cell.sample_runs, cell.bounds)}
+    return dataclasses.replace(cell, samples=samples, per_run=per_run, stats=stats.summarize(samples),
+                               _sorted=None, _bounds=None)
 
 
-def judge(pt: Point, db: str, baseline: list[str]) -> None:
-    """Count one stored trial: compare's verdicts on it (as `rtscope compare --baseline ...` gives them)."""
+def judge(points: list[Point], design: str, db: str) -> None:
+    """Count one stored A/A trial at every change of `points`: compare's verdicts with the scaled arm."""
     store = Store(db)
-    (k,) = compare_runs(store, store.runs(), baseline, alpha=ALPHA).comparisons
-    if k.design != pt.design:
-        raise SystemExit(f"{db}: compare judged design {k.design}, the trial ran {pt.design}")
-    mean, median = k.row("mean"), k.row("median")
-    pt.trials += 1
-    pt.any_verdict += any(row.verdict in ("better", "worse") for row in k.rows)
-    wanted = ("worse",) if pt.change > 0 else ("better", "worse")
-    pt.called += mean.verdict in wanted
-    pt.median_called += median.verdict in wanted
-    pt.estimates.append(mean.value / mean.baseline - 1)
-    pt.medians.append(median.value / median.baseline - 1)
-    if mean.ci:
-        pt.halfwidths.append((mean.ci[1] - mean.ci[0]) / 2 / mean.baseline)
-    paired = mean.extra.get("paired")
-    if paired:
-        if paired.get("variance_removed") is not None:
-            pt.removed.append(paired["variance_removed"])
-        pt.cluster += bool(paired.get("run_as_cluster"))
+    cells = load_cells(store, store.runs())
+    for pt in (p for p in points if p.design == design):
+        trial = [scaled(c, 1 + pt.change) if c.config.get("fullsweep_after") == SCALED_FULLSWEEP else c for c in cells]
+        (k,) = compare(trial, Baseline.parse([BASELINE]), alpha=ALPHA).comparisons
+        if k.design != design:
+            raise SystemExit(f"{db}: compare judged design {k.design}, the trial ran {design}")
+        mean, median = k.row("mean"), k.row("median")
+        pt.trials += 1
+        pt.any_verdict += any(row.verdict in ("better", "worse") for row in k.rows)
+        wanted = ("worse",) if pt.change > 0 else ("better", "worse")
+        pt.called += mean.verdict in wanted
+        pt.median_called += median.verdict in wanted
+        pt.estimates.append(mean.value / mean.baseline - 1)
+        pt.medians.append(median.value / median.baseline - 1)
+        if mean.ci:
+            pt.halfwidths.append((mean.ci[1] - mean.ci[0]) / 2 / mean.baseline)
+        paired = mean.extra.get("paired")
+        if paired:
+            if paired.get("variance_removed") is not None:
+                pt.removed.append(paired["variance_removed"])
+            pt.cluster += bool(paired.get("run_as_cluster"))
 
 
-def rejudge(directory: str) -> list[Point]:
+def grid(text: str) -> list[Point]:
+    changes = sorted({float(c) / 100 for c in text.split(",")} | {0.0})
+    if any(c < 0 for c in changes):
+        raise SystemExit("--changes: percentages of 0 or more, e.g. 0,1,2,3,5,10")
+    return [Point(c, d) for c in changes for d in DESIGNS]
+
+
+def rejudge(directory: str, changes: str) -> list[Point]:
     """The trials kept by --keep in `directory`, judged again (by today's compare)."""
-    points: dict[tuple[float, str], Point] = {}
-    for db in sorted(Path(directory).glob("*.db")):
-        design, change, _ = db.stem.split("-")
-        pt = points.setdefault((float(change), design), Point(float(change), design))
+    points = grid(changes)
+    dbs = sorted(Path(directory).glob("*.db"))
+    for db in dbs:
         try:
-            judge(pt, str(db), trial_spec(float(change), design, 2, 2, 4000)[1])
+            judge(points, db.stem.split("-")[0], str(db))
         except ValueError:      # a trial cut short: no comparison
-            pt.failed += 1
-    if not points:
+            print(f"  {db.name}: no comparison (cut short?)", file=sys.stderr)
+    if not dbs:
         raise SystemExit(f"--rejudge: no trial stores (*.db) in {directory}")
-    return sorted(points.values(), key=lambda p: (p.change, DESIGNS.index(p.design)))
+    return points
 
 
 def margin(k: int, n: int) -> float:
@@ -207,28 +212,32 @@ def margin(k: int, n: int) -> float:
 
 
 def design_trials(args: argparse.Namespace) -> None:
-    changes = sorted({float(c) / 100 for c in args.changes.split(",")})
-    if any(c < 0 for c in changes):
-        raise SystemExit("--changes: percentages of 0 or more, e.g. 0,1,2,3,5,10")
-    points = [Point(c, d) for c in changes for d in DESIGNS]
-    rng = np.random.default_rng(2)
+    points = grid(args.changes)
     deadline = time.monotonic() + args.budget * 60 if args.budget else math.inf
     calls = 2 * args.runs * args.calls
-    print(f"\ndesigns with a real effect: BEAM exec sum n = {args.n} vs n = {args.n} × (1 + change), "
-          f"{args.runs} repetitions × {args.calls} calls a configuration ({calls:,} calls a trial in either design), "
-          f"pause_ms 0; up to {args.designs} rounds of {len(points)} trials"
+    print(f"\ndesigns with a known effect: real A/A trials of BEAM exec sum n = {args.n}, {args.runs} repetitions × "
+          f"{args.calls} calls an arm ({calls:,} calls a trial in either design), pause_ms 0, one arm's samples × "
+          f"(1 + change); up to {args.designs} rounds of {len(DESIGNS)} trials"
           + (f" or {args.budget:g} minutes" if args.budget else ""), flush=True)
-    start = time.monotonic()
-    for rnd in range(args.designs):
-        per_trial = sum(p.seconds for p in points) / max(1, sum(p.trials + p.failed for p in points))
-        if rnd and time.monotonic() + per_trial * len(points) > deadline:
-            print(f"  budget: stopped after {rnd} rounds", flush=True)
-            break
-        for i in rng.permutation(len(points)):
-            run_trial(points[i], args, rnd)
-        print(f"  round {rnd + 1}: {time.monotonic() - start:.0f} s", flush=True)
+    start, failed = time.monotonic(), 0
+    with tempfile.TemporaryDirectory() as scratch:
+        args.scratch = scratch
+        for rnd in range(args.designs):
+            per_round = (time.monotonic() - start) / rnd if rnd else 0.0
+            if rnd and time.monotonic() + per_round > deadline:
+                print(f"  budget: stopped after {rnd} rounds", flush=True)
+                break
+            for design in (DESIGNS if rnd % 2 == 0 else DESIGNS[::-1]):
+                db = run_trial(design, args, rnd)
+                if db is None:
+                    failed += 1
+                    continue
+                judge(points, design, db)
+                if not args.keep:
+                    Path(db).unlink()
+            print(f"  round {rnd + 1}: {time.monotonic() - start:.0f} s", flush=True)
     print_points(points)
-    print(f"wall time {time.monotonic() - start:.0f} s")
+    print(f"wall time {time.monotonic() - start:.0f} s" + (f"; {failed} trials failed (not counted)" if failed else ""))
 
 
 def print_points(points: list[Point]) -> None:
@@ -251,7 +260,7 @@ def print_points(points: list[Point]) -> None:
                 smallest[d] = c
         print(f"  {c:6.0%}  " + "  ".join(cells))
     print("  (Δ: the trials' measured change of the mean, averaged; median: the median over the trials of the measured "
-          "change of the median, the effect without the stalls -- sum's time is not exactly proportional to n)")
+          "change of the median)")
     aa = [p for p in points if p.change == 0 and p.trials]
     for p in aa:
         print(f"A/A {p.design}: any of the five metrics called in {p.any_verdict} of {p.trials} "
@@ -275,8 +284,7 @@ def print_points(points: list[Point]) -> None:
                   f"{(need / 0.03) ** 2:.0f}× the calls")
     print("the median's verdict (block medians paired; Welch on per-run medians), same trials: " + "; ".join(
         f"{p.design} {p.change:.0%} {p.median_called}/{p.trials}" for p in points if p.trials))
-    failed = sum(p.failed for p in points)
-    print(f"{sum(p.trials for p in points)} trials" + (f", {failed} failed (not counted)" if failed else ""))
+    print("; ".join(f"{d}: {max((p.trials for p in points if p.design == d), default=0)} trials" for d in DESIGNS))
 
 
 def main() -> None:
@@ -288,7 +296,8 @@ def main() -> None:
                     help="--beam: rounds of real interleaved and runs trials, one per change and design (0: none)")
     ap.add_argument("--budget", type=float, default=0.0, metavar="MINUTES",
                     help="--beam: stop the design rounds when the next would end after this (0: no limit)")
-    ap.add_argument("--changes", default="0,1,2,3,5,10", help="--beam: changes of n in %%; 0 is the A/A")
+    ap.add_argument("--changes", default="0,1,2,3,5,10",
+                    help="--beam: changes of one arm's samples in %%; 0, the A/A, is always judged")
     ap.add_argument("--calls", type=int, default=1000, help="--beam: calls of a configuration per run")
     ap.add_argument("--runs", type=int, default=5, help="--beam: repetitions of a configuration per trial")
     ap.add_argument("--n", type=int, default=4000, help="--beam: sum's n of the baseline arm")
@@ -297,7 +306,7 @@ def main() -> None:
     ap.add_argument("--rejudge", metavar="DIR", help="judge the trials kept by --keep in DIR again (no runs)")
     args = ap.parse_args()
     if args.rejudge:
-        print_points(rejudge(args.rejudge))
+        print_points(rejudge(args.rejudge, args.changes))
         return
     for name in ("designs", "calls", "runs", "n", "trials", "iterations"):
         if getattr(args, name) < (0 if name == "designs" else 2 if name in ("runs", "calls") else 1):

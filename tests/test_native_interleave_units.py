@@ -89,7 +89,7 @@ def test_auto_groups_cells_that_differ_in_variant_n_and_priority():
     lay = design.layout(spec)
     assert len(lay.groups) == 2                   # mlock is the process's: one group per value
     for g in lay.groups:
-        assert len(g.cells) == 8 and g.block == 10
+        assert len(g.cells) == 8 and g.block == 5
         assert len({c.request.settings["mlock"] for c in g.cells}) == 1
         assert {(c.request.variant, c.request.params["n"], c.request.settings["rt_priority"])
                 for c in g.cells} == {(v, n, p) for v in ("sum", "fib") for n in (10, 20) for p in (10, 20)}

@@ -69,28 +69,28 @@ def test_arms_of_one_vm_are_stored_as_runs_and_compared_in_pairs(cli, db, tmp_pa
     assert len(ids) == 2                                    # two interleaved runs of two arms each
     for run in beam:
         p = run.header["pairing"]
-        assert p["design"] == "interleaved" and p["arms"] == 2 and p["block_samples"] == 6
-        assert len(p["blocks"]) == 10 and run.n_samples == 60
+        assert p["design"] == "interleaved" and p["arms"] == 2 and p["block_samples"] == 5
+        assert len(p["blocks"]) == 12 and run.n_samples == 60
         assert run.header["process"]["fullsweep_after"] == run.settings["fullsweep_after"]   # its own process
     # each round holds each arm once: the two arms' blocks of one run interleave
     for pid in ids:
         a, b = (run.header["pairing"]["blocks"] for run in beam if run.header["pairing"]["id"] == pid)
-        assert sorted(a + b) == list(range(20)) and all({a[k], b[k]} <= {2 * k, 2 * k + 1} for k in range(10))
+        assert sorted(a + b) == list(range(24)) and all({a[k], b[k]} <= {2 * k, 2 * k + 1} for k in range(12))
     r = cli("show", beam[0].id, "--db", db)
     assert f"design:   interleaved, arm {beam[0].header['pairing']['arm'] + 1} of 2 of run " in r.out
-    assert "10 blocks of 6 samples" in r.out
+    assert "12 blocks of 5 samples" in r.out
     r = cli("export", beam[0].id, "--db", db)             # each sample says its block
     rows = [line.split(",") for line in r.out.splitlines()]
     assert rows[0][-1] == "block" and len(rows) == 61
     blocks = beam[0].header["pairing"]["blocks"]
-    assert [int(row[-1]) for row in rows[1:]] == [b for b in blocks for _ in range(6)]
+    assert [int(row[-1]) for row in rows[1:]] == [b for b in blocks for _ in range(5)]
     r = cli("compare", "--db", db, "--runtime", "beam", "--baseline", "fullsweep_after=65535", "--json")
     assert r.code == 0, r.err
     (k,) = json.loads(r.out)["comparisons"]
     assert k["design"] == "interleaved"
     mean = next(row for row in k["rows"] if row["metric"] == "mean")
-    assert mean["test"] == "paired t-test on block-pair differences"
-    assert mean["paired"]["block_pairs"] == 20 and mean["paired"]["paired_runs"] == 2
+    assert mean["test"] == "paired t-test on window-pair differences"
+    assert mean["paired"]["window_pairs"] == 24 and mean["paired"]["block_samples"] == 5 and mean["paired"]["paired_runs"] == 2
     low, high = mean["ci95_difference"]
     assert low <= mean["difference"] <= high or mean["verdict"] != "no significant difference"
     r = cli("compare", "--db", db, "--runtime", "beam", "--baseline", "fullsweep_after=65535")

@@ -30,26 +30,26 @@ def test_native_arms_are_stored_as_runs_and_compared_in_pairs(cli, db, tmp_path)
     (tmp_path / "paired.toml").write_text(SPEC)
     r = cli("run", tmp_path / "paired.toml", "--db", db)
     assert r.code == 0, r.err
-    assert "design auto: 2 configurations interleaved in blocks of 6 samples" in r.out + r.err
+    assert "design auto: 2 configurations interleaved in blocks of 5 samples" in r.out + r.err
     runs = Store(db).runs()
     assert len(runs) == 4 and all(run.runtime == "native" for run in runs)
     ids = {run.header["pairing"]["id"] for run in runs}
     assert len(ids) == 2                                    # one rtprobe interleave per repetition
     for run in runs:
         p = run.header["pairing"]
-        assert p["design"] == "interleaved" and p["arms"] == 2 and p["block_samples"] == 6
-        assert len(p["blocks"]) == 10 and run.n_samples == 60
+        assert p["design"] == "interleaved" and p["arms"] == 2 and p["block_samples"] == 5
+        assert len(p["blocks"]) == 12 and run.n_samples == 60
         assert run.params["n"] == run.header["params"]["n"] in (4000, 4120)
     for pid in ids:
         arms = sorted((run for run in runs if run.header["pairing"]["id"] == pid),
                       key=lambda run: run.header["pairing"]["arm"])
         assert [run.params["n"] for run in arms] in ([4000, 4120], [4120, 4000])
         a, b = (run.header["pairing"]["blocks"] for run in arms)
-        assert sorted(a + b) == list(range(20)) and all({a[k], b[k]} == {2 * k, 2 * k + 1} for k in range(10))
+        assert sorted(a + b) == list(range(24)) and all({a[k], b[k]} == {2 * k, 2 * k + 1} for k in range(12))
     r = cli("compare", "--db", db, "--baseline", "n=4000", "--json")
     assert r.code == 0, r.err
     (k,) = json.loads(r.out)["comparisons"]
     assert k["design"] == "interleaved"
     mean = next(row for row in k["rows"] if row["metric"] == "mean")
-    assert mean["test"] == "paired t-test on block-pair differences"
-    assert mean["paired"]["block_pairs"] == 20 and mean["paired"]["paired_runs"] == 2
+    assert mean["test"] == "paired t-test on window-pair differences"
+    assert mean["paired"]["window_pairs"] == 24 and mean["paired"]["block_samples"] == 5 and mean["paired"]["paired_runs"] == 2

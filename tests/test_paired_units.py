@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rtscope.analysis.paired import Estimate, paired, spent, welch_estimate
+from rtscope.analysis.paired import Estimate, paired, spent, welch_estimate, window_samples
 from rtscope.errors import UsageError
 from rtscope.experiment import design
 from rtscope.experiment.execute import plan
@@ -184,14 +184,14 @@ def spec(tmp_path, design_="auto", iterations=200, extra=""):
 def test_auto_interleaves_what_one_process_can_and_says_why_not(tmp_path):
     lay = design.layout(spec(tmp_path))
     [group] = lay.groups
-    assert len(group.cells) == 4 and group.block == 20          # 200 iterations: 10 blocks of 20
+    assert len(group.cells) == 4 and group.block == 5           # 200 iterations: 40 blocks of 5
     assert [c.key for c in lay.alone] == ["exec/sum/native iterations=100"]
     assert any("no other configuration of its block can share its process" in n for n in lay.notes())
     planned = plan(spec(tmp_path), seed=1)
     arms = [p for p in planned if p.pair is not None]
     assert len(arms) == 4 and len({p.pair for p in arms}) == 1
     assert [p.index for p in arms] == list(range(arms[0].index, arms[0].index + 4))   # consecutive
-    assert {p.block_samples for p in arms} == {20}
+    assert {p.block_samples for p in arms} == {5}
 
 
 def test_design_runs_is_todays_plan(tmp_path):
@@ -211,9 +211,40 @@ def test_unknown_design_names_the_valid_ones(tmp_path):
     assert any("unknown design 'duets'; valid: runs, interleaved, auto" in p.message for p in s.problems)
 
 
-def test_default_block_and_order():
-    assert design.default_block(200) == 20 and design.default_block(5) == 1
-    assert design.default_block(10_000) == 200 and design.default_block(97) == 1
+def alternating_run(rng, effect: float, block: int, samples: int = 1000, phase: int = 60, shift: float = 0.15):
+    """One interleaved run of two arms alternating every `block` samples (each round a random order) on a machine
+    whose speed jumps every ~`phase` calls in time (a phase of the host: both arms see it while it lasts)."""
+    calls = 2 * samples
+    jumps = np.cumsum(rng.random(calls) < 1.0 / phase)
+    speed = np.exp(rng.normal(0, shift, jumps[-1] + 1))[jumps]
+    arm_of = np.concatenate([np.repeat(rng.permutation(2), block) for _ in range(samples // block)])
+    x = 60_000 * speed * (1 + rng.normal(0, 0.1, calls)).clip(0.2)
+    return x[arm_of == 0] * (1 + effect), x[arm_of == 1]
+
+
+def test_short_blocks_long_windows():
+    """The arms alternate every few samples and the statistics are taken over windows of many blocks: a phase of
+    the machine lasting tens of calls falls on both arms, which blocks of 100 do not manage. A/A stays at α."""
+    assert window_samples(1000, 5) == 100 and window_samples(2000, 5) == 200 and window_samples(200, 20) == 20
+    assert window_samples(10_000, 200) == 200 and window_samples(6, 3) == 3 and window_samples(1000, 300) == 300
+    rng = np.random.default_rng(7)
+    se = {b: np.median([paired([alternating_run(rng, 0.0, b) for _ in range(3)], b, "mean").estimate.se
+                        for _ in range(40)]) for b in (5, 100)}
+    assert se[5] < 0.5 * se[100], se
+    hits = sum(paired([alternating_run(rng, 0.0, 5) for _ in range(3)], 5, "mean").estimate.p() <= ALPHA
+               for _ in range(400))
+    assert hits / 400 <= ALPHA + 0.025, hits / 400
+    power = sum(paired([alternating_run(rng, 0.03, 5) for _ in range(3)], 5, "mean").estimate.p() <= ALPHA
+                for _ in range(100))
+    assert power >= 80, power
+
+
+def test_default_block_and_order(tmp_path):
+    assert design.default_block(200) == 5 and design.default_block(5) == 1
+    assert design.default_block(10_000) == 5 and design.default_block(97) == 1 and design.default_block(40) == 4
+    assert design.default_block(100_000, 9) == 50       # 18,000 blocks: within MAX_ORDER
+    with pytest.raises(UsageError, match="block = 1 gives 4 arms 80,000 blocks, more than one run takes .20,000.; choose a divisor of 20000 of at least 4"):
+        design.layout(spec(tmp_path, "auto", iterations=20_000, extra="block = 1"))
     order = design.block_order(3, 4, "seed")
     assert len(order) == 12 and all(sorted(order[i:i + 3]) == [0, 1, 2] for i in range(0, 12, 3))
     assert order == design.block_order(3, 4, "seed") != design.block_order(3, 4, "other")

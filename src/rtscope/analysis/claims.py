@@ -14,7 +14,7 @@ tests them; nothing here computes a p-value of its own: every test is compare's 
 | ratio [lo, hi]     | the 95 % interval of cell / baseline (Welch on log values)    | interval inside [lo, hi] / outside it         |
 | below V            | the 95 % interval of the cell's value (one-sample Welch)      | interval below V / above V                    |
 
-Two configurations measured in one interleaved run are judged on their block-pair differences instead
+Two configurations measured in one interleaved run are judged on their window-pair differences instead
 (paired.py: the same t machinery on the paired estimate, the paired run as the replicate); `design` says which.
 A directional claim's smallest effect of interest is its `min_effect` (relative), by default half the published
 relative change, else 5 %: an effect shown to lie within ±min_effect of the baseline contradicts the claim, with
@@ -46,7 +46,7 @@ from .compare import Cell, MIN_RUNS, holm, paired_evidence
 from .paired import Estimate, welch_estimate
 from .defaults import ALPHA, METRICS, TAIL, few_runs_reason
 from .plan_sizing import MIN_RUNS as PLAN_MIN_RUNS, POWER, runs_needed
-from .defaults import per_block_name, per_run_name
+from .defaults import per_run_name, per_window_name
 from .select import Configuration, not_in_force_text, setting_text, value_matches
 
 MEMORY_PER_TASK = "memory_per_task"   # study 5: the least-squares slope of memory against tasks, per run
@@ -172,7 +172,7 @@ class Judgement:
     reason: str = ""
     level: float = 0.95                  # the interval's level (lower on a sequential look: paired.spent)
     design: str = "runs"                 # runs | interleaved: what the evidence came from (paired.py)
-    block_samples: int | None = None     # interleaved: the samples of a block
+    window_samples: int | None = None    # interleaved: the samples of a statistics window
     _absent: str = ""                    # the reason when it is contradicted as an effect below min_effect
     _decide: str = ""                    # which outcome a significant p means: holds | contradicted
     _delta: float | None = None          # distance from the boundary, for runs_needed
@@ -198,9 +198,9 @@ class Judgement:
     @property
     def metric_text(self) -> str:
         """The metric as the claims tables name it: the mean of its per-run values (defaults.per_run_name), or of
-        its blocks' values when the claim was judged on interleaved block pairs."""
-        if self.design == "interleaved" and self.block_samples:
-            return per_block_name(self.claim.metric, self.block_samples)
+        its windows' values when the claim was judged on interleaved window pairs."""
+        if self.design == "interleaved" and self.window_samples:
+            return per_window_name(self.claim.metric, self.window_samples)
         return per_run_name(self.claim.metric)
 
     def values_text(self) -> str:
@@ -257,7 +257,7 @@ class Judgement:
                 "measured": {"baseline": shown(self.baseline), "cell": shown(self.value), "ratio": self.ratio,
                              "unit": name, "runs": self.runs[0], "baseline_runs": self.runs[1]},
                 "interval": interval, "p": self.p, "p_holm": self.p_holm, "runs_needed": self.runs_needed,
-                "design": self.design, "block_samples": self.block_samples, "min_effect": c.smallest_effect,
+                "design": self.design, "window_samples": self.window_samples, "min_effect": c.smallest_effect,
                 "reason": self.reason or None}
 
 
@@ -405,14 +405,14 @@ def _pooled_var(j: Judgement, cell: Cell, base: Cell, mine: list[float], theirs:
 
 def _estimate(j: Judgement, cell: Cell, base: Cell, mine: list[float], theirs: list[float],
               log: bool = False) -> Estimate | None:
-    """The evidence of a two-sided claim: block-pair differences when the two configurations were interleaved
+    """The evidence of a two-sided claim: window-pair differences when the two configurations were interleaved
     (paired.py; the replicate is then the paired run), else Welch on per-run values (on logs for a ratio); None
     when there is too little to test (the reason set)."""
     if j.claim.metric in METRICS:
         res = paired_evidence(cell, base, j.claim.metric)
         if res is not None:
             j.value, j.baseline, j.design = res.value, res.baseline, res.design
-            j.runs, j.block_samples = (res.runs, res.runs), res.block_samples
+            j.runs, j.window_samples = (res.runs, res.runs), res.window_samples
             j._var = res.estimate.se ** 2 * res.runs / 2.0   # one paired run's, in runs_needed's two-sample form
             return res.estimate
     _means(j, mine, theirs)

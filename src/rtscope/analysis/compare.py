@@ -451,7 +451,7 @@ class Comparison:
     rows: list[Row]
     cliffs_delta: float | None          # of the pooled samples: descriptive
     notes: list[str]
-    design: str = "runs"                # runs | interleaved (paired.py: the rows test block-pair differences)
+    design: str = "runs"                # runs | interleaved (paired.py: the rows test window-pair differences)
 
     @property
     def magnitude(self) -> str | None:
@@ -572,7 +572,7 @@ def compare_cells(cell: Cell, base: Cell, *, tail: bool = False) -> Comparison:
     design = "interleaved" if rows else "runs"
     if rows:
         notes.append(f"design interleaved: {PAIRED_TEST} ({rows[0].extra['paired_text']}); max, p99, median and "
-                     f"stdev are those of {rows[0].extra['paired']['block_samples']}-sample blocks")
+                     f"stdev are those of {rows[0].extra['paired']['window_samples']}-sample windows")
     else:
         rows = [run_level_row(m, cell.per_run_values(m), base.per_run_values(m)) for m in METRICS]
     if tail:
@@ -593,11 +593,11 @@ def paired_evidence(cell: Cell, base: Cell, metric: str) -> PairedResult | None:
 
 
 def paired_rows(cell: Cell, base: Cell) -> list[Row]:
-    """compare's rows from block-pair differences when the two configurations were interleaved; [] otherwise."""
+    """compare's rows from window-pair differences when the two configurations were interleaved; [] otherwise."""
     rows = []
     for m in METRICS:
         res = paired_evidence(cell, base, m)
-        if res is None and m == "stdev" and rows:    # blocks of one sample: no stdev per block
+        if res is None and m == "stdev" and rows:    # windows of one sample: no stdev
             row = Row(m, None, None, PAIRED_TEST, runs=rows[0].runs)
             row.reason = "blocks of one sample have no stdev: set a longer block"
             rows.append(row)
@@ -674,7 +674,7 @@ def compare(cells: list[Cell], baseline: Baseline, *, alpha: float = ALPHA,
     adjust([r for k in comparisons for r in k.rows], alpha)
     labels = short_labels(configs)
     warnings = []
-    # A configuration compared only in interleaved runs has block pairs for replicates: few runs are no warning.
+    # A configuration compared only in interleaved runs has window pairs for replicates: few runs are no warning.
     run_level = [k for k in comparisons if k.design == "runs"]
     few = [c for c in cells if len(c.runs) < min_repetitions and
            any(k.cell is c or k.base is c for k in run_level)]

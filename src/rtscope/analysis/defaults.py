@@ -36,10 +36,10 @@ POOLED = "the samples of a configuration's runs pooled"   # what a pooled table 
 STAT_HEAD = {"mean": "AVG", "median": "p50", "p99": "p99", "max": "MAX", "stdev": "STDEV"}
 
 
-def per_block_name(metric: str, block: int) -> str:
-    """The name of a metric's mean of per-block values (interleaved runs): `mean of STDEV per 20-sample block`;
-    the mean of equal blocks is the mean."""
-    return f"mean of {STAT_HEAD[metric]} per {block}-sample block" if metric in STAT_HEAD else metric
+def per_window_name(metric: str, window: int) -> str:
+    """The name of a metric's mean of per-window values (interleaved runs): `mean of STDEV per 200-sample
+    window`; the mean of equal windows is the mean."""
+    return f"mean of {STAT_HEAD[metric]} per {window}-sample window" if metric in STAT_HEAD else metric
 
 
 def per_run_name(metric: str) -> str:

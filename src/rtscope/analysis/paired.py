@@ -1,4 +1,4 @@
-"""Paired tests: configurations measured inside one run (design `interleaved`) judged on block-pair differences.
+"""Paired tests: configurations measured inside one run (design `interleaved`) judged on window-pair differences.
 
 An interleaved run (experiment/design.py) measures several arms in one process: arm after arm in blocks of
 `block_samples` samples, in a randomized balanced order (each round a fresh permutation of the arms). Each arm
@@ -9,15 +9,19 @@ difference.
 
 | step | what |
 | --- | --- |
-| a block's value | the metric (mean, median, p99, max, stdev n−1) of its `block_samples` consecutive samples |
-| a pair's difference | log(cell's block value) − log(baseline's), round by round: this machine's drift is a change of speed, which multiplies every block of a round alike |
+| a window | `window_samples` consecutive samples of an arm: a whole number of its blocks (`window_samples()`), the k-th window of every arm spanning the same rounds |
+| a window's value | the metric (mean, median, p99, max, stdev n−1) of its samples |
+| a pair's difference | log(cell's window value) − log(baseline's), window by window: this machine's drift is a change of speed, which multiplies every block of a round alike |
 | the estimate | the mean of all differences: the log of the cell's ratio to the baseline; shown as a difference, baseline × (e^x − 1), with the interval mapped the same way |
 | its variance | the largest of (a) the within-run variance of the differences over their count, inflated by the lag-1 serial correlation r1 of the differences, (1+r1)/(1−r1) when r1 > 0, with (N−R)/inflation degrees of freedom, (a') the same from batch means (batches of √m consecutive pairs of a run), which a correlation longer than one pair does not fool, and (b) with R ≥ 2 paired runs, the variance of the runs' mean differences over R (the run as a cluster), with R−1 degrees of freedom |
 | the test | Student's t on estimate / standard error, two-sided; the interval at any level from the same t |
 
-For max, p99, median and stdev the value compared is the statistic of a block (of `block_samples` samples),
-named so wherever it is shown (`max per 20-sample block`): it is not the run's max. The mean of blocks of equal
-length is the run's mean.
+Blocks and windows: the arms alternate every `block_samples` samples (short by default, experiment/design.py:
+what drifts over a few calls hits every arm alike), and the statistics are taken over windows of many blocks,
+long enough for a p99 or a max. Runs stored with long blocks (before the windows) have windows of one block:
+their verdicts are as before. For max, p99, median and stdev the value compared is the statistic of a window
+(of `window_samples` samples), named so wherever it is shown (`max per 200-sample window`): it is not the
+run's max. The mean of windows of equal length is the run's mean.
 
 `removed` says how much variance the pairing took away: 1 − var(differences) / (var(cell's blocks) + var(the
 baseline's blocks)), the variances over every paired block (so the drift between and within runs counts in the
@@ -40,7 +44,9 @@ import numpy as np
 from .defaults import STAT_KEY
 
 DESIGN_RUNS = "runs"
-PAIRED_TEST = "paired t-test on block-pair differences"
+PAIRED_TEST = "paired t-test on window-pair differences"
+MAX_WINDOW = 200          # samples: a window at most this long (or one block, if that is longer)
+MIN_WINDOWS = 10          # and at most an arm's samples / MIN_WINDOWS
 MAX_INFLATION = 10.0      # the serial-correlation factor's cap: beyond it the blocks are too short to follow the drift
 
 
@@ -115,8 +121,17 @@ def design_of(runs: list) -> str:
     return designs.pop() if len(designs) == 1 else DESIGN_RUNS
 
 
+def window_samples(samples: int, block: int) -> int:
+    """The samples of a statistics window of an arm with `samples` samples in blocks of `block`: the largest whole
+    number of blocks that divides the arm's blocks and is at most min(MAX_WINDOW, samples // MIN_WINDOWS) samples
+    (at least one block)."""
+    blocks = max(1, samples // block)
+    cap = max(1, min(MAX_WINDOW, samples // MIN_WINDOWS) // block)
+    return block * next(k for k in range(min(cap, blocks), 0, -1) if blocks % k == 0)
+
+
 def block_values(samples: np.ndarray, block: int, metric: str) -> np.ndarray:
-    """The metric of each full block of `block` consecutive samples."""
+    """The metric of each full window (or block) of `block` consecutive samples."""
     nb = len(samples) // block
     x = np.asarray(samples[:nb * block], dtype=np.float64).reshape(nb, block)
     key = STAT_KEY[metric]
@@ -135,11 +150,12 @@ class PairedResult:
     """One metric of a cell against its baseline from their shared interleaved runs."""
 
     estimate: Estimate
-    value: float                 # the cell's mean block value
+    value: float                 # the cell's mean window value
     baseline: float              # the baseline's
-    block_samples: int
+    block_samples: int           # the arms alternated every block_samples samples
+    window_samples: int          # the statistics are those of windows of window_samples samples
     runs: int                    # paired runs (clusters)
-    pairs: int                   # block pairs
+    pairs: int                   # window pairs
     serial_r1: float | None      # lag-1 correlation of the differences within runs
     removed: float | None        # share of the variance the pairing removed
     cluster: bool                # the run-level variance (b) was the larger
@@ -149,8 +165,8 @@ class PairedResult:
         return "interleaved"
 
     def describe(self) -> str:
-        parts = [f"{self.pairs} block pairs of {self.block_samples} samples in {self.runs} "
-                 f"run{'s' if self.runs != 1 else ''}"]
+        parts = [f"{self.pairs} window pairs of {self.window_samples} samples in {self.runs} "
+                 f"run{'s' if self.runs != 1 else ''}, the arms alternating every {self.block_samples}"]
         if self.removed is not None:
             parts.append(f"pairing removed {max(0.0, self.removed):.0%} of the variance")
         if self.serial_r1 is not None:
@@ -161,7 +177,8 @@ class PairedResult:
 
     def to_json(self) -> dict:
         return {"design": self.design, "test": PAIRED_TEST, "block_samples": self.block_samples,
-                "paired_runs": self.runs, "block_pairs": self.pairs, "serial_r1": self.serial_r1,
+                "window_samples": self.window_samples, "paired_runs": self.runs, "window_pairs": self.pairs,
+                "serial_r1": self.serial_r1,
                 "variance_removed": self.removed, "run_as_cluster": self.cluster,
                 "standard_error": self.estimate.se, "df": self.estimate.df}
 
@@ -178,12 +195,16 @@ def shared_runs(cell_runs: list, base_runs: list) -> list[tuple[Any, Any]]:
 
 
 def paired(pairs: list[tuple[np.ndarray, np.ndarray]], block: int, metric: str) -> PairedResult | None:
-    """The paired estimate (a log ratio) from each shared run's (cell samples, baseline samples); None when
-    fewer than two block pairs have a value (blocks of one sample have no stdev; a log needs positive values)."""
+    """The paired estimate (a log ratio) from each shared run's (cell samples, baseline samples), arms alternating
+    every `block` samples, judged on windows of window_samples(); None when fewer than two window pairs have a
+    value (windows of one sample have no stdev; a log needs positive values)."""
     log = True
     diffs, mine, theirs = [], [], []
+    if not pairs:
+        return None
+    window = window_samples(min(min(len(a), len(b)) for a, b in pairs), block)
     for a, b in pairs:
-        va, vb = block_values(a, block, metric), block_values(b, block, metric)
+        va, vb = block_values(a, window, metric), block_values(b, window, metric)
         k = min(len(va), len(vb))
         va, vb = va[:k], vb[:k]
         ok = np.isfinite(va) & np.isfinite(vb)
@@ -197,7 +218,7 @@ def paired(pairs: list[tuple[np.ndarray, np.ndarray]], block: int, metric: str) 
     n = sum(len(d) for d in diffs)
     if n < 2:
         return None
-    return _estimate(diffs, np.concatenate(mine), np.concatenate(theirs), block)
+    return _estimate(diffs, np.concatenate(mine), np.concatenate(theirs), block, window)
 
 
 def _batch_means(centred: list[np.ndarray]) -> tuple[float, float] | None:
@@ -219,7 +240,8 @@ def _batch_means(centred: list[np.ndarray]) -> tuple[float, float] | None:
     return sums / (batches - runs) / n, float(batches - runs)
 
 
-def _estimate(diffs: list[np.ndarray], mine: np.ndarray, theirs: np.ndarray, block: int) -> PairedResult | None:
+def _estimate(diffs: list[np.ndarray], mine: np.ndarray, theirs: np.ndarray, block: int,
+              window: int) -> PairedResult | None:
     runs, n = len(diffs), sum(len(d) for d in diffs)
     allv = np.concatenate(diffs)
     grand = float(allv.mean())
@@ -252,4 +274,4 @@ def _estimate(diffs: list[np.ndarray], mine: np.ndarray, theirs: np.ndarray, blo
     removed = 1.0 - float(np.var(allv, ddof=1)) / unpaired if unpaired > 0 else None
     baseline = float(theirs.mean())
     return PairedResult(Estimate(grand, math.sqrt(max(var, 0.0)), df, baseline), float(mine.mean()), baseline,
-                        block, runs, n, r1, removed, cluster)
+                        block, window, runs, n, r1, removed, cluster)

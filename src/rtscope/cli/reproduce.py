@@ -213,7 +213,7 @@ def print_claims(judgements: list[Judgement], name: str, alpha: float, machine: 
     tested = sum(j.p_holm is not None for j in judgements)
     paired = [j for j in judgements if j.design == "interleaved"]
     evidence = ("Welch t-test on per-run values" if not paired else
-                f"interleaved ({counted(len(paired), 'claim')}): paired t-test on block-pair differences, "
+                f"interleaved ({counted(len(paired), 'claim')}): paired t-test on window-pair differences, "
                 "else Welch t-test on per-run values")
     console.print(f"lower/higher: {evidence}, and within ±min_effect the effect is absent (contradicted); same: "
                   f"two one-sided tests within the margin; Holm over {counted(tested, 'such claim')}, α = {alpha:g}; "

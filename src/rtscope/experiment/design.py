@@ -36,8 +36,14 @@ from .spec import Spec
 from .spec.model import DESIGNS, Cell
 
 RUNS, INTERLEAVED, AUTO = DESIGNS
-MAX_BLOCK = 200          # samples: a default block at most this long
+# A default block is short: the arms then alternate every few samples, and what drifts on the machine on any
+# time scale longer than a few calls (the host's other jobs, the VM's speed phases) falls on all of them alike.
+# The statistics are taken over windows of many blocks (analysis/paired.py window_samples), long enough for a
+# p99 or a max. Measured: A/A log-ratio spread of a run's mean 0.006 with blocks of 5, 0.041 with blocks of 200
+# (docs/analysis.md, "Blocks and windows").
+MAX_BLOCK = 5            # samples: a default block at most this long
 MIN_BLOCKS = 10          # a default block at most iterations / MIN_BLOCKS long
+MAX_ORDER = 20_000       # blocks of one interleaved run at most: its order is one argument of the harness's command
 
 
 @dataclass(frozen=True)
@@ -93,10 +99,14 @@ def _group_key(cell: Cell) -> tuple:
             cell.on_unavailable)
 
 
-def default_block(iterations: int) -> int:
-    """The largest divisor of `iterations` at most min(MAX_BLOCK, iterations // MIN_BLOCKS) (at least 1)."""
+def default_block(iterations: int, arms: int = 2) -> int:
+    """The largest divisor of `iterations` at most min(MAX_BLOCK, iterations // MIN_BLOCKS) (at least 1), or, where
+    that would give the run more than MAX_ORDER blocks, the smallest divisor that does not."""
     cap = max(1, min(MAX_BLOCK, iterations // MIN_BLOCKS))
-    return next(d for d in range(cap, 0, -1) if iterations % d == 0)
+    block = next(d for d in range(cap, 0, -1) if iterations % d == 0)
+    if iterations // block * arms > MAX_ORDER:
+        block = next(d for d in range(block, iterations + 1) if iterations % d == 0 and iterations // d * arms <= MAX_ORDER)
+    return block
 
 
 def iterations_of(cell: Cell) -> int:
@@ -128,10 +138,14 @@ def layout(spec: Spec, design: str | None = None, block: int | None = None) -> L
             alone.append(cells[0])
             continue
         n = iterations_of(cells[0])
-        b = block or default_block(n)
+        b = block or default_block(n, len(cells))
         if n % b:
             raise UsageError(f"design {design}: block = {b} does not divide the arms' {n} iterations "
                              f"({cells[0].key} ...); choose a divisor of {n}")
+        if n // b * len(cells) > MAX_ORDER:
+            raise UsageError(f"design {design}: block = {b} gives {len(cells)} arms {n // b * len(cells):,} blocks, "
+                             f"more than one run takes ({MAX_ORDER:,}); choose a divisor of {n} of at least "
+                             f"{-(-n * len(cells) // MAX_ORDER)}")
         groups.append(Group(tuple(cells), b))
     if design == INTERLEAVED and reasons:
         key, why = next(iter(reasons.items()))
