@@ -23,3 +23,30 @@ mlock = [false, true]
 def native_tune(name: str, params: str, top: str = "") -> str:
     """A tune of mlock on real native exec sum runs (goal mean, 10 candidates' budget, 2 confirmation runs)."""
     return NATIVE_TUNE.format(name=name, params=params, top=top)
+
+
+BEAM_BESIDE_NATIVE = """name = "paired"
+{top}
+[[workload]]
+name = "exec"
+variants = {variants}
+runtime = "beam"
+[workload.params]
+iterations = {iterations}
+pause_ms = 0
+[workload.settings]
+fullsweep_after = [0, 65535]
+[[workload]]
+name = "exec"
+variants = "sum"
+runtime = "native"
+[workload.params]
+iterations = {native_iterations}
+"""
+
+
+def beam_beside_native(top: str, variants: str = '"sum"', iterations: int = 60, native_iterations: int = 60) -> str:
+    """BEAM exec cells that one VM can hold as arms (fullsweep_after 0 vs 65535) beside a native exec cell that
+    cannot share their process: what design auto interleaves and what it runs alone."""
+    return BEAM_BESIDE_NATIVE.format(top=top, variants=variants, iterations=iterations,
+                                     native_iterations=native_iterations)

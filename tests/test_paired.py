@@ -13,28 +13,11 @@ import time
 import pytest
 
 from rtscope.store import Store
+from spec_texts import beam_beside_native
 
 pytestmark = pytest.mark.real
 
-SPEC = """name = "paired"
-design = "auto"
-repetitions = 2
-[[workload]]
-name = "exec"
-variants = "sum"
-runtime = "beam"
-[workload.params]
-iterations = 60
-pause_ms = 0
-[workload.settings]
-fullsweep_after = [0, 65535]
-[[workload]]
-name = "exec"
-variants = "sum"
-runtime = "native"
-[workload.params]
-iterations = 60
-"""
+SPEC = beam_beside_native('design = "auto"\nrepetitions = 2')
 
 CLAIM = """
 [[claim]]

@@ -15,6 +15,7 @@ from rtscope.experiment import design
 from rtscope.experiment.execute import plan
 from rtscope.experiment.sequential import LOOK_ROUNDS, look_of
 from rtscope.experiment.spec.parse import analyse
+from spec_texts import beam_beside_native
 
 pytestmark = pytest.mark.fast
 
@@ -156,29 +157,9 @@ def test_blocks_of_one_sample_have_no_stdev():
     assert paired([interleaved_run(rng, 0.0, blocks=10, block=1)], 1, "mean") is not None
 
 
-SPEC = """name = "paired"
-design = "{design}"
-{extra}
-[[workload]]
-name = "exec"
-variants = ["sum", "fib"]
-runtime = "beam"
-[workload.params]
-iterations = {iterations}
-pause_ms = 0
-[workload.settings]
-fullsweep_after = [0, 65535]
-[[workload]]
-name = "exec"
-variants = "sum"
-runtime = "native"
-[workload.params]
-iterations = 100
-"""
-
-
 def spec(tmp_path, design_="auto", iterations=200, extra=""):
-    return analyse(SPEC.format(design=design_, iterations=iterations, extra=extra), "paired.toml")
+    text = beam_beside_native(f'design = "{design_}"\n{extra}', '["sum", "fib"]', iterations, native_iterations=100)
+    return analyse(text, "paired.toml")
 
 
 def test_auto_interleaves_what_one_process_can_and_says_why_not(tmp_path):

@@ -1,26 +1,11 @@
 defmodule RtScope.CLITest do
   use ExUnit.Case, async: false
 
-  import ExUnit.CaptureIO
-
-  alias RtScope.CLI
   alias RtScope.Test.SampleReader
 
+  import RtScope.Test.CLIRunner, only: [cli: 1]
+
   @moduletag :tmp_dir
-
-  defp cli(argv) do
-    parent = self()
-
-    err =
-      capture_io(:stderr, fn ->
-        out = capture_io(fn -> send(parent, {:status, CLI.run(argv)}) end)
-        send(parent, {:out, out})
-      end)
-
-    assert_received {:status, status}
-    assert_received {:out, out}
-    {status, out, err}
-  end
 
   test "exec run writes the file and the CSV", %{tmp_dir: dir} do
     out = Path.join(dir, "x.rts")

@@ -1,26 +1,12 @@
 defmodule RtScope.InterleaveTest do
   use ExUnit.Case, async: false
 
-  import ExUnit.CaptureIO
-
-  alias RtScope.{CLI, Interleave, Interleave.Gate}
+  alias RtScope.{Interleave, Interleave.Gate}
   alias RtScope.Test.SampleReader
 
+  import RtScope.Test.CLIRunner, only: [cli: 1]
+
   @moduletag :tmp_dir
-
-  defp cli(argv) do
-    parent = self()
-
-    err =
-      capture_io(:stderr, fn ->
-        out = capture_io(fn -> send(parent, {:status, CLI.run(argv)}) end)
-        send(parent, {:out, out})
-      end)
-
-    assert_received {:status, status}
-    assert_received {:out, out}
-    {status, out, err}
-  end
 
   defp read!(path) do
     assert {:ok, file} = SampleReader.read(path)

@@ -223,7 +223,7 @@ class Judgement:
             return f"×{lo:.3g}..{hi:.3g}"
         name, factor = self.shown_unit
         sign = "Δ " if self.interval_of == "difference" else ""
-        return f"{sign}{fmt('mean', lo, 1 / factor)}..{fmt('mean', hi, 1 / factor)}"
+        return f"{sign}{fmt('mean', lo, 1 / factor)}..{fmt('mean', hi, 1 / factor)} {name}"
 
     def published_text(self) -> str:
         """The claim's published figures as shown: `baseline → cell unit` (a spec's `us` as µs), or `-`."""
