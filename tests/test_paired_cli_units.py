@@ -78,3 +78,21 @@ def test_run_until_decided_piped_at_80_columns(tmp_path):
     assert len(runs) >= 4 and {run.experiment_id for run in runs} == {1}
     table = r.out[r.out.index("┏"):r.out.index("until decided")]
     assert max(len(line) for line in table.splitlines()) <= 80, table     # the table fits a terminal as it is
+
+
+def test_claims_decided_at_different_looks_say_each_interval_level(capsys):
+    """After --until-decided each claim's interval is at the level of the look that decided it: the column cannot
+    name one level for all, so each interval names its own (one figure, one value)."""
+    from rtscope.analysis.claims import Claim, Expect, Judgement
+    from rtscope.cli.reproduce import print_claims
+    ratio = Expect("ratio", low=0.948, high=0.995)
+    early = Judgement(Claim("early", "t", "mean", ratio), "contradicted", "ns", 6e6, 5e6, (0.772, 0.927), "ratio",
+                      level=0.9917)
+    late = Judgement(Claim("late", "t", "mean", ratio), "undecided", "ns", 1e8, 9.9e7, (0.95, 1.0), "ratio",
+                     level=0.9998)
+    print_claims([early, late], "msgq", 0.05, {}, "rtscope reproduce msgq", {})
+    out = capsys.readouterr().out
+    assert "interval (its level)" in out and "(0.9917)" in out and "(0.9998)" in out, out
+    print_claims([early], "msgq", 0.05, {}, "rtscope reproduce msgq", {})
+    out = capsys.readouterr().out
+    assert "0.9917 interval" in out and "(0.9917)" not in out, out

@@ -38,7 +38,9 @@ STAT_HEAD = {"mean": "AVG", "median": "p50", "p99": "p99", "max": "MAX", "stdev"
 
 def per_window_name(metric: str, window: int) -> str:
     """The name of a metric's mean of per-window values (interleaved runs): `mean of STDEV per 200-sample
-    window`; the mean of equal windows is the mean."""
+    window`; the mean of equal windows is the mean: `AVG`."""
+    if metric == "mean":
+        return STAT_HEAD[metric]
     return f"mean of {STAT_HEAD[metric]} per {window}-sample window" if metric in STAT_HEAD else metric
 
 

@@ -185,14 +185,18 @@ def print_claims(judgements: list[Judgement], name: str, alpha: float, machine: 
     from ..analysis.claims import machine_text
     table = Table(title=f"claims of {escape(name)}: published → measured (baseline → cell)", box=box.SIMPLE_HEAD,
                   title_justify="left", pad_edge=False)
-    level = min((j.level for j in judgements), default=0.95)
-    for head in ("claim", "metric", "expect", "published", "measured", f"{level:.4g} interval".replace("0.95 ", "95% "),
-                 "verdict"):
+    levels = {j.level for j in judgements if j.interval is not None} or {0.95}
+    # One level for all: the column says it; claims decided at different looks: each interval says its own.
+    interval_head = (f"{levels.pop():.4g} interval".replace("0.95 ", "95% ") if len(levels) == 1
+                     else "interval (its level)")
+    for head in ("claim", "metric", "expect", "published", "measured", interval_head, "verdict"):
         table.add_column(head)
     for j in judgements:
+        interval = j.interval_text()
+        if interval_head == "interval (its level)" and j.interval is not None:
+            interval += f" ({j.level:.4g})"
         table.add_row(escape(j.claim.id), j.metric_text, escape(j.claim.expect_text), escape(j.published_text()),
-                      j.values_text(), j.interval_text(),
-                      f"[{VERDICT_STYLE[j.verdict]}]{j.verdict}[/]")
+                      j.values_text(), interval, f"[{VERDICT_STYLE[j.verdict]}]{j.verdict}[/]")
     console.print(table)
     for j in judgements:
         if j.verdict in ("undecided", "not measurable here"):
