@@ -342,13 +342,13 @@ def _tail_job(i: int) -> exceedance_plot.Exceedance | None:
 
 class Exceedances:
     """Every group's exceedance data, computed while the rest of the report is built: with parallel=True in
-    one forked process (its tail fits and scipy.stats' import, half a report's time, beside the rest), else
-    here when asked. Fork only from a single-threaded process (the CLI), never from serve's threads."""
+    one forked process (its tail fits, half a report's CPU time, beside the rest), else here when asked. Fork only from a single-threaded process (the CLI), never from serve's threads."""
 
     def __init__(self, jobs: list[tuple[Cell, str]], parallel: bool):
         global _TAIL_JOBS
         self.jobs, self.future, self.pool = jobs, None, None
         if parallel and jobs and _cpus() > 1 and "fork" in multiprocessing.get_all_start_methods():
+            import scipy.special  # noqa: F401  both sides need it (the tests, the checks): imported once, not twice
             _TAIL_JOBS = jobs
             self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
             self.future = self.pool.submit(_all_tail_jobs, len(jobs))
