@@ -304,7 +304,9 @@ def profile_region(f: GpdFit) -> None:
         if not still.any():
             break
         lo, hi = np.where(still, hi, lo), np.where(still, hi * 2, hi)
-    bounded = ~inside(hi)
+    else:
+        still = inside(hi)
+    bounded = ~still                                                     # (hi not evaluated twice)
     for _ in range(11):                                                  # to 1/2048 of the start
         mid = (lo + hi) / 2
         ok = inside(mid)
