@@ -1,3 +1,8 @@
+import math
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -76,3 +81,21 @@ def test_summary_of_chunks_equals_summary_of_joined_array():
     a = np.random.default_rng(3).integers(0, 10**6, 1001)
     assert stats.summarize([a[:10], a[10:500], a[500:]]) == stats.summarize(a)
     assert stats.summarize([])["n"] == 0
+
+
+def test_variance_of_many_floats_is_exact_to_an_ulp_and_the_same_whatever_the_threads():
+    """A float (or a wide integer) sample's variance: within a few ulps of the exact value, and not from BLAS,
+    whose dot of more than 10,000 values runs on threads (slow on a busy machine) and gives a last digit that
+    depends on their number: the same in a process limited to one BLAS thread."""
+    code = ("import numpy as np; from rtscope.analysis import stats; "
+            "x = np.random.default_rng(7).gamma(3, 30_000, 200_000) + 5e6; "
+            "w = (np.random.default_rng(8).integers(0, 2 ** 40, 300_000) * 1024); "
+            "print(repr((stats.summarize(x)['var'], stats.summarize(w)['var'])))")
+    here = eval(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    one = eval(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                              env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}).stdout)
+    assert here == one
+    x = np.random.default_rng(7).gamma(3, 30_000, 200_000) + 5e6
+    mean = math.fsum(x.tolist()) / len(x)
+    exact = math.fsum(((x - mean) ** 2).tolist()) / (len(x) - 1)
+    assert here[0] == pytest.approx(exact, rel=1e-14)

@@ -33,6 +33,40 @@ def test_likelihood_is_scipys_genpareto():
     assert ex.loglik(np.array([-1.0]), np.array([float(y.max()) / 2]))[0] == -np.inf
 
 
+def test_genpareto_and_fmin_are_scipys_bit_for_bit():
+    """analysis.genpareto and analysis.neldermead (the report's tail fits without importing scipy.stats and
+    scipy.optimize) give scipy's own numbers exactly: the fit, the Cramér–von Mises test, isf, sf and cdf
+    (at and beyond the support's ends, bad scales), and fmin's path on a bounded and an unbounded problem."""
+    from scipy.optimize import fmin
+    from scipy.stats._hypotests import _cdf_cvm
+    from rtscope.analysis import genpareto, neldermead
+    rng = np.random.default_rng(5)
+    for shape, n, step in ((-0.4, 300, None), (0.0, 2000, None), (0.3, 800, None), (0.1, 500, 0.1)):
+        y = stats.genpareto.rvs(shape, scale=rng.uniform(0.1, 1e4), size=n, random_state=rng)
+        y = y if step is None else np.round(y, 1) + 0.05
+        z = y / float(np.mean(y))
+        c0, s0 = tail_fit._start(float(np.mean(z)), float(np.var(z)))
+        c, _, s = stats.genpareto.fit(z, c0, floc=0, scale=s0)
+        assert genpareto.fit(z, c0, s0) == (float(c), float(s))
+        s *= float(np.mean(y))
+        test = stats.cramervonmises(y, stats.genpareto(c, scale=s).cdf)
+        assert genpareto.cramervonmises(y, c, s) == (float(test.statistic), float(test.pvalue))
+        q = np.concatenate([[0, 1, -0.1, 1.1, 1e-300], rng.uniform(0, 1, 50)])
+        x = np.concatenate([[0, -1, np.inf, s * 1e6], rng.uniform(0, 5 * s, 50)])
+        for ours, theirs, at in ((genpareto.isf, stats.genpareto.isf, q), (genpareto.sf, stats.genpareto.sf, x),
+                                 (genpareto.cdf, stats.genpareto.cdf, x)):
+            np.testing.assert_array_equal(ours(at, c, s), theirs(at, c, scale=s))
+        grid = (rng.uniform(0, 1, (3, 1, 1)), rng.uniform(-0.5, 0.5, (1, 4, 5)), rng.uniform(-1, 10, (1, 4, 5)))
+        np.testing.assert_array_equal(genpareto.isf(*grid), stats.genpareto.isf(grid[0], grid[1], scale=grid[2]))
+    assert type(genpareto.isf(0.3, -0.1, 2.0)) is np.float64
+    for w, n in ((1e-5, 50), (0.01, 100), (0.5, 100), (2.0, 100), (40.0, 100), (0.3, 5000)):
+        assert genpareto._cdf_cvm(np.float64(w), np.float64(n)) == float(_cdf_cvm(np.float64(w), np.float64(n)))
+    for func in (lambda v: (1 - v[0]) ** 2 + 100 * (v[1] - v[0] ** 2) ** 2,
+                 lambda v: np.inf if v[0] < 0 else abs(v[0] - 3) + v[1] ** 2):
+        for x0 in ([0.0, 0.0], [1.5, -2.0], [10.0, 0.0]):
+            np.testing.assert_array_equal(neldermead.fmin(func, x0), fmin(func, x0, disp=0))
+
+
 @pytest.mark.parametrize("name", list(ts.TAILS))
 def test_known_tails_recovered(name):
     """The true latency exceeded with p = 1e-5 lies inside the 95 % interval in ≥ 90 % of the seeds claimed,

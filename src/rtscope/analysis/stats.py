@@ -21,11 +21,12 @@ STAT_KEYS = ("n", "min", "mean", "max", "var", "stdev", *PERCENTILES)
 PERCENTILE_DEFINITION = "linear interpolation (Hyndman & Fan type 7)"
 HISTOGRAM_PERCENTILE_DEFINITION = "the upper edge of the bucket that holds the rank"   # a histogram-only run's
 
-# Integer selection: values are counted in 2^16 buckets per level, sorted below
-# 2^15, and passed over in blocks of 2^18 that stay in cache and in reused heap
-# memory (large fresh arrays cost more in page faults than in arithmetic).
+# Integer selection: up to 2^16 values (a run's worth) are sorted; more are counted in
+# 2^16 buckets per level (what is left sorted below 2^16) and passed over in blocks of
+# 2^18 that stay in cache and in reused heap memory (large fresh arrays cost more in
+# page faults than in arithmetic).
 _BUCKET_BITS = 16
-_SORT_BELOW = 1 << 15
+_SORT_BELOW = 1 << 16
 _BLOCK = 1 << 18
 
 
@@ -83,6 +84,19 @@ def _summarize_integers(chunks: list[np.ndarray], n: int, lowest: int, highest: 
     ranks = np.asarray(sorted({r for k, k2, _ in plan for r in (k, k2)}))
     exact_sums = span * _BLOCK < 2 ** 63
     exact_squares = span * span * _BLOCK < 2 ** 63
+    if n <= _SORT_BELOW and exact_squares:
+        # a run's worth of samples: one sort costs less than the counting passes' 2^16 buckets (the same
+        # numbers: exact integer sums and order statistics either way)
+        d, at = np.empty(n, dtype=np.int64), 0
+        for c in chunks:
+            np.subtract(c, lowest, out=d[at:at + c.size], casting="unsafe")
+            at += c.size
+        total, squares = int(d.sum()), int(np.einsum("i,i->", d, d))
+        var = (squares * n - total * total) / (n * (n - 1)) if n > 1 else 0.0
+        d.sort()
+        at_rank = dict(zip(ranks.tolist(), d[ranks].tolist()))
+        quantiles = [lowest + at_rank[k] + w * (at_rank[k2] - at_rank[k]) for k, k2, w in plan]
+        return _summary(n, lowest, highest, lowest + total / n, var, quantiles)
     shift = _bucket_shift(span)
     counts = np.zeros((span >> shift) + 1, dtype=np.int64)
     offsets = np.empty(min(n, _BLOCK), dtype=np.int64)
@@ -104,8 +118,7 @@ def _summarize_integers(chunks: list[np.ndarray], n: int, lowest: int, highest: 
             d = offsets[:block.size]
             np.subtract(block, lowest, out=d, casting="unsafe")
             if not exact_squares:
-                centred = d - mean_offset
-                centred_squares += float(np.dot(centred, centred))
+                centred_squares += sum_of_squares(d - mean_offset)
             if not selection.done:
                 kept.append(d[selection.keep[np.right_shift(d, shift, out=buckets[:block.size])]])
     if n < 2:
@@ -182,8 +195,15 @@ def _summarize_floats(work: np.ndarray) -> dict:
     quantiles, lowest, highest = _select_percentiles(work, _type7_ranks(n))
     mean = float(work.sum() / n)
     work -= mean
-    var = float(np.dot(work, work) / (n - 1)) if n > 1 else 0.0
+    var = float(sum_of_squares(work) / (n - 1)) if n > 1 else 0.0
     return _summary(n, lowest, highest, mean, var, quantiles)
+
+
+def sum_of_squares(work: np.ndarray) -> float:
+    """Σ x² of a float64 working array (squared in place), by numpy's pairwise summation. Not np.dot: BLAS
+    runs a dot of more than 10,000 values on threads, which on a busy 2-CPU machine takes 20 ms instead of
+    0.1 ms, and gives a last digit that depends on how many CPUs the machine has."""
+    return float(np.add.reduce(np.square(work, out=work)))
 
 
 def _select_percentiles(work: np.ndarray, plan) -> tuple[list[float], float, float]:

@@ -278,14 +278,14 @@ def of_runs(store: Store, runs: list[Run], *, levels: tuple[float, ...] = LEVELS
                       [(r, h) for r, _, h in loaded if h is not None], gev=gev, levels=levels, intervals=intervals)
 
 
-def of_cell(cell, *, gev: bool = True) -> Tail:
+def of_cell(cell, *, gev: bool = True, levels: tuple[float, ...] = LEVELS) -> Tail:
     """The tail of a configuration already loaded for compare or the report (an analysis.compare.Cell): its
     samples as loaded, not read again; the same analysis as of_runs on its runs (gev=False: without the
-    block-maxima cross-check, for views that do not show it)."""
+    block-maxima cross-check, for views that do not show it; levels: the p to state, as analyse's)."""
     from .threads import run_histogram
     hist = [(r, h) for r in cell.hist_runs if (h := run_histogram(r)) is not None]
     return _of_loaded({"configuration": cell.config.label}, [(r, cell.run_samples(r)) for r in cell.sample_runs],
-                      hist, gev=gev)
+                      hist, gev=gev, levels=levels)
 
 
 def _of_loaded(subject: dict, raw: list[tuple[Run, np.ndarray]], hist: list[tuple[Run, dict]], *,

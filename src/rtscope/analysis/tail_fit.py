@@ -28,6 +28,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import genpareto
+from .neldermead import fmin
+
 CANDIDATES = (0.9, 0.95, 0.98, 0.99, 0.995, 0.998, 0.999, 0.9995, 0.9998, 0.9999)
 MIN_EXCEEDANCES = 100
 MAX_EXCEEDANCES = 5000
@@ -125,7 +128,6 @@ class GpdFit:
 
     def level(self, p, c=None, s=None):
         """The value exceeded with probability p per sample (p < k/n)."""
-        from scipy.stats import genpareto
         c = self.shape if c is None else c
         s = self.scale if s is None else s
         return self.ex.u + genpareto.isf(p / self.ex.zeta, c, scale=s)
@@ -188,16 +190,14 @@ def fit_gpd(ex: Excesses, quantile: float) -> GpdFit:
     excesses are fitted on their grouped likelihood (Excesses.loglik: each bucket's count times the log of its
     probability), by the optimiser scipy's fit uses: the same estimate as scipy's fit of interval-censored
     data with a row per sample, in milliseconds instead of a third of a second per candidate threshold."""
-    from scipy import optimize, stats
     if ex.y is not None:
         unit = float(np.mean(ex.y)) or 1.0
         z = ex.y / unit
         c0, s0 = _start(float(np.mean(z)), float(np.var(z)))
-        c, _, s = stats.genpareto.fit(z, c0, floc=0, scale=s0)
+        c, s = genpareto.fit(z, c0, s0)
         s *= unit
-        test = stats.cramervonmises(ex.y, stats.genpareto(c, scale=s).cdf)
-        return GpdFit(ex, float(c), float(s), "Cramér–von Mises", float(test.statistic), float(test.pvalue),
-                      quantile)
+        statistic, p = genpareto.cramervonmises(ex.y, c, s)
+        return GpdFit(ex, float(c), float(s), "Cramér–von Mises", statistic, p, quantile)
     mids = (ex.lo + np.minimum(ex.hi, np.inf if ex.top is None else ex.top)) / 2
     unit = float(np.average(mids, weights=ex.counts)) or 1.0
     z = mids / unit
@@ -215,7 +215,7 @@ def fit_gpd(ex: Excesses, quantile: float) -> GpdFit:
     if start is None:
         return GpdFit(ex, float("nan"), float("nan"), "no fit: the buckets' likelihood is zero at every start",
                       float("nan"), 0.0, quantile)
-    c, s = optimize.fmin(nll, start, disp=False)
+    c, s = fmin(nll, start)                     # scipy.optimize.fmin's steps (analysis.neldermead)
     s *= unit
     stat, p = _chi2_gof(ex, float(c), float(s))
     test = ("χ² over the tail buckets" if ex.resolution is None
@@ -225,9 +225,9 @@ def fit_gpd(ex: Excesses, quantile: float) -> GpdFit:
 
 def _chi2_gof(ex: Excesses, c: float, s: float) -> tuple[float, float]:
     """χ² of the tail buckets' counts against the fit, buckets merged from the top until ≥ 5 expected."""
-    from scipy import stats
+    from scipy.special import chdtrc
     upper = np.append(ex.lo[1:], np.inf)          # each bucket up to the next non-empty one; the last open
-    expected = ex.k * (stats.genpareto.sf(ex.lo, c, scale=s) - stats.genpareto.sf(upper, c, scale=s))
+    expected = ex.k * (genpareto.sf(ex.lo, c, scale=s) - genpareto.sf(upper, c, scale=s))
     groups_o, groups_e, o, e = [], [], 0.0, 0.0
     for oi, ei in zip(ex.counts[::-1], expected[::-1]):
         o, e = o + oi, e + ei
@@ -242,7 +242,7 @@ def _chi2_gof(ex: Excesses, c: float, s: float) -> tuple[float, float]:
         return float("nan"), 0.0      # too few buckets to test the fit: the candidate is not used
     go, ge = np.array(groups_o), np.array(groups_e)
     stat = float(np.sum((go - ge) ** 2 / ge))
-    return stat, float(stats.chi2.sf(stat, len(go) - 3))
+    return stat, float(chdtrc(len(go) - 3, stat))     # stats.chi2.sf(stat, len(go) - 3)
 
 
 def candidates(n: int) -> list[tuple[float, int]]:
@@ -304,7 +304,9 @@ def profile_region(f: GpdFit) -> None:
         if not still.any():
             break
         lo, hi = np.where(still, hi, lo), np.where(still, hi * 2, hi)
-    bounded = ~inside(hi)
+    else:
+        still = inside(hi)
+    bounded = ~still                                                     # (hi not evaluated twice)
     for _ in range(11):                                                  # to 1/2048 of the start
         mid = (lo + hi) / 2
         ok = inside(mid)
@@ -340,7 +342,6 @@ def intervals(f: GpdFit, ps: list[float]) -> list[tuple[float, float | None, flo
 
 def _levels_at(f: GpdFit, ps: np.ndarray, pts: np.ndarray) -> np.ndarray:
     """The level of each p at each (shape, scale) point of `pts` (2 × ...): levels × ... (inf where none)."""
-    from scipy.stats import genpareto
     with np.errstate(all="ignore"):
         values = f.ex.u + genpareto.isf(ps.reshape(-1, *[1] * (pts.ndim - 1)) / f.ex.zeta, pts[0][None],
                                         scale=np.maximum(pts[1], 1e-300)[None])

@@ -92,11 +92,11 @@ def estimation_var(metric: str, samples: np.ndarray | None, run_stats: dict) -> 
         part = np.partition(x, (lo, hi))
         return float(((part[hi] - part[lo]) / (2.0 * _Z95)) ** 2)
     if metric == "stdev":
-        d = x - x.mean()
-        m2 = float(np.dot(d, d)) / n
+        d2 = np.square(x - x.mean())        # not np.dot (threads, stats.sum_of_squares), nor d ** 4 (pow: 10× slower)
+        m2 = float(np.add.reduce(d2)) / n
         if m2 == 0:
             return 0.0
-        m4 = float(np.mean(d ** 4))
+        m4 = float(np.mean(np.square(d2, out=d2)))
         return max(0.0, (m4 - m2 * m2) / (4.0 * m2 * n))
     raise ValueError(f"unknown metric {metric!r}")
 

@@ -140,7 +140,8 @@ def of_cell(cell, label: str) -> Exceedance:
         exact, n = False, int(merged["n"])
     out = Exceedance(label, cell.config.unit, n, x, y, exact)
     try:
-        out.tail = tail_bound.of_cell(cell, gev=False)       # the plot does not show the cross-check
+        # the plot shows neither the block-maxima cross-check nor levels other than P_BOUND's
+        out.tail = tail_bound.of_cell(cell, gev=False, levels=(P_BOUND,))
     except UsageError as e:
         out.reason = f"no tail analysis: {e}"
         return out

@@ -341,31 +341,35 @@ def _tail_job(i: int) -> exceedance_plot.Exceedance | None:
 
 
 class Exceedances:
-    """Every group's exceedance data, computed while the rest of the report is built: with parallel=True in
-    one forked process (its tail fits and scipy.stats' import, half a report's time, beside the rest), else
-    here when asked. Fork only from a single-threaded process (the CLI), never from serve's threads."""
+    """Every group's exceedance data, computed while the rest of the report is built: with parallel=True by one
+    forked process (its tail fits, a third of a report's CPU time, beside the rest), from the first job on,
+    while this process, once the rest is built, takes the jobs the worker has not started from the last one
+    back (`results`); else here when asked. Fork only from a single-threaded process (the CLI), never from
+    serve's threads."""
 
     def __init__(self, jobs: list[tuple[Cell, str]], parallel: bool):
         global _TAIL_JOBS
-        self.jobs, self.future, self.pool = jobs, None, None
+        self.jobs, self.futures, self.pool = jobs, None, None
         if parallel and jobs and _cpus() > 1 and "fork" in multiprocessing.get_all_start_methods():
+            import scipy.special  # noqa: F401  both sides need it (the tests, the checks): imported once, not twice
             _TAIL_JOBS = jobs
             self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
-            self.future = self.pool.submit(_all_tail_jobs, len(jobs))
+            self.futures = [self.pool.submit(_tail_job, i) for i in range(len(jobs))]
 
     def results(self) -> list[exceedance_plot.Exceedance | None]:
         global _TAIL_JOBS
-        if self.future is None:
+        if self.futures is None:
             return [_exceedance(c, label) for c, label in self.jobs]
         try:
-            return self.future.result()
+            here = {}
+            for i in reversed(range(len(self.jobs))):
+                if not self.futures[i].cancel():       # the worker has it (running or done): so has it the rest
+                    break
+                here[i] = _exceedance(*self.jobs[i])
+            return [here[i] if i in here else f.result() for i, f in enumerate(self.futures)]
         finally:
             self.pool.shutdown()
             _TAIL_JOBS = []
-
-
-def _all_tail_jobs(count: int) -> list[exceedance_plot.Exceedance | None]:
-    return [_tail_job(i) for i in range(count)]
 
 
 def _cpus() -> int:

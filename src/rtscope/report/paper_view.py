@@ -13,6 +13,7 @@ carries its texts and its numbers, so that `report --tables` writes the same tab
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..analysis.claims import UNITS, Judgement, machine_text, memory_slope, needed_command
 from ..analysis.compare import Cell, load_cells
@@ -23,10 +24,11 @@ from ..analysis.results import display_unit, fmt, id_ranges
 from ..analysis.select import Configuration, value_matches
 from ..analysis.storage import MODES, build_tables, human_time
 from ..errors import UsageError
-from ..experiment.spec import Spec, parse
-from ..experiment.spec.claim_table import request_value
 from ..store import Run, Store
 from ..words import unit_word
+
+if TYPE_CHECKING:       # the spec package imports the runtimes and targets: only a study's report needs it
+    from ..experiment.spec import Spec
 
 
 @dataclass
@@ -68,6 +70,7 @@ def experiment_spec(store: Store, runs: list[Run]) -> tuple[Spec, str] | None:
     if len(ids) != 1 or None in ids:
         return None
     from ..experiment import execute as experiment      # here: it imports the runtimes and SQLAlchemy
+    from ..experiment.spec import parse
     exp = experiment.get(store, ids.pop())
     text = exp.spec.get("text")
     if not text:
@@ -87,6 +90,7 @@ class Lookup:
     made carry their cell's key; other runs (imported) are matched by their settings."""
 
     def __init__(self, spec: Spec):
+        from ..experiment.spec.claim_table import request_value
         self.figures = published_figures(spec.paper, spec.claims)
         self.keys = [{c.key for c in spec.cells
                       if all(value_matches(request_value(c.request, n), v) for n, v in p.items)}
