@@ -151,6 +151,7 @@ def test_one_unit_and_one_word_in_every_output(cli, tmp_path):
     for name, text in texts.items():
         assert not US.search(text), (name, text[max(0, US.search(text).start() - 200):][:400])
         assert "untested" not in text and not re.search(r"\b1 (runs|cells|claims|configurations)\b", text), name
+        assert "n.s." not in text and "no significant change" not in text, name   # the verdict's one spelling
     assert "78 → 36 µs" in texts["reproduce"]                              # the published figures, in µs
     published = [c["published"] for c in json.loads(outputs["reproduce --json"].out)["claims"] if c["published"]]
     assert published and all(p.get("unit") != "us" for p in published)
@@ -186,7 +187,15 @@ def test_an_imported_histogram_is_said_as_an_import(cli, tmp_path):
     assert "tool cyclictest 2.40" in r.out and "modification time" not in r.out
     assert "preemption model is PREEMPT_DYNAMIC" in r.out and "isolated" not in r.out
 
+    document = json.loads(cli("show", hist, "--db", db, "--json").out)["run"]
+    assert document["tool_version"] is None and document["tool_version_source"] == "not recorded"
+    document = json.loads(cli("show", js, "--db", db, "--json").out)["run"]
+    assert document["tool_version"] == "2.40" and document["tool_version_source"] is None
+
     rtla = imported(cli, db, "rtla", FIXTURES / "rtla" / "timerlat_hist_us.txt")
+    said = cli("show", rtla, "--db", db).out     # what rtla's output says of itself: notes, not warnings
+    assert "note: primary: timerlat's thread latency" in said and "note: rtla irq latency" in said
+    assert "warning: rtla" not in said and "warning: primary" not in said
     rows = {row["id"]: row for row in json.loads(cli("runs", "--db", db, "--json").out)}
     assert rows[rtla]["started_at_source"] == "file modified" and not rows[rtla]["started_at"].startswith("1970")
     assert rows[js]["started_at_source"] is None and rows[js]["started_at"] == "2026-11-25T00:37:37.000Z"
