@@ -260,3 +260,38 @@ def test_ctrl_c_ends_the_progress_display_on_a_whole_line(tmp_path, rtprobe):
     assert lines[-1].startswith("rtscope: error: interrupted: experiment 1 marked interrupted"), lines
     assert re.fullmatch(r"stopped: \d+ of 30 runs done", lines[-2]), lines
     assert not any("ETA" in x or "…" in x for x in lines), lines
+
+
+# --- a parameter that reads like a sample count -------------------------------------------------------------
+
+SIZES = """name = "sizes"
+repetitions = 1
+[[workload]]
+name = "exec"
+variants = ["sum"]
+runtime = ["native"]
+[workload.params]
+iterations = 30
+pause_ms = 0
+n = [1000, 2000]
+"""
+
+
+def test_exec_size_is_never_a_bare_n_beside_the_sample_count(tmp_path, rtprobe):
+    """exec's problem size `n` beside the column `n` (the sample count): `run`'s result table, `compare` and
+    `report` name it `size n=` as every label does (issue 50, item 7)."""
+    from terminal import piped
+    (tmp_path / "sizes.toml").write_text(SIZES)
+    db = str(tmp_path / "s.db")
+    said = {"run": piped(tmp_path, "run", "sizes.toml", "--db", db)}
+    assert said["run"].code == 0, said["run"].err
+    said["compare"] = piped(tmp_path, "compare", "--experiment", "sizes", "--baseline", "n=1000", "--db", db)
+    said["report"] = piped(tmp_path, "report", "--experiment", "sizes", "--db", db, "-o", tmp_path / "r.html",
+                           "--tables", tmp_path / "tables")
+    rows = [x for x in said["run"].out.splitlines() if "=2000" in x]
+    assert rows and all("size n=2000" in x for x in rows), said["run"].out
+    html = (tmp_path / "r.html").read_text() + "".join(f.read_text() for f in (tmp_path / "tables").iterdir())
+    assert said["report"].code == 0, said["report"].err
+    for name, text in (("run", said["run"].out), ("compare", said["compare"].out), ("report", html)):
+        assert "size n=2000" in text, (name, text)
+        assert not re.search(r"(?<!size )\bn=2000", text), (name, re.search(r".{60}(?<!size )\bn=2000.{20}", text))

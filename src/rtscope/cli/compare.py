@@ -148,8 +148,15 @@ def relative(label: str, base: str) -> str:
     """A configuration's label as it differs from its baseline's (the words the baseline's label lacks, in
     order): `fullsweep_after=0` under `against sum (beam) fullsweep_after=65535 ...`; the whole label when they
     share every word."""
-    words = set(base.split())
-    return " ".join(w for w in label.split() if w not in words) or label
+    from ..analysis.select import PARAM_WORDS
+    glued = [(w, w.replace(" ", "\0")) for w in PARAM_WORDS.values()]   # `size n=4000` is one word here
+
+    def split(text: str) -> list[str]:
+        for w, g in glued:
+            text = text.replace(w + "=", g + "=")
+        return text.split()
+    words = set(split(base))
+    return " ".join(w for w in split(label) if w not in words).replace("\0", " ") or label
 
 
 def ordered(cs: ComparisonSet) -> list:

@@ -513,7 +513,8 @@ def stats_tables(report: Report) -> list[dict]:
 
 def full_label(config) -> str:
     """Every setting and parameter of a configuration (the tables show what varies; this is the tooltip)."""
-    params = " ".join(f"{k}={value_text(v)}" for k, v in config.params)
+    from ..analysis.select import PARAM_WORDS
+    params = " ".join(f"{PARAM_WORDS.get(k, k)}={value_text(v)}" for k, v in config.params)
     return config.label + (f" {params}" if params else "")
 
 
