@@ -281,7 +281,8 @@ n = [1000, 2000]
 
 def test_exec_size_is_never_a_bare_n_beside_the_sample_count(tmp_path, rtprobe):
     """exec's problem size `n` beside the column `n` (the sample count): `run`'s result table, `compare` and
-    `report` name it `size n=` as every label does (issue 50, item 7)."""
+    `report` name it `size n=` as every label does (issue 50, item 7); run's advice after one repetition is
+    compare's (item 9)."""
     from terminal import piped
     (tmp_path / "sizes.toml").write_text(SIZES)
     db = str(tmp_path / "s.db")
@@ -290,6 +291,9 @@ def test_exec_size_is_never_a_bare_n_beside_the_sample_count(tmp_path, rtprobe):
     said["compare"] = piped(tmp_path, "compare", "--experiment", "sizes", "--baseline", "n=1000", "--db", db)
     said["report"] = piped(tmp_path, "report", "--experiment", "sizes", "--db", db, "-o", tmp_path / "r.html",
                            "--tables", tmp_path / "tables")
+    from rtscope.analysis.defaults import REPEAT_ADVICE     # one advice on repetitions: run's and compare's
+    assert all(REPEAT_ADVICE in " ".join(said[k].out.split()) for k in ("run", "compare")), said["run"].out
+    assert "repetitions = 5" not in said["run"].out
     rows = [x for x in said["run"].out.splitlines() if "=2000" in x]
     assert rows and all("size n=2000" in x for x in rows), said["run"].out
     html = (tmp_path / "r.html").read_text() + "".join(f.read_text() for f in (tmp_path / "tables").iterdir())

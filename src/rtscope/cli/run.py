@@ -392,8 +392,9 @@ def print_next(store: Store, experiment: exp_mod.Experiment, spec: spec_mod.Spec
         lines.append(f"rtscope compare --experiment {experiment.id} --baseline {shlex.quote(baseline)}{on}")
         per_cell = Counter(r.cell for r in runs if "pairing" not in r.header)   # an interleaved run tests its blocks
         if per_cell and min(per_cell.values()) < 2:
-            lines.append("(one run of a configuration: compare shows its values but can test nothing, the run being "
-                         "the unit; `repetitions = 5` in the spec, or `rtscope plan SPEC --detect 10%`, fixes that)")
+            from ..analysis.defaults import REPEAT_ADVICE   # compare's advice, word for word
+            lines.append(f"(one run of a configuration: compare shows its values but can test nothing, the run being "
+                         f"the unit; {REPEAT_ADVICE}: `repetitions` in the spec)")
     lines.append(f"rtscope report --experiment {experiment.id} -o report.html{on}")
     width = layout_width()   # the commands whole (to be pasted), the prose between them wrapped
     console.print("next:\n" + "\n".join(escape(wrapped(line, width, indent="  ", hang=" ") if line.startswith("(")
