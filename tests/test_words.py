@@ -159,6 +159,8 @@ def test_one_unit_and_one_word_in_every_output(cli, tmp_path):
         f"statistics-microseconds.{e}" for e in ("csv", "md", "tex")]
     assert "(1 µs)" in texts["tail"] and "1000 ns" not in texts["tail"]    # the bucket of the histogram-only fit
     assert re.search(r"MB, 1 run\)", texts["report of one run"])
+    said = " ".join(texts["report of one run"].split())
+    assert "run(s)" not in said and "histogram-only run: values from the histogram" in said, said
 
 
 # --- imports said as imports --------------------------------------------------------------------------------
