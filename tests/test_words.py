@@ -159,6 +159,11 @@ def test_one_unit_and_one_word_in_every_output(cli, tmp_path):
         f"statistics-microseconds.{e}" for e in ("csv", "md", "tex")]
     assert "(1 µs)" in texts["tail"] and "1000 ns" not in texts["tail"]    # the bucket of the histogram-only fit
     assert re.search(r"MB, 1 run\)", texts["report of one run"])
+    # how the claims were tested: one text in reproduce, the report's page and its claims table
+    from rtscope.analysis.claims import evidence_text
+    for name in ("reproduce", "report's page", "claims-kernels.md"):
+        text = " ".join(texts[name].split())
+        assert evidence_text([]) in text and "Welch's" not in text, (name, text[:600])
     said = " ".join(texts["report of one run"].split())
     assert "run(s)" not in said and "histogram-only run: values from the histogram" in said, said
 
