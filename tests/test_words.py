@@ -226,16 +226,13 @@ def test_a_start_never_recorded_is_null_not_1970(cli, tmp_path):
 
 # --- the progress display and Ctrl-C ------------------------------------------------------------------------
 
-SPEC = """name = "interrupted"
-repetitions = 30
-[[workload]]
-name = "exec"
-variants = ["sum"]
-runtime = ["native"]
-[workload.params]
-iterations = 60
-pause_ms = 5
-"""
+def exec_spec(name: str, repetitions: int, iterations: int, pause_ms: int, more: str = "") -> str:
+    """A spec of native exec sum: `repetitions` runs of `iterations` calls, and `more` parameters."""
+    return (f'name = "{name}"\nrepetitions = {repetitions}\n[[workload]]\nname = "exec"\nvariants = ["sum"]\n'
+            f'runtime = ["native"]\n[workload.params]\niterations = {iterations}\npause_ms = {pause_ms}\n{more}')
+
+
+SPEC = exec_spec("interrupted", 30, 60, 5)
 
 
 def test_ctrl_c_ends_the_progress_display_on_a_whole_line(tmp_path, rtprobe):
@@ -273,17 +270,7 @@ def test_ctrl_c_ends_the_progress_display_on_a_whole_line(tmp_path, rtprobe):
 
 # --- a parameter that reads like a sample count -------------------------------------------------------------
 
-SIZES = """name = "sizes"
-repetitions = 1
-[[workload]]
-name = "exec"
-variants = ["sum"]
-runtime = ["native"]
-[workload.params]
-iterations = 30
-pause_ms = 0
-n = [1000, 2000]
-"""
+SIZES = exec_spec("sizes", 1, 30, 0, "n = [1000, 2000]\n")
 
 
 def test_exec_size_is_never_a_bare_n_beside_the_sample_count(tmp_path, rtprobe):
