@@ -60,24 +60,5 @@ def main() -> None:
 
 def print_error(text: str) -> None:
     """`rtscope: error: ...` on stderr, the one way every error is said (a spec's problems: one a line, `check`
-    and `run` alike). Wrapped as warnings and compare's prose are: at a terminal's width, or at $COLUMNS when
-    piped with it set (piped without it, whole lines: grep finds them); between words only, a word longer than
-    the line (a path, a URL) kept whole; a line's continuation indented, so each problem still starts its line
-    with `file:line:`."""
-    import textwrap
-    from .common import layout_width
-    prefix = "rtscope: error: "
-    width = layout_width(err_console)
-    lines = []
-    for i, line in enumerate(text.split("\n")):
-        body = line.lstrip(" ")
-        indent = line[:len(line) - len(body)]
-        head = prefix if i == 0 else ""
-        glued = (head + body).replace(" ", "\0", head.count(" "))   # `rtscope: error:` and its first word
-        whole = indent + glued                                        # on one line
-        lines += ([whole] if width is None or len(whole) <= width else
-                  textwrap.wrap(glued, width, initial_indent=indent, subsequent_indent=indent + "    ",
-                                break_long_words=False, break_on_hyphens=False) or [whole])
-    lines = [x.replace("\0", " ") for x in lines]
-    lines[0] = lines[0][len(prefix):]
-    err_console.print("[bold red]rtscope: error:[/] " + escape("\n".join(lines)), soft_wrap=True)
+    and `run` alike). Never wrapped: a message is matched, grepped and pasted whole."""
+    err_console.print(f"[bold red]rtscope: error:[/] {escape(text)}", soft_wrap=True)
