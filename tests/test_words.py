@@ -291,5 +291,6 @@ def test_exec_size_is_never_a_bare_n_beside_the_sample_count(tmp_path, rtprobe):
     html = (tmp_path / "r.html").read_text() + "".join(f.read_text() for f in (tmp_path / "tables").iterdir())
     assert said["report"].code == 0, said["report"].err
     for name, text in (("run", said["run"].out), ("compare", said["compare"].out), ("report", html)):
+        assert not re.search(r"\bsize\n", text), (name, text)   # compare's prose wrapped at 80 keeps it whole
         assert "size n=2000" in text, (name, text)
         assert not re.search(r"(?<!size )\bn=2000", text), (name, re.search(r".{60}(?<!size )\bn=2000.{20}", text))
