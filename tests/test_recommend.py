@@ -45,7 +45,7 @@ def test_cli_recommend_p99(cli, study):
     assert text.code == 0
     flat = " ".join(text.out.split())
     assert "minimise mean: fullsweep_after=65535 governor=performance" in flat
-    assert "mean −50%" in flat and "fullsweep_after=65535 governor=powersave: no significant change" in flat
+    assert "mean −50%" in flat and "fullsweep_after=65535 governor=powersave: no significant difference" in flat
     assert "cost: median −50% (better)" in flat
 
 

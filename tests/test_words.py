@@ -151,6 +151,7 @@ def test_one_unit_and_one_word_in_every_output(cli, tmp_path):
     for name, text in texts.items():
         assert not US.search(text), (name, text[max(0, US.search(text).start() - 200):][:400])
         assert "untested" not in text and not re.search(r"\b1 (runs|cells|claims|configurations)\b", text), name
+        assert "n.s." not in text and "no significant change" not in text, name   # the verdict's one spelling
     assert "78 → 36 µs" in texts["reproduce"]                              # the published figures, in µs
     published = [c["published"] for c in json.loads(outputs["reproduce --json"].out)["claims"] if c["published"]]
     assert published and all(p.get("unit") != "us" for p in published)
@@ -158,6 +159,13 @@ def test_one_unit_and_one_word_in_every_output(cli, tmp_path):
         f"statistics-microseconds.{e}" for e in ("csv", "md", "tex")]
     assert "(1 µs)" in texts["tail"] and "1000 ns" not in texts["tail"]    # the bucket of the histogram-only fit
     assert re.search(r"MB, 1 run\)", texts["report of one run"])
+    # how the claims were tested: one text in reproduce, the report's page and its claims table
+    from rtscope.analysis.claims import evidence_text
+    for name in ("reproduce", "report's page", "claims-kernels.md"):
+        text = " ".join(texts[name].split())
+        assert evidence_text([]) in text and "Welch's" not in text, (name, text[:600])
+    said = " ".join(texts["report of one run"].split())
+    assert "run(s)" not in said and "histogram-only run: values from the histogram" in said, said
 
 
 # --- imports said as imports --------------------------------------------------------------------------------
@@ -186,7 +194,15 @@ def test_an_imported_histogram_is_said_as_an_import(cli, tmp_path):
     assert "tool cyclictest 2.40" in r.out and "modification time" not in r.out
     assert "preemption model is PREEMPT_DYNAMIC" in r.out and "isolated" not in r.out
 
+    document = json.loads(cli("show", hist, "--db", db, "--json").out)["run"]
+    assert document["tool_version"] is None and document["tool_version_source"] == "not recorded"
+    document = json.loads(cli("show", js, "--db", db, "--json").out)["run"]
+    assert document["tool_version"] == "2.40" and document["tool_version_source"] is None
+
     rtla = imported(cli, db, "rtla", FIXTURES / "rtla" / "timerlat_hist_us.txt")
+    said = cli("show", rtla, "--db", db).out     # what rtla's output says of itself: notes, not warnings
+    assert "note: primary: timerlat's thread latency" in said and "note: rtla irq latency" in said
+    assert "warning: rtla" not in said and "warning: primary" not in said
     rows = {row["id"]: row for row in json.loads(cli("runs", "--db", db, "--json").out)}
     assert rows[rtla]["started_at_source"] == "file modified" and not rows[rtla]["started_at"].startswith("1970")
     assert rows[js]["started_at_source"] is None and rows[js]["started_at"] == "2026-11-25T00:37:37.000Z"
@@ -210,16 +226,13 @@ def test_a_start_never_recorded_is_null_not_1970(cli, tmp_path):
 
 # --- the progress display and Ctrl-C ------------------------------------------------------------------------
 
-SPEC = """name = "interrupted"
-repetitions = 30
-[[workload]]
-name = "exec"
-variants = ["sum"]
-runtime = ["native"]
-[workload.params]
-iterations = 60
-pause_ms = 5
-"""
+def exec_spec(name: str, repetitions: int, iterations: int, pause_ms: int, more: str = "") -> str:
+    """A spec of native exec sum: `repetitions` runs of `iterations` calls, and `more` parameters."""
+    return (f'name = "{name}"\nrepetitions = {repetitions}\n[[workload]]\nname = "exec"\nvariants = ["sum"]\n'
+            f'runtime = ["native"]\n[workload.params]\niterations = {iterations}\npause_ms = {pause_ms}\n{more}')
+
+
+SPEC = exec_spec("interrupted", 30, 60, 5)
 
 
 def test_ctrl_c_ends_the_progress_display_on_a_whole_line(tmp_path, rtprobe):
@@ -251,3 +264,33 @@ def test_ctrl_c_ends_the_progress_display_on_a_whole_line(tmp_path, rtprobe):
     assert lines[-1].startswith("rtscope: error: interrupted: experiment 1 marked interrupted"), lines
     assert re.fullmatch(r"stopped: \d+ of 30 runs done", lines[-2]), lines
     assert not any("ETA" in x or "…" in x for x in lines), lines
+
+
+# --- a parameter that reads like a sample count -------------------------------------------------------------
+
+SIZES = exec_spec("sizes", 1, 30, 0, "n = [1000, 2000]\n")
+
+
+def test_exec_size_is_never_a_bare_n_beside_the_sample_count(tmp_path, rtprobe):
+    """exec's problem size `n` beside the column `n` (the sample count): `run`'s result table, `compare` and
+    `report` name it `size n=` as every label does (issue 50, item 7); run's advice after one repetition is
+    compare's (item 9)."""
+    from terminal import piped
+    (tmp_path / "sizes.toml").write_text(SIZES)
+    db = str(tmp_path / "s.db")
+    said = {"run": piped(tmp_path, "run", "sizes.toml", "--db", db)}
+    assert said["run"].code == 0, said["run"].err
+    said["compare"] = piped(tmp_path, "compare", "--experiment", "sizes", "--baseline", "n=1000", "--db", db)
+    said["report"] = piped(tmp_path, "report", "--experiment", "sizes", "--db", db, "-o", tmp_path / "r.html",
+                           "--tables", tmp_path / "tables")
+    from rtscope.analysis.defaults import REPEAT_ADVICE     # one advice on repetitions: run's and compare's
+    assert all(REPEAT_ADVICE in " ".join(said[k].out.split()) for k in ("run", "compare")), said["run"].out
+    assert "repetitions = 5" not in said["run"].out
+    rows = [x for x in said["run"].out.splitlines() if "=2000" in x]
+    assert rows and all("size n=2000" in x for x in rows), said["run"].out
+    html = (tmp_path / "r.html").read_text() + "".join(f.read_text() for f in (tmp_path / "tables").iterdir())
+    assert said["report"].code == 0, said["report"].err
+    for name, text in (("run", said["run"].out), ("compare", said["compare"].out), ("report", html)):
+        assert not re.search(r"\bsize\n", text), (name, text)   # compare's prose wrapped at 80 keeps it whole
+        assert "size n=2000" in text, (name, text)
+        assert not re.search(r"(?<!size )\bn=2000", text), (name, re.search(r".{60}(?<!size )\bn=2000.{20}", text))

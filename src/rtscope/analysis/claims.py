@@ -546,6 +546,16 @@ def memory_slope(store) -> Callable[[object], float | None]:
     return slope
 
 
+def evidence_text(judgements) -> str:
+    """How lower/higher claims were tested, said alike by reproduce, the report's claims table and its tables:
+    `Welch t-test on per-run values`, or with interleaved claims the paired test first."""
+    from ..words import counted
+    paired = [j for j in judgements if j.design == "interleaved"]
+    return ("Welch t-test on per-run values" if not paired else
+            f"interleaved ({counted(len(paired), 'claim')}): paired t-test on window-pair differences, else Welch "
+            "t-test on per-run values")
+
+
 def needed_command(j: Judgement, command: str, aside: dict[str, str]) -> str | None:
     """The command that would decide an undecided claim (a set-aside one's reason names its own)."""
     if j.verdict != "undecided" or j.claim.id in aside:

@@ -69,6 +69,11 @@ MAGNITUDES = ((0.147, "negligible"), (0.33, "small"), (0.474, "medium"), (math.i
 
 # --- statistics ------------------------------------------------------------------------------
 
+
+def _runs(runs) -> str:
+    """`run 4`, `runs 4, 7`: a note's runs, the noun in the right number."""
+    return ("run " if len(runs) == 1 else "runs ") + ", ".join(str(r.id) for r in runs)
+
 def holm(pvalues: list[float]) -> list[float]:
     """Holm step-down adjusted p-values (same order as given)."""
     m = len(pvalues)
@@ -203,14 +208,15 @@ def load_cells(store: Store, runs: list[Run], *, per_thread: bool = False) -> li
         if len(pooled):
             pooled_stats = stats.summarize(pooled)
             if hist_runs:
-                notes.append(f"histogram-only run(s) {', '.join(str(r.id) for r in hist_runs)}: not in the pooled "
+                notes.append(f"histogram-only {_runs(hist_runs)}: not in the pooled "
                              "samples (they count for max only)")
                 pooled_stats["max"] = max([pooled_stats["max"], *(per_run[r.id]["max"] for r in hist_runs)])
         elif hist_runs:
             merged = merge_histograms([hists[r.id] for r in hist_runs])
             if merged is not None:
                 pooled_stats = stats.summarize_histogram(merged)
-                notes.append("histogram-only runs: values from the histogram (percentiles are bucket upper edges, "
+                notes.append(f"histogram-only {'run' if len(hist_runs) == 1 else 'runs'}: values from the histogram "
+                             "(percentiles are bucket upper edges, "
                              "stdev from bucket midpoints)")
             else:
                 pooled_stats = {k: None for k in stats.STAT_KEYS}
@@ -223,7 +229,7 @@ def load_cells(store: Store, runs: list[Run], *, per_thread: bool = False) -> li
             pooled_stats = stats.summarize(pooled)
         if reported:
             pooled_stats = distribution.pool_reported(pooled_stats, list(per_run.values()))
-            notes.append(f"imported run(s) {', '.join(str(r.id) for r in reported)}: n, min, mean and max are the "
+            notes.append(f"imported {_runs(reported)}: n, min, mean and max are the "
                          "tool's own figures")
         cells.append(Cell(config, members, per_run, sample_runs, bounds, pooled, pooled_stats, notes,
                           histograms=hists))

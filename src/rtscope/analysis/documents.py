@@ -28,6 +28,14 @@ def _started(run: Run) -> dict:
     return {"started_at_source": source, **({"started_at": None} if source == "not recorded" else {})}
 
 
+def _tool_version(run: Run) -> dict:
+    """`tool_version`, and `tool_version_source`: null when the file records the version, `not recorded` (then
+    `tool_version` is null: an import whose tool prints none), as `started_at_source` says of the start."""
+    recorded = run.tool_version not in (None, "", "unknown")
+    return {"tool_version": run.tool_version if recorded else None,
+            "tool_version_source": None if recorded else "not recorded"}
+
+
 def show_document(store: Store, run: Run, dist: Distribution | None = None, *, worst_case: bool = True) -> dict:
     """`show --json`: the run, its machine record, statistics, resolution, threads and worst case (the largest
     sample and the tail's bound at p = 1e-9 per sample; null for a run not measured in ns). worst_case=False:
@@ -36,7 +44,7 @@ def show_document(store: Store, run: Run, dist: Distribution | None = None, *, w
     from .tail_bound import run_worst_case
     dist = distribution.of_run(store, run) if dist is None else dist
     summary = run_summary(run)
-    summary.update(environment=run.machine, trailer=run.trailer, tool=run.tool, tool_version=run.tool_version,
+    summary.update(environment=run.machine, trailer=run.trailer, tool=run.tool, **_tool_version(run),
                    columns=run.columns, unit=run.primary["unit"],
                    percentile_definition=dist.percentile_definition if dist else stats.PERCENTILE_DEFINITION)
     return {"run": summary, "settings": run.settings, "stats": dist.stats if dist else stats.summarize([]),

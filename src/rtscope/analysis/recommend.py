@@ -88,7 +88,7 @@ class Recommendation:
             if k is self.best:
                 continue
             r = k.row(self.goal)
-            what = "no significant change" if r.verdict == "no significant difference" else \
+            what = r.verdict if r.verdict == "no significant difference" else \
                 f"{self.goal} {change(r.ratio)} ({r.verdict})"
             out.append(f"{labels[k.cell.config]}: {what}")
         return out

@@ -97,10 +97,13 @@ def not_in_force_text(items: Iterable[tuple[str, Any, Any]]) -> str:
 
 def in_force_label(label: str, run: Run) -> str:
     """A label made elsewhere of `name=value` words (a spec cell's key) with what `run` had in force instead
-    (setting_text)."""
+    (setting_text), and its parameters named as every label names them (`size n=4000`)."""
     words = label.split(" ")
     for k, r, f in not_in_force(run):
         words = [setting_text(k, r, {k: f}) if w == f"{k}={value_text(r)}" else w for w in words]
+    # a parameter named as Configuration labels name it (PARAM_WORDS: exec's problem size `size n=4000`)
+    words = [f"{PARAM_WORDS[k]}={v}" if eq and k in PARAM_WORDS and k in run.params else w
+             for w in words for k, eq, v in [w.partition("=")]]
     return " ".join(words)
 
 

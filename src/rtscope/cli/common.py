@@ -151,8 +151,11 @@ def wrapped(text: str, width: int | None, indent: str = "", hang: str = "    ") 
     if width is None:
         return indent + text
     import textwrap
+    from ..analysis.select import PARAM_WORDS
+    for words in PARAM_WORDS.values():      # `size n=4000` kept on one line: a bare `n=4000` reads as a count
+        text = text.replace(words + "=", words.replace(" ", "\0") + "=")
     return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent + hang,
-                         break_long_words=True, break_on_hyphens=False)
+                         break_long_words=True, break_on_hyphens=False).replace("\0", " ")
 
 
 SAID: set[str] = set()   # notes said once per process (an experiment name resolved)

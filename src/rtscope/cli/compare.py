@@ -56,8 +56,6 @@ PerThreadOpt = Annotated[bool, typer.Option(
     "--per-thread", help="Multi-thread latency runs: take each run's worst thread (highest maximum) instead of "
                          "all its threads.")]
 
-# The terminal is narrow: n.s. = no significant difference (the legend is printed below the tables).
-SHORT_VERDICT = {"better": "better", "worse": "worse", "no significant difference": "n.s.", "not tested": "not tested"}
 VERDICT_STYLE = {"better": "bold green", "worse": "bold red", "no significant difference": "dim",
                  "not tested": "yellow"}
 
@@ -119,7 +117,7 @@ def comparison_table(cs: ComparisonSet, k, width: int | None = None) -> Table:
         table.add_column(head, justify="right" if right else "left")
     for r in k.rows:
         ci = f"{fmt(r.metric, r.ci[0], scale)}..{fmt(r.metric, r.ci[1], scale)}" if r.ci else "-"
-        verdict = f"[{VERDICT_STYLE[r.verdict]}]{SHORT_VERDICT[r.verdict]}[/]" + ("*" if r.note else "")
+        verdict = f"[{VERDICT_STYLE[r.verdict]}]{r.verdict}[/]" + ("*" if r.note else "")
         refused = r.extra.get("refused", {})
         base = "refused" if refused.get("baseline") else fmt(r.metric, r.baseline, scale)
         value = "refused" if refused.get("configuration") else fmt(r.metric, r.value, scale)
@@ -138,7 +136,7 @@ def verdict_text(k) -> tuple[int, str]:
         by.setdefault(r.verdict, []).append(r.metric)
     parts = [f"{v}: {', '.join(by[v])}" for v in ("worse", "better") if v in by]
     if parts and "no significant difference" in by:
-        parts.append(f"{SHORT_VERDICT['no significant difference']}: {', '.join(by['no significant difference'])}")
+        parts.append(f"no significant difference: {', '.join(by['no significant difference'])}")
     if not parts:
         parts = ["no significant difference" if "no significant difference" in by else "not tested"]
     if "not tested" in by and len(by) > 1:
@@ -150,8 +148,15 @@ def relative(label: str, base: str) -> str:
     """A configuration's label as it differs from its baseline's (the words the baseline's label lacks, in
     order): `fullsweep_after=0` under `against sum (beam) fullsweep_after=65535 ...`; the whole label when they
     share every word."""
-    words = set(base.split())
-    return " ".join(w for w in label.split() if w not in words) or label
+    from ..analysis.select import PARAM_WORDS
+    glued = [(w, w.replace(" ", "\0")) for w in PARAM_WORDS.values()]   # `size n=4000` is one word here
+
+    def split(text: str) -> list[str]:
+        for w, g in glued:
+            text = text.replace(w + "=", g + "=")
+        return text.split()
+    words = set(split(base))
+    return " ".join(w for w in split(label) if w not in words).replace("\0", " ") or label
 
 
 def ordered(cs: ComparisonSet) -> list:
@@ -222,7 +227,7 @@ def print_comparisons(cs: ComparisonSet, source: str = "", verbose: bool = False
              "design interleaved: the window pair is the unit, every metric tested with a paired t-test on the "
              "log ratios of window pairs (the run as a cluster)"
              + (f"; the others, measured in runs of their own, with a {RUN_TEST}" if "runs" in designs else ""))
-    say(f"Δ = value − baseline; n.s. = no significant difference; {tests} (docs/analysis.md)", style="dim")
+    say(f"Δ = value − baseline; {tests} (docs/analysis.md)", style="dim")
     if cs.tail:
         say("tail: the latency exceeded with p = 1e-9 per sample, each run's own bound (rtscope tail RUN); "
             "refused: a run's tail failed a check, so its configuration has no bound", style="dim")

@@ -74,7 +74,8 @@ def flush_spool(db: DbOption = None) -> None:
     if done is None:
         from ..errors import RtscopeError
         from .common import EXIT_SPOOLED
-        raise RtscopeError(f"store {keeper.shown_url} is unreachable ({keeper.error}): {waiting} run(s) stay in "
+        raise RtscopeError(f"store {keeper.shown_url} is unreachable ({keeper.error}): {counted(waiting, 'run')} "
+                           f"{'stays' if waiting == 1 else 'stay'} in "
                            f"its spool {keeper.spool.dir}", exit_code=EXIT_SPOOLED)
     for line in done.corrupt:
         console.print(f"spool: {escape(line)}", soft_wrap=True)

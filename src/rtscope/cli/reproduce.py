@@ -215,10 +215,8 @@ def print_claims(judgements: list[Judgement], name: str, alpha: float, machine: 
                   soft_wrap=True)
     from ..words import counted
     tested = sum(j.p_holm is not None for j in judgements)
-    paired = [j for j in judgements if j.design == "interleaved"]
-    evidence = ("Welch t-test on per-run values" if not paired else
-                f"interleaved ({counted(len(paired), 'claim')}): paired t-test on window-pair differences, "
-                "else Welch t-test on per-run values")
+    from ..analysis.claims import evidence_text
+    evidence = evidence_text(judgements)
     console.print(f"lower/higher: {evidence}, and within ±min_effect the effect is absent (contradicted); same: "
                   f"two one-sided tests within the margin; Holm over {counted(tested, 'such claim')}, α = {alpha:g}; "
                   "ratio, below: the interval (docs/reproduction.md)", style="dim", soft_wrap=True)

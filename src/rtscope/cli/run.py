@@ -14,7 +14,8 @@ import typer
 from .. import paths
 from ..errors import RtscopeError, UsageError
 from ..words import counted
-from .common import DbOption, app, console, err_console, escape, open_store, settle, stats_table
+from .common import (DbOption, app, console, err_console, escape, layout_width, open_store, settle, stats_table,
+                     wrapped)
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -391,10 +392,13 @@ def print_next(store: Store, experiment: exp_mod.Experiment, spec: spec_mod.Spec
         lines.append(f"rtscope compare --experiment {experiment.id} --baseline {shlex.quote(baseline)}{on}")
         per_cell = Counter(r.cell for r in runs if "pairing" not in r.header)   # an interleaved run tests its blocks
         if per_cell and min(per_cell.values()) < 2:
-            lines.append("(one run of a configuration: compare shows its values but can test nothing, the run being "
-                         "the unit; `repetitions = 5` in the spec, or `rtscope plan SPEC --detect 10%`, fixes that)")
+            from ..analysis.defaults import REPEAT_ADVICE   # compare's advice, word for word
+            lines.append(f"(one run of a configuration: compare shows its values but can test nothing, the run being "
+                         f"the unit; {REPEAT_ADVICE}: `repetitions` in the spec)")
     lines.append(f"rtscope report --experiment {experiment.id} -o report.html{on}")
-    console.print("next:\n" + "\n".join(f"  {escape(line)}" for line in lines), soft_wrap=True)
+    width = layout_width()   # the commands whole (to be pasted), the prose between them wrapped
+    console.print("next:\n" + "\n".join(escape(wrapped(line, width, indent="  ", hang=" ") if line.startswith("(")
+                                               else f"  {line}") for line in lines), soft_wrap=True)
 
 
 def print_machine_warnings(experiment: exp_mod.Experiment, pool: Pool) -> None:

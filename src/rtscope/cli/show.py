@@ -74,8 +74,10 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
     why = explain_shares.top_line(store, run)
     if why:
         console.print(f"causes:   {escape(why)} (rtscope explain {run.id})", soft_wrap=True)
-    for note in run.trailer.get("notes", []) + sysinfo.warnings(env):
-        console.print(f"[yellow]warning:[/] {escape(note)}")
+    for note in run.trailer.get("notes", []):   # what the tool's output says of itself: notes, not warnings
+        console.print(f"note: {escape(note)}")
+    for warning in sysinfo.warnings(env):       # the machine's state that makes the numbers untrustworthy
+        console.print(f"[yellow]warning:[/] {escape(warning)}")
 
 
 def imported(run) -> None:

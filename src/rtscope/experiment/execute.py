@@ -376,8 +376,9 @@ def execute(store: Store, exp: Experiment, reporter: Reporter | None = None, poo
                 else:
                     _execute_fleet(store, exp, by_target, pool, availability, outcome, reporter)
                 if outcome.bounds.failed:
-                    raise RtscopeError(f"{len(outcome.bounds.failed)} run(s) failed, the others are stored:\n  "
-                                       + "\n  ".join(why for _, why in outcome.bounds.failed))
+                    from ..words import counted
+                    raise RtscopeError(f"{counted(len(outcome.bounds.failed), 'run')} failed, the others are "
+                                       "stored:\n  " + "\n  ".join(why for _, why in outcome.bounds.failed))
                 status = FINISHED
             except GaveUp as e:
                 status, outcome.incomplete = INCOMPLETE, str(e)

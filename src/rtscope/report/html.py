@@ -513,7 +513,8 @@ def stats_tables(report: Report) -> list[dict]:
 
 def full_label(config) -> str:
     """Every setting and parameter of a configuration (the tables show what varies; this is the tooltip)."""
-    params = " ".join(f"{k}={value_text(v)}" for k, v in config.params)
+    from ..analysis.select import PARAM_WORDS
+    params = " ".join(f"{PARAM_WORDS.get(k, k)}={value_text(v)}" for k, v in config.params)
     return config.label + (f" {params}" if params else "")
 
 
@@ -707,9 +708,10 @@ def paper_section(report: Report, plot) -> dict | None:
                 shown = display_unit(g.unit)[0]
                 hists.append(plot(histogram_figure(g, shown), f"Overlaid latency histograms, samples per {shown} "
                                                               "(log y), as the study drew them."))
+    from ..analysis.claims import evidence_text
     claims = [row | {"css": VERDICT_CSS[row["verdict"]]} for row in claim_rows(v)]
     return {"view": v, "histograms": hists, "claims": claims,
-            "tested": sum(j.p_holm is not None for j in v.claims)}
+            "tested": sum(j.p_holm is not None for j in v.claims), "evidence": evidence_text(v.claims)}
 
 
 def render(report: Report, plotly_gz: str | None = None) -> str:

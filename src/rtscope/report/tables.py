@@ -199,8 +199,9 @@ def claims_table(report: Report) -> TableData | None:
                  "published unit", "measured baseline", "measured cell", "measured unit", "ratio", "baseline runs",
                  "runs", "interval of", "interval low", "interval high", "p", "p Holm", "verdict", "why"]
     tested = sum(j.p_holm is not None for j in v.claims)
+    from ..analysis.claims import evidence_text
     t = TableData(f"claims-{_file_name(v.spec)}", f"Claims of {v.spec} judged on these runs, as `rtscope "
-                  "reproduce` judges stored runs (lower/higher: Welch's t-test on per-run values; same: two one-"
+                  f"reproduce` judges stored runs (lower/higher: {evidence_text(v.claims)}; same: two one-"
                   f"sided tests within the margin; Holm over {tested} such claims, α = {v.alpha:g}; ratio and "
                   "below: the 95% interval)", heads, [], [], [False, False, False, True, True, True, True, False,
                                                                 False], csv_heads)

@@ -170,7 +170,7 @@ Measured figures pool the runs of a configuration, as the study's tables did.</p
   {% endfor %}
 </table>
 <p class="note">Judged as <code>rtscope reproduce</code> judges stored runs (docs/reproduction.md): lower/higher by
-Welch's t-test on per-run values; same by two one-sided tests within the margin; Holm over {{ paper.tested }}
+{{ paper.evidence }}; same by two one-sided tests within the margin; Holm over {{ paper.tested }}
 such claims, α = {{ v.alpha }}; ratio and below from the 95% interval.</p>
 {% endif %}
 {% endif %}
