@@ -81,10 +81,6 @@ def remedy_measured_better(cli, db: str, run_id: int) -> None:
 
 @pytest.mark.timing
 @needs_tracing
-@pytest.mark.xfail(strict=False, reason="since commit 31740b8 (settings in force in a configuration's identity) the "
-                   "explained samples of this run rank `scheduled_out` above `gc major` on this VM (it passed on the "
-                   "commit before, 4 of 4 times, and failed on 31740b8 and main, 4 of 4); the cause is not found yet: "
-                   "an open item in the closing note, not a pass")
 def test_the_loop_on_the_beam_gc_remedied_by_min_heap_size(cli, db, tmp_path):
     """The BEAM's collector as the culprit: `exec spawn_each` (5,000 processes a call, each sending a message
     back) with a full sweep at every collection, the VM pinned at SCHED_FIFO 80. explain names gc major and

@@ -14,6 +14,7 @@ import pytest
 
 from rtscope import sysinfo
 from rtscope.analysis import explain_remedies
+from rtscope.settings.registry import beam_min_heap_size
 from rtscope.store import Store
 
 pytestmark = pytest.mark.fast
@@ -78,7 +79,9 @@ def test_beam_causes_and_ranking_by_share():
          "causes": [gc, out]}
     got = explain_remedies.suggest(run, [s], 0)
     assert [r.setting for r in got] == ["min_heap_size", "fullsweep_after", "priority", "vm_flags"]
-    assert got[0].value == 16384 and got[0].share > got[2].share  # the GC's remedies before the scheduling's
+    assert got[0].share > got[2].share  # the GC's remedies before the scheduling's
+    # twice the largest heap (10,000 words), as the VM's next heap size: the value the process gets as asked
+    assert got[0].value == 10958 == beam_min_heap_size(got[0].value)
     assert got[3].value == "+sbwt none +sbwtdcpu none +sbwtdio none"
     # another scheduler of the VM on the measuring one's CPU: its spinning turned off; an aux thread: nothing
     spin = {"kind": "vm_thread", "name": "2_scheduler", "pid": 502, "irq": None, "duration_ns": 4_000_000}
