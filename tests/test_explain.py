@@ -145,7 +145,7 @@ def test_compare_gives_each_configuration_its_cause_shares(cli, db, tmp_path, rt
     # of this VM's vCPU while the culprit held the CPU still shows as the culprit's (up to ~4 ms: 2.7 ms once).
     assert all(c["duration_ns"] < culprit.BUSY_S * 1e9 / 2 for s in above_samples for c in s["causes"]
                if c["name"] == culprit.NAME)
-    assert "why: the excess above the baseline's p99" in cli("compare", "--db", db, "--baseline", "rt_priority=95").out
+    assert "why: the excess above the baseline's pooled p99" in cli("compare", "--db", db, "--baseline", "rt_priority=95").out
     html = tmp_path / "report.html"
     assert cli("report", "--db", db, "-o", html, "--baseline", "rt_priority=95").code == 0
     page = html.read_text()

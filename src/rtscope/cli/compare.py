@@ -82,10 +82,12 @@ def baseline_text(cs: ComparisonSet) -> str:
 def cause_table(rows) -> Table:
     """Per configuration, the cause shares of its explained samples above the baseline's p99 (setting explain)."""
     kinds = list(dict.fromkeys(r.kind for c in rows for r in c.kinds))
-    table = Table(title="why: the excess above the baseline's p99 of the explained samples, per cause kind "
+    # The p99 of the baseline's samples pooled, not the mean of its per-run p99 that the comparison tables show:
+    # a figure of its own, named so (one statistic, one value).
+    table = Table(title="why: the excess above the baseline's pooled p99 of the explained samples, per cause kind "
                         "(share; µs per sample)", box=box.SIMPLE_HEAD, title_justify="left")
     table.add_column("configuration")
-    table.add_column("p99 of baseline", justify="right")
+    table.add_column("pooled p99 of baseline", justify="right")
     table.add_column("samples", justify="right")
     for kind in kinds:
         table.add_column(kind, justify="right")
