@@ -261,7 +261,21 @@ def percentile_figure(g, shown: str, scale: float) -> dict:
     text = ["0%", *(f"{100 * q:g}%" for q in TAIL_LEVELS)]
     layout = _layout(f"{g.title}: percentiles", "percentile", f"{g.cells[0].config.measure} ({shown})",
                      xaxis={"tickvals": ticks, "ticktext": text})
-    return {"data": data, "layout": _bulk(layout, g.bulk, "yaxis", shown, scale)}
+    layout = _bulk(layout, g.bulk, "yaxis", shown, scale)
+    if "range" in layout["yaxis"]:
+        for d in data:
+            d["x"], d["y"] = _below(d["x"], d["y"], layout["yaxis"]["range"][1])
+    return {"data": data, "layout": layout}
+
+
+def _below(x: np.ndarray, y: np.ndarray, top: float) -> tuple[np.ndarray, np.ndarray]:
+    """A rising curve up to where it leaves the axis at `top` (a point there, interpolated): its tail beyond is
+    not drawn at all, so no renderer can put it over the `beyond` note above the plot area, which states it."""
+    k = int(np.searchsorted(y, top, side="right"))
+    if k == len(y) or k == 0:
+        return (x, y) if k else (x[:0], y[:0])
+    cross = x[k - 1] + (x[k] - x[k - 1]) * (top - y[k - 1]) / (y[k] - y[k - 1])
+    return np.append(x[:k], round(float(cross), 3)), np.append(y[:k], top)
 
 
 PANEL_PX, PANEL_GAP_PX, LEGEND_PX = 210, 46, 70     # the exceedance plot: each configuration's panel
