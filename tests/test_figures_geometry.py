@@ -182,13 +182,17 @@ def tail_html(tmp_path_factory):
     store = Store(db)
     rng = np.random.default_rng(6)
     exp = add_experiment(store, "nerves-rt")
-    for i, (fullsweep, priority) in enumerate([(65535, "low"), (65535, "normal"), (65535, "high"), (0, "normal"),
-                                               (32767, "normal"), (131071, "normal")]):
-        v = (75_000 + rng.gamma(2, 20_000, 100)).astype(np.int64)
-        v[rng.choice(100, 3, replace=False)] = [31_094_000, 324_000, 1_096_000][: 1 + i % 3] + [380_000] * (2 - i % 3)
-        add_run(store, tmp, v, workload="exec", variant="fib", runtime="beam", experiment_id=exp,
-                settings={"fullsweep_after": fullsweep, "min_heap_size": 233, "priority": priority},
-                params={"n": 4000, "pause_ms": 5})
+    configs = [(65535, 233, "low"), (65535, 233, "normal"), (65535, 233, "high"), (0, 233, "normal"),
+               (131071, 233, "normal"), (65535, 6765, "normal")]
+    for variant in ("fib", "sum"):
+        for i, (fullsweep, heap, priority) in enumerate(configs):
+            v = (75_000 + rng.gamma(2, 20_000, 100)).astype(np.int64)
+            v[rng.choice(100, 3, replace=False)] = [31_094_000, 324_000, 1_096_000][: 1 + i % 3] + [380_000] * (2 - i % 3)
+            add_run(store, tmp, v, workload="exec", variant=variant, runtime="beam", experiment_id=exp,
+                    settings={"fullsweep_after": fullsweep, "min_heap_size": heap, "priority": priority},
+                    params={"n": 4000, "pause_ms": 5})
+        add_run(store, tmp, (38_000 + rng.gamma(2, 5_000, 100)).astype(np.int64), workload="exec", variant=variant,
+                runtime="native", experiment_id=exp, params={"n": 4000, "pause_ms": 5})
     rtscope("report", "--db", db, "-o", str(tmp / "tail.html"))
     return tmp / "tail.html"
 
