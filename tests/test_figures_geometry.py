@@ -193,6 +193,13 @@ def tail_html(tmp_path_factory):
                     params={"n": 4000, "pause_ms": 5})
         add_run(store, tmp, (38_000 + rng.gamma(2, 5_000, 100)).astype(np.int64), workload="exec", variant=variant,
                 runtime="native", experiment_id=exp, params={"n": 4000, "pause_ms": 5})
+    # sleep(5 ms) from 5,020 to 6,020 µs: its percentile axis starts at 5,000 µs (2 % below), a y tick label at
+    # the x axis beside the first x tick label
+    for priority in ("normal", "high"):
+        v = rng.integers(5_020_000, 6_020_000, 100)
+        v[:2] = [5_020_000, 6_020_000]
+        add_run(store, tmp, v, workload="exec", variant="sleep", runtime="beam", experiment_id=exp,
+                settings={"priority": priority}, params={"pause_ms": 5})
     rtscope("report", "--db", db, "-o", str(tmp / "tail.html"))
     return tmp / "tail.html"
 
@@ -200,7 +207,8 @@ def tail_html(tmp_path_factory):
 @pytest.mark.parametrize("width", [1280, 640])
 def test_tails_beyond_the_axis_stay_off_the_note(browser, tail_html, width):
     """Curves whose tail leaves the axis' range end at its edge: no point of them under the `beyond` note
-    (check_plot), nothing drawn outside the plot area; every title fits its plot at 640 px."""
+    (check_plot), nothing drawn outside the plot area; every title fits its plot at 640 px; a y tick label at
+    the x axis clear of the first x tick label."""
     page = open_report(browser, tail_html, width)
     plots = page.evaluate(TEXTS)
     assert any(t["kind"] == "note" and "beyond" in t["text"] for p in plots for t in p["texts"]

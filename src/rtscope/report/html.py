@@ -104,7 +104,8 @@ def _layout(title: str, xtitle: str, ytitle: str, **extra) -> dict:
     head, top = _title(title)
     layout = {"title": head, "template": "plotly_white", "height": 440,
               "margin": {"l": 70, "r": 20, "t": top, "b": 60}, "legend": {"orientation": "h", "y": -0.2},
-              "xaxis": {"title": {"text": t(xtitle)}, "automargin": True},
+              # the x tick labels 7 px below the axis: the first one never touches a y tick label at the axis
+              "xaxis": {"title": {"text": t(xtitle)}, "automargin": True, "ticklabelstandoff": 7},
               "yaxis": {"title": {"text": t(ytitle)}, "automargin": True}}
     for key, value in extra.items():
         if isinstance(value, dict) and isinstance(layout.get(key), dict):
