@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from report_fixtures import NERVES_FLAGS as FLAGS, nerves_store
@@ -165,4 +166,54 @@ def test_imported_histogram_reaches_its_max(browser, histogram_html, width):
         assert "3 values beyond the histogram's last bucket" in notes and re.search(r"max 76(\.0)? µs", notes), \
             (p["title"], notes)
     page.screenshot(path=str(histogram_html.parent / f"hist-{width}.png"), full_page=True)
+    assert page.problems == [], page.problems
+
+
+@pytest.fixture(scope="module")
+def tail_html(tmp_path_factory):
+    """A report shaped like a real quick run of specs/nerves-rt.toml: fib under priority and fullsweep_after,
+    a few samples per configuration far beyond the bulk (a 31 ms outlier, several at 2-3 times the median), so
+    that the percentile curves leave the axis' range before their last point; settings as long as the study's,
+    so that the runs' titles fill a narrow page."""
+    from report_fixtures import add_experiment, add_run
+    from rtscope.store import Store
+    tmp = tmp_path_factory.mktemp("tail")
+    db = str(tmp / "tail.db")
+    store = Store(db)
+    rng = np.random.default_rng(6)
+    exp = add_experiment(store, "nerves-rt")
+    configs = [(65535, 233, "low"), (65535, 233, "normal"), (65535, 233, "high"), (0, 233, "normal"),
+               (131071, 233, "normal"), (65535, 6765, "normal")]
+    for variant in ("fib", "sum"):
+        for i, (fullsweep, heap, priority) in enumerate(configs):
+            v = (75_000 + rng.gamma(2, 20_000, 100)).astype(np.int64)
+            v[rng.choice(100, 3, replace=False)] = [31_094_000, 324_000, 1_096_000][: 1 + i % 3] + [380_000] * (2 - i % 3)
+            add_run(store, tmp, v, workload="exec", variant=variant, runtime="beam", experiment_id=exp,
+                    settings={"fullsweep_after": fullsweep, "min_heap_size": heap, "priority": priority},
+                    params={"n": 4000, "pause_ms": 5})
+        add_run(store, tmp, (38_000 + rng.gamma(2, 5_000, 100)).astype(np.int64), workload="exec", variant=variant,
+                runtime="native", experiment_id=exp, params={"n": 4000, "pause_ms": 5})
+    # sleep(5 ms) from 5,020 to 6,020 µs: its percentile axis starts at 5,000 µs (2 % below), a y tick label at
+    # the x axis beside the first x tick label
+    for priority in ("normal", "high"):
+        v = rng.integers(5_020_000, 6_020_000, 100)
+        v[:2] = [5_020_000, 6_020_000]
+        add_run(store, tmp, v, workload="exec", variant="sleep", runtime="beam", experiment_id=exp,
+                settings={"priority": priority}, params={"pause_ms": 5})
+    rtscope("report", "--db", db, "-o", str(tmp / "tail.html"))
+    return tmp / "tail.html"
+
+
+@pytest.mark.parametrize("width", [1280, 640])
+def test_tails_beyond_the_axis_stay_off_the_note(browser, tail_html, width):
+    """Curves whose tail leaves the axis' range end at its edge: no point of them under the `beyond` note
+    (check_plot), nothing drawn outside the plot area; every title fits its plot at 640 px; a y tick label at
+    the x axis clear of the first x tick label."""
+    page = open_report(browser, tail_html, width)
+    plots = page.evaluate(TEXTS)
+    assert any(t["kind"] == "note" and "beyond" in t["text"] for p in plots for t in p["texts"]
+               if p["title"].endswith("percentiles")), [p["title"] for p in plots]
+    for p in plots:
+        check_plot(p, f"{width} px")
+    page.screenshot(path=str(tail_html.parent / f"tail-{width}.png"), full_page=True)
     assert page.problems == [], page.problems

@@ -83,7 +83,7 @@ def t(text: str) -> str:
 # plotly's toolbar (modebar) sits in a plot's top right corner, its top 2..30 px: the title goes below that
 # band, so the toolbar never covers it, and wraps at TITLE_CHARS so that it fits a narrow page.
 MODEBAR_PX = 34
-TITLE_CHARS = 64
+TITLE_CHARS = 56      # plotly's 17 px title: ~9.4 px a character in Chromium (measured), so 56 fit a 640 px page
 TITLE_LINE_PX = 22
 TITLE_MARGIN_PX = 50    # the top margin the figures' heights were chosen for
 
@@ -104,7 +104,8 @@ def _layout(title: str, xtitle: str, ytitle: str, **extra) -> dict:
     head, top = _title(title)
     layout = {"title": head, "template": "plotly_white", "height": 440,
               "margin": {"l": 70, "r": 20, "t": top, "b": 60}, "legend": {"orientation": "h", "y": -0.2},
-              "xaxis": {"title": {"text": t(xtitle)}, "automargin": True},
+              # the x tick labels 7 px below the axis: the first one never touches a y tick label at the axis
+              "xaxis": {"title": {"text": t(xtitle)}, "automargin": True, "ticklabelstandoff": 7},
               "yaxis": {"title": {"text": t(ytitle)}, "automargin": True}}
     for key, value in extra.items():
         if isinstance(value, dict) and isinstance(layout.get(key), dict):
@@ -261,7 +262,21 @@ def percentile_figure(g, shown: str, scale: float) -> dict:
     text = ["0%", *(f"{100 * q:g}%" for q in TAIL_LEVELS)]
     layout = _layout(f"{g.title}: percentiles", "percentile", f"{g.cells[0].config.measure} ({shown})",
                      xaxis={"tickvals": ticks, "ticktext": text})
-    return {"data": data, "layout": _bulk(layout, g.bulk, "yaxis", shown, scale)}
+    layout = _bulk(layout, g.bulk, "yaxis", shown, scale)
+    if "range" in layout["yaxis"]:
+        for d in data:
+            d["x"], d["y"] = _below(d["x"], d["y"], layout["yaxis"]["range"][1])
+    return {"data": data, "layout": layout}
+
+
+def _below(x: np.ndarray, y: np.ndarray, top: float) -> tuple[np.ndarray, np.ndarray]:
+    """A rising curve up to where it leaves the axis at `top` (a point there, interpolated): its tail beyond is
+    not drawn at all, so no renderer can put it over the `beyond` note above the plot area, which states it."""
+    k = int(np.searchsorted(y, top, side="right"))
+    if k == len(y) or k == 0:
+        return (x, y) if k else (x[:0], y[:0])
+    cross = x[k - 1] + (x[k] - x[k - 1]) * (top - y[k - 1]) / (y[k] - y[k - 1])
+    return np.append(x[:k], round(float(cross), 3)), np.append(y[:k], top)
 
 
 PANEL_PX, PANEL_GAP_PX, LEGEND_PX = 210, 46, 70     # the exceedance plot: each configuration's panel
