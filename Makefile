@@ -82,10 +82,12 @@ test: setup test-probes test-cbtask test-cross test-beam check-specs check-impor
 # Two phases (docs/testing.md): every test but the `alone` ones, two at a time (pytest-xdist, a file's tests in one
 # process, its module fixtures made once); then the `alone` ones one after the other, with nothing beside them:
 # they judge real timing, load every CPU, or read or change what the whole machine shares.
-# A failure in the first phase fails the target after the second has run too.
+# A failure in the first phase fails the target after the second has run too. The first phase starts its files the
+# longest first (--no-loadscope-reorder keeps tests/ordering.py's order; xdist's own puts the files with most tests first).
 test-python: setup
 	status=0; \
-	$(BIN)/python -m pytest -q -rs -m "not alone" -n 2 --dist loadfile --durations=20 || status=$$?; \
+	$(BIN)/python -m pytest -q -rs -m "not alone" -n 2 --dist loadfile --no-loadscope-reorder --durations=20 \
+	  || status=$$?; \
 	$(BIN)/python -m pytest -q -rs -m alone -p no:xdist --durations=20 || status=$$?; \
 	exit $$status
 

@@ -1,0 +1,33 @@
+"""The order in which `make test`'s first phase hands files to its two workers (docs/testing.md): the longest
+first. pytest-xdist's `--dist loadfile` gives a worker a whole file at a time, in collection order when
+`--no-loadscope-reorder` is given (by default it starts the files with the most tests first: the many quick
+unit-test files, and the few-test QEMU files last, where a 3-minute file started near the end kept one worker
+busy while the other had nothing left). Longest first, every worker takes the next file when it is free, and the
+phase ends within about one short file of its even share.
+
+SECONDS are what each file took in a run of that phase (`--durations=0`, summed per file, 2026-11-29, on this
+shared 2-core machine); only their order matters, and a file missing here (new, or under 10 s) comes after these
+in its own order. Keep it roughly current: a new file of a minute or more belongs here."""
+
+from __future__ import annotations
+
+SECONDS = {
+    "test_gpio": 219, "test_qemu_target": 214, "test_tune": 146, "test_wheel": 137, "test_cli_output": 111,
+    "test_fleet_faults": 106, "test_board_faults": 100, "test_report_readable": 88, "test_postgres_store": 88,
+    "test_store_outage": 83, "test_fleet_monitor": 74, "test_serve": 63, "test_ssh_session": 58,
+    "test_labgrid_target": 52, "test_ssh_target": 51, "test_beam_node": 47, "test_prometheus": 44,
+    "test_kernel_cmdline_qemu": 37, "test_exceedance_browser": 29, "test_tail": 29, "test_figures_geometry": 27,
+    "test_tail_rows": 23, "test_monitor_crash": 23, "test_governor_signals": 21, "test_gate": 21,
+    "test_exceedance": 18, "test_report": 18, "test_report_lab": 16, "test_experiment": 15, "test_timer": 15,
+    "test_readme_study": 15, "test_browser": 13, "test_make_demo": 13, "test_environments": 12,
+    "test_claims_studies": 12, "test_paired": 10,
+}
+
+
+def longest_first(items: list) -> None:
+    """Reorder the collected tests in place: whole files, the longest first; a file's own tests keep their order
+    (its module fixtures are made once either way). Stable, so both workers collect the same order."""
+    first_seen: dict[str, int] = {}
+    for i, item in enumerate(items):
+        first_seen.setdefault(item.path.stem, i)
+    items.sort(key=lambda item: (-SECONDS.get(item.path.stem, 0), first_seen[item.path.stem]))
