@@ -5,7 +5,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 # Compiling runs in parallel; so do the tests, two at a time, but those marked `alone` (docs/testing.md).
-JOBS   := -j$(shell nproc 2>/dev/null || echo 2)
+NPROC  := $(shell nproc 2>/dev/null || echo 2)
+JOBS    = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(NPROC))# none under a parallel make: its sub-makes share its jobs
 STAMP  := $(VENV)/.installed
 
 .PHONY: all setup setup-quietly system-deps venv probes cross beam cbtask dist demo check test test-python test-probes test-cross test-beam test-cbtask check-specs check-imports bench clean
@@ -77,21 +78,32 @@ demo: setup-quietly
 check: system-deps venv probes check-specs check-imports
 	$(BIN)/python -m pytest -q -rs -m fast -n 2 --durations=10
 
-test: setup test-probes test-cbtask test-cross test-beam check-specs check-imports test-python
+# The builds two at a time, then the C, C++ and cross suites, the specs and the import contracts two at a time (each
+# one's output kept together), then the ExUnit suite (its explain tests time out beside a loaded CPU) and the Python
+# tests' two phases.
+test:
+	@$(MAKE) --no-print-directory system-deps
+	@$(MAKE) -j$(NPROC) --output-sync=target --no-print-directory venv probes cbtask cross beam
+	@$(MAKE) -j$(NPROC) --output-sync=target --no-print-directory test-probes test-cbtask test-cross check-specs \
+	  check-imports
+	@$(MAKE) --no-print-directory test-beam
+	@$(MAKE) --no-print-directory test-python
 
 # Two phases (docs/testing.md): every test but the `alone` ones, two at a time (pytest-xdist, a file's tests in one
 # process, its module fixtures made once); then the `alone` ones one after the other, with nothing beside them:
 # they judge real timing, load every CPU, or read or change what the whole machine shares.
-# A failure in the first phase fails the target after the second has run too.
+# A failure in the first phase fails the target after the second has run too. The first phase starts its files the
+# longest first (--no-loadscope-reorder keeps tests/ordering.py's order; xdist's own puts the files with most tests first).
 test-python: setup
 	status=0; \
-	$(BIN)/python -m pytest -q -rs -m "not alone" -n 2 --dist loadfile --durations=20 || status=$$?; \
+	$(BIN)/python -m pytest -q -rs -m "not alone" -n 2 --dist loadfile --no-loadscope-reorder --durations=20 \
+	  || status=$$?; \
 	$(BIN)/python -m pytest -q -rs -m alone -p no:xdist --durations=20 || status=$$?; \
 	exit $$status
 
 # Every shipped spec must validate (runs this machine cannot make are skipped by the specs themselves).
 check-specs: venv probes
-	@for s in specs/*.toml; do $(BIN)/rtscope check $$s >/dev/null || { $(BIN)/rtscope check $$s; exit 1; }; done
+	@ls specs/*.toml | xargs -P $(NPROC) -I{} sh -c '$(BIN)/rtscope check {} >/dev/null || $(BIN)/rtscope check {}'
 	@echo "specs: all valid"
 
 # The layers of docs/architecture.md: no module imports a layer above its own (contract in pyproject.toml).

@@ -18,12 +18,20 @@ import pytest
 # The suite's rules, as hooks: each test's tier, and the one rule for judging real timing (docs/testing.md).
 from registries import definitions_forgotten
 from realtiming import pytest_runtest_protocol, pytest_terminal_summary, record_stall  # noqa: F401
-from tiers import pytest_collection_modifyitems  # noqa: F401
+from ordering import longest_first
+from tiers import refuse_wrong_tiers
 
 from rtscope import samplefile
 from rtscope.paths import repo_file
 
 RTPROBE = repo_file("probes", "build", "rtprobe")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Each test in one tier (tests/tiers.py); the files in the order `make test`'s first phase starts them, the
+    longest first (tests/ordering.py)."""
+    refuse_wrong_tiers(items)
+    longest_first(items)
 
 
 @dataclass

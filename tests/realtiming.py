@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _pytest.runner import runtestprotocol
+from _pytest.runner import call_and_report
 
 STAT = Path("/proc/stat")
 STALLS = pytest.StashKey[list]()
@@ -66,9 +66,20 @@ def pytest_runtest_protocol(item, nextitem):
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     for attempt in ("first", "again"):
         before = host_steal_ticks()
-        reports = runtestprotocol(item, nextitem=nextitem, log=False)
+        reports = [call_and_report(item, "setup", log=False)]
+        if reports[0].passed:
+            reports.append(call_and_report(item, "call", log=False))
         why = reason_to_measure_again(item, reports, host_steal_ticks() - before)
-        if attempt == "again" or why is None:
+        again = attempt == "first" and why is not None
+        # measured again, only the test's own fixtures are torn down: its module's (a booted guest) stay, also when
+        # it is its module's last test (torn down up to the next test, the guest went and was booted again: 46 s)
+        last = item.parent if again and not (item.session.shouldfail or item.session.shouldstop) else nextitem
+        try:
+            reports.append(call_and_report(item, "teardown", log=False, nextitem=last))
+        finally:
+            item._request = False   # as pytest's runtestprotocol: the request and funcargs go with the teardown
+            item.funcargs = None
+        if not again:
             break
         item.config.stash.setdefault(MEASURED_AGAIN, []).append(f"{item.nodeid}: {why}")
         item.stash[STALLS] = []

@@ -17,7 +17,11 @@ CONFTEST = f"""
 import sys
 sys.path.insert(0, {str(TESTS)!r})
 from realtiming import pytest_runtest_protocol, pytest_terminal_summary, record_stall
-from tiers import pytest_collection_modifyitems
+from tiers import refuse_wrong_tiers
+
+
+def pytest_collection_modifyitems(items):
+    refuse_wrong_tiers(items)
 """
 INI = """[pytest]
 addopts = --strict-markers -p no:cacheprovider -p no:labgrid
@@ -62,6 +66,42 @@ def test_an_error_is_not_measured_again(record_stall):
     r.stdout.fnmatch_lines(["realtiming: measured again: test_inner.py::test_stalls_once: 4 of 10 samples unseen*"])
     assert "measured again: test_inner.py::test_fails_without" not in r.stdout.str()
     assert "measured again: test_inner.py::test_an_error" not in r.stdout.str()
+
+
+def test_a_modules_fixtures_stay_for_the_second_measurement_of_its_last_test(inner, monkeypatch):
+    """A booted guest (a module's fixture) is kept when its module's last test is measured again, and torn down
+    before the next module's tests, as pytest does it."""
+    monkeypatch.setattr(realtiming, "host_steal_ticks", lambda: 0)
+    inner.makepyfile(test_a="""
+import pytest
+pytestmark = [pytest.mark.real, pytest.mark.alone, pytest.mark.timing]
+EVENTS = []
+
+@pytest.fixture(scope="module")
+def guest():
+    EVENTS.append("boot")
+    yield
+    EVENTS.append("shut down")
+
+def test_first(guest):
+    pass
+
+def test_last_stalls_once(guest, record_stall):
+    EVENTS.append("measured")
+    if EVENTS.count("measured") == 1:
+        record_stall("a stall")
+        assert False, "culprit not named"
+""", test_b="""
+import pytest
+import test_a
+pytestmark = pytest.mark.fast
+
+def test_after():
+    assert test_a.EVENTS == ["boot", "measured", "measured", "shut down"]
+""")
+    r = inner.runpytest_inprocess("-p", "no:randomly", "test_a.py", "test_b.py")
+    r.assert_outcomes(passed=3)
+    r.stdout.fnmatch_lines(["realtiming: measured again: test_a.py::test_last_stalls_once: a stall"])
 
 
 def test_the_hosts_steal_is_a_recorded_reason_and_a_second_failure_fails(inner, monkeypatch):

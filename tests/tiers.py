@@ -14,7 +14,7 @@ import pytest
 TIERS = ("fast", "real")
 
 
-def pytest_collection_modifyitems(config, items):
+def refuse_wrong_tiers(items) -> None:
     """Refuse a test that is in no tier or in both (`make check` would silently skip it, or run a real one),
     and one judging real timing in the fast tier."""
     wrong = [f"{item.nodeid}: {', '.join(tiers) or 'no tier'}" for item in items
