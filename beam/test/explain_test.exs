@@ -79,16 +79,25 @@ defmodule RtScope.ExplainTest do
         {:port, "port", "port_command"}
       ] do
     test "exec #{variant}'s worst call waits #{kind} #{name} for most of its time" do
-      assert {:ok, result} =
-               Exec.run(unquote(variant), n: 20, iterations: 400, pause_ms: 1, explain: 3)
-
-      [worst | _] = Keyword.fetch!(result.trailer, :explain).samples
+      worst = worst_call_not_stalled(unquote(variant), 3)
       assert worst.value_ns > 10_000_000
       assert [%{kind: unquote(kind), name: unquote(name), duration_ns: ns} | _] = worst.causes
       assert ns > 0.8 * worst.value_ns
 
       assert {:error, {:invalid, "invalid n -1: must be an integer >= 0"}} =
                Exec.validate(unquote(variant), n: -1)
+    end
+  end
+
+  # The worst call of a run; measured again (at most `tries` runs) while the worst call's largest cause is the
+  # process scheduled out: the machine stalling the VM (docs/testing.md, "Judging real timing"), not the variant.
+  defp worst_call_not_stalled(variant, tries) do
+    assert {:ok, result} = Exec.run(variant, n: 20, iterations: 400, pause_ms: 1, explain: 3)
+    [worst | _] = Keyword.fetch!(result.trailer, :explain).samples
+
+    case worst.causes do
+      [%{kind: "scheduled_out"} | _] when tries > 1 -> worst_call_not_stalled(variant, tries - 1)
+      _ -> worst
     end
   end
 
