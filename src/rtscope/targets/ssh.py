@@ -43,7 +43,7 @@ import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NoReturn
 
 import paramiko
 
@@ -466,11 +466,7 @@ class SshTarget(Target):
         command takes a channel of its own). An agent that ended (killed on the target) is started again."""
         session = self._session
         if session is not None and not session.alive:
-            session.close()
-            self._session = None
-            if self.use_session:
-                self._start_session(":")
-            session = self._session
+            session = self._restart_agent()
         if session is None or not session.lock.acquire(blocking=False):
             yield None
             return
@@ -480,8 +476,9 @@ class SshTarget(Target):
             session.lock.release()
 
     def _through(self, session: ssh_session.Session, text: str, *, supervised: bool, timeout: float | None,
-                 what: str, main: bool = False) -> tuple[bytes, bytes, int]:
-        """`text` through the session, what is owed first; TimeoutError once a supervised command is stopped."""
+                 what: str, main: bool = False, retry: bool = True) -> tuple[bytes, bytes, int]:
+        """`text` through the session, what is owed first; TimeoutError once a supervised command is stopped.
+        An agent that had ended before it took the request (NotStarted): the request goes to a new one, once."""
         with self._lock:
             owed, later, self._pending, self._later = self._pending, self._later, [], []
         try:
@@ -492,15 +489,45 @@ class SshTarget(Target):
                                 deadline=time.monotonic() + timeout if timeout else None)
         except ssh_session.Silent as e:
             raise self._silent(e.args[0], what) from None
+        except ssh_session.NotStarted:
+            with self._lock:  # none of it ran: owed again, to a new agent or the next connection
+                self._pending[:0], self._later[:0] = owed, later
+            if retry and (fresh := self._fresh_agent()) is not None:
+                try:
+                    return self._through(fresh, text, supervised=supervised, timeout=timeout, what=what, main=main,
+                                         retry=False)
+                finally:
+                    fresh.lock.release()
+            return self._lost(what, later=[])
         except ssh_session.Lost:
-            if later:  # not run (it runs after a reply that never came): owed to the next connection (reconnect)
-                with self._lock:
-                    self._later.insert(0, "".join(later))
-            t = self._client.get_transport() if self._client else None
-            if t is not None and t.is_active():
-                raise self._fail(f"the session agent ended while running {what}") from None
-            raise TargetLost(f"target {self.name} ({self.where}): the connection was lost while running "
-                             f"{what}") from None
+            return self._lost(what, later)
+
+    def _fresh_agent(self) -> ssh_session.Session | None:
+        """After an agent that ended between two requests (killed on the target) while the connection lives:
+        a new agent, held for one request; None when none can start or another thread holds it."""
+        t = self._client.get_transport() if self._client else None
+        session = self._restart_agent() if t is not None and t.is_active() else None
+        return session if session is not None and session.lock.acquire(blocking=False) else None
+
+    def _restart_agent(self) -> ssh_session.Session | None:
+        """The ended agent's session closed and a new agent started (None where the agent cannot run)."""
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+        if self.use_session:
+            self._start_session(":")
+        return self._session
+
+    def _lost(self, what: str, later: list[str]) -> NoReturn:
+        """The agent or the connection ended in the middle of `what`: the error that says which."""
+        if later:  # not run (it runs after a reply that never came): owed to the next connection (reconnect)
+            with self._lock:
+                self._later.insert(0, "".join(later))
+        t = self._client.get_transport() if self._client else None
+        if t is not None and t.is_active():
+            raise self._fail(f"the session agent ended while running {what}") from None
+        raise TargetLost(f"target {self.name} ({self.where}): the connection was lost while running "
+                         f"{what}") from None
 
     def _exec_plain(self, command: str, timeout: float = 60) -> Completed:
         """A short helper command of rtscope's own (no supervisor needed: it cannot outlive its output)."""

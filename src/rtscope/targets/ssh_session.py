@@ -9,8 +9,14 @@ the command writes it; a command then costs one round trip.
 
     request:  "@@q TOKEN KIND\n" the shell text ["\n@@TOKEN;\n" text for later] "\n@@TOKEN.\n"
               (KIND p: a helper, its stdin /dev/null; s: under supervise, which a "stop" line stops;
-               m: the agent's background jobs, in its own shell)
-    reply:    stdout: the text's stdout, then "@@TOKEN=STATUS\n"; stderr: the text's stderr, then "@@TOKEN=\n"
+               m: the agent's background jobs, in its own shell; l: the last, as p, sent as the channel
+               closes: no "taken" line, whose write would end the agent before it runs the text)
+    reply:    stdout: "@@TOKEN+\n" once the whole request is read, the text's stdout, then "@@TOKEN=STATUS\n";
+              stderr: the text's stderr, then "@@TOKEN=\n"
+
+The first line of a reply says that the agent took the request: a channel that ends before it never ran the
+request (an agent killed between two requests, whose end had not reached rtscope yet: NotStarted), so the
+request can be sent again to a new agent.
 
 Each request's text runs in a subshell (its `cd`, `exit` and variables stay there), with the functions of
 ssh_shell.py defined once. The text for later runs after the reply, while rtscope takes the result in: what
@@ -52,7 +58,7 @@ HELLO = b"@@rtscope-session "
 AGENT = SUPERVISE_FUNCTION + READ_FUNCTION + BATCH_FUNCTION + JOBS_FUNCTION + r'''
 reply() { printf '@@%s=%s\n' "$1" "$2"; printf '@@%s=\n' "$1" >&2; }
 printf '@@rtscope-session %s\n' "$$"
-if [ $# -ge 2 ]; then ( eval "$2" ) </dev/null; reply "$1" $?; fi
+if [ $# -ge 2 ]; then printf '@@%s+\n' "$1"; ( eval "$2" ) </dev/null; reply "$1" $?; fi
 while IFS= read -r head; do
   case $head in "@@q "*) ;; *) continue ;; esac
   set -f; set -- $head; set +f
@@ -67,6 +73,7 @@ while IFS= read -r head; do
 "
     fi
   done
+  [ "$kind" = l ] || printf '@@%s+\n' "$tok"
   case $kind in
     s) ( closejobs; eval "$script" ) ;;
     m) eval "$script" ;;
@@ -90,6 +97,10 @@ class Unavailable(Exception):
 
 class Lost(Exception):
     """The channel or the agent ended in the middle of a request."""
+
+
+class NotStarted(Lost):
+    """The channel or the agent ended before the agent took the request: it did not run."""
 
 
 class Silent(Exception):
@@ -174,7 +185,11 @@ class Session:
         reply = _Reply(tok)
         try:
             return self._await(reply, deadline)
-        except (Lost, Silent):
+        except Lost as e:
+            if not reply.taken:
+                raise NotStarted(*e.args) from None
+            raise
+        except Silent:
             raise
         except BaseException:  # the deadline (TimeoutError), Ctrl-C, SIGTERM
             self._settle(reply, supervised)
@@ -224,7 +239,7 @@ class Session:
         try:
             if last and self.alive:
                 with self._sending:
-                    self.chan.sendall(_request(secrets.token_hex(8), "p", last, ""))
+                    self.chan.sendall(_request(secrets.token_hex(8), "l", last, ""))
             self.chan.shutdown_write()
         except (OSError, EOFError, paramiko.SSHException):
             pass
@@ -252,13 +267,18 @@ class _Stream:
 
 
 class _Reply:
-    """One request's reply as it streams in: its stdout and stderr up to their end marks, and the status
-    after the stdout mark ("@@TOKEN=STATUS\n")."""
+    """One request's reply as it streams in: the agent's "taken" line, its stdout and stderr up to their end
+    marks, and the status after the stdout mark ("@@TOKEN=STATUS\n")."""
 
     def __init__(self, tok: str):
         mark = f"@@{tok}=".encode()
+        self.taken_line = f"@@{tok}+\n".encode()
         self.stdout, self.stderr = _Stream(mark), _Stream(mark)
         self.out, self.err = self.stdout.feed, self.stderr.feed
+
+    @property
+    def taken(self) -> bool:
+        return len(self.stdout.data) >= len(self.taken_line)
 
     @property
     def status(self) -> int | None:
@@ -272,4 +292,6 @@ class _Reply:
         return self.stderr.end is not None and self.status is not None
 
     def result(self) -> tuple[bytes, bytes, int]:
-        return self.stdout.body(), self.stderr.body(), self.status
+        body = self.stdout.body()
+        return body[len(self.taken_line):] if body.startswith(self.taken_line) else body, self.stderr.body(), \
+            self.status
