@@ -24,11 +24,17 @@ def _count_runs(db):
 
 
 def test_resume_after_kill_9_neither_repeats_nor_loses_a_run(tmp_path, rtprobe):
+    """Killed (-9, no chance to clean up) and resumed: every run once, and the killed one's run directory
+    (named after its pid) removed by the next rtscope."""
     spec = tmp_path / "small.toml"
     spec.write_text(SPEC.format(reps=6))
     db = tmp_path / "k.db"
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp)}
     argv = [sys.executable, "-m", "rtscope", "run", str(spec), "--db", str(db)]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                            env=env)
     try:
         deadline = time.monotonic() + 90
         while _count_runs(db) < 5:
@@ -44,9 +50,12 @@ def test_resume_after_kill_9_neither_repeats_nor_loses_a_run(tmp_path, rtprobe):
     assert 5 <= before < 24
     with sqlite3.connect(db) as c:
         assert c.execute("select status from experiments").fetchall() == [("running",)]  # it had no chance
-    res = subprocess.run(argv + ["--resume"], capture_output=True, text=True, timeout=300)
+    left = [p.name for p in tmp.glob(f"rtscope-run-*-{proc.pid}-*")]
+    assert len(left) == 1, sorted(p.name for p in tmp.iterdir())
+    res = subprocess.run(argv + ["--resume"], capture_output=True, text=True, timeout=300, env=env)
     assert res.returncode == 0, res.stderr
     assert f"{before} of 24 runs already stored" in " ".join(res.stderr.split())
+    assert not [p.name for p in tmp.glob("rtscope-run-*")]
     with sqlite3.connect(db) as c:
         indexes = [i for (i,) in c.execute("select plan_index from runs order by plan_index")]
         assert indexes == list(range(24))

@@ -9,7 +9,6 @@ The runner sits below the store: it knows only the `add_run` it is given.
 from __future__ import annotations
 
 import posixpath
-import tempfile
 import threading
 import time
 import uuid
@@ -27,6 +26,7 @@ from ..settings.registry import SETTINGS
 from ..signals import held_signals, sigterm_raises
 from ..store.records import DuplicateRun
 from ..targets import Completed, LocalTarget, Target
+from ..targets.owners import run_directory
 from .design import block_order
 
 PROBE_STDERR_TAIL = 2000  # characters of a failed probe's output kept in the error
@@ -107,7 +107,7 @@ def _measure(reqs: list[RunRequest], store: RunSink, *, block: int | None = None
         raise RtscopeError(f"runtime {req.runtime} is not available: {missing}")
     for r in reqs:
         rt.prepare(r)
-    with tempfile.TemporaryDirectory(prefix="rtscope-run-") as tmp, ExitStack() as undo, sigterm_raises():
+    with run_directory() as tmp, ExitStack() as undo, sigterm_raises():
         workdir = Path(tmp)
         run_dir = tmp if target.is_local else target.mkdtemp()
         if not target.is_local:

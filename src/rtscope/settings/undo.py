@@ -11,7 +11,6 @@ first run applies anything, writes its originals back (also under `rtscope run -
 
 from __future__ import annotations
 
-import os
 import posixpath
 import re
 import secrets
@@ -21,7 +20,7 @@ from typing import Callable, Iterator
 from ..errors import RtscopeError
 from ..signals import held_signals
 from ..targets import Target, at_open
-from ..targets.tracefs import Owner, host_tag
+from ..targets.owners import Owner, owned_name
 from .base import RunContext
 
 JOURNAL_DIR = "/run/rtscope/undo"
@@ -68,7 +67,7 @@ def files_changed(setting: str, writes: list[tuple[str, str, str]], ctx: RunCont
     naming the file and the kernel's reason, unless `skip_refused` (then it is left out, and the list yielded
     is what was changed)."""
     target: Target = ctx.target
-    journal = posixpath.join(JOURNAL_DIR, f"{host_tag()}-{os.getpid()}-{secrets.token_hex(3)}.undo")
+    journal = posixpath.join(JOURNAL_DIR, owned_name("") + f"{secrets.token_hex(3)}.undo")
     text = "".join(f"{path}\t{old}\n" for path, _, old in writes)
     proc = target.run(["sh", "-c", 'mkdir -p "$1" && cat > "$2"', "sh", JOURNAL_DIR, journal],
                       stdin=text.encode(), timeout=60)

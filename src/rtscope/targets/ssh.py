@@ -51,7 +51,7 @@ from .. import sysinfo
 from . import ssh_session
 from .base import AT_OPEN, CommandTimedOut, Completed, ProbeRun, Target, TargetError, TargetLost, TargetSilent, \
     parse_url
-from .tracefs import host_tag
+from .owners import RUN_DIR_PREFIX, owned_name, owner_of
 from .ssh_shell import BATCH, MEMBERS_FUNCTION, READ_FUNCTION, SUPERVISOR, parse_read, printf_format, unbatch
 
 # paramiko's transport thread logs a failed handshake (a reset during the banner) with its traceback, which Python
@@ -67,14 +67,6 @@ BOOT_ID = "/proc/sys/kernel/random/boot_id"  # new at every boot: a reconnected 
 RUN_DIRS = "rtscope-run-dirs"  # the answer, at connection, listing the run directories in the workdir
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 EXIT_DRAIN = 2.0        # seconds without output after a command's exit status before its output counts as whole
 INLINE_STDIN = 4096     # bytes of a command's stdin the session writes in the command's own request (more: SFTP)
 JOB_FDS = range(4, 10)  # the session agent's fds for its background jobs (a POSIX sh has 0..9; 3 is supervise's)
@@ -253,8 +245,8 @@ class SshTarget(Target):
         listed = self.answers.pop(RUN_DIRS, None)
         gone = []
         for name in (listed.stdout.split() if listed is not None else []):
-            m = re.fullmatch(r"rtscope-run-(.+)-(\d+)-[0-9a-f]+", name)
-            if m and m[1] == host_tag() and int(m[2]) != os.getpid() and not _alive(int(m[2])):
+            found = owner_of(RUN_DIR_PREFIX, name)
+            if found is not None and found.gone:
                 gone.append(shlex.quote(posixpath.join(self.workdir, name)))
         if gone:
             with self._lock:
@@ -510,12 +502,17 @@ class SshTarget(Target):
         return session if session is not None and session.lock.acquire(blocking=False) else None
 
     def _restart_agent(self) -> ssh_session.Session | None:
-        """The ended agent's session closed and a new agent started (None where the agent cannot run)."""
+        """The ended agent's session closed and a new agent started; None when none starts (the target is
+        going away: what follows finds out how; the agent is tried again at the next connection)."""
         if self._session is not None:
             self._session.close()
             self._session = None
         if self.use_session:
-            self._start_session(":")
+            try:
+                self._session, _ = ssh_session.Session.start(self.transport, ":")
+                self._session.silence = self._check_silence
+            except ssh_session.Unavailable:
+                pass
         return self._session
 
     def _lost(self, what: str, later: list[str]) -> NoReturn:
@@ -760,10 +757,10 @@ class SshTarget(Target):
         the reason on stderr) when it cannot be made. With the session, a run directory is made ahead, after
         the reply of the request that follows (`_later`), so that a run's head usually finds it made (a test,
         no process)."""
-        default = parent is None and prefix == "rtscope-run-"
+        default = parent is None and prefix == RUN_DIR_PREFIX
         parent = parent or self.workdir
         if default:  # its owner in its name: a killed rtscope's are removed at the next connection from this host
-            prefix = f"{prefix}{host_tag()}-{os.getpid()}-"
+            prefix = owned_name(prefix)
         made = (self._spare if default else None) or posixpath.join(parent, prefix + secrets.token_hex(6))
         quoted = shlex.quote(made)
         with self._lock:

@@ -11,17 +11,15 @@ killed rtscope of this host is removed at the next start; `rtscope check` report
 
 from __future__ import annotations
 
-import os
 import posixpath
 import re
 import secrets
 import shlex
-import socket
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
 
 from .. import explain_trace
 from .base import Target, TargetError
+from .owners import Owner, owned_name, owner_of
 
 PREFIX = "rtscope-"
 TRACEFS = "sys/kernel/tracing"
@@ -96,32 +94,8 @@ def cpumask(cpus: list[int]) -> str:
     return ",".join(groups)
 
 
-def host_tag() -> str:
-    return re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname())[:40] or "host"
-
-
-@dataclass
-class Owner:
-    host: str
-    pid: int
-
-    @property
-    def alive(self) -> bool | None:
-        """Whether the rtscope that made it still runs: None when it ran on another host (cannot tell)."""
-        if self.host != host_tag():
-            return None
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-
-
 def owner(name: str) -> Owner | None:
-    m = re.fullmatch(re.escape(PREFIX) + r"(.+)-(\d+)-[0-9a-f]+", name)
-    return Owner(m[1], int(m[2])) if m else None
+    return owner_of(PREFIX, name)
 
 
 def instances(target: Target) -> list[str]:
@@ -239,7 +213,7 @@ class Instance:
         # the probe may move between the traced CPUs (it is not pinned): a sample's window is kept of each
         self.follow = follow and len(self.cpus) > 1
         self.buffer_kb = buffer_kb or BUFFER_KB
-        self.name = f"{PREFIX}{host_tag()}-{os.getpid()}-{secrets.token_hex(3)}"
+        self.name = owned_name(PREFIX) + secrets.token_hex(3)
         self.path = posixpath.join(tracefs(target), "instances", self.name)
         self.created = False
         self.keeper = None          # the Spawned window keeper
