@@ -64,6 +64,7 @@ def pytest_runtest_protocol(item, nextitem):
     if not item.get_closest_marker("timing"):
         return None
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    first_failure = ""
     for attempt in ("first", "again"):
         before = host_steal_ticks()
         reports = [call_and_report(item, "setup", log=False)]
@@ -82,9 +83,13 @@ def pytest_runtest_protocol(item, nextitem):
         if not again:
             break
         item.config.stash.setdefault(MEASURED_AGAIN, []).append(f"{item.nodeid}: {why}")
+        first_failure = next(str(r.longrepr) for r in reports if r.when == "call" and r.failed)
         item.stash[STALLS] = []
         item._initrequest()   # fresh function-scoped fixtures (a new tmp_path); module-scoped ones are kept
     for report in reports:
+        if report.when == "call" and report.failed and first_failure:  # both measurements' failures shown
+            report.sections.append(("realtiming: the first measurement failed too, before it was measured again",
+                                    first_failure))
         item.ihook.pytest_runtest_logreport(report=report)
     item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return True

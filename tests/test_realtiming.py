@@ -120,6 +120,8 @@ def test_always_late():
     r.assert_outcomes(failed=1)
     r.stdout.fnmatch_lines(["*realtiming: measured again: *test_always_late: the hypervisor stole 3 ticks*",
                             "*AssertionError: try 2*"])
+    out = r.stdout.str()   # the first measurement's failure is shown beside the second's
+    assert "the first measurement failed too" in out and "AssertionError: try 1" in out
 
 
 def test_a_test_in_no_tier_a_fast_timing_test_or_one_not_alone_is_refused(inner):
