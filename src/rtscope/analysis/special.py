@@ -58,7 +58,8 @@ def _log_gamma_prefactor(a: float, x: float) -> float:
         return a * math.log(x) - x - math.lgamma(a)
     # a log(x/a) + a − x − ½ log a + ½ log 2π... with Γ(a) = √(2π/a) (a/e)^a e^stirlerr(a)
     d = (x - a) / a
-    return a * (math.log1p(d) - d) + 0.5 * math.log(a) - _HALF_LOG_2PI - _stirlerr(a)
+    log_ratio = math.log1p(d) if abs(d) < 0.5 else math.log(x / a)   # log1p(d) near d = −1 would lose digits
+    return a * (log_ratio - d) + 0.5 * math.log(a) - _HALF_LOG_2PI - _stirlerr(a)
 
 
 # --- the regularized incomplete beta, b = ½ (Student's t) ---------------------------------------

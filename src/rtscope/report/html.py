@@ -747,7 +747,7 @@ def _bytecode_cache():
         def load_bytecode(self, bucket):
             try:
                 super().load_bytecode(bucket)
-            except (OSError, EOFError, ValueError, TypeError):     # unreadable or truncated: compile
+            except Exception:         # unreadable, truncated, another version's: compile afresh
                 bucket.reset()
 
         def dump_bytecode(self, bucket):
