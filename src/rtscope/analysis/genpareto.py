@@ -1,11 +1,14 @@
 """scipy.stats' generalised Pareto (location 0) and its Cramér–von Mises test, computed as scipy computes them
-but without importing scipy.stats.
+but without importing scipy.
 
 Importing scipy.stats costs about 0.4 s of CPU (its distributions' docstrings are parsed at import), as
 much as every tail fit of a 100-run report together; a fit through genpareto.fit pays a millisecond of
 argument checks per likelihood evaluation on top. These functions make the same floating-point operations
-in the same order (scipy.special's ufuncs, the same penalty outside the support, optimize.fmin from the same
-start: analysis.neldermead), so their results are scipy's, bit for bit on the cases tests/test_tail.py checks.
+in the same order (the same penalty outside the support, optimize.fmin from the same start:
+analysis.neldermead), with analysis.special's functions for scipy.special's (numpy's log1p, expm1 and exp
+where scipy calls the C library's, K_ν by the trapezoid rule). On the cases tests/test_tail.py checks, isf,
+sf and cdf agree with scipy's within 2e-15 relative, the fit within 1e-12 (there bit for bit), the
+Cramér–von Mises statistic within 1e-14 and its p-value within 1e-13 absolute.
 
 - isf, sf, cdf: genpareto.isf/sf/cdf(x, c, scale=s) (`-boxcox(q, -c)`, `inv_boxcox(-x, -c)`,
   `-inv_boxcox1p(-x, -c)` on x/s, with scipy's values at and beyond the support's ends);
