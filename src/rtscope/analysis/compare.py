@@ -34,8 +34,8 @@ reason. Cliff's delta of the pooled samples (δ = P(X>Y) − P(X<Y), X the confi
 shown as an effect size of the whole distributions, labelled with Romano et al.'s thresholds: |δ| < 0.147
 negligible, < 0.33 small, < 0.474 medium, else large; it is descriptive, not a test.
 
-Welch's test is written with numpy and scipy.special (importing scipy.stats costs more than the whole
-comparison) and checked against scipy.stats in the test suite.
+Welch's test is written with numpy and analysis.special (importing scipy.stats, or scipy.special, costs more
+than the whole comparison) and checked against scipy.stats in the test suite.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def cliffs_delta(xs: np.ndarray, ys: np.ndarray) -> float:
 
 def welch(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
     """Welch's t-test p-value and 95% interval of mean(a) − mean(b) (Welch-Satterthwaite df)."""
-    from scipy.special import stdtr, stdtrit
+    from .special import stdtr, stdtrit
     n1, n2 = len(a), len(b)
     diff = float(np.mean(a) - np.mean(b))
     v1, v2 = float(np.var(a, ddof=1)) / n1, float(np.var(b, ddof=1)) / n2

@@ -70,21 +70,21 @@ class Estimate:
 
     def p(self, shift: float = 0.0) -> float:
         """Two-sided p of value = shift."""
-        from scipy.special import stdtr
+        from .special import stdtr
         if self.se == 0:
             return 1.0 if self.value == shift else 0.0
         return min(1.0, float(2.0 * stdtr(self.df, -abs(self.value - shift) / self.se)))
 
     def above(self, shift: float) -> float:
         """One-sided p of H0 value ≤ shift against value > shift."""
-        from scipy.special import stdtr
+        from .special import stdtr
         if self.se == 0:
             return 0.0 if self.value > shift else 1.0
         return float(stdtr(self.df, -(self.value - shift) / self.se))
 
     def interval(self, alpha: float = 0.05) -> tuple[float, float]:
         """The two-sided (1 − alpha) interval."""
-        from scipy.special import stdtrit
+        from .special import stdtrit
         half = float(stdtrit(self.df, 1.0 - alpha / 2.0)) * self.se if self.se else 0.0
         return self.value - half, self.value + half
 

@@ -69,15 +69,15 @@ def reference_threshold(values: np.ndarray, k: int) -> float:
     return u
 
 
-# scipy.special's pdtrc and chdtrc are what scipy.stats' poisson.sf and chi2.sf compute (the same values);
-# without scipy.stats (about a second of import on a loaded machine) a refused run costs `show` no fit's import.
+# scipy.special's pdtrc and chdtrc are what scipy.stats' poisson.sf and chi2.sf compute; analysis.special's
+# (within 1e-10 of them) import no scipy at all: a refused run costs `show` no fit's import.
 def _poisson_sf(observed: int, expected: float) -> float:
-    from scipy.special import pdtrc
+    from .special import pdtrc
     return float(pdtrc(observed - 1, expected)) if observed > 0 else 1.0
 
 
 def _chi2_sf(x: float, df: int) -> float:
-    from scipy.special import chdtrc
+    from .special import chdtrc
     return float(chdtrc(df, x))
 
 

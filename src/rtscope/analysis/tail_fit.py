@@ -225,7 +225,7 @@ def fit_gpd(ex: Excesses, quantile: float) -> GpdFit:
 
 def _chi2_gof(ex: Excesses, c: float, s: float) -> tuple[float, float]:
     """χ² of the tail buckets' counts against the fit, buckets merged from the top until ≥ 5 expected."""
-    from scipy.special import chdtrc
+    from .special import chdtrc
     upper = np.append(ex.lo[1:], np.inf)          # each bucket up to the next non-empty one; the last open
     expected = ex.k * (genpareto.sf(ex.lo, c, scale=s) - genpareto.sf(upper, c, scale=s))
     groups_o, groups_e, o, e = [], [], 0.0, 0.0

@@ -729,6 +729,41 @@ def paper_section(report: Report, plot) -> dict | None:
             "tested": sum(j.p_holm is not None for j in v.claims), "evidence": evidence_text(v.claims)}
 
 
+def template_cache_dir() -> Path:
+    """Where the compiled templates are kept: $RTSCOPE_CACHE/jinja2, else $XDG_CACHE_HOME/rtscope/jinja2, else
+    ~/.cache/rtscope/jinja2."""
+    root = os.environ.get("RTSCOPE_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "rtscope")
+    return Path(root) / "jinja2"
+
+
+def _bytecode_cache():
+    """jinja2's bytecode cache of the report's templates (compiling them costs about 0.1 s a report), keyed by
+    jinja2 on each template's name and the SHA-1 of its source, so an edited template is compiled afresh. A
+    cache directory that cannot be created, read or written costs only the compilation (None: no cache)."""
+    import jinja2
+
+    class Cache(jinja2.FileSystemBytecodeCache):
+        def load_bytecode(self, bucket):
+            try:
+                super().load_bytecode(bucket)
+            except Exception:         # unreadable, truncated, another version's: compile afresh
+                bucket.reset()
+
+        def dump_bytecode(self, bucket):
+            try:
+                super().dump_bytecode(bucket)
+            except OSError:
+                pass
+
+    directory = template_cache_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return Cache(str(directory))
+
+
 def render(report: Report, plotly_gz: str | None = None) -> str:
     import jinja2
     if plotly_gz is None:
@@ -737,10 +772,11 @@ def render(report: Report, plotly_gz: str | None = None) -> str:
     paper = paper_section(report, plots)
     parts = sections(report, plots)
     cs = report.comparisons
-    env = jinja2.Environment(loader=jinja2.DictLoader({"tables.html": TABLES}), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(loader=jinja2.DictLoader({"tables.html": TABLES, "report.html": TEMPLATE}),
+                             autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             bytecode_cache=_bytecode_cache())
     env.globals["machine_rows"] = machine_rows
-    template = env.from_string(TEMPLATE)
+    template = env.get_template("report.html")
     return template.render(
         r=report, style=STYLE, draw_plots=DRAW_PLOTS, version=__version__, plotly_gz=plotly_gz, machines=report.machines,
         stats_tables=stats_tables(report), comparisons=comparison_rows(report), **parts,

@@ -351,7 +351,11 @@ class Exceedances:
         global _TAIL_JOBS
         self.jobs, self.futures, self.pool = jobs, None, None
         if parallel and jobs and _cpus() > 1 and "fork" in multiprocessing.get_all_start_methods():
-            import scipy.special  # noqa: F401  both sides need it (the tests, the checks): imported once, not twice
+            # what both sides need, imported once, not in each: the special functions (the tests, the checks) and
+            # numpy.ma (numpy's unique and quantile import it on first use: 50 ms or more of CPU)
+            import numpy.ma  # noqa: F401
+
+            from ..analysis import special  # noqa: F401
             _TAIL_JOBS = jobs
             self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
             self.futures = [self.pool.submit(_tail_job, i) for i in range(len(jobs))]
