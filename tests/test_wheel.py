@@ -79,9 +79,12 @@ def installed(wheel, tmp_path_factory) -> Path:
     """A fresh virtualenv with the wheel installed by pip. Its dependencies are put there as pip would (every file
     their RECORD lists) from the distributions this test's Python has, hard-linked: only the wheel's declared
     requirements and theirs (resolved from the wheel's own METADATA), checked by `pip check`; none of them from
-    this checkout (the tests hide it). Installing them from pip's cache took 30 s of the module's time."""
+    this checkout (the tests hide it), with the byte code Python wrote for them. Installing them from pip's cache
+    took 30 s of the module's time, and every command run in the venv compiled them again."""
     venv = tmp_path_factory.mktemp("venv")
-    subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=120)
+    # without pip of its own (ensurepip took 7 s): this pip installs into it (--python)
+    subprocess.run([sys.executable, "-m", "venv", "--clear", "--without-pip", str(venv)], check=True, timeout=120)
+    pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python")]
     (site,) = venv.glob("lib/python3*/site-packages")
     with zipfile.ZipFile(wheel) as z:
         meta = z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))).decode()
@@ -96,10 +99,15 @@ def installed(wheel, tmp_path_factory) -> Path:
             target = site / f
             target.parent.mkdir(parents=True, exist_ok=True)
             os.link(source, target)
-    proc = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-compile", "--no-deps", "--no-index",
-                           str(wheel)], capture_output=True, text=True, timeout=600)
+            if source.suffix == ".py":    # its byte code, where Python wrote it (valid: the same file, mtime)
+                cached = source.parent / "__pycache__" / f"{source.stem}.{sys.implementation.cache_tag}.pyc"
+                if cached.is_file() and not (target.parent / "__pycache__" / cached.name).exists():
+                    (target.parent / "__pycache__").mkdir(exist_ok=True)
+                    os.link(cached, target.parent / "__pycache__" / cached.name)
+    proc = subprocess.run([*pip, "install", "-q", "--no-compile", "--no-deps", "--no-index", str(wheel)],
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    proc = subprocess.run([str(venv / "bin" / "pip"), "check"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([*pip, "check"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]     # every requirement met, in range
     return venv
 
