@@ -177,7 +177,8 @@ def wait_for_runs(db: str, n: int, proc: subprocess.Popen, timeout: float = 60) 
 
 
 def test_sigterm_then_resume_repeats_no_finished_run(cli, syn, tmp_path):
-    spec = write(tmp_path, SYNTHETIC.format(budget=24) + '\n[targets.board2]\nkind = "local"\n')
+    # 16 runs: 6 or 7 made before the signal, the rest after the resume (24 took 8 more runs of 0.3 s)
+    spec = write(tmp_path, SYNTHETIC.format(budget=16) + '\n[targets.board2]\nkind = "local"\n')
     db = str(tmp_path / "r.db")
     proc = rtscope_synthetic("tune", spec, "--db", db, run_s=0.3)
     wait_for_runs(db, 6, proc)
@@ -200,7 +201,7 @@ def test_sigterm_then_resume_repeats_no_finished_run(cli, syn, tmp_path):
     made_now = [r for r in Store(db).runs() if r.plan_index not in before]
     assert made_now and all(r.settings.get("target") == "board2" for r in made_now)
     assert all(after[i] == run_id for i, run_id in before.items())      # nothing finished was made again
-    assert len(after) == doc["runs_used"] <= 24 and sorted(after) == list(range(len(after)))
+    assert len(after) == doc["runs_used"] <= 16 and sorted(after) == list(range(len(after)))
     r = cli("tune", spec, "--db", db, "--resume")
     assert r.code == 2 and "no unfinished tune" in r.err
 
@@ -213,7 +214,7 @@ def test_two_processes_share_one_tune_on_postgresql(tmp_path):
     server = pgserver.PgServer().start()
     try:
         url = server.create_database("tune_shared")
-        spec = write(tmp_path, SYNTHETIC.format(budget=30))
+        spec = write(tmp_path, SYNTHETIC.format(budget=16))      # runs of 0.2 s: both processes make some
         first = rtscope_synthetic("tune", spec, "--db", url, "--json", run_s=0.2)
         wait_for_runs(url, 1, first)
         second = rtscope_synthetic("tune", spec, "--db", url, "--resume", "1", "--json", run_s=0.2)
@@ -226,7 +227,7 @@ def test_two_processes_share_one_tune_on_postgresql(tmp_path):
         store = Store(url)
         runs = store.runs(experiment_id=doc1["experiment"])
         slots = store.tunes.slots(doc1["tune"])
-        assert len(runs) == len(slots) == doc1["runs_used"] <= 30          # none twice, none lost
+        assert len(runs) == len(slots) == doc1["runs_used"] <= 16          # none twice, none lost
         assert sorted(r.plan_index for r in runs) == list(range(len(runs)))
         workers = {s["claimed_by"].rsplit(":", 1)[0] for s in slots}
         assert len(workers) == 2, workers                     # both processes made runs
