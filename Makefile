@@ -9,6 +9,11 @@ NPROC  := $(shell nproc 2>/dev/null || echo 2)
 JOBS    = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(NPROC))# none under a parallel make: its sub-makes share its jobs
 STAMP  := $(VENV)/.installed
 
+# An environment that says not to write byte code (PYTHONDONTWRITEBYTECODE) would have every Python process
+# compile each module it imports again: 0.5-1.5 s a command here, and the suite starts hundreds of them. What
+# make runs writes it (into .venv and the ignored __pycache__ directories), once.
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: all setup setup-quietly system-deps venv probes cross beam cbtask dist demo check test test-python test-probes test-cross test-beam test-cbtask check-specs check-imports bench clean
 
 all: setup
