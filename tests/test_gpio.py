@@ -3,7 +3,9 @@ kernel) has a PL061 controller, /dev/gpiochip0 with 8 lines. This machine's own 
 
 One guest is booted for the module, with Erlang and Elixir for arm64 in its root file system (the target's
 `packages`); runs go through rtscope's runner on it like on a board: rtprobe deployed over SSH (cross-built for
-aarch64), the BEAM harness's compiled modules copied there, a fresh VM per BEAM run.
+aarch64), the BEAM harness's compiled modules copied there, a fresh VM per BEAM run. Setting explain there: a
+call's window explained, a guest without tracefs refused (the culprit named, which judges timing:
+tests/test_gpio_explain.py).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 import pytest
 
 from rtscope import paths
-from rtscope.errors import ProbeError
+from rtscope.errors import ProbeError, RtscopeError
 from rtscope.experiment.runner import execute
 from rtscope.experiment.spec import build_request
 from rtscope.store import Store
@@ -27,7 +29,7 @@ from rtscope.targets.deploy import place_file
 
 sys.path.insert(0, str(Path(__file__).parent))
 import beamnode  # noqa: E402  (nerves_ssh as the test boards run it)
-from gpio_guest import pi3  # noqa: E402,F401  (the module's guest)
+from gpio_guest import explained_run, pi3  # noqa: E402,F401  (the module's guest)
 from qemu_skip import qemu_unavailable  # noqa: E402
 
 WHY = qemu_unavailable("aarch64", root_for="arm64 guest images are built through binfmt_misc")
@@ -115,6 +117,44 @@ def test_the_port_program_reads_back_what_it_wrote(pi3):
         r = pi3.run(["sh", "-c", f"printf '{frames}' | {probe} gpio port --line 6 | od -An -c"])
         assert r.returncode == 0 and r.stdout.split() == ["\\0", "005", "r", "e", "a", "d", "y", "\\0", "001", "k",
                                                           "\\0", "001", value], r.stdout
+
+
+# ---- setting explain in the guest, what judges no timing (the culprit: tests/test_gpio_explain.py, alone) ----
+
+@pytest.mark.parametrize("variant, column, params", [
+    ("write", "write_1", {"line": 2}),
+    ("read", "duration", {"line": 3}),
+])
+def test_explain_a_call_explains_its_primary(pi3, tmp_path, cli, variant, column, params):
+    # pause_ms 1: the caller sleeps between iterations, so each window shows it switched in (the task current
+    # during a call is known only from a sched_switch within the trace read before it).
+    run, data, out = explained_run(pi3, tmp_path, cli, variant, iterations=300, pause_ms=1, **params)
+    assert [c["name"] for c in run.columns][0] == column and run.columns[-1]["name"] == "start"
+    assert run.trailer["explain"]["column"] == column
+    took = data[column] + (data["write_0"] if variant == "write" else 0)
+    assert (np.diff(data["start"]) >= took[:-1]).all()  # one call after the other, on the trace's clock
+    samples = out["samples"]
+    assert [s["value_ns"] for s in samples] == sorted(data[column].tolist(), reverse=True)[:10]
+    traced = [s for s in samples if not s["note"]]
+    assert traced, samples
+    for s in traced:  # what ran during the call: its causes, the caller's own time and the rest, the call's time
+        assert sum(c["duration_ns"] for c in s["causes"]) + s["self_ns"] + s["unexplained_ns"] == s["value_ns"]
+        assert s["self_ns"] > 0, [(x["value_ns"], x["self_ns"], x["idle_ns"], x["unexplained_ns"], x["measuring_pid"],
+                                   [(c["kind"], c["name"], c["pid"], c["duration_ns"]) for c in x["causes"]])
+                                  for x in samples]
+
+
+def test_explain_refused_where_the_guest_cannot_trace(pi3, tmp_path, monkeypatch):
+    # The guest's image has no umount; its tracefs is looked for under a tree without one instead (the target's
+    # sysfs_root, as test_explain.py does locally): the check itself runs in the guest's shell.
+    monkeypatch.setattr(pi3, "sysfs_root", "/tmp/no-tracefs")
+    store = Store(str(tmp_path / "refused.db"))
+    req = build_request("gpio", "blink", "native", {"iterations": 5, "line": 4}, {"target": "pi3", "explain": 5})
+    with pytest.raises(RtscopeError) as e:
+        execute(req, store, target=pi3)
+    assert str(e.value).startswith("explain = 5: target pi3: tracefs not mounted at /tmp/no-tracefs/sys/kernel/tracing; "
+                                   "mount -t tracefs nodev /tmp/no-tracefs/sys/kernel/tracing")
+    assert store.runs() == []
 
 
 # ---- the BEAM: the harness in a fresh Erlang VM in the guest, the line through rtprobe's port -------------------

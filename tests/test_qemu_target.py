@@ -29,8 +29,8 @@ pytestmark = [pytest.mark.real, pytest.mark.skipif(WHY is not None, reason=WHY o
 GUESTS = {"x86-stock": ("x86_64", "debian:stock"), "pi3-rt": ("aarch64", "debian:rt")}
 
 
-def table(name: str, arch: str, kernel: str, **extra) -> str:
-    lines = [f"[targets.{name}]", 'kind = "qemu"', f'arch = "{arch}"', f'kernel = "{kernel}"', "cpus = 2",
+def table(name: str, arch: str, kernel: str, cpus: int = 2, **extra) -> str:
+    lines = [f"[targets.{name}]", 'kind = "qemu"', f'arch = "{arch}"', f'kernel = "{kernel}"', f"cpus = {cpus}",
              'memory = "1G"', 'accel = "tcg"']
     lines += [f'{k} = "{v}"' for k, v in extra.items()]
     return "\n".join(lines) + "\n"
@@ -118,12 +118,13 @@ def test_two_guests_timer_and_storage_runs(tmp_path, cli, guests):
 
 def test_killing_rtscope_leaves_no_qemu(tmp_path, guests):
     """rtscope killed with SIGKILL, and another with SIGTERM, while their probes measure in their guests (booted
-    side by side, as a fleet's are): neither guest's QEMU outlives its rtscope."""
+    side by side, as a fleet's are): neither guest's QEMU outlives its rtscope. (One vCPU each: two emulated
+    vCPU threads, not four, booting on the host's two cores; what is killed is the same.)"""
     runs = {}
     for sig in (signal.SIGKILL, signal.SIGTERM):
         name = f"killed{int(sig)}"
         spec = tmp_path / f"{name}.toml"
-        spec.write_text(f'name = "k"\ntarget = "{name}"\n' + table(name, "x86_64", "debian:stock")
+        spec.write_text(f'name = "k"\ntarget = "{name}"\n' + table(name, "x86_64", "debian:stock", cpus=1)
                         + '[[workload]]\nname = "timer"\nvariants = "absolute"\n'
                           '[workload.params]\ninterval_us = 1000\nloops = 60000\n')
         proc = subprocess.Popen([sys.executable, "-m", "rtscope", "run", str(spec), "--db",
@@ -161,9 +162,12 @@ def test_killing_rtscope_leaves_no_qemu(tmp_path, guests):
 
 
 def test_a_guest_that_panics_gives_the_panic_line(tmp_path, cli, guests):
+    """A guest whose kernel panics while it boots (no init to run; one vCPU, it panics the same): `rtscope run`
+    exits 1 with the kernel's panic line, no QEMU left, no run stored."""
     spec = tmp_path / "p.toml"
     spec.write_text('name = "p"\ntarget = "broken"\n'
-                    + table("broken", "x86_64", "debian:stock", kernel_args="rdinit=/no/such/init init=/no/such")
+                    + table("broken", "x86_64", "debian:stock", cpus=1,
+                            kernel_args="rdinit=/no/such/init init=/no/such")
                     + '[[workload]]\nname = "exec"\nvariants = "sum"\n')
     r = cli("run", spec, "--db", str(tmp_path / "s.db"))
     assert r.code == 1
