@@ -6,6 +6,7 @@ Erlang VM, a browser, real timing). A test with neither or both is a collection 
 
 from __future__ import annotations
 
+import signal
 import sys
 import warnings
 from contextlib import contextmanager
@@ -25,6 +26,15 @@ from rtscope import samplefile
 from rtscope.paths import repo_file
 
 RTPROBE = repo_file("probes", "build", "rtprobe")
+
+
+def pytest_configure(config):
+    """Ctrl-C reaches the rtscope processes the tests start, however the suite was started: a shell without job
+    control starts a background command (`make test &`) with SIGINT ignored, which every child inherits across
+    exec (a Python that starts with it ignored never installs its KeyboardInterrupt), and the tests that send
+    SIGINT would see it ignored. A handler, unlike an ignored signal, is reset to the default in a child."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config, items):
