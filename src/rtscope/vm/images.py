@@ -96,7 +96,7 @@ class Image:
     key: str                 # the content hash
 
 
-TOOL_PACKAGES = {"mmdebstrap": "mmdebstrap", "depmod": "kmod", "cpio": "cpio", "ssh-keygen": "openssh-client",
+TOOL_PACKAGES = {"mmdebstrap": "mmdebstrap", "depmod": "kmod", "cpio": "cpio", "lz4": "lz4", "ssh-keygen": "openssh-client",
                  "update-binfmts": "binfmt-support"}
 
 
@@ -197,19 +197,16 @@ def build(arch: str, kernel: Kernel, extra: tuple[str, ...] = ()) -> Image:
 
 
 def _build_image(arch: str, kernel: Kernel, key: str, base: Path, extra: tuple[str, ...]) -> Image:
-    # Uncompressed: a TCG guest's kernel inflating a gzip initramfs spent 7-10 s of emulated CPU a boot (half
-    # an aarch64 boot's CPU); the host reads the 270 MB from its page cache in no time.
-    image = Image(arch, base / "initramfs.cpio", base / "id_ed25519",
+    # LZ4 (its legacy frame, the one the kernel's initramfs unpacker reads): a TCG guest's kernel inflating the
+    # gzip of old spent 7-10 s of emulated CPU a boot, half an aarch64 boot's. Uncompressed is faster still, but
+    # the image and its unpacked copy (300 MB each with Elixir) do not fit in a 1 GiB guest together.
+    image = Image(arch, base / "initramfs.cpio.lz4", base / "id_ed25519",
                   (base / "host_key.pub").read_text().strip() if (base / "host_key.pub").exists() else "", key)
     if image.initramfs.exists() and image.host_public_key:
         return image
-    packed = base / "initramfs.cpio.gz"    # made by an rtscope before: unpacked once, here
+    packed = base / "initramfs.cpio.gz"    # made by an rtscope before: recompressed once, here
     if packed.exists() and image.host_public_key:
-        part = base / "initramfs.cpio.part"
-        with open(part, "wb") as out:
-            if subprocess.run(["gzip", "-dc", str(packed)], stdout=out).returncode:
-                raise RtscopeError(f"unpacking the cached {arch} guest image {packed} failed (gzip -d)")
-        part.rename(image.initramfs)
+        _compress(["gzip", "-dc", str(packed)], base, image.initramfs, f"recompressing the cached {arch} guest image")
         packed.unlink()
         return image
     tar = rootfs(arch, extra)
@@ -234,13 +231,25 @@ def _build_image(arch: str, kernel: Kernel, key: str, base: Path, extra: tuple[s
     (tree / "etc" / "hostname").write_text(HOSTNAME + "\n")
     (tree / "init").write_text(INIT)
     os.chmod(tree / "init", 0o755)
-    part = base / "initramfs.cpio.part"
-    with open(part, "wb") as out:
-        files = subprocess.Popen(["find", "."], cwd=tree, stdout=subprocess.PIPE)
-        cpio = subprocess.run(["cpio", "-o", "-H", "newc", "--quiet"], cwd=tree, stdin=files.stdout, stdout=out)
-        if files.wait() or cpio.returncode:
-            raise RtscopeError(f"packing the {arch} guest image failed (find | cpio)")
+    _compress(["bash", "-o", "pipefail", "-c", "find . | cpio -o -H newc --quiet"], tree, image.initramfs, f"packing the {arch} guest image")
     shutil.rmtree(tree)
     (base / "host_key.pub").write_text(host_pub + "\n")
-    part.rename(image.initramfs)
     return Image(arch, image.initramfs, user_key, host_pub, key)
+
+
+def _compress(archive: list[str], cwd: Path, out: Path, what: str) -> None:
+    """`archive`'s output (a cpio archive) compressed into `out` with LZ4's legacy frame, whole or not at all."""
+    part = out.with_name(out.name + ".part")
+    with open(part, "wb") as f:
+        source = subprocess.Popen(archive, cwd=cwd, stdout=subprocess.PIPE)
+        try:
+            lz4 = subprocess.run(["lz4", "-l", "-1", "-q"], stdin=source.stdout, stdout=f)
+        except FileNotFoundError:
+            source.kill()
+            source.wait()
+            raise RtscopeError(f"{what}: lz4 is not installed (sudo apt-get install -y lz4)") from None
+        finally:
+            source.stdout.close()
+        if source.wait() or lz4.returncode:
+            raise RtscopeError(f"{what} failed ({archive[0]} | lz4)")
+    part.rename(out)
