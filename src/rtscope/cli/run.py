@@ -489,6 +489,7 @@ def until_decided_runs(store, parsed, path, pool, absent, aside, wheres, seed, a
     from ..analysis.claims import memory_slope
     from ..analysis.compare import load_cells
     from ..experiment import claim_runs, execute as exp_mod, sequential
+    from ..signals import Terminated
     wanted = [c for c in parsed.claims if c.id not in absent and c.id not in aside]
     identity = exp_mod.spec_identity(path)
     experiment = exp_mod.latest_unfinished(store, identity) if resume else None
@@ -520,9 +521,18 @@ def until_decided_runs(store, parsed, path, pool, absent, aside, wheres, seed, a
                 err_console.print(f"  {escape(j.claim.id)}: {j.interval_text()} (level {j.level:.4g})",
                                   highlight=False)
 
-    final, progress = sequential.until_decided(
-        store, parsed, experiment, wanted, budget_s=budget_s, alpha=alpha,
-        run_round=lambda exp: execute_resumable(store, exp, _Quiet(), pool, hint), judge=judge, on_look=on_look)
+    def sequence_of_rounds():
+        # A stop between two rounds (while a look is judged) is said and marked as one during a round is.
+        try:
+            return sequential.until_decided(
+                store, parsed, experiment, wanted, budget_s=budget_s, alpha=alpha,
+                run_round=lambda exp: exp_mod.execute(store, exp, _Quiet(), pool), judge=judge, on_look=on_look)
+        except BaseException as e:
+            if isinstance(e, (KeyboardInterrupt, Terminated)):
+                exp_mod.set_status(store, experiment.id, exp_mod.INTERRUPTED)
+            raise
+
+    final, progress = resumable(sequence_of_rounds, f"experiment {experiment.id}", hint)
     exp_mod.set_status(store, experiment.id, exp_mod.FINISHED)
     sequence = {"experiment": experiment.id, "rounds": progress.rounds, "looks": progress.look,
                 "budget_s": budget_s, "wall_s": round(time_since(progress), 1),
