@@ -498,7 +498,9 @@ class SshTarget(Target):
         """After an agent that ended between two requests (killed on the target) while the connection lives:
         a new agent, held for one request; None when none can start or another thread holds it."""
         t = self._client.get_transport() if self._client else None
-        session = self._restart_agent() if t is not None and t.is_active() else None
+        if self.halted.is_set() or t is None or not t.is_active():   # stopped (the fleet's Ctrl-C): nothing new
+            return None
+        session = self._restart_agent()
         return session if session is not None and session.lock.acquire(blocking=False) else None
 
     def _restart_agent(self) -> ssh_session.Session | None:
