@@ -527,9 +527,8 @@ def until_decided_runs(store, parsed, path, pool, absent, aside, wheres, seed, a
             return sequential.until_decided(
                 store, parsed, experiment, wanted, budget_s=budget_s, alpha=alpha,
                 run_round=lambda exp: exp_mod.execute(store, exp, _Quiet(), pool), judge=judge, on_look=on_look)
-        except BaseException as e:
-            if isinstance(e, (KeyboardInterrupt, Terminated)):
-                exp_mod.set_status(store, experiment.id, exp_mod.INTERRUPTED)
+        except (KeyboardInterrupt, Terminated):
+            exp_mod.set_status(store, experiment.id, exp_mod.INTERRUPTED)
             raise
 
     final, progress = resumable(sequence_of_rounds, f"experiment {experiment.id}", hint)

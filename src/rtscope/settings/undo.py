@@ -12,7 +12,6 @@ first run applies anything, writes its originals back (also under `rtscope run -
 from __future__ import annotations
 
 import posixpath
-import re
 import secrets
 from contextlib import contextmanager
 from typing import Callable, Iterator
@@ -20,11 +19,10 @@ from typing import Callable, Iterator
 from ..errors import RtscopeError
 from ..signals import held_signals
 from ..targets import Target, at_open
-from ..targets.owners import Owner, owned_name
+from ..targets.owners import Owner, owned_name, owner_of
 from .base import RunContext
 
 JOURNAL_DIR = "/run/rtscope/undo"
-_NAME = re.compile(r"(.+)-(\d+)-[0-9a-f]+\.undo")
 _CHECKED = ("undo", "stale journals restored")  # target.deployed key: once per connection
 
 # Writes "$2" into "$1", "$4" into "$3"...: one line per file, "ok" or "fail <the shell's error>".
@@ -118,9 +116,9 @@ def stale(target: Target) -> list[tuple[str, Owner | None, list[tuple[str, str]]
     found: list[tuple[str, Owner | None, list[tuple[str, str]]]] = []
     for line in out.splitlines():
         if line.startswith("== "):
-            m = _NAME.fullmatch(line[3:])
-            who = Owner(m[1], int(m[2])) if m else None
-            found.append((line[3:], who, []))
+            name = line[3:]
+            who = owner_of("", name.removesuffix(".undo")) if name.endswith(".undo") else None
+            found.append((name, who, []))
         elif found and "\t" in line:
             path, old = line.split("\t", 1)
             found[-1][2].append((path, old))

@@ -5,6 +5,7 @@ live one uses."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -59,19 +60,26 @@ RUN_DIR_PREFIX = "rtscope-run-"
 
 
 def run_directory() -> tempfile.TemporaryDirectory:
-    """The controller's directory for one run (its sample files come here), named after this process; first
-    those a killed rtscope on this host left in the same temporary directory are removed."""
-    parent = tempfile.gettempdir()
+    """The controller's directory for one run (its sample files come here), named after this process; the first
+    one a process makes removes those a killed rtscope on this host left in the same temporary directory."""
+    _remove_stale_run_directories(tempfile.gettempdir())
+    return tempfile.TemporaryDirectory(prefix=owned_name(RUN_DIR_PREFIX))
+
+
+@functools.cache
+def _remove_stale_run_directories(parent: str) -> None:
+    """Once per process and temporary directory: a scan of it is not owed again for each run."""
     try:
         entries = list(os.scandir(parent))
     except OSError:
-        entries = []
+        return
     for entry in entries:
         found = owner_of(RUN_DIR_PREFIX, entry.name)
+        if found is None or not found.gone:
+            continue
         try:
             mine = entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_uid == os.getuid()
         except OSError:
             continue
-        if found is not None and mine and found.gone:
+        if mine:
             shutil.rmtree(entry.path, ignore_errors=True)
-    return tempfile.TemporaryDirectory(prefix=owned_name(RUN_DIR_PREFIX))

@@ -96,8 +96,8 @@ class Image:
     key: str                 # the content hash
 
 
-TOOL_PACKAGES = {"mmdebstrap": "mmdebstrap", "depmod": "kmod", "cpio": "cpio", "lz4": "lz4", "ssh-keygen": "openssh-client",
-                 "update-binfmts": "binfmt-support"}
+TOOL_PACKAGES = {"mmdebstrap": "mmdebstrap", "depmod": "kmod", "cpio": "cpio", "lz4": "lz4",
+                 "ssh-keygen": "openssh-client", "update-binfmts": "binfmt-support"}
 
 
 def _run(argv: list[str], what: str, timeout: float = 1800, **kw) -> None:
@@ -231,7 +231,8 @@ def _build_image(arch: str, kernel: Kernel, key: str, base: Path, extra: tuple[s
     (tree / "etc" / "hostname").write_text(HOSTNAME + "\n")
     (tree / "init").write_text(INIT)
     os.chmod(tree / "init", 0o755)
-    _compress(["bash", "-o", "pipefail", "-c", "find . | cpio -o -H newc --quiet"], tree, image.initramfs, f"packing the {arch} guest image")
+    _compress(["bash", "-o", "pipefail", "-c", "find . | cpio -o -H newc --quiet"], tree, image.initramfs,
+              f"packing the {arch} guest image")
     shutil.rmtree(tree)
     (base / "host_key.pub").write_text(host_pub + "\n")
     return Image(arch, image.initramfs, user_key, host_pub, key)
