@@ -91,8 +91,8 @@ def test_until_decided_interrupted_resumes(tmp_path):
            "--db", db]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:        # wait for the first runs of round 1 to be stored
-        time.sleep(0.5)
+    while time.monotonic() < deadline:        # round 1 stored: the stop lands in round 2, before look 1
+        time.sleep(0.05)
         if os.path.exists(db) and len(Store(db).runs()) >= 2:
             break
     proc.send_signal(signal.SIGINT)

@@ -34,8 +34,9 @@ def raised() -> int:
 
 def raise_if_lost(before: int) -> None:
     """After starting a child, with `before` = raised() before it: raise again a stop signal's exception that
-    was swallowed meanwhile."""
-    if _raised != before and _last is not None:
+    was swallowed meanwhile. Only in the main thread: the handlers raise there, so another thread's fork cannot
+    have swallowed one (and must not raise the main thread's again)."""
+    if _raised != before and _last is not None and threading.current_thread() is threading.main_thread():
         raise _last
 
 
@@ -74,6 +75,20 @@ def held_signals() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def keep_exit_code() -> None:
+    """Let rtscope's own exit code stand after a Ctrl-C it caught and said.
+
+    CPython (3.11) marks the process to die by SIGINT at exit once a KeyboardInterrupt leaves code that `exec` or
+    `eval` of a string runs, even when that exception is caught later. Imports do that (scipy's array API
+    wrappers, dataclasses, namedtuple), and rtscope imports lazily, so a Ctrl-C landing in such an import made
+    an interrupted run die by SIGINT after saying how to resume, instead of exiting 130. The mark is cleared
+    here (a KeyboardInterrupt that leaves rtscope uncaught still sets it again on the way out)."""
+    try:
+        ctypes.c_int.in_dll(ctypes.pythonapi, "_Py_UnhandledKeyboardInterrupt").value = 0
+    except (ValueError, AttributeError):
+        pass  # another Python keeps the mark elsewhere
 
 
 def die_with_parent() -> None:

@@ -12,6 +12,7 @@ import importlib
 import sys
 
 from ..errors import RtscopeError
+from ..signals import keep_exit_code
 from .common import EXIT_SPOOLED, OPENED, SAID, app, err_console, escape, store_error
 
 # One module per command, named after it (`import_`: `import` is a keyword; `db`'s sub-commands share `db`), in
@@ -54,6 +55,7 @@ def main() -> None:
         sys.exit(EXIT_SPOOLED if unreachable(e) else 1)
     finally:
         warnings.showwarning = shown
+        keep_exit_code()
         OPENED.clear()   # the command's stores are let go (main called again in one process opens its own)
         SAID.clear()
 

@@ -62,5 +62,11 @@ class Pool:
     def __enter__(self) -> "Pool":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *_) -> None:
+        # A target that fails to close after an interruption or an error (a connection the stop cut, whose SFTP
+        # says EOFError) must not replace what stopped the command: that one is said, with how to resume.
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            if exc_type is None:
+                raise

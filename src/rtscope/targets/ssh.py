@@ -629,7 +629,7 @@ class SshTarget(Target):
     def _exec_quietly(self, command: str) -> None:
         try:
             self._exec_plain(command)
-        except TargetError:
+        except (TargetError, OSError, EOFError, paramiko.SSHException):
             pass
 
     def spawn(self, argv, *, cwd, log) -> "SshProcess | SessionJob":
