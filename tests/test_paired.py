@@ -113,3 +113,6 @@ def test_until_decided_interrupted_resumes(tmp_path):
     assert len(keys) == len(set(keys))                     # no plan index stored twice
     assert {run.id for run in before} <= {run.id for run in after}
     assert claim["interval"]["level"] > 0.95               # a look's level: α spent over the looks, wider
+    record = Store(db).experiment_row(seq["experiment"])["spec"]["until_decided"]   # what a resume continues
+    assert record["budget_s"] == 180 and 0 < record["spent"] <= 0.05 + 1e-12 and record["looks"] == seq["looks"]
+    assert record["elapsed_s"] >= seq["wall_s"] - 0.5 and "s of it used before" in r.stderr

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rtscope.analysis.paired import Estimate, paired, spent, welch_estimate, window_samples
+from rtscope.analysis.paired import Estimate, look_level, paired, welch_estimate, window_samples
 from rtscope.errors import UsageError
 from rtscope.experiment import design
 from rtscope.experiment.execute import plan
@@ -20,6 +20,7 @@ from spec_texts import beam_beside_native
 pytestmark = pytest.mark.fast
 
 ALPHA = 0.05
+SMALL_EFFECT = 0.2   # a change 32 rounds of 4 blocks see only near their end (the simulated stalls rule the mean)
 
 
 def interleaved_run(rng, effect: float, blocks: int = 10, block: int = 20, mean: float = 60_000.0,
@@ -94,36 +95,74 @@ def test_interval_coverage_on_known_differences():
     assert 0.93 <= covered / trials <= 0.99, covered / trials
 
 
-def sequential_aa(rng, spend: bool) -> bool:
-    """An A/A looked at after each round of LOOK_ROUNDS up to 32 rounds: whether any look called it."""
+BUDGET_ROUNDS = 32   # a simulated budget: 32 rounds of equal length, the last look at its end
+
+
+def spending_levels() -> dict[int, float]:
+    """The level of each look of a sequence whose budget ends after BUDGET_ROUNDS rounds: looks after the rounds
+    of LOOK_ROUNDS at time t = rounds / 32 of the budget, the one at its end at all that is left."""
+    levels, spent = {}, 0.0
+    for rounds in range(1, BUDGET_ROUNDS + 1):
+        if look_of(rounds) is not None or rounds == BUDGET_ROUNDS:
+            levels[rounds], by_time = look_level(ALPHA, len(levels) + 1, rounds / BUDGET_ROUNDS, spent)
+            spent += by_time
+    return levels
+
+
+def sequence_calls(rng, effect: float, levels: dict[int, float]) -> bool:
+    """Rounds of one interleaved run each, judged after the rounds `levels` names at its level: whether any look
+    called a difference."""
     runs = []
-    for rounds in range(1, 33):
-        runs.append(interleaved_run(rng, 0.0, blocks=4))
-        look = look_of(rounds)
-        if look is None:
-            continue
-        level = spent(ALPHA, look) if spend else ALPHA
-        if paired(runs, 20, "mean").estimate.p() <= level:
+    for rounds in range(1, BUDGET_ROUNDS + 1):
+        runs.append(interleaved_run(rng, effect, blocks=4))
+        if rounds in levels and paired(runs, 20, "mean").estimate.p() <= levels[rounds]:
             return True
     return False
 
 
 def test_repeated_looks_keep_the_false_positive_rate():
-    """Looks at rounds 2, 3, 4, 6, ... 32 at α/(k(k+1)) keep the rate at α; at α each (no spending) they do not:
-    the check can fail."""
+    """An A/A looked at after rounds 2, 3, 4, 6, ... 32 at the spent levels keeps the rate at α; at α each (no
+    spending) it does not: the check can fail."""
+    spending = spending_levels()
+    naive = dict.fromkeys(spending, ALPHA)
     rng = np.random.default_rng(5)
-    trials = 200
-    spent_rate = sum(sequential_aa(rng, True) for _ in range(trials)) / trials
-    naive_rate = sum(sequential_aa(rng, False) for _ in range(trials)) / trials
+    trials = 300
+    spent_rate = sum(sequence_calls(rng, 0.0, spending) for _ in range(trials)) / trials
+    naive_rate = sum(sequence_calls(rng, 0.0, naive) for _ in range(trials)) / trials
     assert spent_rate <= ALPHA + 0.02, spent_rate
     assert naive_rate > ALPHA and naive_rate > 2 * spent_rate, (naive_rate, spent_rate)
 
 
-def test_spent_levels_sum_to_alpha():
-    assert sum(spent(ALPHA, k) for k in range(1, 100_000)) == pytest.approx(ALPHA, rel=1e-4)
+def test_spending_by_time_decides_small_effects_a_union_over_looks_misses():
+    """The same data judged with half of α spent by look and half by the budget's time (the rest at its end),
+    and with α/(k(k+1)) at look k (a union bound over any number of looks): the first calls a change that only
+    the last looks can see more often."""
+    spending = spending_levels()
+    by_look = {rounds: ALPHA / (k * (k + 1)) for k, rounds in enumerate(spending, 1)}
+    rng = np.random.default_rng(6)
+    trials = 100
+    by_time = by_count = 0
+    for _ in range(trials):
+        state = rng.bit_generator.state
+        by_time += sequence_calls(rng, SMALL_EFFECT, spending)
+        rng.bit_generator.state = state                      # the same runs, judged the other way
+        by_count += sequence_calls(rng, SMALL_EFFECT, by_look)
+    assert by_time > 1.5 * by_count, (by_time, by_count)
+    print(f"change {SMALL_EFFECT:.0%}: called in {by_time}/{trials} (half of α spent by time) vs "
+          f"{by_count}/{trials} (α/(k(k+1)))")
+
+
+def test_look_levels_sum_to_alpha():
+    spending = spending_levels()
+    by_look_half = ALPHA / 2 * (1 - 1 / (len(spending) + 1))    # α/2 · Σ 1/(k(k+1)) over the looks made
+    assert sum(spending.values()) == pytest.approx(ALPHA / 2 + by_look_half) and sum(spending.values()) < ALPHA
+    assert spending[BUDGET_ROUNDS] > 0.1 * ALPHA                         # the time half's rest, at the end
+    assert spending[2] == pytest.approx(ALPHA / 4, rel=0.01)             # a clear effect stops at look 1
+    assert look_level(ALPHA, 3, 0.5, ALPHA / 8) == (ALPHA / 24, 0.0)     # no later: nothing more by time
     assert look_of(2) == 1 and look_of(5) is None and LOOK_ROUNDS[:4] == (2, 3, 4, 6)
-    with pytest.raises(ValueError):
-        spent(ALPHA, 0)
+    for bad in ((0, 0.5), (1, 1.5)):
+        with pytest.raises(ValueError):
+            look_level(ALPHA, *bad, 0.0)
 
 
 def test_estimate_agrees_with_scipy_and_welch():

@@ -43,7 +43,7 @@ import numpy as np
 
 from ..words import unit_word
 from .compare import Cell, MIN_RUNS, holm, paired_evidence
-from .paired import Estimate, welch_estimate
+from .paired import Estimate, ratio_of, welch_estimate
 from .defaults import ALPHA, METRICS, TAIL, few_runs_reason
 from .plan_sizing import MIN_RUNS as PLAN_MIN_RUNS, POWER, runs_needed
 from .defaults import per_run_name, per_window_name
@@ -499,7 +499,7 @@ def _ratio(j, cell, base, mine, theirs) -> None:
     if est is None:
         return
     lo, hi = est.interval(1.0 - j.level)
-    j.interval, j.interval_of = (math.exp(lo), math.exp(hi)), "ratio"
+    j.interval, j.interval_of = (ratio_of(lo), ratio_of(hi)), "ratio"
     e = j.claim.expect
     if e.low <= j.interval[0] and j.interval[1] <= e.high:
         j.verdict = "holds"

@@ -27,10 +27,13 @@ run's max. The mean of windows of equal length is the run's mean.
 baseline's blocks)), the variances over every paired block (so the drift between and within runs counts in the
 unpaired figure, as it would in runs measured apart).
 
-Looking again (`--until-decided`): look k of a sequential judgement tests at level α / (k (k+1)). These levels
-sum to α over any number of looks, so the chance that any look of an A/A comparison calls a difference is at
-most α whatever the data (a union bound: simple, valid, somewhat conservative; docs/analysis.md has the
-figures). `spent(alpha, look)` gives the level.
+Looking again (`--until-decided`): half of α is spent by look, α/2 / (k (k+1)) at look k, so that a clear
+effect stops the sequence at its first looks; the other half by the budget's time, α/2 · t² in all by the
+fraction t of the budget used (a power-family spending function, ρ = 2), the look at the budget's end taking
+all of that half that is left, so that a small effect is decided at the end. A look's level is the sum of its
+two parts. Both halves sum to at most α/2 whatever the number and times of the looks, so the chance that any
+look of an A/A comparison calls a difference is at most α (a union bound: simple, valid, somewhat conservative;
+docs/analysis.md has the figures). `look_level(alpha, look, t, spent_by_time)` gives the level.
 """
 
 from __future__ import annotations
@@ -50,6 +53,15 @@ MIN_WINDOWS = 10          # and at most an arm's samples / MIN_WINDOWS
 MAX_INFLATION = 10.0      # the serial-correlation factor's cap: beyond it the blocks are too short to follow the drift
 
 
+# The largest log ratio turned back into a ratio: an early look's level (α·t² at a small t) with few degrees of
+# freedom can give an interval wider than any float ratio; beyond e^700 it stays finite (and valid JSON).
+LOG_CAP = 700.0
+
+
+def ratio_of(log_ratio: float) -> float:
+    return math.exp(min(log_ratio, LOG_CAP))
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A difference (or a log ratio) with its standard error and degrees of freedom: every p-value and interval
@@ -62,7 +74,7 @@ class Estimate:
 
     def difference(self, x: float) -> float:
         """x (a value of the estimate's scale) as a difference: baseline × (e^x − 1) for a log ratio."""
-        return self.log_of * math.expm1(x) if self.log_of is not None else x
+        return self.log_of * math.expm1(min(x, LOG_CAP)) if self.log_of is not None else x
 
     def relative(self, r: float, baseline: float | None) -> float:
         """A relative change r (0.05: +5 %) on the estimate's scale."""
@@ -100,11 +112,20 @@ def welch_estimate(a: np.ndarray, b: np.ndarray) -> Estimate:
     return Estimate(diff, math.sqrt(v1 + v2), df)
 
 
-def spent(alpha: float, look: int) -> float:
-    """The level of look `look` (1-based) of a sequential judgement: α / (k (k+1)), summing to α."""
+EARLY_SHARE = 0.5    # of α, spent by look count; the rest by the budget's time
+SPENDING_POWER = 2   # ρ of t^ρ: larger keeps more of the time half for the budget's end
+
+
+def look_level(alpha: float, look: int, t: float, spent_by_time: float) -> tuple[float, float]:
+    """The level of look `look` (1-based) of a sequential judgement at time t (the fraction of the budget used,
+    1 at its end) after looks that spent `spent_by_time` of the time half, and the part of it spent by time:
+    α/2 / (k (k+1)) + (α/2 · t^ρ − spent_by_time, never below 0)."""
     if look < 1:
         raise ValueError("looks are counted from 1")
-    return alpha / (look * (look + 1))
+    if not 0 <= t <= 1:
+        raise ValueError(f"a look's time is a fraction of the budget, 0 to 1, not {t}")
+    by_time = max(0.0, alpha * (1 - EARLY_SHARE) * t ** SPENDING_POWER - spent_by_time)
+    return alpha * EARLY_SHARE / (look * (look + 1)) + by_time, by_time
 
 
 # --- block values -----------------------------------------------------------------------------------------

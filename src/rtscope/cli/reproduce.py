@@ -15,7 +15,7 @@ from ..errors import UsageError, choices
 from ..words import counted
 from .compare import AlphaOpt, Experiment, RunIds, Tag, Where
 from .common import DbOption, JsonOption, Table, app, console, err_console, escape, open_store, print_json
-from .run import BudgetOption, DesignOption, ScaleOption, until_decided_runs, with_design
+from .run import SPENDING_TEXT, BudgetOption, DesignOption, ScaleOption, until_decided_runs, with_design
 
 if TYPE_CHECKING:
     from ..analysis.claims import Judgement
@@ -160,8 +160,8 @@ def _run_claims(store, parsed, path, pool, absent, aside, wheres, repetitions, s
 
 def _sequence_text(sequence: dict, alpha: float) -> str:
     return (f"until decided: experiment {sequence['experiment']}, {sequence['rounds']} rounds, {sequence['looks']} "
-            f"looks in {sequence['wall_s']:g} s (budget {sequence['budget_s']} s); look k tests at α/(k(k+1)), so "
-            f"every look together keeps the false-positive rate at α = {alpha:g}")
+            f"looks in {sequence['wall_s']:g} s (budget {sequence['budget_s']} s); {SPENDING_TEXT}, so every look "
+            f"together keeps the false-positive rate at α = {alpha:g}")
 
 
 def pool_machine() -> dict:

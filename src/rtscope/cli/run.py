@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 DEMO_COLUMNS = (("n", "n"), ("mean", "AVG"), ("max", "MAX"), ("var", "VAR"), ("stdev", "STDEV"), ("p99", "p99"))
 EXIT_SIGINT, EXIT_SIGTERM = 130, 143
+# How --until-decided spends α over its looks (analysis/paired.py look_level), said under its results.
+SPENDING_TEXT = ("look k tests at α/2/(k(k+1)) plus the α/2·t² by time t of the budget the looks before did not "
+                 "spend, the last look at all of it left")
 
 ScaleOption = Annotated[Optional[str], typer.Option(
     "--scale", help="Which scale.NAME table of the spec to use (default: quick, when the spec has it).")]
@@ -467,8 +470,8 @@ def _run_until_decided(spec: Path, parsed, seed, resume: bool, budget: str, wait
         table.add_row(escape(labels[j.claim.id]), j.values_text(), j.interval_text(), decided_word(j))
     console.print(table)
     console.print(f"until decided: experiment {sequence['experiment']}, {sequence['rounds']} rounds, "
-                  f"{sequence['looks']} looks in {sequence['wall_s']:g} s (budget {budget_s} s); look k tests at "
-                  f"α/(k(k+1)), α = {ALPHA:g} over every look; same: within ±5 % of the baseline", style="dim")
+                  f"{sequence['looks']} looks in {sequence['wall_s']:g} s (budget {sequence['budget_s']} s); "
+                  f"{SPENDING_TEXT}, α = {ALPHA:g} over every look; same: within ±5 % of the baseline", style="dim")
 
 
 def decided_word(j) -> str:
@@ -495,6 +498,8 @@ def until_decided_runs(store, parsed, path, pool, absent, aside, wheres, seed, a
     experiment = exp_mod.latest_unfinished(store, identity) if resume else None
     if resume and (experiment is None or "until_decided" not in experiment.spec):
         raise UsageError(f"no interrupted `--until-decided` of {path} in store {store.url}")
+    if experiment is not None:    # resumed: the experiment's own budget, what it had used of it counted
+        budget_s = (experiment.spec.get("until_decided") or {}).get("budget_s", budget_s)
     if experiment is None:
         sub = claim_runs.trimmed(parsed, wanted, wheres, 1)
         print_warnings(parsed)
@@ -502,7 +507,9 @@ def until_decided_runs(store, parsed, path, pool, absent, aside, wheres, seed, a
         planned = exp_mod.plan(sub, chosen)
         experiment = exp_mod.start(store, sub, planned, chosen, identity,
                                    record={"until_decided": {"budget_s": budget_s}})
-    err_console.print(f"experiment {experiment.id}: {escape(parsed.name)} until decided (budget {budget_s} s), "
+    used = (experiment.spec.get("until_decided") or {}).get("elapsed_s", 0)
+    err_console.print(f"experiment {experiment.id}: {escape(parsed.name)} until decided (budget {budget_s} s"
+                      + (f", {used:.0f} s of it used before" if used else "") + "), "
                       f"{counted(len(wanted), 'claim')} measurable here, design {parsed.design}")
     hint = f"resume with `{resume_command}`"
     slope = memory_slope(store)
@@ -547,8 +554,7 @@ class _Quiet:
 
 
 def time_since(progress) -> float:
-    import time
-    return time.monotonic() - progress.started
+    return progress.elapsed()
 
 
 def time_text(progress) -> str:
