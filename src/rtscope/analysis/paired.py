@@ -53,7 +53,7 @@ MIN_WINDOWS = 10          # and at most an arm's samples / MIN_WINDOWS
 MAX_INFLATION = 10.0      # the serial-correlation factor's cap: beyond it the blocks are too short to follow the drift
 
 
-# The largest log ratio turned back into a ratio: an early look's level (α·t² at a small t) with few degrees of
+# The largest log ratio turned back into a ratio: an early look's small level with one or two degrees of
 # freedom can give an interval wider than any float ratio; beyond e^700 it stays finite (and valid JSON).
 LOG_CAP = 700.0
 
