@@ -129,13 +129,16 @@ def test_ratio_claim(cli, tmp_path, db):
     store_runs(db, tmp_path, {0: 50.0, 65535: 100.0}, 5)
     r, claims = reproduce(cli, tmp_path, db, claim("half", "{ ratio = [0.4, 0.6] }")
                           + claim("third", "{ ratio = [0.2, 0.4] }") + claim("wide", "{ ratio = [0.45, 0.9] }",
-                                                                              metric="p99"))
+                                                                              metric="p99")
+                          + claim("edge", "{ ratio = [0.5, 0.9] }"))
     assert r.code == 0, r.err
     by_id = {c["id"]: c for c in claims}
     assert by_id["half"]["verdict"] == "holds" and 0.45 < by_id["half"]["measured"]["ratio"] < 0.55
     assert by_id["half"]["interval"]["of"] == "ratio" and 0.4 < by_id["half"]["interval"]["low"]
     assert by_id["third"]["verdict"] == "contradicted"
     assert by_id["wide"]["verdict"] == "holds"
+    edge = by_id["edge"]                  # the truth (0.5) on the range's end: undecided, and the reason says why
+    assert edge["verdict"] == "undecided" and "from the range's end 0.5, and a ratio that close" in edge["reason"]
 
 
 def test_bound_claim(cli, tmp_path, db):

@@ -176,6 +176,7 @@ class Judgement:
     _absent: str = ""                    # the reason when it is contradicted as an effect below min_effect
     _decide: str = ""                    # which outcome a significant p means: holds | contradicted
     _delta: float | None = None          # distance from the boundary, for runs_needed
+    _edge: tuple[float, float] | None = None   # a ratio claim: the measured ratio and the range's end nearest it
     _var: float | None = None            # variance of one run's value (equal-variance two-sample form)
     _alpha_scale: float = 1.0            # a TOST's one-sided level, 2 × α in the two-sided power formula
     _in_force: str = ""                  # what a side had in force instead of a named setting (never_in_force)
@@ -350,7 +351,7 @@ def judge(claims: list[Claim], cells: list[Cell], *, alpha: float = ALPHA,
     level = alpha / max(1, len(family))
     for j in out:
         if j.verdict == "undecided" and not j.reason and j.interval is not None:
-            j.reason = UNDECIDED_BECAUSE[j.claim.expect.kind]
+            j.reason = UNDECIDED_BECAUSE[j.claim.expect.kind] + _near_an_end(j)
         if j.verdict == "undecided" and j._var is not None and j._delta is not None:
             a = interval_alpha if j.claim.expect.kind in EXPECT_TABLES else level
             j.runs_needed = runs_needed(j._delta, j._var, min(0.5, a * j._alpha_scale), POWER) if j._delta else None
@@ -494,6 +495,18 @@ def _same(j, cell, base, mine, theirs) -> None:
     j._alpha_scale = 2.0
 
 
+def _near_an_end(j) -> str:
+    """For a ratio measured within 1 % of its range's end: that a truth so close to an end may take any budget
+    to decide (the interval must shrink to the gap between them)."""
+    if j._edge is None:
+        return ""
+    ratio, end = j._edge
+    gap = abs(ratio / end - 1)
+    return (f"; the measured ratio {ratio:.3f} is {gap * 100:.1f} % from the range's end {end:g}, and a ratio "
+            "that close to an end is decided only when the interval is narrower than the gap, if ever"
+            ) if gap < 0.01 else ""
+
+
 def _ratio(j, cell, base, mine, theirs) -> None:
     est = _estimate(j, cell, base, mine, theirs, log=True)   # paired evidence is a log ratio already
     if est is None:
@@ -506,6 +519,8 @@ def _ratio(j, cell, base, mine, theirs) -> None:
     elif j.interval[1] < e.low or j.interval[0] > e.high:
         j.verdict = "contradicted"
     j._delta = min(abs(est.value - math.log(e.low)), abs(est.value - math.log(e.high)))
+    nearest = min((e.low, e.high), key=lambda end: abs(est.value - math.log(end)))
+    j._edge = (ratio_of(est.value), nearest)
 
 
 def _below(j, cell, base, mine, theirs) -> None:
