@@ -82,8 +82,13 @@ defmodule RtScope.ExplainTest do
       worst = worst_call_not_stalled(unquote(variant), 3)
       assert worst.value_ns > 10_000_000
       assert [%{kind: unquote(kind), name: unquote(name), duration_ns: ns} | _] = worst.causes
+
       # most of the time the machine did not stall the VM for (a stall of a few ms beside the wait: this VM)
-      stalled = for %{kind: "scheduled_out", duration_ns: d} <- worst.causes, reduce: 0, do: (acc -> acc + d)
+      stalled =
+        for %{kind: "scheduled_out", duration_ns: d} <- worst.causes,
+            reduce: 0,
+            do: (acc -> acc + d)
+
       assert ns > 0.8 * (worst.value_ns - stalled)
 
       assert {:error, {:invalid, "invalid n -1: must be an integer >= 0"}} =
