@@ -518,8 +518,8 @@ def _ratio(j, cell, base, mine, theirs) -> None:
         j.verdict = "holds"
     elif j.interval[1] < e.low or j.interval[0] > e.high:
         j.verdict = "contradicted"
-    j._delta = min(abs(est.value - math.log(e.low)), abs(est.value - math.log(e.high)))
     nearest = min((e.low, e.high), key=lambda end: abs(est.value - math.log(end)))
+    j._delta = abs(est.value - math.log(nearest))
     j._edge = (ratio_of(est.value), nearest)
 
 

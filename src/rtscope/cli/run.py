@@ -498,8 +498,6 @@ def until_decided_runs(store, parsed, path, pool, absent, aside, wheres, seed, a
     experiment = exp_mod.latest_unfinished(store, identity) if resume else None
     if resume and (experiment is None or "until_decided" not in experiment.spec):
         raise UsageError(f"no interrupted `--until-decided` of {path} in store {store.url}")
-    if experiment is not None:    # resumed: the experiment's own budget, what it had used of it counted
-        budget_s = (experiment.spec.get("until_decided") or {}).get("budget_s", budget_s)
     if experiment is None:
         sub = claim_runs.trimmed(parsed, wanted, wheres, 1)
         print_warnings(parsed)
@@ -507,7 +505,9 @@ def until_decided_runs(store, parsed, path, pool, absent, aside, wheres, seed, a
         planned = exp_mod.plan(sub, chosen)
         experiment = exp_mod.start(store, sub, planned, chosen, identity,
                                    record={"until_decided": {"budget_s": budget_s}})
-    used = (experiment.spec.get("until_decided") or {}).get("elapsed_s", 0)
+    record = experiment.spec.get("until_decided") or {}
+    budget_s = record.get("budget_s", budget_s)     # resumed: the experiment's own budget, its time used counted
+    used = record.get("elapsed_s", 0)
     err_console.print(f"experiment {experiment.id}: {escape(parsed.name)} until decided (budget {budget_s} s"
                       + (f", {used:.0f} s of it used before" if used else "") + "), "
                       f"{counted(len(wanted), 'claim')} measurable here, design {parsed.design}")
@@ -541,7 +541,7 @@ def until_decided_runs(store, parsed, path, pool, absent, aside, wheres, seed, a
     final, progress = resumable(sequence_of_rounds, f"experiment {experiment.id}", hint)
     exp_mod.set_status(store, experiment.id, exp_mod.FINISHED)
     sequence = {"experiment": experiment.id, "rounds": progress.rounds, "looks": progress.look,
-                "budget_s": budget_s, "wall_s": round(time_since(progress), 1),
+                "budget_s": budget_s, "wall_s": round(progress.elapsed(), 1),
                 "decided_at": {cid: j.level for cid, j in progress.decided.items()}}
     return final, store.runs(experiment_id=experiment.id), sequence
 
@@ -553,10 +553,6 @@ class _Quiet:
         return lambda *a, **k: None
 
 
-def time_since(progress) -> float:
-    return progress.elapsed()
-
-
 def time_text(progress) -> str:
-    s = time_since(progress)
+    s = progress.elapsed()
     return f"{int(s // 60)} min {int(s % 60)} s" if s >= 60 else f"{s:.0f} s"

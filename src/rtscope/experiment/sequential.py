@@ -6,10 +6,10 @@ an interrupted one resumes (`--resume`) where it stopped, with the budget's time
 looks had spent (kept in the experiment's record). After round n of `LOOK_ROUNDS`, and once more when one more
 round would overrun the budget, the claims are judged at the level analysis/paired.py `look_level` gives: half
 of α spent by look, half by the fraction of the budget used, the last look taking what is left of that half
-(docs/analysis.md, "Until decided"). A claim decided at a look keeps
-its verdict, and its configurations are not run again; those still undecided at the end keep `undecided` with
-the runs that would decide them.
+(docs/analysis.md, "Until decided"). A claim decided at a look keeps its verdict, and its configurations are
+not run again; those still undecided at the end keep `undecided` with the runs that would decide them.
 """
+
 from __future__ import annotations
 
 import dataclasses
