@@ -120,9 +120,9 @@ class SshServer:
             time.sleep(0.05)
         raise RuntimeError("sshd did not start listening")
 
-    def namespace_processes(self) -> dict[int, str]:
-        """Processes in the target's namespaces (same UTS namespace as sshd), except the sshd daemon itself."""
-        ns = os.readlink(f"/proc/{self.proc.pid}/ns/uts")
+    def namespace_processes(self, ns: str | None = None) -> dict[int, str]:
+        """Processes in the target's namespaces (same UTS namespace as sshd, or `ns`), except the sshd daemon."""
+        ns = ns or os.readlink(f"/proc/{self.proc.pid}/ns/uts")
         out = {}
         for entry in os.listdir("/proc"):
             if not entry.isdigit() or int(entry) == self.proc.pid:
@@ -139,13 +139,23 @@ class SshServer:
         return out
 
     def power_off(self) -> None:
-        """Like pulling the board's plug: every process of its namespace (sshd included) gets SIGKILL."""
-        for pid in [*self.namespace_processes(), self.proc.pid]:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        """Like pulling the board's plug: every process of its namespace (sshd included) gets SIGKILL. The
+        listener first, then until none is left: a connection it accepted meanwhile (rtscope reconnecting the
+        moment its session died) would otherwise keep serving from a child forked after the scan."""
+        ns = os.readlink(f"/proc/{self.proc.pid}/ns/uts")
+        os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
+        for _ in range(100):
+            left = self.namespace_processes(ns)
+            if not left:
+                return
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.01)
+        raise RuntimeError(f"processes of the powered-off board survived SIGKILL: {left}")
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
