@@ -50,3 +50,25 @@ def beam_beside_native(top: str, variants: str = '"sum"', iterations: int = 60, 
     cannot share their process: what design auto interleaves and what it runs alone."""
     return BEAM_BESIDE_NATIVE.format(top=top, variants=variants, iterations=iterations,
                                      native_iterations=native_iterations)
+
+
+DUET_SPEC = """name = "duet"
+design = "{design}"
+repetitions = {repetitions}
+[[workload]]
+name = "exec"
+variants = "sum"
+runtime = "{runtime}"
+[workload.params]
+iterations = {iterations}
+pause_ms = {pause_ms}
+[workload.settings]
+{settings}
+"""
+
+
+def duet_spec(settings: str, design_: str = "duet", repetitions: int = 2, runtime: str = "beam",
+              iterations: int = 200, pause_ms: float = 0, extra: str = ""):
+    text = DUET_SPEC.format(design=design_, repetitions=repetitions, runtime=runtime, iterations=iterations,
+                            pause_ms=pause_ms, settings=settings) + extra
+    return text

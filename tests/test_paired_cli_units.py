@@ -39,7 +39,7 @@ def spec(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (("run", "{spec}", "--design", "duets"), "unknown --design 'duets'; valid: runs, interleaved, auto"),
+    (("run", "{spec}", "--design", "duets"), "unknown --design 'duets'; valid: runs, interleaved, duet, auto"),
     (("run", "{spec}", "--budget", "5m"), "--budget goes with --until-decided"),
     (("run", "{spec}", "--until-decided"), "has no `baseline = { NAME = VALUE }`"),
     (("run", "{spec}", "--until-decided", "--budget", "soon"), "has no `baseline"),

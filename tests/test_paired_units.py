@@ -228,7 +228,7 @@ def test_interleaved_refuses_what_cannot_be_an_arm(tmp_path):
 
 def test_unknown_design_names_the_valid_ones(tmp_path):
     s = spec(tmp_path, "duets")
-    assert any("unknown design 'duets'; valid: runs, interleaved, auto" in p.message for p in s.problems)
+    assert any("unknown design 'duets'; valid: runs, interleaved, duet, auto" in p.message for p in s.problems)
 
 
 def alternating_run(rng, effect: float, block: int, samples: int = 1000, phase: int = 60, shift: float = 0.15):

@@ -1,8 +1,12 @@
 #include "subcommand.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rtprobe.h"
 
@@ -117,10 +121,68 @@ int rtp_run_start(struct rtp_run *r)
     return RTP_EXIT_OK;
 }
 
+/* ---- a duet's start gate (src/rtscope/experiment/duet.py) ------------------ */
+
+static bool gate_file(const char *gate, const char *suffix, char *path, size_t size)
+{
+    return (size_t)snprintf(path, size, "%s.%s", gate, suffix) < size;
+}
+
+/* With RTSCOPE_DUET_GATE set (an arm of a duet): create GATE.ARM, then wait until every arm's file is there,
+ * so that the arms measure side by side from the same moment; give up when GATE.abort appears (another arm
+ * failed) or after RTSCOPE_DUET_GATE_S seconds. Once per process. */
+static int duet_gate(void)
+{
+    static bool passed;
+    const char *gate = getenv("RTSCOPE_DUET_GATE"), *arm = getenv("RTSCOPE_DUET_ARM");
+    const char *arms_text = getenv("RTSCOPE_DUET_ARMS"), *wait_text = getenv("RTSCOPE_DUET_GATE_S");
+    if (passed || !gate || !*gate)
+        return RTP_EXIT_OK;
+    passed = true;
+    long arms = arms_text ? strtol(arms_text, NULL, 10) : 0;
+    long wait_s = wait_text ? strtol(wait_text, NULL, 10) : 120;
+    char path[4096], name[32];
+    if (!arm || !*arm || arms < 1 || arms > 64 || !gate_file(gate, arm, path, sizeof path)) {
+        fprintf(stderr, RTPROBE_NAME ": RTSCOPE_DUET_GATE needs RTSCOPE_DUET_ARM and RTSCOPE_DUET_ARMS (1..64)\n");
+        return RTP_EXIT_USAGE;
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, RTPROBE_NAME ": duet: cannot create %s: %s\n", path, strerror(errno));
+        return RTP_EXIT_FAILURE;
+    }
+    close(fd);
+    const int64_t until = rtp_now_ns() + (int64_t)wait_s * 1000000000LL;
+    for (;;) {
+        long ready = 0;
+        for (long i = 0; i < arms; i++) {
+            snprintf(name, sizeof name, "%ld", i);
+            if (gate_file(gate, name, path, sizeof path) && access(path, F_OK) == 0)
+                ready++;
+        }
+        if (ready == arms)
+            return RTP_EXIT_OK;
+        if (gate_file(gate, "abort", path, sizeof path) && access(path, F_OK) == 0) {
+            fprintf(stderr, RTPROBE_NAME ": duet: another arm failed before the start\n");
+            return RTP_EXIT_FAILURE;
+        }
+        if (rtp_now_ns() > until) {
+            fprintf(stderr, RTPROBE_NAME ": duet: %ld of %ld arms reached the start gate within %ld s\n", ready,
+                    arms, wait_s);
+            return RTP_EXIT_FAILURE;
+        }
+        if (rtp_sleep_ns(1000000) != 0)
+            return RTP_EXIT_FAILURE; /* stopped while waiting */
+    }
+}
+
 int rtp_run_open(struct rtp_run *r, const char *path, const struct rtp_sf_header *h,
                  enum rtp_sf_mode mode)
 {
     char err[512];
+    int gate = duet_gate();
+    if (gate != RTP_EXIT_OK)
+        return gate;
     if (!rtp_json_result(&r->settings) || !rtp_json_result(&r->params) ||
         (!r->started_at[0] && rtp_now_rfc3339(r->started_at, sizeof r->started_at) != 0)) {
         fprintf(stderr, RTPROBE_NAME ": cannot build the header\n");

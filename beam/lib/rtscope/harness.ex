@@ -12,10 +12,11 @@ defmodule RtScope.Harness do
       %{process: observed_process_info, counters: %{...}, notes: [...]}
 
   A measuring process or collector that dies ends the run with
-  `{:error, {:failed, message}}`; nothing is written then.
+  `{:error, {:failed, message}}`; nothing is written then. An arm of a duet
+  first waits at its start gate (`RtScope.DuetGate`).
   """
 
-  alias RtScope.{Collector, SampleFile, SpawnOpts, VmInfo}
+  alias RtScope.{Collector, DuetGate, SampleFile, SpawnOpts, VmInfo}
 
   @tool "rtscope-beam"
 
@@ -49,6 +50,10 @@ defmodule RtScope.Harness do
   @doc "Runs one measurement as described by `spec`."
   @spec run(spec()) :: {:ok, result()} | {:error, {:failed, String.t()}}
   def run(spec) do
+    with :ok <- DuetGate.pass(), do: measure(spec)
+  end
+
+  defp measure(spec) do
     ncols = length(spec.columns)
     started_at = SampleFile.now()
     {collector, cref} = Collector.start(ncols)

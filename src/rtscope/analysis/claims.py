@@ -171,7 +171,7 @@ class Judgement:
     runs_needed: int | None = None
     reason: str = ""
     level: float = 0.95                  # the interval's level (lower on a sequential look: paired.spent)
-    design: str = "runs"                 # runs | interleaved: what the evidence came from (paired.py)
+    design: str = "runs"                 # runs | interleaved | duet: what the evidence came from (paired.py)
     window_samples: int | None = None    # interleaved: the samples of a statistics window
     _absent: str = ""                    # the reason when it is contradicted as an effect below min_effect
     _decide: str = ""                    # which outcome a significant p means: holds | contradicted
@@ -200,7 +200,7 @@ class Judgement:
     def metric_text(self) -> str:
         """The metric as the claims tables name it: the mean of its per-run values (defaults.per_run_name), or of
         its windows' values when the claim was judged on interleaved window pairs."""
-        if self.design == "interleaved" and self.window_samples:
+        if self.design != "runs" and self.window_samples:
             return per_window_name(self.claim.metric, self.window_samples)
         return per_run_name(self.claim.metric)
 
@@ -563,12 +563,15 @@ def memory_slope(store) -> Callable[[object], float | None]:
 
 def evidence_text(judgements) -> str:
     """How lower/higher claims were tested, said alike by reproduce, the report's claims table and its tables:
-    `Welch t-test on per-run values`, or with interleaved claims the paired test first."""
+    `Welch t-test on per-run values`, or with interleaved or duet claims the paired test first."""
     from ..words import counted
-    paired = [j for j in judgements if j.design == "interleaved"]
+    designs = {}
+    for j in judgements:
+        if j.design != "runs":
+            designs[j.design] = designs.get(j.design, 0) + 1
+    paired = ", ".join(f"{d} ({counted(n, 'claim')})" for d, n in sorted(designs.items()))
     return ("Welch t-test on per-run values" if not paired else
-            f"interleaved ({counted(len(paired), 'claim')}): paired t-test on window-pair differences, else Welch "
-            "t-test on per-run values")
+            f"{paired}: paired t-test on window-pair differences, else Welch t-test on per-run values")
 
 
 def needed_command(j: Judgement, command: str, aside: dict[str, str]) -> str | None:

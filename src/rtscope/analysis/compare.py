@@ -457,7 +457,7 @@ class Comparison:
     rows: list[Row]
     cliffs_delta: float | None          # of the pooled samples: descriptive
     notes: list[str]
-    design: str = "runs"                # runs | interleaved (paired.py: the rows test window-pair differences)
+    design: str = "runs"                # runs | interleaved | duet (paired.py: rows on window-pair differences)
 
     @property
     def magnitude(self) -> str | None:
@@ -575,9 +575,9 @@ def compare_cells(cell: Cell, base: Cell, *, tail: bool = False) -> Comparison:
     if len(cell.samples) and len(base.samples):
         delta = cliffs_delta(cell.sorted, base.sorted)
     rows = paired_rows(cell, base)
-    design = "interleaved" if rows else "runs"
+    design = rows[0].extra["paired"]["design"] if rows else "runs"
     if rows:
-        notes.append(f"design interleaved: {PAIRED_TEST} ({rows[0].extra['paired_text']}); max, p99, median and "
+        notes.append(f"design {design}: {PAIRED_TEST} ({rows[0].extra['paired_text']}); max, p99, median and "
                      f"stdev are those of {rows[0].extra['paired']['window_samples']}-sample windows")
     else:
         rows = [run_level_row(m, cell.per_run_values(m), base.per_run_values(m)) for m in METRICS]
@@ -587,15 +587,20 @@ def compare_cells(cell: Cell, base: Cell, *, tail: bool = False) -> Comparison:
 
 
 def paired_evidence(cell: Cell, base: Cell, metric: str) -> PairedResult | None:
-    """The paired estimate of a metric from the interleaved runs the two configurations share (paired.py), or
-    None when they share none (each was measured in runs of its own: Welch on per-run values)."""
+    """The paired estimate of a metric from the interleaved runs or duets the two configurations share
+    (paired.py), or None when they share none (each was measured in runs of its own: Welch on per-run values).
+    The pairs of the first one's design and block length are judged together."""
     shared = [(a, b) for a, b in shared_runs(cell.sample_runs, base.sample_runs)]
     if not shared:
         return None
-    block = pairing(shared[0][0])["block_samples"]
-    arrays = [(cell.run_samples(a), base.run_samples(b)) for a, b in shared
-              if pairing(a)["block_samples"] == block == pairing(b)["block_samples"]]
-    return paired(arrays, block, metric)
+    first = pairing(shared[0][0])
+    block, design = first["block_samples"], first.get("design", "interleaved")
+    shared = [(a, b) for a, b in shared
+              if (pairing(a)["block_samples"], pairing(a).get("design", "interleaved")) == (block, design)
+              and pairing(b)["block_samples"] == block]
+    arrays = [(cell.run_samples(a), base.run_samples(b)) for a, b in shared]
+    cpus = [pairing(a).get("cpu") for a, _ in shared] if design == "duet" else None   # a duet's arrangements
+    return paired(arrays, block, metric, design, cpus)
 
 
 def paired_rows(cell: Cell, base: Cell) -> list[Row]:

@@ -1,11 +1,15 @@
-"""Paired tests: configurations measured inside one run (design `interleaved`) judged on window-pair differences.
+"""Paired tests: configurations measured inside one run (design `interleaved`) or side by side (design `duet`)
+judged on window-pair differences.
 
 An interleaved run (experiment/design.py) measures several arms in one process: arm after arm in blocks of
 `block_samples` samples, in a randomized balanced order (each round a fresh permutation of the arms). Each arm
 is stored as an ordinary run whose header says `pairing = {id, design, arm, arms, block_samples, blocks}`.
 Two configurations that have runs of one pairing id are *paired*: the k-th block of one and the k-th block of
 the other lie in the same round, seconds apart, so a drift of the machine hits both alike and cancels in their
-difference.
+difference. A duet (design `duet`) is paired the same way with blocks of one sample: its arms ran side by side,
+a process each on a CPU of its own, released together at a start gate, so their k-th windows were measured at
+about the same time (as long as the arms keep the same pace). The arms swap CPUs from one repetition to the
+next: a CPU's own speed shows as a difference between the runs, which the run-level variance (b) takes in.
 
 | step | what |
 | --- | --- |
@@ -180,14 +184,13 @@ class PairedResult:
     serial_r1: float | None      # lag-1 correlation of the differences within runs
     removed: float | None        # share of the variance the pairing removed
     cluster: bool                # the run-level variance (b) was the larger
-
-    @property
-    def design(self) -> str:
-        return "interleaved"
+    design: str = "interleaved"  # or duet: the arms side by side, their k-th windows taken at about one time
 
     def describe(self) -> str:
+        how = ("the arms side by side" if self.design == "duet" else
+               f"the arms alternating every {self.block_samples}")
         parts = [f"{self.pairs} window pairs of {self.window_samples} samples in {self.runs} "
-                 f"run{'s' if self.runs != 1 else ''}, the arms alternating every {self.block_samples}"]
+                 f"{self.design} run{'s' if self.runs != 1 else ''}, {how}"]
         if self.removed is not None:
             parts.append(f"pairing removed {max(0.0, self.removed):.0%} of the variance")
         if self.serial_r1 is not None:
@@ -215,16 +218,18 @@ def shared_runs(cell_runs: list, base_runs: list) -> list[tuple[Any, Any]]:
     return sorted(out, key=lambda pair: pairing(pair[0])["id"])
 
 
-def paired(pairs: list[tuple[np.ndarray, np.ndarray]], block: int, metric: str) -> PairedResult | None:
+def paired(pairs: list[tuple[np.ndarray, np.ndarray]], block: int, metric: str,
+           design: str = "interleaved", strata: list | None = None) -> PairedResult | None:
     """The paired estimate (a log ratio) from each shared run's (cell samples, baseline samples), arms alternating
     every `block` samples, judged on windows of window_samples(); None when fewer than two window pairs have a
-    value (windows of one sample have no stdev; a log needs positive values)."""
+    value (windows of one sample have no stdev; a log needs positive values). strata: each run's arrangement (a
+    duet: the CPU of the cell's arm), whose own effect the estimate and the run-level variance leave out."""
     log = True
-    diffs, mine, theirs = [], [], []
+    diffs, mine, theirs, kept = [], [], [], []
     if not pairs:
         return None
     window = window_samples(min(min(len(a), len(b)) for a, b in pairs), block)
-    for a, b in pairs:
+    for i, (a, b) in enumerate(pairs):
         va, vb = block_values(a, window, metric), block_values(b, window, metric)
         k = min(len(va), len(vb))
         va, vb = va[:k], vb[:k]
@@ -236,10 +241,12 @@ def paired(pairs: list[tuple[np.ndarray, np.ndarray]], block: int, metric: str) 
             diffs.append(np.log(va) - np.log(vb))
             mine.append(va)
             theirs.append(vb)
+            kept.append(None if strata is None else strata[i])
     n = sum(len(d) for d in diffs)
     if n < 2:
         return None
-    return _estimate(diffs, np.concatenate(mine), np.concatenate(theirs), block, window)
+    return _estimate(diffs, np.concatenate(mine), np.concatenate(theirs), block, window, design,
+                     kept if strata is not None else None)
 
 
 def _batch_means(centred: list[np.ndarray]) -> tuple[float, float] | None:
@@ -261,11 +268,29 @@ def _batch_means(centred: list[np.ndarray]) -> tuple[float, float] | None:
     return sums / (batches - runs) / n, float(batches - runs)
 
 
+def _by_stratum(means: np.ndarray, strata: list) -> tuple[float, float, int] | None:
+    """A crossover's estimate from its runs' mean differences: the mean of each arrangement's mean (a CPU's own
+    speed, which favours the arm on it, cancels), with the variance from the runs' spread within arrangements
+    and its df; None with one arrangement only. The variance is None-like (-1) with no run to spare."""
+    groups: dict = {}
+    for m, s in zip(means, strata):
+        groups.setdefault(s, []).append(float(m))
+    if len(groups) < 2:
+        return None
+    k, runs = len(groups), len(means)
+    estimate = float(np.mean([np.mean(g) for g in groups.values()]))
+    if runs - k < 1:
+        return estimate, -1.0, 0
+    s2 = sum(float(np.sum((np.asarray(g) - np.mean(g)) ** 2)) for g in groups.values()) / (runs - k)
+    return estimate, s2 / k ** 2 * sum(1.0 / len(g) for g in groups.values()), runs - k
+
+
 def _estimate(diffs: list[np.ndarray], mine: np.ndarray, theirs: np.ndarray, block: int,
-              window: int) -> PairedResult | None:
+              window: int, design: str, strata: list | None = None) -> PairedResult | None:
     runs, n = len(diffs), sum(len(d) for d in diffs)
     allv = np.concatenate(diffs)
     grand = float(allv.mean())
+    crossover = _by_stratum(np.array([d.mean() for d in diffs]), strata) if strata else None
     centred = [d - d.mean() for d in diffs]
     ss_within = float(sum(np.sum(c * c) for c in centred))
     df_within = n - runs
@@ -281,12 +306,14 @@ def _estimate(diffs: list[np.ndarray], mine: np.ndarray, theirs: np.ndarray, blo
     batched = _batch_means(centred)
     if batched is not None and batched[0] > var_w:
         var_w, df_w = batched
-    var_b, cluster = -1.0, False
-    if runs >= 2:
+    var_b, df_b, cluster = -1.0, float(runs - 1), False
+    if crossover is not None:   # a duet whose arms swapped CPUs: the CPUs' own speeds left out
+        grand, var_b, df_b = crossover[0], crossover[1], float(crossover[2])
+    elif runs >= 2:
         means = np.array([d.mean() for d in diffs])
         var_b = float(np.var(means, ddof=1)) / runs
-    if var_b > var_w or (runs >= 2 and not math.isfinite(var_w)):   # one pair a run: the runs are the replicates
-        var, df, cluster = var_b, float(runs - 1), True
+    if var_b > var_w or (df_b >= 1 and var_b >= 0 and not math.isfinite(var_w)):   # the runs are the replicates
+        var, df, cluster = var_b, df_b, True
     else:
         var, df = var_w, df_w
     if not math.isfinite(var):
@@ -295,4 +322,4 @@ def _estimate(diffs: list[np.ndarray], mine: np.ndarray, theirs: np.ndarray, blo
     removed = 1.0 - float(np.var(allv, ddof=1)) / unpaired if unpaired > 0 else None
     baseline = float(theirs.mean())
     return PairedResult(Estimate(grand, math.sqrt(max(var, 0.0)), df, baseline), float(mine.mean()), baseline,
-                        block, window, runs, n, r1, removed, cluster)
+                        block, window, runs, n, r1, removed, cluster, design)

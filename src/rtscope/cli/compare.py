@@ -226,8 +226,8 @@ def print_comparisons(cs: ComparisonSet, source: str = "", verbose: bool = False
             say(f"note: {note}")
     designs = {k.design for k in cs.comparisons}
     tests = (f"the run is the unit: every metric is tested with a {RUN_TEST}" if designs <= {"runs"} else
-             "design interleaved: the window pair is the unit, every metric tested with a paired t-test on the "
-             "log ratios of window pairs (the run as a cluster)"
+             f"design {' and '.join(sorted(designs - {'runs'}))}: the window pair is the unit, every metric tested "
+             "with a paired t-test on the log ratios of window pairs (the run as a cluster)"
              + (f"; the others, measured in runs of their own, with a {RUN_TEST}" if "runs" in designs else ""))
     say(f"Δ = value − baseline; {tests} (docs/analysis.md)", style="dim")
     if cs.tail:

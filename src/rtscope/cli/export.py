@@ -47,7 +47,7 @@ def export_columns(run: Run, data: dict, units: Units) -> tuple[list[str], list]
                 [np.arange(1, n + 1), *(a / 1000.0 for a in arrays[:times]), *arrays[times:]])
     names, out = ["index", *cols], [np.arange(n), *arrays]
     pairing = run.header.get("pairing") if isinstance(run.header, dict) else None
-    if pairing and n:   # an arm of an interleaved run: each sample's block, its position in the run
+    if pairing and n and "blocks" in pairing:   # an arm of an interleaved run: each sample's block, its position
         block = int(pairing["block_samples"])
         names.append("block")
         out.append(np.asarray(pairing["blocks"], dtype=np.int64)[np.minimum(np.arange(n) // block,

@@ -33,9 +33,9 @@ SPENDING_TEXT = ("look k tests at α/2/(k(k+1)) plus the α/2·t² by time t of 
 ScaleOption = Annotated[Optional[str], typer.Option(
     "--scale", help="Which scale.NAME table of the spec to use (default: quick, when the spec has it).")]
 DesignOption = Annotated[Optional[str], typer.Option(
-    "--design", metavar="runs|interleaved|auto", help="How the configurations are laid out in time, replacing the "
-    "spec's `design`: interleaved measures those one process can hold as arms of one run, in blocks "
-    "(docs/spec.md, \"Designs\").")]
+    "--design", metavar="runs|interleaved|duet|auto", help="How the configurations are laid out in time, replacing "
+    "the spec's `design`: interleaved measures those one process can hold as arms of one run, in blocks; duet runs "
+    "those that differ only in their own process's settings side by side, a CPU each (docs/spec.md, \"Designs\").")]
 
 
 BudgetOption = Annotated[str, typer.Option(
@@ -355,7 +355,7 @@ def run(spec: Annotated[Path, typer.Argument(help="Experiment spec (TOML): a fil
 
 
 def print_design(parsed) -> None:
-    """What an interleaved or auto design made of the spec's cells, a line each (nothing for design runs)."""
+    """What an interleaved, duet or auto design made of the spec's cells, a line each (nothing for design runs)."""
     from ..experiment.design import layout
     if parsed.design != "runs":
         for line in layout(parsed).notes():
@@ -365,12 +365,13 @@ def print_design(parsed) -> None:
 def baseline_of(cells: list) -> str | None:
     """A --baseline for `rtscope compare` among these spec cells (spec order), from the spec's own axes: the first
     setting whose value differs between them, at the first cell's value, else the runtime, the variant, the
-    workload; `defaults` when the first cell has no setting that differs; None with fewer than two cells."""
+    workload; `defaults` when the first cell has no setting that differs (or an empty one, e.g. vm_flags = "": a
+    value `--baseline` cannot name); None with fewer than two cells."""
     if len(cells) < 2:
         return None
     first = cells[0].request
     for name in sorted({k for c in cells for k in c.request.settings}):
-        if len({repr(c.request.settings.get(name)) for c in cells}) > 1 and name in first.settings:
+        if len({repr(c.request.settings.get(name)) for c in cells}) > 1 and first.settings.get(name, "") != "":
             value = first.settings[name]
             return f"{name}={str(value).lower() if isinstance(value, bool) else value}"
     for name in ("runtime", "variant", "workload"):

@@ -35,9 +35,12 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run id (see 
     console.print(f"settings: {escape(settings_text(run['settings'], run))}")
     console.print(f"params:   {escape(settings_text(run['params']))}")
     if isinstance(pairing := run.header.get("pairing"), dict) and pairing.get("id"):   # an interleaved run's arm
-        console.print(f"design:   {pairing.get('design', 'interleaved')}, arm {pairing['arm'] + 1} of {pairing['arms']} "
-                      f"of run {pairing['id']}: {len(pairing['blocks'])} blocks of {pairing['block_samples']} samples "
-                      "(`rtscope export` gives each sample's block)")
+        arm = f"arm {pairing['arm'] + 1} of {pairing['arms']} of run {pairing['id']}"
+        if pairing.get("design") == "duet":
+            console.print(f"design:   duet, {arm}: side by side with the other arms, on CPU {pairing['cpu']}")
+        else:
+            console.print(f"design:   {pairing.get('design', 'interleaved')}, {arm}: {len(pairing['blocks'])} blocks "
+                          f"of {pairing['block_samples']} samples (`rtscope export` gives each sample's block)")
     if "kernel_release" in env:
         console.print(f"machine:  {escape(machine_text(env))}")
     shown, scale = display_unit(run.primary["unit"])

@@ -4,7 +4,8 @@
 | --- | --- |
 | `runs` (default) | every configuration in runs of its own, rounds of repetitions in a seeded random order (execute.plan) |
 | `interleaved` | the configurations of one `[[workload]]` block that one process can measure side by side become the *arms* of one run: arm after arm in blocks of `block` samples, each round a fresh random permutation of the arms (balanced: every arm once per round), so a drift of the machine hits every arm alike; configurations that cannot be arms are an error naming why |
-| `auto` | `interleaved` where a block allows it, `runs` for the rest, and says which and why |
+| `duet` | configurations that cannot share a process (VM flags, a thread's priority, mlock) but differ only in such settings of their own process (and the variant, the runtime's arm parameters) run *side by side*: one process each, at the same time, each pinned to a CPU of its own (the arms take turns over the CPUs from one repetition to the next), started together at a gate every arm waits at; so a drift of the machine hits them alike. Every configuration of the spec must find its partners (any `[[workload]]` block), at least 2 repetitions (the CPUs' turns) |
+| `auto` | `interleaved` where a block allows it, then `duet` for two configurations left that differ only in their own processes' settings, `runs` for the rest, and says which and why |
 
 Which configurations can be arms of one run is the runtime's to say (`Runtime.arm_unavailable`,
 `arm_settings`, `arm_params`): on the BEAM, exec sum/fib/sleep/nothing/spawn_each/spawn_recursive and msgq
@@ -19,7 +20,10 @@ less at the study's 5 ms pause: short enough to follow the drift, long enough fo
 of a block of 20 is not the run's: the paired test names what it compares (analysis/paired.py).
 
 Every arm is stored as an ordinary run, with its plan index, and its header's `pairing` names the run it shared
-(`id`), the design, its arm number, the block length and its blocks' positions in the run.
+(`id`), the design, its arm number, the block length and its blocks' positions in the run (a duet's arm: its
+CPU, and a block of one sample: the arms' k-th samples were taken at about the same time).
+
+A duet's arms must fit the target's CPUs, one each (checked when it runs); `auto` makes duets of two.
 
 To add a design: a name in DESIGNS, its grouping in `groups`, its schedule beside `block_order`, what executes it
 in execute.py (`_execute_group`) and runner.py, and its test in analysis/paired.py.
@@ -32,10 +36,13 @@ from dataclasses import dataclass
 
 from ..errors import UsageError
 from ..runtimes import RUNTIMES
+from ..settings.registry import SETTINGS
 from .spec import Spec
 from .spec.model import DESIGNS, Cell
 
-RUNS, INTERLEAVED, AUTO = DESIGNS
+RUNS, INTERLEAVED, DUET, AUTO = DESIGNS
+AUTO_DUET_ARMS = 2       # design auto pairs two configurations side by side: every machine it measures has 2 CPUs
+MIN_DUET_REPETITIONS = 2  # the arms swap CPUs between repetitions: one repetition would confound arm and CPU
 # A default block is short: the arms then alternate every few samples, and what drifts on the machine on any
 # time scale longer than a few calls (the host's other jobs, the VM's speed phases) falls on all of them alike.
 # The statistics are taken over windows of many blocks (analysis/paired.py window_samples), long enough for a
@@ -48,10 +55,11 @@ MAX_ORDER = 20_000       # blocks of one interleaved run at most: its order is o
 
 @dataclass(frozen=True)
 class Group:
-    """Cells measured together as the arms of one interleaved run."""
+    """Cells measured together: the arms of one interleaved run, or of a duet."""
 
     cells: tuple[Cell, ...]
-    block: int                      # samples of an arm per block
+    block: int                      # samples of an arm per block (a duet: 1, its arms' samples side by side)
+    design: str = INTERLEAVED
 
     @property
     def key(self) -> str:
@@ -70,6 +78,8 @@ class Layout:
 
     def notes(self) -> list[str]:
         out = [f"design {self.design}: {len(g.cells)} configurations interleaved in blocks of {g.block} samples"
+               if g.design == INTERLEAVED else
+               f"design {self.design}: {len(g.cells)} configurations side by side (a duet), a CPU each"
                for g in self.groups]
         by_reason: dict[str, int] = {}
         for why in self.reasons.values():
@@ -89,6 +99,21 @@ def _arm_reason(cell: Cell) -> str | None:
     return rt.arm_unavailable(req)
 
 
+def _duet_reason(cell: Cell, min_repetitions: int) -> str | None:
+    req = cell.request
+    rt = RUNTIMES.get(req.runtime)
+    if rt is None:
+        return f"runtime {req.runtime} is not known"
+    if req.settings.get("explain"):
+        return "setting explain traces the samples of one run"
+    if "cpu" in req.settings:
+        return "setting cpu: a duet pins each of its arms to a CPU of its own"
+    if cell.repetitions < min_repetitions:
+        return (f"{cell.repetitions} repetition: a duet's arms take turns over the CPUs, which needs "
+                f"{min_repetitions} repetitions or more")
+    return rt.duet_unavailable(req)
+
+
 def _group_key(cell: Cell) -> tuple:
     """What the arms of one run share: everything but the runtime's arm settings and parameters and the variant."""
     req = cell.request
@@ -97,6 +122,17 @@ def _group_key(cell: Cell) -> tuple:
     params = tuple(sorted((k, repr(v)) for k, v in req.params.items() if k not in rt.arm_params))
     return (cell.block, req.workload, req.runtime, settings, params, cell.repetitions, cell.timeout_s,
             cell.on_unavailable)
+
+
+def _duet_key(cell: Cell) -> tuple:
+    """What the arms of a duet share: everything but the settings of their own processes (the runtime's probe
+    settings: VM flags, spawn options, priority, mlock), its arm parameters and the variant; from any block."""
+    req = cell.request
+    rt = RUNTIMES[req.runtime]
+    own = {k for k in rt.settings if SETTINGS[k].scope == "probe"}
+    settings = tuple(sorted((k, repr(v)) for k, v in req.settings.items() if k not in own))
+    params = tuple(sorted((k, repr(v)) for k, v in req.params.items() if k not in rt.arm_params))
+    return (req.workload, req.runtime, settings, params, cell.repetitions, cell.timeout_s, cell.on_unavailable)
 
 
 def default_block(iterations: int, arms: int = 2) -> int:
@@ -113,14 +149,18 @@ def iterations_of(cell: Cell) -> int:
     return int(cell.request.params.get("iterations", 0))
 
 
-def layout(spec: Spec, design: str | None = None, block: int | None = None) -> Layout:
-    """The spec's cells grouped by its design (or `design`), with the block length (or `block`)."""
+def layout(spec: Spec, design: str | None = None, block: int | None = None,
+           min_repetitions: int = MIN_DUET_REPETITIONS) -> Layout:
+    """The spec's cells grouped by its design (or `design`), with the block length (or `block`); duets need
+    `min_repetitions` (1: a round of a sequence, whose rounds give the arms their turns over the CPUs)."""
     design = design or spec.design
     block = block or spec.block
     if design not in DESIGNS:
         raise UsageError(f"unknown design {design!r}; valid: {', '.join(DESIGNS)}")
     if design == RUNS:
         return Layout(design, [], list(spec.cells), {})
+    if design == DUET:
+        return _duets(spec, list(spec.cells), Layout(design, [], [], {}), None, min_repetitions)
     reasons: dict[str, str] = {}
     candidates: dict[tuple, list[Cell]] = {}
     for cell in spec.cells:
@@ -152,7 +192,43 @@ def layout(spec: Spec, design: str | None = None, block: int | None = None) -> L
         raise UsageError(f"design interleaved: configuration {key} cannot be an arm of an interleaved run: {why}; "
                          "use design = \"auto\" to run such configurations in runs of their own")
     alone.sort(key=lambda c: spec.cells.index(c))
-    return Layout(design, groups, alone, reasons)
+    return _duets(spec, alone, Layout(design, groups, [], reasons), AUTO_DUET_ARMS, min_repetitions)
+
+
+def _duets(spec: Spec, cells: list[Cell], lay: Layout, max_arms: int | None, min_repetitions: int) -> Layout:
+    """`cells` laid out side by side where they can be (design duet: all of them, or an error naming the one
+    that cannot; auto: groups of up to `max_arms`, the rest in runs of their own with why)."""
+    strict = max_arms is None
+    why_not: dict[str, str] = {}
+    candidates: dict[tuple, list[Cell]] = {}
+    for cell in cells:
+        why = _duet_reason(cell, min_repetitions)
+        if why is None:
+            candidates.setdefault(_duet_key(cell), []).append(cell)
+        else:
+            why_not[cell.key] = why
+    for group in candidates.values():
+        if len(group) < 2:
+            why_not[group[0].key] = "no other configuration differs from it only in its own process's settings"
+        elif not strict and len(group) > max_arms:   # said instead of why the cells could not be interleaved
+            for c in group:
+                why_not[c.key] = lay.reasons[c.key] = (
+                    f"{len(group)} configurations differ only in their own processes' settings; design auto runs "
+                    f"{max_arms} side by side (design = \"duet\": one per CPU)")
+        else:
+            lay.groups.append(Group(tuple(group), 1, DUET))
+            for c in group:
+                lay.reasons.pop(c.key, None)
+    if strict and why_not:
+        key, why = next(iter(why_not.items()))
+        raise UsageError(f"design duet: configuration {key} cannot run side by side with another: {why}; "
+                         "use design = \"auto\" to run such configurations in runs of their own")
+    for c in cells:
+        if c.key in why_not:
+            lay.alone.append(c)
+            lay.reasons[c.key] = lay.reasons.get(c.key, why_not[c.key])
+    lay.alone.sort(key=lambda c: spec.cells.index(c))
+    return lay
 
 
 def block_order(arms: int, rounds: int, seed: str) -> list[int]:

@@ -37,9 +37,9 @@ from ..store import DuplicateRun, Store, to_jsonable, unreachable
 from ..store.spool import Spooled
 from ..targets import LOCAL, Pool, redact_spec, resolve, tracefs
 from .bounds import Bounds, record_attempt
-from .design import Group, layout
+from .design import DUET, INTERLEAVED, MIN_DUET_REPETITIONS, Group, layout
 from .outage import GaveUp, Outage
-from .runner import execute as execute_run, execute_interleaved
+from .runner import execute as execute_run, execute_duet, execute_interleaved
 from .spec import Spec
 
 BOOTED_KINDS = ("qemu",)  # targets rtscope boots itself: `rtscope check` does not
@@ -61,8 +61,9 @@ class PlannedRun:
     request: RunRequest
     timeout_s: float | None = None
     on_unavailable: str = "fail"
-    pair: str | None = None             # an arm of an interleaved run: the run's key in the plan (design.py)
+    pair: str | None = None             # an arm of an interleaved run or a duet: its key in the plan (design.py)
     block_samples: int | None = None    # its block length
+    design: str | None = None           # with pair: interleaved or duet
 
     def to_json(self) -> dict:
         r = self.request
@@ -70,32 +71,35 @@ class PlannedRun:
                 "workload": r.workload, "variant": r.variant, "runtime": r.runtime, "params": r.params,
                 "settings": r.settings, "tags": list(r.tags), "timeout_s": self.timeout_s,
                 "on_unavailable": self.on_unavailable,
-                **({"pair": self.pair, "block_samples": self.block_samples} if self.pair else {})}
+                **({"pair": self.pair, "block_samples": self.block_samples, "design": self.design}
+                   if self.pair else {})}
 
     @classmethod
     def from_json(cls, d: dict) -> "PlannedRun":
         req = RunRequest(d["workload"], d["variant"], d["runtime"], dict(d["params"]), dict(d["settings"]),
                          tuple(d.get("tags", ())))
         return cls(d["index"], d["cell"], d["repetition"], d.get("block", 0), req, d.get("timeout_s"),
-                   d.get("on_unavailable", "fail"), d.get("pair"), d.get("block_samples"))
+                   d.get("on_unavailable", "fail"), d.get("pair"), d.get("block_samples"),
+                   d.get("design", INTERLEAVED) if d.get("pair") else None)
 
 
 def new_seed() -> int:
     return secrets.randbits(32)
 
 
-def plan(spec: Spec, seed: int, order: str | None = None, start: int = 0) -> list[PlannedRun]:
+def plan(spec: Spec, seed: int, order: str | None = None, start: int = 0, one_round: bool = False) -> list[PlannedRun]:
     """The runs of a spec in the order they are made (indexes from `start`).
 
     random (default): rounds; round r holds repetition r of every cell, in a fresh random order, so
       slow drift of the machine (temperature, background load) spreads over all cells alike.
     shuffle: one random permutation of all runs.  sequential: spec order, repetitions back to back.
-    With design interleaved or auto (design.py), the arms of one interleaved run take the place of one cell
-    in that order, with consecutive indexes.
+    With design interleaved, duet or auto (design.py), the arms of one interleaved run (or duet) take the place
+    of one cell in that order, with consecutive indexes. one_round: the spec is one round of a sequence
+    (sequential.py), whose rounds give a duet's arms their turns over the CPUs.
     """
     order = order or spec.order
     rng = random.Random(seed)
-    lay = layout(spec)
+    lay = layout(spec, min_repetitions=1 if one_round else MIN_DUET_REPETITIONS)
     units: list[Group | Any] = [*lay.groups, *lay.alone]
     units.sort(key=lambda u: spec.cells.index(u.cells[0] if isinstance(u, Group) else u))
     reps = {id(u): (u.cells[0] if isinstance(u, Group) else u).repetitions for u in units}
@@ -117,7 +121,7 @@ def plan(spec: Spec, seed: int, order: str | None = None, start: int = 0) -> lis
         if isinstance(u, Group):
             pair = f"{start + len(out)}"
             out += [PlannedRun(start + len(out) + i, c.key, r, c.block, c.request, c.timeout_s, c.on_unavailable,
-                               pair, u.block) for i, c in enumerate(u.cells)]
+                               pair, u.block, u.design) for i, c in enumerate(u.cells)]
         else:
             out.append(PlannedRun(start + len(out), u.key, r, u.block, u.request, u.timeout_s, u.on_unavailable))
     return out
@@ -436,7 +440,8 @@ def _execute_on(store: Store, exp: Experiment, name: str, planned: list[PlannedR
 
 
 def _units(planned: list[PlannedRun]) -> list[list[PlannedRun]]:
-    """The planned runs as they are made: a run alone, or the arms of one interleaved run (consecutive, one pair)."""
+    """The planned runs as they are made: a run alone, or the arms of one interleaved run or duet (consecutive,
+    one pair)."""
     out: list[list[PlannedRun]] = []
     for p in planned:
         if p.pair is not None and out and out[-1][0].pair == p.pair:
@@ -449,7 +454,7 @@ def _units(planned: list[PlannedRun]) -> list[list[PlannedRun]]:
 def _execute_unit(store: Store, exp: Experiment, name: str, unit: list[PlannedRun], pool: Pool,
                   availability: Availability, outcome: Outcome, reporter: Reporter | None,
                   lock: threading.Lock | None) -> None:
-    if len(unit) == 1:   # a run alone (or the one arm of an interleaved run not stored yet: it runs alone)
+    if len(unit) == 1:   # a run alone (or the one arm of an interleaved run or duet not stored yet: it runs alone)
         _execute_one(store, exp, name, unit[0], pool, availability, outcome, reporter, lock)
         return
     arms = []
@@ -466,13 +471,18 @@ def _execute_unit(store: Store, exp: Experiment, name: str, unit: list[PlannedRu
     if reporter:
         reporter.run_started(arms[0])
     target, first = pool.get(name), arms[0]
+    kwargs = [dict(experiment_id=exp.id, plan_index=p.index, cell=p.cell, repetition=p.repetition) for p in arms]
+    if first.design == DUET:   # the arms take turns over the CPUs, one step a repetition
+        measure = lambda timeout, notes: execute_duet(   # noqa: E731
+            [p.request for p in arms], store.keeper, turn=first.repetition - 1, timeout=timeout, target=target,
+            store_lock=lock, notes=notes, store_kwargs=kwargs)
+    else:
+        measure = lambda timeout, notes: execute_interleaved(   # noqa: E731
+            [p.request for p in arms], store.keeper, block=first.block_samples, timeout=timeout, target=target,
+            store_lock=lock, notes=notes, store_kwargs=kwargs)
     try:  # within its deadline (an arm's, times the arms), made again once if its target was lost (bounds.py)
         results = outcome.bounds.make(
-            first, target, lambda timeout, notes: execute_interleaved(
-                [p.request for p in arms], store.keeper, block=first.block_samples, timeout=timeout, target=target,
-                store_lock=lock, notes=notes,
-                store_kwargs=[dict(experiment_id=exp.id, plan_index=p.index, cell=p.cell, repetition=p.repetition)
-                              for p in arms]),
+            first, target, measure,
             lambda attempt, result, why: record_attempt(store, exp, first, attempt, result, why, lock),
             lambda: all(stored_meanwhile(store, exp.id, p.index) for p in arms), reporter)
     except DuplicateRun:

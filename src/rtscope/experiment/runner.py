@@ -28,6 +28,7 @@ from ..store.records import DuplicateRun
 from ..targets import Completed, LocalTarget, Target
 from ..targets.owners import run_directory
 from .design import block_order
+from .duet import duet_command
 
 PROBE_STDERR_TAIL = 2000  # characters of a failed probe's output kept in the error
 
@@ -91,9 +92,21 @@ def execute_interleaved(reqs: list[RunRequest], store: RunSink, *, block: int, t
                     store_kwargs=store_kwargs, notes=notes)
 
 
-def _measure(reqs: list[RunRequest], store: RunSink, *, block: int | None = None, timeout: float | None,
-             target: Target | None, store_lock: threading.Lock | None, store_kwargs: list[dict],
-             notes: list[str] | None = None) -> list[Any]:
+def execute_duet(reqs: list[RunRequest], store: RunSink, *, turn: int, timeout: float | None = None,
+                 target: Target | None = None, store_lock: threading.Lock | None = None,
+                 store_kwargs: list[dict], notes: list[str] | None = None) -> list[Any]:
+    """The arms of a duet (experiment/design.py, duet.py) measured side by side, a process each pinned to a CPU of
+    its own (arm i on the target's (i + turn)-th online CPU: the arms take turns over the CPUs from one
+    repetition to the next), released together at a start gate; each arm stored as a run of its own with its
+    header's `pairing` (design duet, its arm and CPU). The arms share their system settings, applied once."""
+    timeout = None if timeout is None else timeout * len(reqs)   # a slower arm's start and its own pace
+    return _measure(reqs, store, duet_turn=turn, timeout=timeout, target=target, store_lock=store_lock,
+                    store_kwargs=store_kwargs, notes=notes)
+
+
+def _measure(reqs: list[RunRequest], store: RunSink, *, block: int | None = None, duet_turn: int | None = None,
+             timeout: float | None, target: Target | None, store_lock: threading.Lock | None,
+             store_kwargs: list[dict], notes: list[str] | None = None) -> list[Any]:
     req = reqs[0]
     target = target or LocalTarget()
     for setting in SETTINGS.values():
@@ -121,7 +134,15 @@ def _measure(reqs: list[RunRequest], store: RunSink, *, block: int | None = None
         site = Site(target, dict(ctx.tool_paths))
         probe_version = _version(rt, site, target)
         where = ctx.out_dir or run_dir
-        if block is None:
+        arm_keys: list[dict] = [{} for _ in reqs]
+        if duet_turn is not None:
+            outs = [posixpath.join(where, f"arm{i}.rts") for i in range(len(reqs))]
+            pairing = {"id": uuid.uuid4().hex[:16], "design": "duet", "arms": len(reqs), "block_samples": 1}
+            cpus = _duet_cpus(target, len(reqs), duet_turn)
+            arm_keys = [{"cpu": cpu} for cpu in cpus]
+            argv = ctx.command_prefix + duet_command([rt.command(r, out, site) for r, out in zip(reqs, outs)], cpus,
+                                                     posixpath.join(where, "duet-gate"))
+        elif block is None:
             outs, pairing = [posixpath.join(where, "run.rts")], None
             argv = ctx.command_prefix + rt.command(req, outs[0], site)
         else:
@@ -153,7 +174,9 @@ def _measure(reqs: list[RunRequest], store: RunSink, *, block: int | None = None
             for name, value in r.settings.items():  # the probe cannot know the system settings
                 if SETTINGS[name].scope == "system":
                     sf.header["settings"].setdefault(name, value)
-            if pairing is not None:
+            if pairing is not None and duet_turn is not None:
+                sf.header["pairing"] = {**pairing, "arm": i, **arm_keys[i]}
+            elif pairing is not None:
                 sf.header["pairing"] = _arm_pairing(sf, pairing, i, order, path)
             files.append(sf)
         kwargs = [dict(kw) for kw in store_kwargs]
@@ -169,6 +192,24 @@ def _measure(reqs: list[RunRequest], store: RunSink, *, block: int | None = None
                         raise
                     ids.append(None)   # this arm was stored by another `--resume` meanwhile
         return ids
+
+
+def _duet_cpus(target: Target, arms: int, turn: int) -> list[int]:
+    """Arm i's CPU: the target's (i + turn)-th online CPU (modulo their number); an error when there are fewer
+    CPUs than arms, or no taskset to pin them with."""
+    where = "this machine" if target.is_local else f"target {target.name}"
+    if target.runtimes is not None:
+        raise RtscopeError(f"design duet starts a process per arm; {where} is a running {', '.join(target.runtimes)} "
+                           "node with no shell to start them in")
+    cpus = target.online_cpus()
+    if len(cpus) < arms:
+        raise RtscopeError(f"design duet: {arms} configurations side by side need {arms} CPUs, one each; {where} "
+                           f"has {len(cpus)} online (use design = \"auto\", which pairs two, or fewer configurations)")
+    if ("which", "taskset") not in target.deployed:   # asked once per connection
+        target.deployed[("which", "taskset")] = target.which("taskset")
+    if target.deployed[("which", "taskset")] is None:
+        raise RtscopeError(f"design duet pins its arms with taskset, which {where} lacks (util-linux)")
+    return [cpus[(i + turn) % len(cpus)] for i in range(arms)]
 
 
 def _arm_pairing(sf: samplefile.SampleFile, pairing: dict, arm: int, order: list[int], path: Path) -> dict:

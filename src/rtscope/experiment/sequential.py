@@ -81,7 +81,7 @@ def next_round(spec: Spec, exp: exp_mod.Experiment, claims: list, seed: int, rnd
     keys = {c.key for claim in claims for c in cells_of(spec, claim)}
     cells = [dataclasses.replace(c, repetitions=1) for c in spec.cells if c.key in keys]
     sub = dataclasses.replace(spec, cells=cells)
-    planned = exp_mod.plan(sub, seed + rnd, start=len(exp.plan))
+    planned = exp_mod.plan(sub, seed + rnd, start=len(exp.plan), one_round=True)
     return [dataclasses.replace(p, repetition=rnd) for p in planned]
 
 

@@ -97,6 +97,17 @@ class Runtime:
         arm i writes its own sample file to outs[i] (with a `pairing` header)."""
         raise NotImplementedError
 
+    # Duets (experiment/design.py): configurations measured at the same time, a process each on a CPU of its
+    # own, started together: the harness of these workloads waits at the duet's start gate (RTSCOPE_DUET_GATE).
+    duet_workloads: tuple[str, ...] = ()
+
+    def duet_unavailable(self, req: RunRequest) -> str | None:
+        """None when `req` can be an arm of a duet of this runtime, else why not."""
+        if req.workload in self.duet_workloads:
+            return None
+        which = f"duet arms: {', '.join(self.duet_workloads)}" if self.duet_workloads else "it has no duets"
+        return f"{req.workload} on runtime {self.name} does not wait at a duet's start gate ({which})"
+
 
 def printed_version(site: Site | None, argv: list[str], pattern: str) -> str | None:
     """A peer tool's version: group 1 of `pattern` in what `argv` prints on the site's target (this machine

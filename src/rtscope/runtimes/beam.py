@@ -209,4 +209,5 @@ RUNTIME = Beam(
     settings=(*SPAWN_SETTINGS, "vm_flags", "model", *VM_PROCESS_SETTINGS),
     arm_settings=SPAWN_SETTINGS,
     arm_params=("n", "elements"),
+    duet_workloads=("exec", "timer", "msgq", "gpio"),   # the workloads measured by RtScope.Harness.run
 )

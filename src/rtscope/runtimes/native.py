@@ -130,4 +130,5 @@ RUNTIME = Native(
     settings=("rt_priority", "cpu", "mlock", "model"),
     arm_settings=ARM_SETTINGS,
     arm_params=("n",),
+    duet_workloads=("exec", "timer", "storage", "gpio"),   # the subcommands that open their run with rtp_run_open
 )

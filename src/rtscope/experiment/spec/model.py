@@ -15,7 +15,7 @@ from ...words import counted
 from .locate import Locator
 
 
-DESIGNS = ("runs", "interleaved", "auto")   # the spec's `design` (experiment/design.py)
+DESIGNS = ("runs", "interleaved", "duet", "auto")   # the spec's `design` (experiment/design.py)
 
 
 @dataclass(frozen=True)
