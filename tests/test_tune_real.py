@@ -7,6 +7,7 @@ import json
 import pytest
 
 from rtscope.runtimes import RUNTIMES
+from rtscope.store import Store
 
 pytestmark = [pytest.mark.real, pytest.mark.alone]
 
@@ -69,6 +70,12 @@ def test_beam_tune_confirms_a_winner_20_percent_below_the_baseline(cli, tmp_path
     assert doc["improvement"]["change"] <= -0.20, doc["improvement"]
     mean = next(row for row in doc["confirmation"] if row["metric"] == "mean")
     assert mean["verdict"] == "better" and mean["p_holm"] < 0.05
+    # the confirmation: one VM a repetition holding winner, runner-up and baseline as arms, judged on window pairs
+    assert doc["confirmation_design"] == "interleaved"
+    assert any("design interleaved: paired t-test on window-pair differences" in n for n in doc["confirmation_notes"])
+    runs = {run.id: run for run in Store(db).runs()}
+    pairs = {role: {runs[i].header["pairing"]["id"] for i in c["runs"]} for role, c in doc["confirmations"].items()}
+    assert len(pairs["winner"]) == 5 and all(p == pairs["winner"] for p in pairs.values())
     # never a configuration that the same store (all its runs, race and confirmation) shows worse
     r = cli("compare", "--db", db, "--experiment", doc["experiment"], "--baseline", "fullsweep_after=0",
             "--baseline", "min_heap_size=233", "--json")

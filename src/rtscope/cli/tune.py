@@ -21,8 +21,10 @@ class TuneReporter:
         for number, _, why in step.drops:
             err_console.print(f"tune {tune.id}{where}: candidate {number} dropped: {escape(why)}", highlight=False)
         if step.phase == "confirm":
-            err_console.print(f"tune {tune.id}{where}: race ended ({escape(step.why)}); confirmation: "
-                              f"{len(step.new_slots)} fresh runs ({tune.confirm} each) of "
+            how = (f"{tune.confirm} interleaved runs of {len(set(step.result['roles'].values()))} arms"
+                   if step.result.get("design") == "interleaved" else
+                   f"{len(step.new_slots)} fresh runs ({tune.confirm} each)")
+            err_console.print(f"tune {tune.id}{where}: race ended ({escape(step.why)}); confirmation: {how} of "
                               f"{roles_text(step.result['roles'])}", highlight=False)
         elif step.phase == "race":
             err_console.print(f"tune {tune.id}{where}: round {step.from_round + 1}: "
@@ -249,6 +251,8 @@ def _print_result(doc: dict) -> None:
                       "-" if not ci else f"{ci[0] / scale:.2f} .. {ci[1] / scale:.2f}",
                       p_text(r["p_holm"]), r["verdict"])
     console.print(table)
+    for note in doc.get("confirmation_notes", []):
+        console.print(f"note: {escape(note)}", soft_wrap=True)
     if doc["importance"]:
         console.print("knobs that mattered (Optuna's importance): " +
                       ", ".join(f"{k} {v:.2f}" for k, v in doc["importance"].items()))

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 from ..errors import UsageError
 from ..runtimes import RUNTIMES
+from ..runtimes.base import RunRequest
 from ..settings.registry import SETTINGS
 from .spec import Spec
 from .spec.model import DESIGNS, Cell
@@ -114,14 +115,34 @@ def _duet_reason(cell: Cell, min_repetitions: int) -> str | None:
     return rt.duet_unavailable(req)
 
 
-def _group_key(cell: Cell) -> tuple:
-    """What the arms of one run share: everything but the runtime's arm settings and parameters and the variant."""
-    req = cell.request
+def _shared_by_arms(req: RunRequest) -> tuple:
+    """What the arms of one interleaved run share: everything but the runtime's arm settings and parameters and
+    the variant."""
     rt = RUNTIMES[req.runtime]
     settings = tuple(sorted((k, repr(v)) for k, v in req.settings.items() if k not in rt.arm_settings))
     params = tuple(sorted((k, repr(v)) for k, v in req.params.items() if k not in rt.arm_params))
-    return (cell.block, req.workload, req.runtime, settings, params, cell.repetitions, cell.timeout_s,
-            cell.on_unavailable)
+    return req.workload, req.runtime, settings, params
+
+
+def _group_key(cell: Cell) -> tuple:
+    return (cell.block, *_shared_by_arms(cell.request), cell.repetitions, cell.timeout_s, cell.on_unavailable)
+
+
+def arms_unavailable(reqs: list[RunRequest]) -> str | None:
+    """None when these requests can be the arms of one interleaved run (a tune's confirmation asks), else why
+    not."""
+    for req in reqs:
+        rt = RUNTIMES.get(req.runtime)
+        why = (f"runtime {req.runtime} is not known" if rt is None else
+               "setting explain traces the samples of one run" if req.settings.get("explain") else
+               rt.arm_unavailable(req))
+        if why is None and int(req.params.get("iterations", 0)) < 2:
+            why = "fewer than 2 samples per run"
+        if why is not None:
+            return why
+    if len({_shared_by_arms(r) for r in reqs}) > 1:
+        return "they differ in more than their arm settings and parameters"
+    return None
 
 
 def _duet_key(cell: Cell) -> tuple:

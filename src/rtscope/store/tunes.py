@@ -137,18 +137,27 @@ class TuneTables:
         """The first slot whose run is not stored and that nobody holds (or whose holder's lease ran out),
         now held by `worker`; None when there is none."""
         for slot in self.slots(tune_id):
-            if slot["run_id"] is not None:
-                continue
-            if slot["claimed_by"] is not None and slot["claimed_at"] >= now - lease_s:
-                continue
-            free = sa.or_(slots.c.claimed_by.is_(None), slots.c.claimed_at < now - lease_s)
-            with self.engine.begin() as c:
-                got = c.execute(slots.update().where(slots.c.tune_id == tune_id,
-                                                     slots.c.plan_index == slot["plan_index"], free)
-                                .values(claimed_by=worker, claimed_at=now)).rowcount
-            if got == 1:
-                return {**slot, "claimed_by": worker, "claimed_at": now}
+            got = self._claim(slot, tune_id, worker, now, lease_s)
+            if got is not None:
+                return got
         return None
+
+    def claim_slot(self, tune_id: int, plan_index: int, worker: str, now: float, lease_s: float) -> dict | None:
+        """That slot, now held by `worker`, when its run is not stored and nobody holds it; else None."""
+        slot = next((sl for sl in self.slots(tune_id) if sl["plan_index"] == plan_index), None)
+        return None if slot is None else self._claim(slot, tune_id, worker, now, lease_s)
+
+    def _claim(self, slot: dict, tune_id: int, worker: str, now: float, lease_s: float) -> dict | None:
+        if slot["run_id"] is not None:
+            return None
+        if slot["claimed_by"] is not None and slot["claimed_at"] >= now - lease_s:
+            return None
+        free = sa.or_(slots.c.claimed_by.is_(None), slots.c.claimed_at < now - lease_s)
+        with self.engine.begin() as c:
+            got = c.execute(slots.update().where(slots.c.tune_id == tune_id,
+                                                 slots.c.plan_index == slot["plan_index"], free)
+                            .values(claimed_by=worker, claimed_at=now)).rowcount
+        return {**slot, "claimed_by": worker, "claimed_at": now} if got == 1 else None
 
     def discard(self, tune_id: int) -> bool:
         """Remove a tune that stored no run (its start failed) with its experiment, so no empty experiment is

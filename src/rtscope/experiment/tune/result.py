@@ -56,6 +56,8 @@ def build(tune, field_: list[Standing], chosen: dict[str, int], v: Verdict, impo
         "improvement": None if goal_row is None or goal_row.ratio is None else
         {"metric": tune.goal, "ratio": goal_row.ratio, "change": goal_row.ratio - 1, "verdict": goal_row.verdict},
         "confirmation": [r.to_json() for r in shown.rows] if shown else [],
+        "confirmation_design": shown.design if shown else None,   # interleaved: judged on window pairs
+        "confirmation_notes": list(shown.notes) if shown else [],
         "confirmations": {role: {"candidate": chosen[role], "runs": [r.id for r in k.cell.runs],
                                  "baseline_runs": [r.id for r in k.base.runs], "rows": [r.to_json() for r in k.rows]}
                           for role, k in v.comparisons.items()},

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
 from ...analysis.compare import load_cells
 from ...errors import UsageError
 from ...store import Store
-from .. import execute as exp_mod
+from .. import design, execute as exp_mod
 from . import confirm, propose, race, result
 from ..spec.tune import LENGTH_PARAMS
 from .race import Standing
@@ -176,6 +176,9 @@ def roles(field_: list[Standing]) -> dict[str, int]:
 
 
 def _confirmation(tune, field_: list[Standing], slots: list[dict], step: Step, why: str) -> Step:
+    """The confirmation's slots: per repetition every chosen configuration in a fresh random order; where one
+    process can hold them all (design.arms_unavailable), each repetition is one interleaved run whose arms are
+    those slots (consecutive plan indexes, one `pair`), judged on window pairs."""
     chosen = roles(field_)
     numbers = sorted(set(chosen.values()))
     by_number = {s.number: s for s in field_}
@@ -185,9 +188,28 @@ def _confirmation(tune, field_: list[Standing], slots: list[dict], step: Step, w
         step.new_slots.append(_slot(tune, index, n, s.cell_key, s.knobs, CONFIRM, tune.round + 1,
                                     s.runs + rep))
         index += 1
+    if len(numbers) > 1:
+        _interleave(step.new_slots, len(numbers))
     step.phase, step.why = CONFIRM, why
-    step.result = {"roles": chosen, "race_ended": why}
+    step.result = {"roles": chosen, "race_ended": why, "design": _design_of(step.new_slots)}
     return step
+
+
+def _interleave(new_slots: list[dict], arms: int) -> None:
+    """Make each repetition's `arms` consecutive slots the arms of one interleaved run, where they can be."""
+    planned = [exp_mod.PlannedRun.from_json(sl["request"]) for sl in new_slots]
+    if design.arms_unavailable([p.request for p in planned[:arms]]) is not None:
+        return
+    block = design.default_block(int(planned[0].request.params["iterations"]), arms)
+    for first in range(0, len(new_slots), arms):
+        for sl, p in zip(new_slots[first:first + arms], planned[first:first + arms]):
+            sl["request"] = replace(p, pair=str(new_slots[first]["plan_index"]), block_samples=block,
+                                    design=design.INTERLEAVED).to_json()
+
+
+def _design_of(new_slots: list[dict]) -> str:
+    return (design.INTERLEAVED if new_slots and new_slots[0]["request"].get("pair") is not None
+            else design.RUNS)
 
 
 def _verdict(store: Store, tune, slots: list[dict]) -> Step:

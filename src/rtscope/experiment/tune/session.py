@@ -23,7 +23,7 @@ from ...signals import Terminated, held_signals, sigterm_raises
 from ...store import DuplicateRun, Store
 from ...targets import LOCAL, Pool
 from .. import execute as exp_mod
-from ..runner import execute as execute_run
+from ..runner import execute as execute_run, execute_interleaved
 from ..spec import Spec
 from ..spec import parse as parse_spec
 from ..spec.model import Budget, Knob, Range
@@ -201,21 +201,58 @@ def _step(store: Store, tune: Tune, target, reporter: Reporter | None, worker: s
     return False
 
 
-def _make(store: Store, tune: Tune, slot: dict, target, reporter: Reporter | None, on: str | None) -> None:
-    """Make and store the run of a claimed slot (on another target of the same kind when `on` is given)."""
+def _planned(slot: dict, tune: Tune, on: str | None) -> exp_mod.PlannedRun:
+    """The slot's run, on another target of the same kind when `on` is given."""
     planned = exp_mod.PlannedRun.from_json(slot["request"])
     if on is not None and on != tune.target:
         settings = {k: v for k, v in planned.request.settings.items() if k != "target"}
         if on != LOCAL:
             settings["target"] = on
         planned = replace(planned, request=replace(planned.request, settings=settings))
+    return planned
+
+
+def _make(store: Store, tune: Tune, slot: dict, target, reporter: Reporter | None, on: str | None) -> None:
+    """Make and store the run of a claimed slot; an arm of an interleaved run (the confirmation's) is made with
+    every other arm this process can claim too (alone when it gets none: another process holds them)."""
+    planned = _planned(slot, tune, on)
+    arms = [slot, *(_siblings(store, tune, slot) if planned.pair is not None else [])]
     if reporter:
         reporter.run_started(tune, slot)
-    run_id = execute_run(planned.request, store.keeper, timeout=planned.timeout_s, target=target,
-                         experiment_id=tune.experiment_id, plan_index=planned.index,
-                         cell=planned.cell, repetition=planned.repetition)
+    try:
+        if len(arms) == 1:
+            ids = [execute_run(planned.request, store.keeper, timeout=planned.timeout_s, target=target,
+                               experiment_id=tune.experiment_id, plan_index=planned.index,
+                               cell=planned.cell, repetition=planned.repetition)]
+        else:
+            runs = [_planned(sl, tune, on) for sl in arms]
+            ids = execute_interleaved(
+                [p.request for p in runs], store.keeper, block=planned.block_samples, target=target,
+                timeout=planned.timeout_s, store_kwargs=[dict(experiment_id=tune.experiment_id, plan_index=p.index, cell=p.cell,
+                                   repetition=p.repetition) for p in runs])
+    except BaseException:
+        with held_signals():
+            for sl in arms[1:]:     # the claimed slot itself is given back by the caller
+                store.tunes.release(tune.id, sl["plan_index"], sl["claimed_by"])
+        raise
     if reporter:
-        reporter.run_stored(tune, slot, run_id)
+        for sl, run_id in zip(arms, ids):
+            if run_id is not None:
+                reporter.run_stored(tune, sl, run_id)
+
+
+def _siblings(store: Store, tune: Tune, slot: dict) -> list[dict]:
+    """The other arms of the slot's interleaved run that this worker could claim (not stored, nobody holds them)."""
+    pair = slot["request"]["pair"]
+    worker, now = slot["claimed_by"], time.time()
+    out = []
+    for other in store.tunes.slots(tune.id):
+        if other["plan_index"] != slot["plan_index"] and other["request"].get("pair") == pair \
+                and other["run_id"] is None:
+            got = store.tunes.claim_slot(tune.id, other["plan_index"], worker, now, LEASE_S)
+            if got is not None:
+                out.append(got)
+    return out
 
 
 def work(store: Store, tunes: list[Tune], pool: Pool, reporter: Reporter | None = None,
