@@ -68,7 +68,8 @@ pause_ms = {pause_ms}
 
 
 def duet_spec(settings: str, design_: str = "duet", repetitions: int = 2, runtime: str = "beam",
-              iterations: int = 200, pause_ms: float = 0, extra: str = ""):
-    text = DUET_SPEC.format(design=design_, repetitions=repetitions, runtime=runtime, iterations=iterations,
+              iterations: int = 200, pause_ms: float = 0, extra: str = "") -> str:
+    """One exec sum block whose configurations differ in `settings` (TOML lines), in design `design_`, and `extra`
+    (more blocks) after it: what tests/test_duet*.py lay out and run side by side."""
+    return DUET_SPEC.format(design=design_, repetitions=repetitions, runtime=runtime, iterations=iterations,
                             pause_ms=pause_ms, settings=settings) + extra
-    return text

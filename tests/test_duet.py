@@ -91,3 +91,18 @@ def test_two_erlang_vms_with_different_vm_flags_side_by_side(cli, db, tmp_path):
     assert cmp_.code == 0, cmp_.err
     assert "design duet: paired t-test on window-pair differences" in cmp_.out
     assert "in 2 duet runs, the arms side by side" in cmp_.out
+
+
+def test_until_decided_makes_each_round_a_duet_whose_arms_take_turns(cli, db, tmp_path):
+    """--until-decided adds one repetition a round: each round is one duet, the arms on the other CPUs than in
+    the round before."""
+    text = duet_spec("mlock = [false, true]", runtime="native", iterations=100).replace(
+        "repetitions = 2", "repetitions = 2\nbaseline = { mlock = false }")
+    (tmp_path / "d.toml").write_text(text)
+    r = cli("run", tmp_path / "d.toml", "--db", db, "--until-decided", "--budget", "8s")
+    assert r.code == 0, r.err
+    runs = Store(db).runs()
+    assert len(runs) >= 4 and {run.header["pairing"]["design"] for run in runs} == {"duet"}
+    first_arm = [run for run in runs if run.header["pairing"]["arm"] == 0]
+    cpus = [run.header["pairing"]["cpu"] for run in sorted(first_arm, key=lambda run: run.id)]
+    assert all(a != b for a, b in zip(cpus, cpus[1:])), cpus        # round after round, the other CPU

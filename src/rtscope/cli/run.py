@@ -503,7 +503,7 @@ def until_decided_runs(store, parsed, path, pool, absent, aside, wheres, seed, a
         sub = claim_runs.trimmed(parsed, wanted, wheres, 1)
         print_warnings(parsed)
         chosen = seed if seed is not None else parsed.seed if parsed.seed is not None else exp_mod.new_seed()
-        planned = exp_mod.plan(sub, chosen)
+        planned = exp_mod.plan(sub, chosen, one_round=True)   # round 1 of the sequence
         experiment = exp_mod.start(store, sub, planned, chosen, identity,
                                    record={"until_decided": {"budget_s": budget_s}})
     record = experiment.spec.get("until_decided") or {}
