@@ -6,7 +6,10 @@ the layout: tests/test_duet_units.py."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -106,3 +109,43 @@ def test_until_decided_makes_each_round_a_duet_whose_arms_take_turns(cli, db, tm
     first_arm = [run for run in runs if run.header["pairing"]["arm"] == 0]
     cpus = [run.header["pairing"]["cpu"] for run in sorted(first_arm, key=lambda run: run.id)]
     assert all(a != b for a, b in zip(cpus, cpus[1:])), cpus        # round after round, the other CPU
+
+
+def gated_processes(gate_dir: str) -> list[int]:
+    """The processes whose environment names a duet gate under gate_dir (the arms of a duet run there)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as f:
+                    env = f.read()
+                with open(f"/proc/{entry}/stat") as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if b"RTSCOPE_DUET_GATE=" + gate_dir.encode() in env and state != "Z":
+                out.append(int(entry))
+    return out
+
+
+def test_a_stopped_duet_leaves_no_arm_behind(tmp_path):
+    """SIGINT while both arms measure: rtscope exits 130, the experiment is interrupted with nothing stored, and
+    no arm's process is left."""
+    spec = tmp_path / "d.toml"
+    spec.write_text(duet_spec("mlock = [false, true]", runtime="native", iterations=100_000, pause_ms=1))
+    db = str(tmp_path / "s.db")
+    cmd = [sys.executable, "-m", "rtscope", "run", str(spec), "--db", db]
+    env = {**os.environ, "TMPDIR": str(tmp_path)}           # the run directories, so the gates, under tmp_path
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(gated_processes(str(tmp_path))) < 2:
+        time.sleep(0.05)
+    assert len(gated_processes(str(tmp_path))) >= 2           # both arms started
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "resume with" in err and not Store(db).runs()
+    deadline = time.monotonic() + 10
+    while gated_processes(str(tmp_path)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not gated_processes(str(tmp_path))
