@@ -305,6 +305,23 @@ def test_cli_run_on_a_target_and_sysinfo(board, tmp_path, cli, clean_targets):
     assert r.code == 0 and "rtscope-board-1" in r.out and "runtime native: ok" in r.out
 
 
+def test_a_duet_on_the_target(board, tmp_path, cli, clean_targets):
+    """Design duet over SSH: the two arms started side by side on the board's CPUs by one command, the gate
+    under the board's run directory, nothing left there."""
+    spec = tmp_path / "duet.toml"
+    spec.write_text(f'name = "remote"\ntarget = "board"\ndesign = "duet"\nrepetitions = 2\n{board.table("board")}\n'
+                    '[[workload]]\nname = "exec"\nvariants = "sum"\n[workload.params]\niterations = 50\n'
+                    'pause_ms = 0\n[workload.settings]\nmlock = [false, true]\n')
+    db = str(tmp_path / "s.db")
+    r = cli("run", spec, "--db", db)
+    assert r.code == 0, r.err
+    runs = Store(db).runs()
+    assert len(runs) == 4 and {x["environment"]["hostname"] for x in runs} == {"rtscope-board-1"}
+    assert {x.header["pairing"]["design"] for x in runs} == {"duet"}
+    assert {x.header["pairing"]["cpu"] for x in runs} == {0, 1}
+    assert no_leftovers(board) == {} and sshd.run_dirs(board.workdir) == []
+
+
 def test_two_targets_run_in_parallel(board, tmp_path, clean_targets, tmp_path_factory):
     other = sshd.SshServer(tmp_path_factory.mktemp("board2"), "rtscope-board-2").start()
     try:
