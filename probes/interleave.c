@@ -47,6 +47,10 @@ static void print_help(void)
            "  --block B     timed calls of an arm per block (>= 1)\n"
            "  --order LIST  the arm of each block, comma-separated arm indexes; arm i\n"
            "                appears exactly iterations / B times\n"
+           "  --write ARM:PATH=VALUE\n"
+           "                write VALUE into the file PATH before each of arm ARM's blocks\n"
+           "                that follows another arm's (a machine-wide setting switched with\n"
+           "                the arms; every arm must write the same files); repeatable\n"
            "  --arm ...     what 'rtprobe exec' takes for one run, from the word exec on;\n"
            "                2 to %d arms\n"
            "\n"
@@ -129,6 +133,46 @@ static int check_equal(const struct interleave_config *cfg)
     return 0;
 }
 
+/* --write ARM:PATH=VALUE, split in a copy kept in cfg. */
+static int parse_write(const char *arg, struct interleave_config *cfg)
+{
+    if (cfg->nwrites == INTERLEAVE_MAX_WRITES)
+        return usage("more than %d --write options", INTERLEAVE_MAX_WRITES);
+    char *copy = strdup(arg);
+    if (!copy)
+        return usage("out of memory");
+    cfg->write_args[cfg->nwrites] = copy;
+    char *colon = strchr(copy, ':'), *eq = colon ? strchr(colon + 1, '=') : NULL;
+    int64_t arm;
+    if (!colon || !eq || colon[1] == '\0' || colon[1] == '=')
+        return usage("--write '%s' is not ARM:PATH=VALUE (e.g. --write 1:/proc/sys/kernel/sched_rt_runtime_us=-1)",
+                     arg);
+    *colon = *eq = '\0';
+    if (rtp_parse_i64(copy, 0, INTERLEAVE_MAX_ARMS - 1, &arm) != RTP_PARSE_OK)
+        return usage("--write '%s': '%s' is not an arm index", arg, copy);
+    cfg->writes[cfg->nwrites++] = (struct interleave_write){.arm = (int)arm, .path = colon + 1, .value = eq + 1};
+    return 0;
+}
+
+/* Every arm writes each file exactly once (so each block's state is the arm's own, whatever came before). */
+static int check_writes(const struct interleave_config *cfg)
+{
+    for (int w = 0; w < cfg->nwrites; w++) {
+        const struct interleave_write *x = &cfg->writes[w];
+        if (x->arm >= cfg->narms)
+            return usage("--write %d:%s: there is no arm %d (arms 0..%d)", x->arm, x->path, x->arm, cfg->narms - 1);
+        for (int i = 0; i < cfg->narms; i++) {
+            int times = 0;
+            for (int v = 0; v < cfg->nwrites; v++)
+                times += cfg->writes[v].arm == i && strcmp(cfg->writes[v].path, x->path) == 0;
+            if (times != 1)
+                return usage("arm %d writes %s %d times: every arm writes each --write file exactly once", i,
+                             x->path, times);
+        }
+    }
+    return 0;
+}
+
 /* Parse LIST into cfg->order and check that arm i appears iterations / B times. */
 static int parse_order(const char *list, struct interleave_config *cfg)
 {
@@ -185,6 +229,9 @@ int interleave_parse_args(int argc, char **argv, struct interleave_config *cfg)
         } else if ((m = rtp_option_nonempty("interleave", argc, argv, &i, "--order", &order)) != 0) {
             if (m < 0)
                 return RTP_EXIT_USAGE;
+        } else if ((m = rtp_option_nonempty("interleave", argc, argv, &i, "--write", &v)) != 0) {
+            if (m < 0 || parse_write(v, cfg) != 0)
+                return RTP_EXIT_USAGE;
         } else if (!rtp_unknown_option("interleave", argv[i])) {
             return usage("unexpected argument '%s' before the first --arm", argv[i]);
         } else {
@@ -213,6 +260,8 @@ int interleave_parse_args(int argc, char **argv, struct interleave_config *cfg)
     if (cfg->narms < 2)
         return usage("needs at least 2 arms (--arm exec ...), got %d", cfg->narms);
     int rc = check_equal(cfg);
+    if (!rc)
+        rc = check_writes(cfg);
     return rc ? rc : parse_order(order, cfg);
 }
 
@@ -220,6 +269,10 @@ void interleave_config_free(struct interleave_config *cfg)
 {
     free(cfg->order);
     cfg->order = NULL;
+    for (int w = 0; w < INTERLEAVE_MAX_WRITES; w++) { /* one past nwrites: a --write refused midway */
+        free(cfg->write_args[w]);
+        cfg->write_args[w] = NULL;
+    }
 }
 
 /* ---- the run -------------------------------------------------------------- */
@@ -319,7 +372,27 @@ static int open_arms(const struct interleave_config *cfg, struct rtp_run *runs)
 }
 
 /* The blocks in order. 0, -1 after a stop request, -2 when an arm's settings were refused. */
-static int measure(const struct interleave_config *cfg, const struct thread_state *s, struct rtp_run *runs)
+/* Arm i's --write files, written before its block when the block before was another arm's. */
+static int write_arm_files(const struct interleave_config *cfg, int i, int64_t *switched)
+{
+    for (int w = 0; w < cfg->nwrites; w++) {
+        const struct interleave_write *x = &cfg->writes[w];
+        if (x->arm != i)
+            continue;
+        FILE *f = fopen(x->path, "w");
+        if (!f || fputs(x->value, f) == EOF || fclose(f) != 0) {
+            fprintf(stderr, RTPROBE_NAME " interleave: arm %d cannot write %s into %s: %s\n", i, x->value,
+                    x->path, strerror(errno));
+            return -1;
+        }
+    }
+    if (cfg->nwrites)
+        switched[i]++;
+    return 0;
+}
+
+static int measure(const struct interleave_config *cfg, const struct thread_state *s, struct rtp_run *runs,
+                   int64_t *switched)
 {
     const int64_t pause_ns = llround(cfg->arms[0].pause_ms * 1e6);
     bool warm[INTERLEAVE_MAX_ARMS] = {false};
@@ -327,6 +400,8 @@ static int measure(const struct interleave_config *cfg, const struct thread_stat
         const int i = cfg->order[k];
         const struct exec_config *a = &cfg->arms[i];
         if (use_arm(s, i, &a->rt) != 0)
+            return -2;
+        if ((k == 0 || cfg->order[k - 1] != i) && write_arm_files(cfg, i, switched) != 0)
             return -2;
         if (!warm[i]) {
             warm[i] = true;
@@ -351,11 +426,13 @@ static int measure(const struct interleave_config *cfg, const struct thread_stat
 }
 
 /* Write every arm's trailer and file; on a failure, remove the files already written. */
-static int finish_arms(const struct interleave_config *cfg, struct rtp_run *runs)
+static int finish_arms(const struct interleave_config *cfg, struct rtp_run *runs, const int64_t *switched)
 {
     for (int i = 0; i < cfg->narms; i++) {
         rtp_json_begin_object(&runs[i].trailer, NULL);
         rtp_json_string(&runs[i].trailer, "finished_at", runs[i].finished_at);
+        if (cfg->nwrites)
+            rtp_json_i64(&runs[i].trailer, "blocks_switched_to", switched[i]); /* its --write files written */
         rtp_json_end_object(&runs[i].trailer);
         if (rtp_run_finish(&runs[i]) != RTP_EXIT_OK) {
             for (int j = 0; j < i; j++)
@@ -381,10 +458,11 @@ static int run(const void *arg)
     if (rc == RTP_EXIT_OK)
         rc = open_arms(cfg, runs);
     if (rc == RTP_EXIT_OK) {
-        int m = measure(cfg, &state, runs);
+        int64_t switched[INTERLEAVE_MAX_ARMS] = {0};
+        int m = measure(cfg, &state, runs, switched);
         rc = m == -1   ? rtp_run_stopped("no sample file written")
              : m == -2 ? RTP_EXIT_FAILURE
-                       : finish_arms(cfg, runs);
+                       : finish_arms(cfg, runs, switched);
     }
     for (int i = 0; i < cfg->narms; i++)
         rtp_run_free(&runs[i]); /* removes what is unfinished */

@@ -10,6 +10,15 @@
 #include "exec.h"
 
 #define INTERLEAVE_MAX_ARMS 16
+#define INTERLEAVE_MAX_WRITES 64
+
+/* A file an arm writes before each of its blocks (--write ARM:PATH=VALUE): a
+ * machine-wide setting switched with the arms. */
+struct interleave_write {
+    int arm;
+    const char *path; /* into argv */
+    const char *value;
+};
 
 struct interleave_config {
     int64_t block;           /* B: timed calls of an arm per block */
@@ -17,6 +26,9 @@ struct interleave_config {
     size_t norder;
     int narms;
     struct exec_config arms[INTERLEAVE_MAX_ARMS];
+    struct interleave_write writes[INTERLEAVE_MAX_WRITES];
+    int nwrites;
+    char *write_args[INTERLEAVE_MAX_WRITES]; /* copies of the --write arguments, split in place */
     int help;                /* --help seen (also inside an arm): print help, exit 0 */
 };
 

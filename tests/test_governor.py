@@ -10,25 +10,10 @@ from rtscope.errors import RtscopeError
 from rtscope.settings.governor import Unavailable, cpufreq_applied, parse_freq, parse_governor
 from rtscope.settings.registry import SETTINGS
 from rtscope.settings.base import RunContext
+from fake_sysfs import CPU, fake_sysfs
 
 pytestmark = pytest.mark.fast
 
-CPU = "sys/devices/system/cpu"
-
-
-def fake_sysfs(root: Path, cpus=(0, 1), governor_="schedutil", offered="performance powersave schedutil",
-               min_freq=600000) -> Path:
-    (root / CPU).mkdir(parents=True, exist_ok=True)
-    (root / CPU / "online").write_text(f"{cpus[0]}-{cpus[-1]}\n")
-    for c in cpus:
-        d = root / CPU / f"cpu{c}" / "cpufreq"
-        d.mkdir(parents=True, exist_ok=True)
-        (d / "scaling_governor").write_text(governor_ + "\n")
-        (d / "scaling_available_governors").write_text(offered + "\n")
-        (d / "scaling_min_freq").write_text(f"{min_freq}\n")
-        (d / "cpuinfo_min_freq").write_text("600000\n")
-        (d / "cpuinfo_max_freq").write_text("1500000\n")
-    return root
 
 
 def read(root: Path, cpu: int, file: str) -> str:

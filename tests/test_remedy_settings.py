@@ -212,6 +212,23 @@ def test_a_matrix_axis_recorded_with_each_run(originals, tmp_path, cli):
     assert seen == {f"{name}@0", f"{name}@1"}
 
 
+def test_arms_of_one_interleaved_run_switch_rt_runtime_us_block_by_block(originals, tmp_path, cli):
+    """Configurations that differ in rt_runtime_us (a kernel file) are arms of one `rtprobe interleave`: it
+    writes each arm's value before the arm's blocks, and the file is put back after the run."""
+    now = int(originals[RT])
+    spec = exec_spec(tmp_path, f"rt_runtime_us = [{now}, -1]\n", extra='design = "interleaved"\n')
+    db = str(tmp_path / "s.db")
+    r = cli("run", spec, "--db", db)
+    assert r.code == 0, r.out + r.err
+    runs = Store(db).runs()
+    assert len(runs) == 2 and len({run.header["pairing"]["id"] for run in runs}) == 1   # one run, two arms
+    assert sorted(run.settings["rt_runtime_us"] for run in runs) == [-1, now]
+    for run in runs:
+        assert run.trailer["blocks_switched_to"] >= 1
+        assert any("rt_runtime_us switched with the arms: 1 file(s)" in n for n in run.trailer["notes"])
+    assert RT.read_text() == originals[RT]
+
+
 def test_tune_accepts_them_as_knobs(tmp_path, cli):
     spec = tmp_path / "tune.toml"
     spec.write_text('name = "t"\n[tune]\nbudget = 20\n[[workload]]\nname = "exec"\nvariants = "sum"\n'

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import sshd
+from fake_sysfs import CPU, fake_sysfs
 from rtscope import targets
 from rtscope.errors import RtscopeError
 from rtscope.experiment.runner import execute
@@ -228,21 +229,9 @@ def test_deploy_once_per_version(board, tmp_path, clean_targets):
     assert cached[0].stat().st_mtime_ns == stamp
 
 
-def fake_governors(root: Path) -> Path:
-    """A fake sysfs tree of two CPUs governed by schedutil (performance available): its cpu directory."""
-    cpu = root / "sys/devices/system/cpu"
-    for c in (0, 1):
-        d = cpu / f"cpu{c}" / "cpufreq"
-        d.mkdir(parents=True)
-        (d / "scaling_governor").write_text("schedutil\n")
-        (d / "scaling_available_governors").write_text("performance schedutil\n")
-    (cpu / "online").write_text("0-1\n")
-    return cpu
-
-
 def test_governor_on_the_targets_fake_sysfs(board, tmp_path, clean_targets):
     root = tmp_path / "sysfs"
-    cpu = fake_governors(root)
+    cpu = fake_sysfs(root) / CPU
     name = define(board, sysfs_root=str(root))
     seen = []
     store = Store(str(tmp_path / "s.db"))

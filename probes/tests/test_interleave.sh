@@ -53,6 +53,24 @@ expect 1 "an arm's output in a missing directory" -- "$PROBE" interleave --block
 grep_in "$TMP/err" "No such file or directory" "missing directory message"
 nothing_left "a run whose arm 1 cannot be written"
 
+# --write: each arm's files written before its blocks that follow another arm's; every arm writes each file once.
+printf 'x' > "$TMP/switched"
+expect 0 "files switched with the arms" -- "$PROBE" interleave --block 2 --order 0,1,1,0 \
+    --write "0:$TMP/switched=zero" --write "1:$TMP/switched=one" $A0 $A1
+[ "$(cat "$TMP/switched")" = zero ] && ok || fail "the last block's arm's text is in the file"
+pycheck "$TMP/a0.rts" "t['blocks_switched_to'] == 2" "arm 0 switched to twice (blocks 0 and 3)"
+pycheck "$TMP/a1.rts" "t['blocks_switched_to'] == 1" "arm 1 switched to once (blocks 1-2)"
+rm -f "$TMP/a0.rts" "$TMP/a1.rts"
+expect 2 "a file only one arm writes" -- "$PROBE" interleave --block 2 --order 0,1,1,0 \
+    --write "0:$TMP/switched=zero" $A0 $A1
+grep_in "$TMP/err" "arm 1 writes $TMP/switched 0 times" "a file only one arm writes: message"
+expect 2 "a --write without ARM:" -- "$PROBE" interleave --block 2 --order 0,1,1,0 --write "$TMP/switched" $A0 $A1
+grep_in "$TMP/err" "is not ARM:PATH=VALUE" "a --write without ARM: message"
+expect 1 "a file that cannot be written" -- "$PROBE" interleave --block 2 --order 0,1,1,0 \
+    --write "0:$TMP/no/such=zero" --write "1:$TMP/no/such=one" $A0 $A1
+grep_in "$TMP/err" "arm 0 cannot write zero into $TMP/no/such" "a file that cannot be written: message"
+nothing_left "a file that cannot be written"
+
 # Three arms, five blocks of 4 each, in a given order: each arm its own file, as exec writes it, plus pairing.
 CPU=$("$PYTHON" -c "import os; print(max(os.sched_getaffinity(0)))")
 expect 0 "three arms" -- "$PROBE" interleave --block 4 --order 2,0,1,1,2,0,0,1,2,1,0,2,2,1,0 \

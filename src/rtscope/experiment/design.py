@@ -11,8 +11,11 @@ Which configurations can be arms of one run is the runtime's to say (`Runtime.ar
 `arm_settings`, `arm_params`): on the BEAM, exec sum/fib/sleep/nothing/spawn_each/spawn_recursive and msgq
 pmap whose configurations differ only in the measuring process's spawn options (fullsweep_after,
 min_heap_size, priority, message_queue_data), the variant and n or elements; natively (`rtprobe interleave`),
-exec sum/fib/sleep/nothing that differ only in the variant, n and the measuring thread's rt_priority and cpu. Everything else of the configurations (target, runtime,
-workload, system and VM settings, iterations, pause, repetitions) must be the same: that is the group.
+exec sum/fib/sleep/nothing that differ only in the variant, n and the measuring thread's rt_priority and cpu,
+and in system settings that are file writes (`Setting.block_writes`: governor, min_freq, rt_runtime_us,
+workqueue_cpumask), which the probe switches before each arm's blocks (runner.py journals and restores the
+files). Everything else of the configurations (target, runtime, workload, other system settings, VM settings,
+iterations, pause, repetitions) must be the same: that is the group.
 
 The block: `block = N` in the spec, else the largest divisor of the arms' iterations that is at most
 iterations / 10 and at most 200 samples (at least 10 blocks per arm where iterations allow, a block a second or
@@ -119,9 +122,17 @@ def _shared_by_arms(req: RunRequest) -> tuple:
     """What the arms of one interleaved run share: everything but the runtime's arm settings and parameters and
     the variant."""
     rt = RUNTIMES[req.runtime]
-    settings = tuple(sorted((k, repr(v)) for k, v in req.settings.items() if k not in rt.arm_settings))
+    settings = tuple(sorted((k, repr(v)) for k, v in req.settings.items()
+                            if k not in rt.arm_settings and not switched_per_block(rt, k)))
     params = tuple(sorted((k, repr(v)) for k, v in req.params.items() if k not in rt.arm_params))
     return req.workload, req.runtime, settings, params
+
+
+def switched_per_block(rt, name: str) -> bool:
+    """Whether the arms of one interleaved run of runtime `rt` may differ in setting `name`: a system setting
+    that is file writes (governor, rt_runtime_us, workqueue_cpumask), switched before each arm's blocks."""
+    setting = SETTINGS.get(name)
+    return rt.switches_files and setting is not None and setting.block_writes is not None
 
 
 def _group_key(cell: Cell) -> tuple:

@@ -27,7 +27,7 @@ from ..signals import held_signals, sigterm_raises
 from ..store.records import DuplicateRun
 from ..targets import Completed, LocalTarget, Target
 from ..targets.owners import run_directory
-from .design import block_order
+from .design import block_order, switched_per_block
 from .duet import duet_command
 
 PROBE_STDERR_TAIL = 2000  # characters of a failed probe's output kept in the error
@@ -127,9 +127,10 @@ def _measure(reqs: list[RunRequest], store: RunSink, *, block: int | None = None
             undo.callback(target.remove_tree, run_dir)
         ctx = RunContext(request=req, workdir=workdir, notes=list(notes or []), target=target, run_dir=run_dir)
         ctx.notes.extend(undo_journal.restore_stale(target))  # what a killed rtscope left changed, once per connection
-        for name, value in req.settings.items():   # the arms differ only in settings of their own processes
+        switched = _switched(reqs, rt) if block is not None else []
+        for name, value in req.settings.items():   # the arms differ only in settings of their own processes...
             setting = SETTINGS[name]
-            if setting.apply is not None:
+            if setting.apply is not None and name not in switched:   # ...or in files switched block by block
                 undo.enter_context(setting.apply(value, ctx))
         site = Site(target, dict(ctx.tool_paths))
         probe_version = _version(rt, site, target)
@@ -149,7 +150,8 @@ def _measure(reqs: list[RunRequest], store: RunSink, *, block: int | None = None
             outs = [posixpath.join(where, f"arm{i}.rts") for i in range(len(reqs))]
             pairing = {"id": uuid.uuid4().hex[:16], "design": "interleaved", "arms": len(reqs), "block_samples": block}
             order = block_order(len(reqs), int(req.params["iterations"]) // block, pairing["id"])
-            argv = ctx.command_prefix + rt.interleaved_command(reqs, outs, site, block, order)
+            writes = _block_writes(reqs, switched, order, ctx, undo) if switched else None
+            argv = ctx.command_prefix + rt.interleaved_command(reqs, outs, site, block, order, writes)
         undo.push(_clean_up_if_stopped(rt, target))
         # One round trip on a remote target: the machine's state, the command, its output files.
         wanted = [f for r, out in zip(reqs, outs) for f in _outputs_on_target(rt, r, ctx, out)]
@@ -192,6 +194,37 @@ def _measure(reqs: list[RunRequest], store: RunSink, *, block: int | None = None
                         raise
                     ids.append(None)   # this arm was stored by another `--resume` meanwhile
         return ids
+
+
+def _switched(reqs: list[RunRequest], rt) -> list[str]:
+    """The system settings an interleaved run's arms switch block by block: the file writes any arm sets."""
+    return sorted({name for r in reqs for name in r.settings if switched_per_block(rt, name)})
+
+
+def _block_writes(reqs: list[RunRequest], names: list[str], order: list[int], ctx: RunContext,
+                  undo: ExitStack) -> list[dict[str, str]]:
+    """Each arm's files (path -> text) for the switched settings: its own values, the files' current text where
+    it does not set one. The current texts are journalled and written back when the run ends (also after a
+    kill -9, undo.py); the first block's arm's are written now."""
+    if ctx.command_prefix:
+        raise RtscopeError(f"{names[0]} switched between the arms' blocks: the probe writes the files itself, so "
+                           f"it must run on the target, not inside {ctx.command_name or 'an environment'}")
+    own: list[dict[str, str]] = []
+    current: dict[str, str] = {}
+    for r in reqs:
+        files: dict[str, str] = {}
+        for name in names:
+            if name in r.settings:
+                for path, text, now in SETTINGS[name].block_writes(r.settings[name], ctx.target):
+                    files[path] = text
+                    current.setdefault(path, now)
+        own.append(files)
+    per_arm = [{path: files.get(path, now) for path, now in current.items()} for files in own]
+    first = per_arm[order[0]]
+    undo.enter_context(undo_journal.files_changed(", ".join(names), [(p, first[p], now) for p, now in current.items()], ctx))
+    ctx.notes.append(f"{', '.join(names)} switched with the arms: {len(current)} file(s) written before each "
+                     "arm's blocks, put back afterwards")
+    return per_arm
 
 
 def _duet_cpus(target: Target, arms: int, turn: int) -> list[int]:

@@ -86,15 +86,19 @@ class Runtime:
     # Interleaved arms (experiment/design.py): several configurations measured in one process, block by block.
     arm_settings: tuple[str, ...] = ()      # settings the arms of one run may differ in (per process or thread)
     arm_params: tuple[str, ...] = ()        # parameters they may differ in (besides the variant)
+    # Whether the arms may also differ in system settings that are file writes (Setting.block_writes): the
+    # process writes each arm's files before its blocks (interleaved_command's `writes`).
+    switches_files: bool = False
 
     def arm_unavailable(self, req: RunRequest) -> str | None:
         """None when `req` can be an arm of an interleaved run of this runtime, else why not."""
         return f"runtime {self.name} runs one configuration per process"
 
     def interleaved_command(self, reqs: list[RunRequest], outs: list[str], site: Site, block: int,
-                            order: list[int]) -> list[str]:
+                            order: list[int], writes: list[dict[str, str]] | None = None) -> list[str]:
         """The argv of one process that measures every arm: arm order[k] makes block k of `block` samples, and
-        arm i writes its own sample file to outs[i] (with a `pairing` header)."""
+        arm i writes its own sample file to outs[i] (with a `pairing` header); writes[i]: the files (path ->
+        text) arm i writes before each of its blocks (switches_files)."""
         raise NotImplementedError
 
     # Duets (experiment/design.py): configurations measured at the same time, a process each on a CPU of its

@@ -185,7 +185,7 @@ class Beam(Runtime):
         return None
 
     def interleaved_command(self, reqs: list[RunRequest], outs: list[str], site: Site, block: int,
-                            order: list[int]) -> list[str]:
+                            order: list[int], writes: list[dict[str, str]] | None = None) -> list[str]:
         arms = [a for req, out in zip(reqs, outs) for a in ("--arm", *harness_args(req), "--output", out)]
         head = ["interleave", "--block", str(block), "--order", ",".join(map(str, order))]
         return self._launch(reqs[0], site, [*head, *arms])

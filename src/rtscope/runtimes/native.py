@@ -109,8 +109,10 @@ class Native(Runtime):
         return None
 
     def interleaved_command(self, reqs: list[RunRequest], outs: list[str], site: Site, block: int,
-                            order: list[int]) -> list[str]:
-        return [rtprobe(site), *interleave_args(reqs, outs, block, order)]
+                            order: list[int], writes: list[dict[str, str]] | None = None) -> list[str]:
+        args = interleave_args(reqs, outs, block, order)
+        files = [f"--write={i}:{path}={text}" for i, arm in enumerate(writes or []) for path, text in arm.items()]
+        return [rtprobe(site), args[0], *files, *args[1:]]
 
     def version(self, site: Site | None = None) -> str | None:
         site = site or Site(LocalTarget())
@@ -131,4 +133,5 @@ RUNTIME = Native(
     arm_settings=ARM_SETTINGS,
     arm_params=("n",),
     duet_workloads=("exec", "timer", "storage", "gpio"),   # the subcommands that open their run with rtp_run_open
+    switches_files=True,                                    # rtprobe interleave --write
 )

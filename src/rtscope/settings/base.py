@@ -23,6 +23,10 @@ class Setting(Option):
     # running (the BEAM clamps some spawn options): clamped(value), None when the value is honoured (rounding to
     # the runtime's granularity, a heap size, counts as honoured; the run records what it got either way).
     clamped: Callable[[Any], Any] | None = None
+    # A system setting that is a few file writes, switched in milliseconds (kernel files, the governor): the
+    # files a value writes on a target, (path, text, current text), so that an interleaved run's arms can
+    # differ in it, each arm's files written before its blocks (experiment/design.py). block_writes(value, target).
+    block_writes: Callable[[Any, Any], list[tuple[str, str, str]]] | None = None
 
 
 def without_shell(setting: str, target: Any) -> str | None:

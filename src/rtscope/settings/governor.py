@@ -88,6 +88,7 @@ class CpufreqSetting(Setting):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "unavailable", self.check_machine)  # Setting's hook, bound to this file
+        object.__setattr__(self, "block_writes", lambda value, target: plan(self.file, value, target))
 
     def check_machine(self, value: Any, where: Any = None) -> str | None:
         """None when `value` can be applied on the target (this machine by default), else why not."""

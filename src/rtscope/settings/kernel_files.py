@@ -169,9 +169,13 @@ class KernelFileSetting(Setting):
     same: Callable[[str, str], bool] = lambda a, b: a.strip() == b.strip()
     describe: Callable[[Any, list[tuple[str, str, str]]], str] | None = None
 
+    switchable: bool = True     # the files can be switched between an interleaved run's blocks (block_writes)
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "unavailable", self.check_machine)
         object.__setattr__(self, "apply", self.applied)
+        if self.switchable:
+            object.__setattr__(self, "block_writes", self.plan)
 
     def check_machine(self, value: Any, target: Target) -> str | None:
         why = without_shell(self.name, target)
@@ -215,7 +219,8 @@ SETTINGS = (
         f"IRQs@CPUs: IRQ numbers or /proc/interrupts action names, or * for every IRQ, e.g. {IRQ_EXAMPLE}",
         "move these IRQs (and on PREEMPT_RT their threads) to these CPUs for the run "
         "(/proc/irq/N/smp_affinity_list); put back afterwards", scope="system",
-        plan=irq_plan, same=_same_cpus, describe=_irq_note),
+        plan=irq_plan, same=_same_cpus, describe=_irq_note,
+        switchable=False),   # `*`: the IRQs the kernel refuses to move are left out as the run goes
     KernelFileSetting(
         "workqueue_cpumask", parse_cpus, "a CPU list such as 0 or 0,2-3 (online CPUs)",
         "keep unbound workqueues' kworkers on these CPUs for the run (/sys/devices/virtual/workqueue/cpumask); "
