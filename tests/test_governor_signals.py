@@ -12,7 +12,8 @@ import time
 import pytest
 
 from proc_helpers import default_signals
-from test_governor import fake_sysfs, read
+from fake_sysfs import fake_sysfs
+from test_governor import read
 
 pytestmark = pytest.mark.real
 

@@ -25,7 +25,8 @@ from rtscope.experiment.runner import execute
 from rtscope.experiment.spec import build_request
 from rtscope.store import Store
 from rtscope.targets.ssh import SshTarget
-from test_ssh_target import fake_governors, no_leftovers, signal_mid_run
+from fake_sysfs import CPU, fake_sysfs
+from test_ssh_target import no_leftovers, signal_mid_run
 
 WHY = sshd.available()
 pytestmark = [pytest.mark.real, pytest.mark.skipif(WHY is not None, reason=WHY or "")]
@@ -232,7 +233,7 @@ def test_a_run_is_one_request_over_a_slow_link(far, tmp_path, cli, clean_targets
 def test_stopped_mid_run_over_a_slow_link_leaves_nothing_and_resumes_exactly(far, tmp_path, sig, clean_targets):
     """Ctrl-C or SIGTERM while a run with load and a governor measures, 200 ms away: no process left on the target,
     the governor written back, the experiment marked interrupted; --resume then stores every run exactly once."""
-    cpu = fake_governors(tmp_path / "sysfs")
+    cpu = fake_sysfs(tmp_path / "sysfs") / CPU
     body = ('[[workload]]\nname = "timer"\nvariants = "absolute"\n[workload.params]\ninterval_us = 1000\n'
             'loops = 1500\n[workload.settings]\nload = "cpu"\ngovernor = "performance"\n')
     spec = write_spec(tmp_path, far.far_table("far") + f'sysfs_root = "{tmp_path / "sysfs"}"\n', "far", body,
