@@ -9,7 +9,9 @@ the other lie in the same round, seconds apart, so a drift of the machine hits b
 difference. A duet (design `duet`) is paired the same way with blocks of one sample: its arms ran side by side,
 a process each on a CPU of its own, released together at a start gate, so their k-th windows were measured at
 about the same time (as long as the arms keep the same pace). The arms swap CPUs from one repetition to the
-next: a CPU's own speed shows as a difference between the runs, which the run-level variance (b) takes in.
+next, and the duet is judged as a crossover (`strata`: the CPU of the cell's arm in each run): the estimate is
+the mean of each arrangement's mean difference, so a CPU's own speed cancels, and the run-level variance (b) is
+the runs' spread within their arrangement.
 
 | step | what |
 | --- | --- |

@@ -93,29 +93,32 @@ class Layout:
         return out
 
 
-def _arm_reason(cell: Cell) -> str | None:
-    req = cell.request
-    rt = RUNTIMES.get(req.runtime)
-    if rt is None:
+def _shares_nothing(req: RunRequest) -> str | None:
+    """Why a request can be neither an arm of an interleaved run nor of a duet, whatever the others; else None."""
+    if req.runtime not in RUNTIMES:
         return f"runtime {req.runtime} is not known"
     if req.settings.get("explain"):
         return "setting explain traces the samples of one run"
-    return rt.arm_unavailable(req)
+    return None
+
+
+def _arm_reason(req: RunRequest) -> str | None:
+    why = _shares_nothing(req) or RUNTIMES[req.runtime].arm_unavailable(req)
+    if why is None and int(req.params.get("iterations", 0)) < 2:
+        why = "fewer than 2 samples per run"
+    return why
 
 
 def _duet_reason(cell: Cell, min_repetitions: int) -> str | None:
     req = cell.request
-    rt = RUNTIMES.get(req.runtime)
-    if rt is None:
-        return f"runtime {req.runtime} is not known"
-    if req.settings.get("explain"):
-        return "setting explain traces the samples of one run"
+    if (why := _shares_nothing(req)) is not None:
+        return why
     if "cpu" in req.settings:
         return "setting cpu: a duet pins each of its arms to a CPU of its own"
     if cell.repetitions < min_repetitions:
         return (f"{cell.repetitions} repetition: a duet's arms take turns over the CPUs, which needs "
                 f"{min_repetitions} repetitions or more")
-    return rt.duet_unavailable(req)
+    return RUNTIMES[req.runtime].duet_unavailable(req)
 
 
 def _shared_by_arms(req: RunRequest) -> tuple:
@@ -143,13 +146,7 @@ def arms_unavailable(reqs: list[RunRequest]) -> str | None:
     """None when these requests can be the arms of one interleaved run (a tune's confirmation asks), else why
     not."""
     for req in reqs:
-        rt = RUNTIMES.get(req.runtime)
-        why = (f"runtime {req.runtime} is not known" if rt is None else
-               "setting explain traces the samples of one run" if req.settings.get("explain") else
-               rt.arm_unavailable(req))
-        if why is None and int(req.params.get("iterations", 0)) < 2:
-            why = "fewer than 2 samples per run"
-        if why is not None:
+        if (why := _arm_reason(req)) is not None:
             return why
     if len({_shared_by_arms(r) for r in reqs}) > 1:
         return "they differ in more than their arm settings and parameters"
@@ -196,9 +193,7 @@ def layout(spec: Spec, design: str | None = None, block: int | None = None,
     reasons: dict[str, str] = {}
     candidates: dict[tuple, list[Cell]] = {}
     for cell in spec.cells:
-        why = _arm_reason(cell)
-        if why is None and iterations_of(cell) < 2:
-            why = "fewer than 2 samples per run"
+        why = _arm_reason(cell.request)
         if why is None:
             candidates.setdefault(_group_key(cell), []).append(cell)
         else:
@@ -258,7 +253,7 @@ def _duets(spec: Spec, cells: list[Cell], lay: Layout, max_arms: int | None, min
     for c in cells:
         if c.key in why_not:
             lay.alone.append(c)
-            lay.reasons[c.key] = lay.reasons.get(c.key, why_not[c.key])
+            lay.reasons.setdefault(c.key, why_not[c.key])
     lay.alone.sort(key=lambda c: spec.cells.index(c))
     return lay
 

@@ -221,7 +221,8 @@ def _block_writes(reqs: list[RunRequest], names: list[str], order: list[int], ct
         own.append(files)
     per_arm = [{path: files.get(path, now) for path, now in current.items()} for files in own]
     first = per_arm[order[0]]
-    undo.enter_context(undo_journal.files_changed(", ".join(names), [(p, first[p], now) for p, now in current.items()], ctx))
+    writes = [(path, first[path], now) for path, now in current.items()]
+    undo.enter_context(undo_journal.files_changed(", ".join(names), writes, ctx))
     ctx.notes.append(f"{', '.join(names)} switched with the arms: {len(current)} file(s) written before each "
                      "arm's blocks, put back afterwards")
     return per_arm

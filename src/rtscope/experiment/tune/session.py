@@ -226,10 +226,10 @@ def _make(store: Store, tune: Tune, slot: dict, target, reporter: Reporter | Non
                                cell=planned.cell, repetition=planned.repetition)]
         else:
             runs = [_planned(sl, tune, on) for sl in arms]
-            ids = execute_interleaved(
-                [p.request for p in runs], store.keeper, block=planned.block_samples, target=target,
-                timeout=planned.timeout_s, store_kwargs=[dict(experiment_id=tune.experiment_id, plan_index=p.index, cell=p.cell,
-                                   repetition=p.repetition) for p in runs])
+            kwargs = [dict(experiment_id=tune.experiment_id, plan_index=p.index, cell=p.cell, repetition=p.repetition)
+                      for p in runs]
+            ids = execute_interleaved([p.request for p in runs], store.keeper, block=planned.block_samples,
+                                      target=target, timeout=planned.timeout_s, store_kwargs=kwargs)
     except BaseException:
         with held_signals():
             for sl in arms[1:]:     # the claimed slot itself is given back by the caller
