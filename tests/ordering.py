@@ -7,15 +7,16 @@ phase ends within about one short file of its even share.
 
 SECONDS are what each file took in a run of that phase (`--durations=0`, summed per file, 2026-11-29, on this
 shared 2-core machine); only their order matters, and a file missing here (new, or under 10 s) comes after these
-in its own order. Keep it roughly current: a new file of a minute or more belongs here. test_gpio: 219 s measured,
-and an estimated 13 s for the three explain tests that came from test_gpio_explain (7 s and less each, alone, in CI)."""
+in its own order. Keep it roughly current: a new file of a minute or more belongs here. test_qemu_target and
+test_gpio: their tests' seconds in a clean-clone run of 2026-11-29 (qemu_target 67 + 47 + about 15; gpio less the
+fresh Erlang VMs its blink, GenServer and refusal no longer start); by themselves on a quiet machine the same day,
+test_qemu_target took 99 s and test_gpio 90 s."""
 
 from __future__ import annotations
 
 SECONDS = {
-    # test_tune and test_wheel: that run's 146 and 137 s less what their tests' changes saved, measured per test;
-    # test_gpio: 219 s plus three explain tests moved in from test_gpio_explain (estimated)
-    "test_gpio": 232, "test_qemu_target": 214, "test_tune": 131, "test_cli_output": 111,
+    # test_tune and test_wheel: that run's 146 and 137 s less what their tests' changes saved, measured per test
+    "test_tune": 131, "test_qemu_target": 130, "test_gpio": 112, "test_cli_output": 111,
     "test_fleet_faults": 106, "test_wheel": 102, "test_board_faults": 100, "test_report_readable": 88, "test_postgres_store": 88,
     "test_store_outage": 83, "test_fleet_monitor": 74, "test_serve": 63, "test_ssh_session": 58,
     "test_labgrid_target": 52, "test_ssh_target": 51, "test_beam_node": 47, "test_prometheus": 44,
@@ -27,22 +28,23 @@ SECONDS = {
 }
 
 
-# The two longest files emulate their guests under TCG (each vCPU a host thread using all the CPU it gets): started
-# together, three or four guests share the two cores, nearer their hang timeouts. The second starts third instead:
-# xdist gives each worker two files at first (the 1st and 3rd to one, the 2nd and 4th to the other), so both are the
-# same worker's, one after the other.
-APART = ("test_gpio", "test_qemu_target")
+# Two of the longest files emulate their guests under TCG (each vCPU a host thread using all the CPU it gets):
+# started together, three or four guests share the two cores, nearer their hang timeouts. They start first and third
+# whatever their seconds: xdist gives each worker two files at first (the 1st and 3rd to one, the 2nd and 4th to the
+# other), so both are the same worker's, one after the other.
+APART = ("test_qemu_target", "test_gpio")
 
 
 def longest_first(items: list) -> None:
-    """Reorder the collected tests in place: whole files, the longest first (but APART's second third); a file's
-    own tests keep their order (its module fixtures are made once either way). Deterministic, so both workers
-    collect the same order."""
+    """Reorder the collected tests in place: whole files, the longest first (but APART's first and third); a
+    file's own tests keep their order (its module fixtures are made once either way). Deterministic, so both
+    workers collect the same order."""
     first_seen: dict[str, int] = {}
     for i, item in enumerate(items):
         first_seen.setdefault(item.path.stem, i)
     files = sorted(first_seen, key=lambda f: (-SECONDS.get(f, 0), first_seen[f]))
-    if files[:2] == list(APART) and len(files) > 2:
-        files[1], files[2] = files[2], files[1]
+    if all(f in files for f in APART) and len(files) > 2:
+        rest = [f for f in files if f not in APART]
+        files = [APART[0], rest[0], APART[1], *rest[1:]]
     rank = {f: i for i, f in enumerate(files)}
     items.sort(key=lambda item: rank[item.path.stem])
