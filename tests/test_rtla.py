@@ -116,7 +116,9 @@ def test_rtla_beside_explained_rtprobe_on_the_rt_guest(cli, tmp_path, rt_guest):
     assert hist["cpu"] == 1 and hist["bucket_width"] == 1000 and 1000 <= hist["n"] <= 2100
     assert trailer["summary"]["n"] == hist["n"] and trailer["summary"]["max"] == hist["max"]
     irq = trailer["contexts"]["irq"]["summary"]
-    assert irq["n"] == hist["n"]  # one IRQ and one thread sample per period woken
+    # one IRQ and one thread sample per period woken; the end of the duration may fall between the last
+    # period's IRQ and its thread (seen once: 1,943 IRQ samples, 1,942 thread samples)
+    assert hist["n"] <= irq["n"] <= hist["n"] + 1
     assert irq["min"] <= trailer["summary"]["min"]  # the handler runs before the thread it wakes
     assert json.loads(cli("explain", native["id"], "--db", db, "--json").out)["samples"]
 
