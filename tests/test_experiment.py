@@ -27,7 +27,9 @@ def test_resume_after_kill_9_neither_repeats_nor_loses_a_run(tmp_path, rtprobe):
     """Killed (-9, no chance to clean up) and resumed: every run once, and the killed one's run directory
     (named after its pid) removed by the next rtscope."""
     spec = tmp_path / "small.toml"
-    spec.write_text(SPEC.format(reps=6))
+    # runs of 20 calls 10 ms apart, so that most of the time a run (and its directory) is in progress: the kill
+    # below waits for one, and lands in it unless it ends within the next millisecond
+    spec.write_text(SPEC.format(reps=6).replace("pause_ms = 0", "pause_ms = 10"))
     db = tmp_path / "k.db"
     tmp = tmp_path / "tmp"
     tmp.mkdir()
@@ -37,7 +39,7 @@ def test_resume_after_kill_9_neither_repeats_nor_loses_a_run(tmp_path, rtprobe):
                             env=env)
     try:
         deadline = time.monotonic() + 90
-        while _count_runs(db) < 5:
+        while _count_runs(db) < 5 or not list(tmp.glob(f"rtscope-run-*-{proc.pid}-*")):
             assert proc.poll() is None, "finished before it could be killed"
             assert time.monotonic() < deadline
             time.sleep(0.02)
