@@ -243,12 +243,13 @@ def paired(pairs: list[tuple[np.ndarray, np.ndarray]], block: int, metric: str,
             diffs.append(np.log(va) - np.log(vb))
             mine.append(va)
             theirs.append(vb)
-            kept.append(None if strata is None else strata[i])
+            if strata is not None:
+                kept.append(strata[i])   # the arrangement of each run that has a window pair
     n = sum(len(d) for d in diffs)
     if n < 2:
         return None
     return _estimate(diffs, np.concatenate(mine), np.concatenate(theirs), block, window, design,
-                     kept if strata is not None else None)
+                     None if strata is None else kept)
 
 
 def _batch_means(centred: list[np.ndarray]) -> tuple[float, float] | None:

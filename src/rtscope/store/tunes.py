@@ -137,17 +137,14 @@ class TuneTables:
         """The first slot whose run is not stored and that nobody holds (or whose holder's lease ran out),
         now held by `worker`; None when there is none."""
         for slot in self.slots(tune_id):
-            got = self._claim(slot, tune_id, worker, now, lease_s)
+            got = self.claim_slot(tune_id, slot, worker, now, lease_s)
             if got is not None:
                 return got
         return None
 
-    def claim_slot(self, tune_id: int, plan_index: int, worker: str, now: float, lease_s: float) -> dict | None:
-        """That slot, now held by `worker`, when its run is not stored and nobody holds it; else None."""
-        slot = next((sl for sl in self.slots(tune_id) if sl["plan_index"] == plan_index), None)
-        return None if slot is None else self._claim(slot, tune_id, worker, now, lease_s)
-
-    def _claim(self, slot: dict, tune_id: int, worker: str, now: float, lease_s: float) -> dict | None:
+    def claim_slot(self, tune_id: int, slot: dict, worker: str, now: float, lease_s: float) -> dict | None:
+        """That slot (as `slots` gave it), now held by `worker`, when its run is not stored and nobody holds it
+        (or its holder's lease ran out); else None."""
         if slot["run_id"] is not None:
             return None
         if slot["claimed_by"] is not None and slot["claimed_at"] >= now - lease_s:

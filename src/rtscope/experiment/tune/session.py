@@ -249,7 +249,7 @@ def _siblings(store: Store, tune: Tune, slot: dict) -> list[dict]:
     for other in store.tunes.slots(tune.id):
         if other["plan_index"] != slot["plan_index"] and other["request"].get("pair") == pair \
                 and other["run_id"] is None:
-            got = store.tunes.claim_slot(tune.id, other["plan_index"], worker, now, LEASE_S)
+            got = store.tunes.claim_slot(tune.id, other, worker, now, LEASE_S)
             if got is not None:
                 out.append(got)
     return out
