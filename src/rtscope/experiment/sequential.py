@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..analysis.paired import look_level
+from ..signals import Terminated, held_signals
 from ..store import Store
 from . import execute as exp_mod
 from .claim_runs import cells_of
@@ -96,6 +97,17 @@ def until_decided(store: Store, spec: Spec, exp: exp_mod.Experiment, claims: lis
     experiment's runs; on_look(progress, judgements): shows a look. Returns the final judgements (a claim decided
     at an earlier look keeps that look's judgement) and the progress."""
     progress = resumed_progress(exp)
+    try:
+        return _rounds(store, spec, exp, claims, budget_s, alpha, run_round, judge, on_look, progress)
+    except (KeyboardInterrupt, Terminated):
+        with held_signals():    # stopped mid-round: the time it used still counts when it is resumed
+            _keep(store, exp, progress, budget_s)
+        raise
+
+
+def _rounds(store: Store, spec: Spec, exp: exp_mod.Experiment, claims: list, budget_s: float, alpha: float,
+            run_round: Callable[[exp_mod.Experiment], None], judge: Callable[[float], list],
+            on_look: Callable[[Progress, list], None], progress: Progress) -> tuple[list, Progress]:
     seed = exp.seed
     final: list = []
     while True:
